@@ -1,0 +1,47 @@
+"""pytest-researchqa: citation-grounded paper-QA benchmark rows as pytest tests.
+
+The public names below load on first use, so importing the package (which
+pytest does at every start-up once the plugin is installed) stays free.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "match_citation": "matcher",
+    "CitationMatch": "matcher",
+    "MatchIndex": "matcher",
+    "cited_verbatim": "assertions",
+    "covers_sections": "assertions",
+    "grounded_refusal": "assertions",
+    "check_answer": "assertions",
+    "Answer": "answers",
+    "Row": "rows",
+    "SectionEvidence": "rows",
+    "Paper": "papers",
+    "PaperUnavailable": "papers",
+    "load_dataset": "loaders",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .answers import Answer
+    from .assertions import check_answer, cited_verbatim, covers_sections, grounded_refusal
+    from .loaders import load_dataset
+    from .matcher import CitationMatch, MatchIndex, match_citation
+    from .papers import Paper, PaperUnavailable
+    from .rows import Row, SectionEvidence
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_researchqa' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

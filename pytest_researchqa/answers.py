@@ -1,0 +1,64 @@
+"""What a system under test returns: answer text plus quoted citations."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+# Phrases that mark an answer as declining the question's premise.
+_REFUSAL = re.compile(
+    r"\b(?:false premise|does not (?:address|report|mention|discuss|include|contain|state)|"
+    r"doesn't (?:address|report|mention|discuss)|not (?:addressed|reported|mentioned|discussed) in the paper|"
+    r"cannot (?:be )?answer(?:ed)?|no (?:information|evidence) (?:about|on|in the paper)|"
+    r"the paper (?:never|does not))",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class Answer:
+    """A system's answer to one row.
+
+    ``refused`` is the system's own statement when it has one; otherwise it is
+    read from the text (see :func:`looks_like_refusal`). ``recorder`` is set by
+    the ``researchqa_answer`` fixture so assertions can record metric values
+    for the leaderboard; answers built by hand simply record nothing.
+    """
+
+    text: str
+    citations: list[str] = field(default_factory=list)
+    refused: Optional[bool] = None
+    recorder: Optional[Callable[[str, Optional[float]], None]] = field(default=None, repr=False, compare=False)
+
+    @property
+    def is_refusal(self) -> bool:
+        return self.refused if self.refused is not None else looks_like_refusal(self.text)
+
+    def record(self, metric: str, value: Optional[float]) -> None:
+        if self.recorder is not None:
+            self.recorder(metric, value)
+
+
+def looks_like_refusal(text: str) -> bool:
+    return bool(_REFUSAL.search(text or ""))
+
+
+def coerce_answer(value: Any, where: str) -> Answer:
+    """Accept what user systems naturally return: an Answer, a dict, or text."""
+    if isinstance(value, Answer):
+        return value
+    if isinstance(value, str):
+        return Answer(text=value)
+    if isinstance(value, dict):
+        text = value.get("answer", value.get("text"))
+        citations = value.get("citations", [])
+        if not isinstance(text, str):
+            raise TypeError(f"{where} returned a dict without an 'answer' (or 'text') string")
+        if not isinstance(citations, list) or not all(isinstance(c, str) for c in citations):
+            raise TypeError(f"{where} returned 'citations' that is not a list of strings")
+        refused = value.get("refused")
+        return Answer(text=text, citations=list(citations), refused=refused if isinstance(refused, bool) else None)
+    raise TypeError(
+        f"{where} returned {type(value).__name__}; return an Answer, a dict with 'answer' and 'citations', or a string"
+    )

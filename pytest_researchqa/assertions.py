@@ -1,0 +1,140 @@
+"""Assertions that record metric values and explain every failure.
+
+Each assertion records its metric on the answer (for the leaderboard) before
+it decides, so a failing row still counts with its real score. A passing
+assertion does no more than the metric needs; the nearest-passage search and
+message building run only when it fails.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Optional
+
+from . import metrics
+from .answers import Answer
+from .matcher import match_index
+from .rows import Row
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .matcher import MatchIndex
+    from .papers import Paper
+
+PaperLike = "str | Paper | MatchIndex"
+
+
+def _quote(text: str, width: int = 100) -> str:
+    flat = " ".join(text.split())
+    return '"' + (flat if len(flat) <= width else flat[:width] + "…") + '"'
+
+
+def _indent(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
+
+
+def _fmt(value: Optional[float]) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def cited_verbatim(answer: Answer, paper: PaperLike, *, min_accuracy: float = 1.0) -> Optional[float]:
+    """Every citation (or ``min_accuracy`` of them) must be grounded in the paper.
+
+    Records ``citation_accuracy``; returns it (None when nothing is cited).
+    """
+    index = match_index(paper)
+    matches = metrics.match_citations(answer, index)
+    accuracy = metrics.citation_accuracy(matches)
+    answer.record("citation_accuracy", accuracy)
+    if accuracy is None or accuracy >= min_accuracy:
+        return accuracy
+    failing = [(n, m) for n, m in enumerate(matches, start=1) if not m.grounded]
+    lines = [
+        f"citation accuracy {_fmt(accuracy)} < {min_accuracy:.2f}: "
+        f"{len(failing)} of {len(matches)} citations not grounded in the paper"
+    ]
+    for number, found in failing:
+        lines.append(f"  [{number}] {_quote(found.citation)}")
+        lines.append(_indent(found.explain(), "      "))
+    raise AssertionError("\n".join(lines))
+
+
+def covers_sections(
+    answer: Answer,
+    row: Row,
+    paper: PaperLike | None = None,
+    *,
+    min_coverage: float = 1.0,
+) -> Optional[float]:
+    """The citations must reach every expected section (AND), any alternative (OR).
+
+    Records ``section_coverage`` and ``citation_precision``; returns coverage
+    (None for rows without expected sections). With ``paper``, citations and
+    alternatives are compared as located passages; without, as texts.
+    """
+    index = match_index(paper) if paper is not None else None
+    report = metrics.section_report(answer.citations, row, index)
+    coverage = report.section_coverage
+    answer.record("section_coverage", coverage)
+    answer.record("citation_precision", report.citation_precision)
+    if coverage is None or coverage >= min_coverage:
+        return coverage
+    sections = row.expected_references
+    missed = [s for s, hit in zip(sections, report.covered) if not hit]
+    lines = [
+        f"section coverage {_fmt(coverage)} < {min_coverage:.2f}: "
+        f"missed {len(missed)} of {len(sections)} required sections"
+    ]
+    for section in missed:
+        lines.append(f"  missed {section.section_label!r}, e.g. {_quote(section.alternatives[0], 90)}")
+    if not answer.citations:
+        lines.append("  the answer cites nothing")
+    else:
+        lines.append("  cited instead:")
+        for number, (citation, hit) in enumerate(zip(answer.citations, report.sections_per_citation), start=1):
+            reached = ", ".join(repr(sections[i].section_label) for i in sorted(hit)) or "no expected section"
+            where = ""
+            if index is not None:
+                found = index.match(citation)
+                where = f" (page {', '.join(map(str, found.pages))})" if found.grounded and found.pages else ""
+                if not found.grounded:
+                    where = " (not in the paper)"
+            lines.append(f"  [{number}] {_quote(citation, 80)}{where} -> {reached}")
+    raise AssertionError("\n".join(lines))
+
+
+def grounded_refusal(answer: Answer, row: Row, paper: PaperLike) -> Optional[float]:
+    """On an adversarial row, the answer may refuse or refute, but never with invented evidence.
+
+    Records ``refusal_correctness`` (None on other question types).
+    """
+    index = match_index(paper)
+    matches = metrics.match_citations(answer, index)
+    score = metrics.refusal_correctness(row, matches)
+    answer.record("refusal_correctness", score)
+    if score is None or score >= 1.0:
+        return score
+    stance = "refused" if answer.is_refusal else "did not refuse"
+    lines = [f"refusal correctness 0: the answer {stance} and backed itself with fabricated evidence"]
+    if row.metadata.false_premise:
+        lines.append(f"  false premise: {row.metadata.false_premise}")
+    for number, found in enumerate(matches, start=1):
+        if not found.grounded:
+            lines.append(f"  [{number}] {_quote(found.citation)}")
+            lines.append(_indent(found.explain(), "      "))
+    raise AssertionError("\n".join(lines))
+
+
+def check_answer(answer: Answer, row: Row, paper: PaperLike) -> None:
+    """Run every deterministic assertion, record all metrics, then fail once with every reason."""
+    checks: list[Callable[[], object]] = [
+        lambda: cited_verbatim(answer, paper),
+        lambda: covers_sections(answer, row, paper),
+        lambda: grounded_refusal(answer, row, paper),
+    ]
+    failures = []
+    for check in checks:
+        try:
+            check()
+        except AssertionError as failure:
+            failures.append(str(failure))
+    if failures:
+        raise AssertionError("\n".join(failures))

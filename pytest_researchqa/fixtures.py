@@ -1,0 +1,116 @@
+"""Fixtures: the current row, its paper, the system under test and its answer.
+
+Any test function that asks for ``researchqa_row`` (or a fixture built on
+it) is parametrized over the dataset; asking for ``researchqa_answer`` or
+``researchqa_system`` parametrizes it per system as well.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from .state import RECORD, RUN_STATE, Case
+
+
+@pytest.fixture
+def researchqa_case(request: pytest.FixtureRequest) -> Case:
+    """The parametrized case (row position and system); mostly for the other fixtures."""
+    case = getattr(request, "param", None)
+    if not isinstance(case, Case):
+        pytest.fail("researchqa_case is set by the plugin's parametrization; request researchqa_row instead",
+                    pytrace=False)
+    state = request.config.stash[RUN_STATE]
+    record = {"system": case.system, "metrics": {}, "error": None, "defect": None, "latency_s": None}
+    if case.kind == "row":
+        row = state.dataset.rows[case.position]
+        record.update(row_id=row.row_id, paper_id=row.paper_id, question_type=row.question_type,
+                      domain=row.domain)
+    request.node.stash[RECORD] = record
+    return case
+
+
+def _error(request: pytest.FixtureRequest, message: str):
+    request.node.stash[RECORD]["error"] = message
+    pytest.fail(message, pytrace=False)
+
+
+@pytest.fixture
+def researchqa_row(request: pytest.FixtureRequest, researchqa_case: Case):
+    """The benchmark row of this test (a :class:`~pytest_researchqa.rows.Row`)."""
+    state = request.config.stash[RUN_STATE]
+    if researchqa_case.kind == "problem":
+        problem = state.dataset.problems[researchqa_case.position]
+        request.node.stash[RECORD].update(row_id=problem.row_id or problem.location, paper_id=None,
+                                          question_type=None, domain=None)
+        _error(request, f"invalid row: {problem}")
+    return state.dataset.rows[researchqa_case.position]
+
+
+@pytest.fixture
+def researchqa_paper(request: pytest.FixtureRequest, researchqa_row):
+    """The row's paper (:class:`~pytest_researchqa.papers.Paper`), checked against the row.
+
+    A paper that cannot be read makes the row error. A row with a required
+    section the paper does not contain is a dataset defect: xfail by default.
+    """
+    from .metrics import check_expected_passages
+    from .papers import PaperUnavailable
+
+    state = request.config.stash[RUN_STATE]
+    record = request.node.stash[RECORD]
+    try:
+        paper = state.papers.get(researchqa_row.paper_id, researchqa_row.paper_s3_url)
+    except PaperUnavailable as error:
+        _error(request, str(error))
+    check = check_expected_passages(researchqa_row, paper.match_index)
+    record["expected_found"], record["expected_total"] = check.counts
+    missing = check.missing_sections
+    if missing:
+        reason = (f"dataset defect: no expected passage of section(s) {', '.join(map(repr, missing))} "
+                  f"is in the text of paper {researchqa_row.paper_id!r}")
+        if state.settings.defect_policy == "xfail":
+            record["defect"] = reason
+            pytest.xfail(reason)
+    return paper
+
+
+@pytest.fixture
+def researchqa_system(request: pytest.FixtureRequest, researchqa_case: Case):
+    """The system under test (None when auditing the dataset)."""
+    if researchqa_case.system is None:
+        return None
+    return request.config.stash[RUN_STATE].system(researchqa_case.system)
+
+
+@pytest.fixture
+def researchqa_answer(request: pytest.FixtureRequest, researchqa_row, researchqa_paper, researchqa_system):
+    """The system's :class:`~pytest_researchqa.answers.Answer`; assertions on it record metrics."""
+    if researchqa_system is None:
+        return None
+    record = request.node.stash[RECORD]
+    started = time.perf_counter()
+    try:
+        answer = researchqa_system.answer(researchqa_row, researchqa_paper)
+    except Exception as error:  # a crashing system is an error, not a wrong answer
+        _error(request, f"system {researchqa_system.name!r} raised {type(error).__name__}: {error}")
+    record["latency_s"] = time.perf_counter() - started
+
+    def recorder(metric: str, value):
+        record["metrics"][metric] = value
+
+    answer.recorder = recorder
+    return answer
+
+
+@pytest.fixture
+def researchqa_judge():
+    """Reserved for the LLM judge (``--researchqa-judge``); None until judges ship."""
+    return None
+
+
+@pytest.fixture(scope="session")
+def researchqa_dataset(pytestconfig: pytest.Config):
+    """The loaded :class:`~pytest_researchqa.loaders.Dataset`."""
+    return pytestconfig.stash[RUN_STATE].dataset

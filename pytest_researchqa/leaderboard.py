@@ -1,0 +1,159 @@
+"""Aggregate per-row records into the leaderboard, and evaluate gates.
+
+Records are plain dicts (they cross xdist): ``system``, ``row_id``,
+``paper_id``, ``question_type``, ``domain``, ``metrics`` (name -> float or
+None), ``latency_s``, ``error`` (text or None), ``defect`` (text or None),
+``expected_found``/``expected_total`` (the dataset's self-check).
+A row that errored or is a dataset defect is counted but not averaged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from statistics import fmean
+from typing import Iterable, Optional, Sequence
+
+from .options import METRIC_NAMES, Gate
+
+JUDGE_COLUMNS = ("factual", "complete")
+_SHORT = {
+    "citation_precision": "cite prec",
+    "section_coverage": "sect cov",
+    "citation_accuracy": "cite acc",
+    "refusal_correctness": "refusal",
+}
+
+
+@dataclass(frozen=True)
+class Summary:
+    system: str
+    rows: int
+    errors: int
+    defects: int
+    means: dict[str, Optional[float]]
+    latency_s: Optional[float]
+
+    @property
+    def composite(self) -> Optional[float]:
+        """Mean of the available deterministic metric means (the sort key)."""
+        present = [v for v in self.means.values() if v is not None]
+        return fmean(present) if present else None
+
+
+def graded(record: dict) -> bool:
+    return not record.get("error") and not record.get("defect")
+
+
+def summarize(system: str, records: Sequence[dict]) -> Summary:
+    usable = [r for r in records if graded(r)]
+    means = {}
+    for metric in METRIC_NAMES:
+        values = [r["metrics"][metric] for r in usable if r["metrics"].get(metric) is not None]
+        means[metric] = fmean(values) if values else None
+    latencies = [r["latency_s"] for r in usable if r.get("latency_s") is not None]
+    return Summary(
+        system=system,
+        rows=len(records),
+        errors=sum(1 for r in records if r.get("error")),
+        defects=sum(1 for r in records if r.get("defect") and not r.get("error")),
+        means=means,
+        latency_s=fmean(latencies) if latencies else None,
+    )
+
+
+def by_system(records: Iterable[dict]) -> dict[str, list[dict]]:
+    grouped: dict[str, list[dict]] = {}
+    for record in records:
+        grouped.setdefault(record.get("system") or "(dataset)", []).append(record)
+    return grouped
+
+
+def _cell(value: Optional[float], digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def leaderboard_rows(records: Sequence[dict]) -> list[Summary]:
+    summaries = [summarize(system, rows) for system, rows in by_system(records).items()]
+    return sorted(summaries, key=lambda s: (-(s.composite if s.composite is not None else -1), s.system))
+
+
+def render(records: Sequence[dict]) -> str:
+    """The leaderboard, then the same metrics per question type and per domain."""
+    from tabulate import tabulate
+
+    summaries = leaderboard_rows(records)
+    headers = ["system", *(_SHORT[m] for m in METRIC_NAMES), *JUDGE_COLUMNS, "rows", "errors", "latency s"]
+    table = [
+        [s.system, *(_cell(s.means[m]) for m in METRIC_NAMES), *("—" for _ in JUDGE_COLUMNS),
+         s.rows, s.errors, _cell(s.latency_s, 2)]
+        for s in summaries
+    ]
+    parts = [tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)]
+    defects = sum(s.defects for s in summaries)
+    if defects:
+        parts.append(f"{defects} row(s) not graded: a required section is not in the paper (dataset defect)")
+    for title, field in (("question type", "question_type"), ("domain", "domain")):
+        breakdown = []
+        order = {system.system: n for n, system in enumerate(summaries)}
+        groups: dict[tuple[str, str], list[dict]] = {}
+        for record in records:
+            groups.setdefault((record.get("system") or "(dataset)", record.get(field) or "?"), []).append(record)
+        for (system, value), rows in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 0), kv[0][1])):
+            s = summarize(system, rows)
+            breakdown.append([system, value, *(_cell(s.means[m]) for m in METRIC_NAMES), s.rows, s.errors])
+        parts.append(f"by {title}:")
+        parts.append(
+            tabulate(breakdown, headers=["system", title, *(_SHORT[m] for m in METRIC_NAMES), "rows", "errors"],
+                     tablefmt="github", disable_numparse=True)
+        )
+    return "\n".join(parts)
+
+
+def render_audit(records: Sequence[dict]) -> str:
+    """Per paper: the share of expected passages its extracted text contains."""
+    from tabulate import tabulate
+
+    papers: dict[str, list[int]] = {}
+    for record in records:
+        if record.get("expected_total") is None:
+            continue
+        counts = papers.setdefault(record["paper_id"], [0, 0, 0])
+        counts[0] += record["expected_found"]
+        counts[1] += record["expected_total"]
+        counts[2] += 1 if record.get("defect") else 0
+    table = [
+        [paper, f"{found}/{total}", _cell(found / total if total else None), defects]
+        for paper, (found, total, defects) in sorted(papers.items())
+    ]
+    found = sum(c[0] for c in papers.values())
+    total = sum(c[1] for c in papers.values())
+    table.append(["(all)", f"{found}/{total}", _cell(found / total if total else None),
+                  sum(c[2] for c in papers.values())])
+    return tabulate(table, headers=["paper", "passages found", "share", "defect rows"], tablefmt="github",
+                    disable_numparse=True)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    gate: Gate
+    system: str
+    value: Optional[float]
+
+    @property
+    def passed(self) -> bool:
+        return self.value is not None and self.value >= self.gate.threshold
+
+    def describe(self) -> str:
+        if self.value is None:
+            return f"{self.system}: {self.gate.label} FAILED: no graded row measured it"
+        verdict = "ok" if self.passed else f"FAILED by {self.gate.threshold - self.value:.3f}"
+        return f"{self.system}: {self.gate.label}: {self.value:.3f} {verdict}"
+
+
+def evaluate_gates(gates: Sequence[Gate], records: Sequence[dict]) -> list[GateResult]:
+    results = []
+    for system, rows in by_system(records).items():
+        for gate in gates:
+            scoped = [r for r in rows if gate.question_type in (None, r.get("question_type"))]
+            results.append(GateResult(gate, system, summarize(system, scoped).means[gate.metric]))
+    return results

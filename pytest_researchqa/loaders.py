@@ -1,0 +1,190 @@
+"""Read datasets in the shapes users have.
+
+* ``*.jsonl`` -- the published flat file: one row per line, ``metadata_*`` keys.
+* ``*.json`` -- the wrapper ``{"version": ..., "rows": [...]}`` with nested
+  metadata, or a bare list of such rows, or the QASPER release (detected).
+* ``*.yaml`` / ``*.yml`` -- hand-written rows: a list, or ``{rows: [...]}``.
+
+A malformed row never stops the others: it becomes a :class:`RowProblem` that
+names the file, the line (or row index) and the field, and the plugin turns it
+into one erroring test while every other row runs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from .rows import METADATA_FIELDS, Row
+
+
+class DatasetError(Exception):
+    """The dataset as a whole cannot be read (missing file, broken syntax)."""
+
+
+@dataclass(frozen=True)
+class RowProblem:
+    """A row that failed validation, located precisely."""
+
+    file: str
+    location: str  # "line 12" or "row 3"
+    field: str
+    message: str
+    row_id: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}, {self.location}, field {self.field!r}: {self.message}"
+
+
+@dataclass
+class Dataset:
+    """Rows in file order, the rows that failed, and where papers live."""
+
+    path: Path
+    rows: list[Row]
+    problems: list[RowProblem] = field(default_factory=list)
+    # paper_id -> text for datasets that carry their papers inline (QASPER).
+    inline_papers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+
+def load_dataset(path: str | Path) -> Dataset:
+    """Load a dataset file, choosing the reader by its suffix and shape."""
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"{path}: dataset file not found")
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return _from_records(path, _jsonl_records(path), flat=True)
+    if suffix in (".yaml", ".yml"):
+        return _from_records(path, _yaml_records(path), flat=False)
+    if suffix == ".json":
+        data = _read_json(path)
+        if isinstance(data, dict) and "rows" not in data and _looks_like_qasper(data):
+            from .qasper import qasper_dataset
+
+            return qasper_dataset(path, data)
+        return _from_records(path, _wrapper_records(path, data), flat=False)
+    raise DatasetError(f"{path}: unknown dataset format {suffix!r} (use .jsonl, .json or .yaml)")
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise DatasetError(f"{path}: line {error.lineno}: not valid JSON: {error.msg}") from None
+    except UnicodeDecodeError as error:
+        raise DatasetError(f"{path}: not UTF-8 text ({error.reason})") from None
+
+
+def _looks_like_qasper(data: dict) -> bool:
+    first = next(iter(data.values()), None)
+    return isinstance(first, dict) and "qas" in first and "full_text" in first
+
+
+def _jsonl_records(path: Path) -> Iterator[tuple[str, Any]]:
+    with path.open(encoding="utf-8", errors="replace") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield f"line {number}", json.loads(line)
+            except json.JSONDecodeError as error:
+                yield f"line {number}", _Unparsable(f"not valid JSON: {error.msg} (column {error.colno})")
+
+
+def _wrapper_records(path: Path, data: Any) -> Iterator[tuple[str, Any]]:
+    if isinstance(data, dict):
+        rows = data.get("rows")
+        if not isinstance(rows, list):
+            raise DatasetError(f'{path}: expected {{"version": ..., "rows": [...]}} or a list of rows')
+    elif isinstance(data, list):
+        rows = data
+    else:
+        raise DatasetError(f"{path}: expected a list of rows, found {type(data).__name__}")
+    for index, record in enumerate(rows):
+        yield f"row {index}", record
+
+
+def _yaml_records(path: Path) -> Iterator[tuple[str, Any]]:
+    import yaml
+
+    try:
+        root = yaml.compose(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        raise DatasetError(f"{path}: {where}not valid YAML: {getattr(error, 'problem', error)}") from None
+    if root is None:
+        return
+    if isinstance(root, yaml.MappingNode):
+        nodes = [value for key, value in root.value if key.value == "rows"]
+        if not nodes or not isinstance(nodes[0], yaml.SequenceNode):
+            raise DatasetError(f"{path}: expected a list of rows or a mapping with 'rows:'")
+        root = nodes[0]
+    if not isinstance(root, yaml.SequenceNode):
+        raise DatasetError(f"{path}: expected a list of rows")
+    for index, node in enumerate(root.value):
+        record = yaml.safe_load(yaml.serialize(node))
+        yield f"row {index} (line {node.start_mark.line + 1})", record
+
+
+class _Unparsable:
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+def _from_records(path: Path, records, flat: bool) -> Dataset:
+    from pydantic import ValidationError
+
+    rows: list[Row] = []
+    problems: list[RowProblem] = []
+    seen: dict[str, str] = {}
+    for location, record in records:
+        if isinstance(record, _Unparsable):
+            problems.append(RowProblem(str(path), location, "(row)", record.message))
+            continue
+        if not isinstance(record, dict):
+            problems.append(RowProblem(str(path), location, "(row)", f"expected an object, found {type(record).__name__}"))
+            continue
+        row_id = record.get("row_id")
+        try:
+            row = Row.model_validate(_nest_metadata(record) if flat else record)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "(row)"
+            if flat and where.startswith("metadata."):
+                where = "metadata_" + where.split(".", 1)[1]
+            more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+            problems.append(
+                RowProblem(str(path), location, where, first["msg"] + more, str(row_id) if row_id else None)
+            )
+            continue
+        if row.row_id in seen:
+            problems.append(
+                RowProblem(str(path), location, "row_id", f"duplicate of {seen[row.row_id]}", row.row_id)
+            )
+            continue
+        seen[row.row_id] = location
+        rows.append(row)
+    return Dataset(path=path, rows=rows, problems=problems)
+
+
+def _nest_metadata(record: dict) -> dict:
+    nested = {k: v for k, v in record.items() if not k.startswith("metadata_")}
+    metadata = {k[len("metadata_") :]: v for k, v in record.items() if k.startswith("metadata_")}
+    # The flat file writes absent sparse fields as null or empty strings.
+    metadata = {k: v for k, v in metadata.items() if v not in (None, "") or k not in METADATA_FIELDS}
+    if metadata:
+        nested["metadata"] = metadata
+    if isinstance(nested.get("expected_references"), str):
+        try:
+            nested["expected_references"] = json.loads(nested["expected_references"])
+        except json.JSONDecodeError:
+            pass  # validation reports the field
+    return nested

@@ -1,0 +1,638 @@
+"""The citation matcher: is a quoted citation really in the paper?
+
+Quotes and paper are compared on match keys (see :mod:`textkey`), so
+extraction noise cannot cause a miss while any changed letter or digit does.
+On top of exact key search the matcher accepts exactly three kinds of
+legitimate departure, and nothing else:
+
+* a gap in the paper that is page furniture: a page break (footers, headers,
+  footnotes, within ``PAGE_GAP_LIMIT`` key characters) or a short run of digits
+  (margin line numbers, page numbers, citation markers);
+* an elision mark in the quote (``...``, ``…``, ``[...]``, ``(...)``) whose
+  parts are each verbatim, in order, within ``ELISION_WINDOW`` of each other;
+* a verbatim quote followed by a clearly separated comment of the model's own.
+
+Everything else is not grounded; *why* (altered, stitched, paraphrase, not
+found) is worked out lazily, only when someone reads the verdict.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+from .textkey import common_prefix_length, key_offsets, text_key
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .papers import Paper
+
+# Quotes shorter than this (in key characters) prove nothing about a paper.
+MIN_QUOTE_KEY = 10
+# A verbatim piece this long anchors a page-break walk or a commentary split.
+MIN_ANCHOR = 20
+# Probe used to find where a quote resumes after a furniture gap.
+RESUME_PROBE = 12
+PAGE_GAP_LIMIT = 3000
+DIGIT_GAP_LIMIT = 6
+ELISION_WINDOW = 4000
+
+VERBATIM = "verbatim"
+VERBATIM_ELIDED = "verbatim_elided"
+VERBATIM_WITH_COMMENTARY = "verbatim_with_commentary"
+ALTERED = "altered"
+STITCHED = "stitched"
+PARAPHRASE = "paraphrase"
+NOT_FOUND = "not_found"
+TOO_SHORT = "too_short"
+GROUNDED_VERDICTS = frozenset({VERBATIM, VERBATIM_ELIDED, VERBATIM_WITH_COMMENTARY})
+
+_ELISION = re.compile(
+    r"\s*(?:[\[(]\s*(?:(?:\.\s*){3,}|…)\s*[\])]|(?:\.\s*){3,}|…)\s*"
+)
+# Where a model's own comment may start after a verbatim quote.
+_HARD_SEPARATOR = re.compile(r"\s+[—–-]{1,2}\s+|\s*[—–]\s*|\s*[(\[]|[:;]\s+")
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*\s+")
+_COMMENT_OPENER = re.compile(
+    r"(?:this|these|that|those|which|i\.?e\.?|e\.?g\.?|in other words|here|thus|so|hence|"
+    r"therefore|meaning|note|notably|indicating|suggesting|showing|in short|overall|"
+    r"essentially|importantly|the authors?|according|as (?:shown|noted|stated))\b",
+    re.IGNORECASE,
+)
+_PAGE_NUMBER_LINE = re.compile(
+    r"^\s*(?:page\s*)?(?:\d{1,4}|[ivxlc]{1,6})(?:\s*(?:of|/)\s*\d{1,4})?\s*$", re.IGNORECASE
+)
+_NUMBERED_LINE = re.compile(r"^([ \t]*)(\d{1,4})([ \t]+)\S", re.MULTILINE)
+
+
+# --------------------------------------------------------------------------- index
+
+
+class MatchIndex:
+    """A paper prepared once for any number of citation look-ups.
+
+    ``text`` is the raw extracted text; ``page_starts`` the raw offset at which
+    each page begins (empty for papers that have no pages).
+    """
+
+    def __init__(self, text: str, page_starts: Sequence[int] = ()) -> None:
+        self.text = text
+        self.page_starts: tuple[int, ...] = tuple(page_starts)
+        masked_pages, self.masked_ranges = _mask_furniture(text, self.page_starts)
+        page_keys = [text_key(page) for page in masked_pages]
+        self.key = "".join(page_keys)
+        self.page_key_starts = _running_starts(page_keys)
+        if self.masked_ranges:
+            unmasked = [text_key(page) for page in _split_pages(text, self.page_starts)]
+            self.unmasked_key = "".join(unmasked)
+            self.unmasked_page_key_starts = _running_starts(unmasked)
+        else:
+            self.unmasked_key = self.key
+            self.unmasked_page_key_starts = self.page_key_starts
+        self._memo: dict[str, CitationMatch] = {}
+        self._span_memo: dict[str, tuple[tuple[int, int], ...] | None] = {}
+
+    # -- public look-ups -----------------------------------------------------------
+    def match(self, citation: str) -> "CitationMatch":
+        """Match one citation; repeated citations are answered from a memo."""
+        found = self._memo.get(citation)
+        if found is None:
+            found = self._match(citation)
+            self._memo[citation] = found
+        return found
+
+    def passage_spans(self, passage: str) -> tuple[tuple[int, int], ...] | None:
+        """Key spans of an expected passage, or None when it is not in the paper."""
+        if passage not in self._span_memo:
+            result = self.match(passage)
+            self._span_memo[passage] = result.key_spans if result.grounded else None
+        return self._span_memo[passage]
+
+    def page_of(self, raw_offset: int) -> int | None:
+        if not self.page_starts:
+            return None
+        return max(1, bisect.bisect_right(self.page_starts, raw_offset))
+
+    def raw_offset(self, key_position: int) -> int:
+        """Raw text offset of a (masked) key position."""
+        offsets = self._masked_offsets
+        if not offsets:
+            return 0
+        return offsets[min(max(key_position, 0), len(offsets) - 1)]
+
+    @functools.cached_property
+    def _masked_offsets(self):
+        return key_offsets(_apply_mask(self.text, self.masked_ranges))
+
+    @functools.cached_property
+    def _unmasked_offsets(self):
+        return key_offsets(self.text) if self.masked_ranges else self._masked_offsets
+
+    @functools.cached_property
+    def sentence_windows(self) -> list[tuple[int, int]]:
+        """Raw spans of overlapping two-sentence windows, for nearest-passage search."""
+        masked = _apply_mask(self.text, self.masked_ranges)
+        bounds = [0] + [m.end() for m in re.finditer(r"[.!?][\"'”’)\]]*\s+|\n\s*\n", masked)]
+        bounds.append(len(masked))
+        return [(bounds[i], bounds[min(i + 2, len(bounds) - 1)]) for i in range(len(bounds) - 1)]
+
+    # -- matching ---------------------------------------------------------------------
+    def _match(self, citation: str) -> "CitationMatch":
+        parts = [p for p in _ELISION.split(_strip_wrapping(citation)) if text_key(p)]
+        keys = [text_key(p) for p in parts]
+        total = sum(len(k) for k in keys)
+        if total < MIN_QUOTE_KEY:
+            return CitationMatch(citation, self, False, TOO_SHORT, ())
+        for unmasked in (False, True):
+            if unmasked and self.unmasked_key is self.key:
+                break
+            spans = self._locate_parts(keys, unmasked)
+            if spans is not None:
+                verdict = VERBATIM if len(keys) == 1 else VERBATIM_ELIDED
+                if unmasked:
+                    spans = self._unmasked_to_masked(spans)
+                return CitationMatch(citation, self, True, verdict, spans)
+        if len(parts) == 1:
+            commented = self._split_commentary(parts[0])
+            if commented is not None:
+                spans, comment = commented
+                return CitationMatch(
+                    citation, self, True, VERBATIM_WITH_COMMENTARY, spans, commentary=comment
+                )
+        return CitationMatch(citation, self, False, None, (), parts=tuple(parts))
+
+    def _unmasked_to_masked(self, spans) -> tuple[tuple[int, int], ...]:
+        """Re-express spans found in the unmasked key in masked-key positions."""
+        masked, unmasked = self._masked_offsets, self._unmasked_offsets
+        converted = []
+        for start, end in spans:
+            low = bisect.bisect_left(masked, unmasked[start])
+            high = bisect.bisect_right(masked, unmasked[end - 1])
+            if high > low:
+                converted.append((low, high))
+        return tuple(converted)
+
+    def _keys(self, unmasked: bool) -> tuple[str, tuple[int, ...]]:
+        if unmasked:
+            return self.unmasked_key, self.unmasked_page_key_starts
+        return self.key, self.page_key_starts
+
+    def _locate_parts(self, keys: list[str], unmasked: bool) -> tuple[tuple[int, int], ...] | None:
+        key, pages = self._keys(unmasked)
+        first = keys[0]
+        if len(keys) == 1:
+            found = _locate(key, pages, first, 0, len(key))
+            return tuple(found) if found else None
+        # An elided quote: try each place its first part occurs.
+        start = 0
+        for _ in range(20):
+            head = _locate(key, pages, first, start, len(key))
+            if head is None:
+                return None
+            spans = list(head)
+            for part in keys[1:]:
+                end = spans[-1][1]
+                found = _locate(key, pages, part, end, min(len(key), end + ELISION_WINDOW + len(part)))
+                if found is None:
+                    break
+                spans.extend(found)
+            else:
+                return tuple(spans)
+            start = head[0][0] + 1
+        return None
+
+    def _split_commentary(self, quote: str):
+        """(spans, comment) when ``quote`` is a verbatim passage plus an own comment."""
+        quote_key = text_key(quote)
+        prefix_length, position = _longest_prefix(self.key, quote_key, 0, len(self.key))
+        if prefix_length < MIN_ANCHOR or prefix_length >= len(quote_key):
+            return None
+        offsets = key_offsets(quote)
+        for boundary_raw in _comment_boundaries(quote):
+            boundary = bisect.bisect_left(offsets, boundary_raw)
+            if not (prefix_length - 6 <= boundary <= prefix_length):
+                continue
+            if boundary < MIN_ANCHOR or boundary * 2 < len(quote_key):
+                continue
+            verbatim = self.match(quote[:boundary_raw])
+            if not verbatim.grounded or verbatim.verdict != VERBATIM:
+                continue
+            rest = quote_key[boundary:]
+            follow = self.key[position + boundary : position + boundary + len(rest)]
+            if _similarity(rest, follow) >= 0.6:
+                return None  # the paper goes on almost like this: an altered quote
+            rest_anchor, _ = _longest_prefix(self.key, rest, 0, len(self.key))
+            if rest_anchor >= MIN_ANCHOR and rest_anchor * 10 >= len(rest) * 6:
+                return None  # the rest is real text from elsewhere: stitched
+            return verbatim.key_spans, quote[boundary_raw:].strip()
+        return None
+
+
+def _running_starts(keys: list[str]) -> tuple[int, ...]:
+    starts, total = [], 0
+    for key in keys:
+        starts.append(total)
+        total += len(key)
+    return tuple(starts)
+
+
+def _split_pages(text: str, page_starts: Sequence[int]) -> list[str]:
+    if not page_starts:
+        return [text]
+    bounds = list(page_starts) + [len(text)]
+    return [text[bounds[i] : bounds[i + 1]] for i in range(len(page_starts))]
+
+
+def _apply_mask(text: str, ranges: Sequence[tuple[int, int]]) -> str:
+    if not ranges:
+        return text
+    pieces, last = [], 0
+    for start, end in ranges:
+        pieces.append(text[last:start])
+        pieces.append(" " * (end - start))
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def _mask_furniture(text: str, page_starts: Sequence[int]):
+    """Blank running headers, footers, page numbers and margin line numbers.
+
+    Returns the masked pages and the raw ranges blanked. Blanking keeps raw
+    offsets valid, so every key position still maps back to the paper.
+    """
+    pages = _split_pages(text, page_starts)
+    if len(pages) < 2 and not _has_line_numbers(pages[0]):
+        return pages, []
+    page_offsets = list(page_starts) if page_starts else [0]
+    edge_lines: list[list[tuple[int, int, str]]] = []
+    signature_pages: dict[str, set[int]] = {}
+    for number, page in enumerate(pages):
+        lines = _line_spans(page)
+        nonblank = [ln for ln in lines if page[ln[0] : ln[1]].strip()]
+        edges = nonblank[:2] + nonblank[-2:] if len(nonblank) > 4 else nonblank
+        edge_lines.append([(s, e, page[s:e]) for s, e in edges])
+        for _, _, line in edge_lines[-1]:
+            signature = re.sub(r"\d+", "", text_key(line))
+            if len(signature) >= 4:
+                signature_pages.setdefault(signature, set()).add(number)
+    repeated_floor = max(3, int(0.4 * len(pages)))
+    repeated = {s for s, where in signature_pages.items() if len(where) >= repeated_floor}
+    ranges: list[tuple[int, int]] = []
+    for number, page in enumerate(pages):
+        base = page_offsets[number]
+        for start, end, line in edge_lines[number]:
+            signature = re.sub(r"\d+", "", text_key(line))
+            if _PAGE_NUMBER_LINE.match(line) or signature in repeated:
+                ranges.append((base + start, base + end))
+        if _has_line_numbers(page):
+            for start, end in _line_spans(page):
+                numbered = _NUMBERED_LINE.match(page, start, end)
+                if numbered:
+                    ranges.append((base + numbered.start(2), base + numbered.end(2)))
+    ranges = _merge(ranges)
+    return _split_pages(_apply_mask(text, ranges), page_starts), ranges
+
+
+def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(ranges):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _line_spans(page: str) -> list[tuple[int, int]]:
+    spans, start = [], 0
+    for line in page.split("\n"):
+        spans.append((start, start + len(line)))
+        start += len(line) + 1
+    return spans
+
+
+def _has_line_numbers(page: str) -> bool:
+    """True when most lines start with an increasing margin number."""
+    numbers = [int(m.group(2)) for m in map(_NUMBERED_LINE.match, page.split("\n")) if m]
+    lines = sum(1 for line in page.split("\n") if line.strip())
+    if lines < 8 or len(numbers) * 10 < lines * 6:
+        return False
+    rising = sum(1 for a, b in zip(numbers, numbers[1:]) if b > a)
+    return rising * 10 >= (len(numbers) - 1) * 8
+
+
+def _strip_wrapping(citation: str) -> str:
+    return citation.strip().strip("\"'“”‘’«»„`").strip()
+
+
+def _comment_boundaries(quote: str) -> Iterable[int]:
+    """Raw offsets in ``quote`` where a clearly separated comment may begin."""
+    for found in _HARD_SEPARATOR.finditer(quote):
+        yield found.start()
+    for found in _SENTENCE_END.finditer(quote):
+        if _COMMENT_OPENER.match(quote, found.end()):
+            yield found.start() + 1
+
+
+def _longest_prefix(key: str, quote_key: str, low: int, high: int) -> tuple[int, int]:
+    """(length, position) of the longest prefix of ``quote_key`` in ``key[low:high]``."""
+    best, position = 0, -1
+    small, large = 1, len(quote_key)
+    while small <= large:
+        middle = (small + large) // 2
+        found = key.find(quote_key[:middle], low, high)
+        if found >= 0:
+            best, position = middle, found
+            small = middle + 1
+        else:
+            large = middle - 1
+    return best, position
+
+
+def _longest_suffix(key: str, quote_key: str) -> tuple[int, int]:
+    best, position = 0, -1
+    small, large = 1, len(quote_key)
+    while small <= large:
+        middle = (small + large) // 2
+        found = key.find(quote_key[-middle:])
+        if found >= 0:
+            best, position = middle, found
+            small = middle + 1
+        else:
+            large = middle - 1
+    return best, position
+
+
+def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high: int):
+    """Key spans of ``quote_key`` in ``key[low:high]``, allowing furniture gaps."""
+    found = key.find(quote_key, low, high)
+    if found >= 0:
+        return [(found, found + len(quote_key))]
+    length, position = _longest_prefix(key, quote_key, low, high)
+    if length < min(MIN_ANCHOR, len(quote_key)):
+        return None
+    spans = [(position, position + length)]
+    done, cursor = length, position + length
+    while done < len(quote_key):
+        probe = quote_key[done : done + RESUME_PROBE]
+        window_end = min(high, cursor + PAGE_GAP_LIMIT + len(probe))
+        resume = key.find(probe, cursor, window_end)
+        while resume >= 0 and not _is_furniture_gap(key, page_starts, cursor, resume):
+            resume = key.find(probe, resume + 1, window_end)
+        if resume < 0:
+            return None
+        run = common_prefix_length(key, resume, quote_key, done)
+        spans.append((resume, resume + run))
+        done, cursor = done + run, resume + run
+    return spans
+
+
+def _is_furniture_gap(key: str, page_starts: Sequence[int], start: int, end: int) -> bool:
+    if end <= start:
+        return False
+    gap = key[start:end]
+    if len(gap) <= DIGIT_GAP_LIMIT and gap.isdigit():
+        return True
+    if end - start > PAGE_GAP_LIMIT:
+        return False
+    crossing = bisect.bisect_right(page_starts, start)
+    return crossing < len(page_starts) and page_starts[crossing] <= end
+
+
+def _similarity(a: str, b: str) -> float:
+    from rapidfuzz.distance import Levenshtein
+
+    return Levenshtein.normalized_similarity(a, b)
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class Departure:
+    """Where a quote stops agreeing with the paper."""
+
+    quote_before: str
+    quote_after: str
+    paper_after: str
+    page: int | None
+
+
+@dataclass(frozen=True)
+class NearestPassage:
+    text: str
+    page: int | None
+    similarity: float  # 0-100
+
+
+class CitationMatch:
+    """The matcher's answer for one citation.
+
+    ``grounded`` is what citation accuracy counts. ``verdict`` names the kind of
+    match or mismatch; for ungrounded citations it is computed on first read.
+    """
+
+    def __init__(
+        self,
+        citation: str,
+        index: MatchIndex,
+        grounded: bool,
+        verdict: str | None,
+        key_spans: Sequence[tuple[int, int]],
+        *,
+        commentary: str | None = None,
+        parts: tuple[str, ...] = (),
+    ) -> None:
+        self.citation = citation
+        self.grounded = grounded
+        self.key_spans = tuple(key_spans)
+        self.commentary = commentary
+        self._index = index
+        self._verdict = verdict
+        self._parts = parts
+        self._diagnosis: _Diagnosis | None = None
+
+    def __repr__(self) -> str:
+        return f"CitationMatch(grounded={self.grounded}, verdict={self.verdict!r}, spans={self.spans})"
+
+    @property
+    def verdict(self) -> str:
+        if self._verdict is None:
+            self._verdict = self._diagnose().verdict
+        return self._verdict
+
+    @property
+    def spans(self) -> list[tuple[int, int]]:
+        """Matched raw character spans in the paper text."""
+        index = self._index
+        return [
+            (index.raw_offset(a), index.raw_offset(b - 1) + 1)
+            for a, b in self.key_spans
+        ]
+
+    @property
+    def pages(self) -> list[int]:
+        """Pages the matched text lies on (empty when the paper has no pages)."""
+        pages = {self._index.page_of(offset) for span in self.spans for offset in span}
+        return sorted(p for p in pages if p is not None)
+
+    @property
+    def departure(self) -> Departure | None:
+        return self._diagnose().departure if not self.grounded else None
+
+    @property
+    def nearest(self) -> NearestPassage | None:
+        return self._diagnose().nearest if not self.grounded else None
+
+    def explain(self) -> str:
+        """A short human account of the verdict, for failure messages."""
+        where = f" (page {', '.join(map(str, self.pages))})" if self.pages else ""
+        if self.grounded:
+            if self.verdict == VERBATIM_WITH_COMMENTARY:
+                return f"verbatim{where}, followed by the model's own comment: {_clip(self.commentary, 80)!r}"
+            return f"{self.verdict}{where}"
+        diagnosis = self._diagnose()
+        lines = [diagnosis.summary]
+        if diagnosis.departure is not None:
+            d = diagnosis.departure
+            page = f" (page {d.page})" if d.page else ""
+            lines.append(f"departs from the paper{page} after: {_clip(d.quote_before, 60, left=True)!r}")
+            lines.append(f"  the quote goes on: {_clip(d.quote_after, 60)!r}")
+            lines.append(f"  the paper goes on: {_clip(d.paper_after, 60)!r}")
+        if diagnosis.nearest is not None and diagnosis.departure is None:
+            n = diagnosis.nearest
+            page = f"page {n.page}, " if n.page else ""
+            lines.append(f"nearest passage ({page}{n.similarity:.0f}% similar): {_clip(n.text, 160)!r}")
+        return "\n".join(lines)
+
+    def _diagnose(self) -> "_Diagnosis":
+        if self._diagnosis is None:
+            self._diagnosis = _diagnose(self._index, self.citation, self._parts)
+        return self._diagnosis
+
+
+@dataclass
+class _Diagnosis:
+    verdict: str
+    summary: str
+    departure: Departure | None = None
+    nearest: NearestPassage | None = None
+
+
+def _clip(text: str | None, width: int, left: bool = False) -> str:
+    text = " ".join((text or "").split())
+    if len(text) <= width:
+        return text
+    return "…" + text[-width:] if left else text[:width] + "…"
+
+
+def _diagnose(index: MatchIndex, citation: str, parts: tuple[str, ...]) -> _Diagnosis:
+    if len(parts) > 1:
+        for part in parts:
+            if not index.match(part).grounded:
+                inner = _diagnose(index, part, (part,))
+                inner.summary = f"one elided part is not verbatim: {inner.summary}"
+                return inner
+        return _Diagnosis(
+            STITCHED,
+            f"stitched: each of its {len(parts)} elided parts is in the paper, but not in this "
+            f"order within {ELISION_WINDOW} characters of each other",
+        )
+    quote = parts[0] if parts else _strip_wrapping(citation)
+    quote_key = text_key(quote)
+    key = index.key
+    prefix, prefix_at = _longest_prefix(key, quote_key, 0, len(key))
+    suffix, suffix_at = _longest_suffix(key, quote_key)
+    if prefix >= MIN_ANCHOR and suffix >= MIN_ANCHOR and prefix + suffix >= len(quote_key) - 2:
+        joined_at = suffix_at - (len(quote_key) - suffix - prefix)
+        if abs(joined_at - (prefix_at + prefix)) > DIGIT_GAP_LIMIT:
+            first = index.page_of(index.raw_offset(prefix_at))
+            second = index.page_of(index.raw_offset(suffix_at))
+            pages = f" (pages {first} and {second})" if first and second else ""
+            return _Diagnosis(
+                STITCHED,
+                "stitched: two real passages from different places joined without an elision mark"
+                + pages,
+                departure=_departure(index, quote, quote_key, prefix, prefix_at + prefix),
+            )
+    if max(prefix, suffix) >= 12:
+        if prefix >= suffix:
+            segment_start = prefix_at
+        else:
+            segment_start = max(0, suffix_at + suffix - len(quote_key))
+        segment = key[segment_start : segment_start + len(quote_key) + 8]
+        if _similarity(quote_key, segment[: len(quote_key)]) >= 0.75:
+            from rapidfuzz.distance import Levenshtein
+
+            for tag, q_at, _, p_at, _ in Levenshtein.opcodes(quote_key, segment):
+                if tag != "equal":
+                    return _Diagnosis(
+                        ALTERED,
+                        "altered: a real passage with words or numbers changed",
+                        departure=_departure(index, quote, quote_key, q_at, segment_start + p_at),
+                    )
+    nearest = _nearest_passage(index, quote)
+    if nearest is not None and nearest.similarity >= 65:
+        return _Diagnosis(PARAPHRASE, "not verbatim: a paraphrase of a passage of the paper", nearest=nearest)
+    return _Diagnosis(NOT_FOUND, "not found: no passage of the paper says this", nearest=nearest)
+
+
+def _departure(index: MatchIndex, quote: str, quote_key: str, quote_at: int, paper_at: int) -> Departure:
+    quote_offsets = key_offsets(quote)
+    split = quote_offsets[quote_at] if quote_at < len(quote_offsets) else len(quote)
+    paper_raw = index.raw_offset(paper_at)
+    return Departure(
+        quote_before=quote[:split],
+        quote_after=quote[split:],
+        paper_after=index.text[paper_raw : paper_raw + 120],
+        page=index.page_of(paper_raw),
+    )
+
+
+def _nearest_passage(index: MatchIndex, quote: str) -> NearestPassage | None:
+    from rapidfuzz import fuzz, process
+
+    windows = index.sentence_windows
+    if not windows:
+        return None
+    texts = [index.text[a:b] for a, b in windows]
+    best = process.extractOne(quote, texts, scorer=fuzz.token_set_ratio, processor=_words)
+    if best is None:
+        return None
+    _, score, position = best
+    start = windows[position][0]
+    return NearestPassage(" ".join(texts[position].split()), index.page_of(start), float(score))
+
+
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+@functools.lru_cache(maxsize=16)
+def _index_for_text(text: str) -> MatchIndex:
+    return MatchIndex(text)
+
+
+def match_index(paper: "str | Paper | MatchIndex") -> MatchIndex:
+    """The prepared index of a paper given as text, a Paper, or an index."""
+    if isinstance(paper, MatchIndex):
+        return paper
+    if isinstance(paper, str):
+        return _index_for_text(paper)
+    return paper.match_index
+
+
+def match_citation(citation: str, paper: "str | Paper | MatchIndex") -> CitationMatch:
+    """Decide whether ``citation`` is grounded in ``paper``.
+
+    ``paper`` is plain text, a :class:`~pytest_researchqa.papers.Paper` (as the
+    fixtures give it) or a :class:`MatchIndex`. A paper is prepared once;
+    repeated calls reuse it.
+    """
+    return match_index(paper).match(citation)

@@ -1,0 +1,150 @@
+"""The four deterministic per-row metrics, exactly as the benchmark defines them.
+
+* citation accuracy -- share of the answer's citations grounded in the paper;
+* citation precision -- share of citations that match some alternative of
+  some expected section;
+* section coverage -- AND across expected sections, OR within each section's
+  alternatives (fractional when several sections are required);
+* refusal correctness (adversarial rows) -- 1.0 when the answer cites nothing
+  or every citation is grounded, 0.0 when any citation is fabricated.
+
+A metric with nothing to measure is ``None`` (no citations, or no expected
+sections), never 0: means skip it. docs/metrics.md lists every edge case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from .answers import Answer
+from .matcher import CitationMatch, MatchIndex
+from .rows import Row
+from .textkey import text_key
+
+METRICS: tuple[str, ...] = (
+    "citation_precision",
+    "section_coverage",
+    "citation_accuracy",
+    "refusal_correctness",
+)
+# A citation and an alternative are the same passage when their overlap is at
+# least this share of the shorter of the two.
+PASSAGE_OVERLAP = 0.5
+# Without a paper, a quote contained in an alternative must be this long to count.
+MIN_SUBQUOTE_KEY = 20
+
+
+def match_citations(answer: Answer, index: MatchIndex) -> list[CitationMatch]:
+    return [index.match(citation) for citation in answer.citations]
+
+
+def citation_accuracy(matches: Sequence[CitationMatch]) -> Optional[float]:
+    if not matches:
+        return None
+    return sum(1 for m in matches if m.grounded) / len(matches)
+
+
+def refusal_correctness(row: Row, matches: Sequence[CitationMatch]) -> Optional[float]:
+    if not row.is_adversarial:
+        return None
+    return 0.0 if any(not m.grounded for m in matches) else 1.0
+
+
+@dataclass(frozen=True)
+class SectionReport:
+    """Which expected sections the citations reach, citation by citation."""
+
+    sections_per_citation: tuple[frozenset[int], ...]
+    covered: tuple[bool, ...]
+
+    @property
+    def section_coverage(self) -> Optional[float]:
+        if not self.covered:
+            return None
+        return sum(self.covered) / len(self.covered)
+
+    @property
+    def citation_precision(self) -> Optional[float]:
+        if not self.sections_per_citation or not self.covered:
+            return None
+        return sum(1 for s in self.sections_per_citation if s) / len(self.sections_per_citation)
+
+
+def section_report(
+    citations: Sequence[str], row: Row, index: MatchIndex | None = None
+) -> SectionReport:
+    """Match every citation against every expected alternative.
+
+    With the paper, both sides are located in it and compared as spans, so a
+    sub-quote, a longer quote and a noisy copy of the same passage all match,
+    and a different passage never does. Alternatives the paper does not
+    contain (and all of them without a paper) are compared as match keys.
+    """
+    sections = row.expected_references
+    per_citation: list[frozenset[int]] = []
+    for citation in citations:
+        hit = frozenset(
+            position
+            for position, section in enumerate(sections)
+            if any(_same_passage(citation, alternative, index) for alternative in section.alternatives)
+        )
+        per_citation.append(hit)
+    covered = tuple(any(position in hit for hit in per_citation) for position in range(len(sections)))
+    return SectionReport(tuple(per_citation), covered)
+
+
+def _same_passage(citation: str, alternative: str, index: MatchIndex | None) -> bool:
+    if index is not None:
+        alternative_spans = index.passage_spans(alternative)
+        if alternative_spans is not None:
+            found = index.match(citation)
+            return found.grounded and spans_overlap(found.key_spans, alternative_spans)
+    return keys_overlap(text_key(citation), text_key(alternative))
+
+
+def spans_overlap(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> bool:
+    shared = sum(max(0, min(e1, e2) - max(s1, s2)) for s1, e1 in a for s2, e2 in b)
+    shorter = min(sum(e - s for s, e in a), sum(e - s for s, e in b))
+    return shorter > 0 and shared >= PASSAGE_OVERLAP * shorter
+
+
+def keys_overlap(citation_key: str, alternative_key: str) -> bool:
+    """Same passage judged from the texts alone (no paper to locate them in)."""
+    if not citation_key or not alternative_key:
+        return False
+    shorter, longer = sorted((citation_key, alternative_key), key=len)
+    if len(shorter) >= MIN_SUBQUOTE_KEY and shorter in longer:
+        return True
+    if len(shorter) < MIN_SUBQUOTE_KEY * 2:
+        return False
+    from rapidfuzz import fuzz
+
+    return fuzz.partial_ratio(shorter, longer) >= 95
+
+
+@dataclass(frozen=True)
+class ExpectedPassageCheck:
+    """The dataset checking itself: which expected passages the paper contains."""
+
+    found: tuple[tuple[bool, ...], ...]  # per section, per alternative
+    labels: tuple[str, ...]
+
+    @property
+    def missing_sections(self) -> list[str]:
+        return [label for label, hits in zip(self.labels, self.found) if not any(hits)]
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        flat = [hit for hits in self.found for hit in hits]
+        return sum(flat), len(flat)
+
+
+def check_expected_passages(row: Row, index: MatchIndex) -> ExpectedPassageCheck:
+    return ExpectedPassageCheck(
+        found=tuple(
+            tuple(index.passage_spans(alternative) is not None for alternative in section.alternatives)
+            for section in row.expected_references
+        ),
+        labels=tuple(section.section_label for section in row.expected_references),
+    )

@@ -1,0 +1,259 @@
+"""Papers: find a row's paper on disk, read it once, and say why when it can't.
+
+A row's paper resolves to ``<paper_id>.pdf``, ``.txt`` or ``.md`` in the papers
+folder (``--researchqa-papers``, else ``papers/`` beside the dataset). A path
+that would leave that folder (``..``, absolute ids, symlinks pointing out) is
+refused: a downloaded dataset must not be able to make the plugin read, and
+send to a model provider, files of yours.
+
+PDF text comes from pypdf, page by page, with the offset at which each page
+starts, so every message can name a page. Extraction runs once per paper per
+machine: results are cached under a key made of the file's content hash, the
+pypdf version and this module's extraction version.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .matcher import MatchIndex
+
+EXTRACTION_VERSION = "1"
+PAPER_SUFFIXES = (".pdf", ".txt", ".md")
+# A page of real text carries far more than this many letters and digits.
+MIN_KEY_CHARS_PER_PAGE = 25
+
+
+class PaperUnavailable(Exception):
+    """The paper of a row cannot be had; its rows error with this message."""
+
+
+@dataclass
+class Paper:
+    """A paper's text, its pages, and its match index (built on first use)."""
+
+    paper_id: str
+    text: str
+    page_starts: tuple[int, ...] = ()
+    source: str = ""
+    content_hash: str = ""
+    _index: "MatchIndex | None" = field(default=None, repr=False, compare=False)
+
+    @property
+    def pages(self) -> list[str]:
+        """The text of each page (one item for papers without pages)."""
+        if not self.page_starts:
+            return [self.text]
+        bounds = list(self.page_starts) + [len(self.text)]
+        return [self.text[bounds[i] : bounds[i + 1]] for i in range(len(self.page_starts))]
+
+    def page_of(self, offset: int) -> int | None:
+        """1-based page number of a character offset, None for page-less papers."""
+        return self.match_index.page_of(offset)
+
+    @property
+    def match_index(self) -> "MatchIndex":
+        if self._index is None:
+            from .matcher import MatchIndex
+
+            self._index = MatchIndex(self.text, self.page_starts)
+        return self._index
+
+
+def default_cache_dir() -> Path:
+    configured = os.environ.get("RESEARCHQA_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pytest-researchqa"
+
+
+class PaperStore:
+    """Resolves, downloads (when allowed), extracts and remembers papers."""
+
+    def __init__(
+        self,
+        papers_dir: Path,
+        cache_dir: Path,
+        *,
+        inline: dict[str, str] | None = None,
+        allow_download: bool = False,
+    ) -> None:
+        self.papers_dir = papers_dir
+        self.cache_dir = cache_dir
+        self.inline = inline or {}
+        self.allow_download = allow_download
+        self._papers: dict[str, Paper | PaperUnavailable] = {}
+
+    def get(self, paper_id: str, url: str | None = None) -> Paper:
+        """The paper, or raise :class:`PaperUnavailable` with the cause."""
+        known = self._papers.get(paper_id)
+        if known is None:
+            try:
+                known = self._load(paper_id, url)
+            except PaperUnavailable as error:
+                known = error
+            self._papers[paper_id] = known
+        if isinstance(known, PaperUnavailable):
+            raise known
+        return known
+
+    def _load(self, paper_id: str, url: str | None) -> Paper:
+        if paper_id in self.inline:
+            text = self.inline[paper_id]
+            return Paper(paper_id, text, source="(inline)", content_hash=_sha256(text.encode()))
+        path = self.resolve(paper_id)
+        if path is None:
+            if url and self.allow_download:
+                path = self._download(paper_id, url)
+            else:
+                hint = (
+                    " (pass --researchqa-download-papers to fetch it from paper_s3_url)"
+                    if url
+                    else ""
+                )
+                raise PaperUnavailable(
+                    f"paper {paper_id!r} not found: looked for {paper_id}.pdf/.txt/.md in {self.papers_dir}{hint}"
+                )
+        return read_paper(path, paper_id, self.cache_dir)
+
+    def resolve(self, paper_id: str) -> Path | None:
+        """The local file of a paper, never outside the papers folder."""
+        if not paper_id or "\x00" in paper_id:
+            raise PaperUnavailable(f"paper id {paper_id!r} is not a usable file name")
+        root = self.papers_dir.resolve()
+        for suffix in PAPER_SUFFIXES:
+            candidate = self.papers_dir / f"{paper_id}{suffix}"
+            resolved = candidate.resolve()
+            if not resolved.is_relative_to(root):
+                raise PaperUnavailable(
+                    f"paper id {paper_id!r} resolves to {resolved}, outside the papers folder {root}: refused"
+                )
+            if resolved.is_file():
+                return resolved
+        return None
+
+    def _download(self, paper_id: str, url: str) -> Path:
+        import urllib.error
+        import urllib.request
+
+        if not re.match(r"^https?://", url, re.IGNORECASE):
+            raise PaperUnavailable(f"paper {paper_id!r}: refusing to download non-HTTP URL {url!r}")
+        target = self.cache_dir / "downloads" / f"{hashlib.sha256(url.encode()).hexdigest()[:32]}.pdf"
+        if target.is_file():
+            return target
+        try:
+            with urllib.request.urlopen(url, timeout=60) as response:
+                body = response.read()
+        except (urllib.error.URLError, OSError, ValueError) as error:
+            raise PaperUnavailable(f"paper {paper_id!r}: download from {url} failed: {error}") from None
+        _atomic_write(target, body)
+        return target
+
+
+def read_paper(path: Path, paper_id: str, cache_dir: Path | None = None) -> Paper:
+    """Read a PDF (through the extraction cache) or a text file."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise PaperUnavailable(f"paper {paper_id!r}: cannot read {path}: {error.strerror}") from None
+    digest = _sha256(data)
+    if path.suffix.lower() != ".pdf":
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise PaperUnavailable(f"paper {paper_id!r}: {path} is not UTF-8 text") from None
+        return Paper(paper_id, text, source=str(path), content_hash=digest)
+    cached = _cached_extraction(cache_dir, digest) if cache_dir else None
+    if cached is None:
+        cached = _extract_pdf(data, path, paper_id)
+        if cache_dir:
+            _atomic_write(_cache_file(cache_dir, digest), json.dumps(cached).encode())
+    return Paper(paper_id, cached["text"], tuple(cached["page_starts"]), str(path), digest)
+
+
+@functools.lru_cache(maxsize=1)
+def _pypdf_version() -> str:
+    import pypdf
+
+    return pypdf.__version__
+
+
+def _cache_file(cache_dir: Path, digest: str) -> Path:
+    return cache_dir / "extracted" / f"{digest}-pypdf{_pypdf_version()}-v{EXTRACTION_VERSION}.json"
+
+
+def _cached_extraction(cache_dir: Path, digest: str) -> dict | None:
+    try:
+        cached = json.loads(_cache_file(cache_dir, digest).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(cached, dict) and isinstance(cached.get("text"), str):
+        return cached
+    return None
+
+
+def _extract_pdf(data: bytes, path: Path, paper_id: str) -> dict:
+    import io
+
+    import pypdf
+    from pypdf.errors import PdfReadError
+
+    label = f"paper {paper_id!r} ({path.name})"
+    if not data.lstrip()[:5].startswith(b"%PDF"):
+        raise PaperUnavailable(f"{label}: not a PDF file (it does not start with %PDF)")
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            raise PaperUnavailable(f"{label}: the PDF is encrypted; decrypt it first (e.g. qpdf --decrypt)")
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except PaperUnavailable:
+        raise
+    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, OSError) as error:
+        raise PaperUnavailable(f"{label}: pypdf cannot read it ({type(error).__name__}: {error}); the file may be truncated or damaged") from None
+    if not pages:
+        raise PaperUnavailable(f"{label}: the PDF has no pages")
+    text_parts, starts, offset = [], [], 0
+    for page in pages:
+        starts.append(offset)
+        text_parts.append(page + "\n")
+        offset += len(page) + 1
+    text = "".join(text_parts)
+    from .textkey import text_key
+
+    letters = len(text_key(text))
+    if letters == 0 or (len(pages) > 1 and letters < MIN_KEY_CHARS_PER_PAGE * len(pages)):
+        raise PaperUnavailable(
+            f"{label}: no extractable text ({letters} letters and digits over {len(pages)} pages); "
+            "it looks image-only -- run OCR on it first"
+        )
+    return {"text": text, "page_starts": starts}
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _atomic_write(target: Path, data: bytes) -> None:
+    """Write via a temporary file and rename: safe with concurrent xdist workers."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,71 @@
+"""A naive-retrieval baseline: rank passages by BM25, cite the best verbatim.
+
+The paper is cut into passages of a few sentences; rank_bm25 scores them
+against the question; the answer is the top passage and the citations are the
+top passages, copied from the paper text exactly.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..answers import Answer
+
+PASSAGE_WORDS = 60
+CITED_PASSAGES = 2
+_WORD = re.compile(r"\w+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[])")
+_STOPWORDS = frozenset(
+    "a an and are as at be by did do does for from had has have how in is it its of on or "
+    "that the their this to was were what when where which who why with".split()
+)
+
+
+def tokens(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
+
+
+def passages(text: str) -> list[str]:
+    """Consecutive sentences grouped to about PASSAGE_WORDS words each."""
+    chunks, current, words = [], [], 0
+    for sentence in _SENTENCE_END.split(text):
+        sentence = sentence.strip()
+        if not sentence:
+            continue
+        current.append(sentence)
+        words += len(sentence.split())
+        if words >= PASSAGE_WORDS:
+            chunks.append(current)
+            current, words = [], 0
+    if current:
+        chunks.append(current)
+    # Rejoin each group from the paper's own text so citations stay verbatim.
+    found = []
+    for group in chunks:
+        start = text.find(group[0])
+        end = text.find(group[-1], start) + len(group[-1])
+        found.append(text[start:end] if start >= 0 and end > start else " ".join(group))
+    return found
+
+
+class Bm25System:
+    """Keeps one BM25 index per paper for the life of the run."""
+
+    def __init__(self) -> None:
+        self._indexes: dict[str, tuple[list[str], object]] = {}
+
+    def _index(self, paper):
+        key = paper.content_hash or paper.paper_id
+        if key not in self._indexes:
+            from rank_bm25 import BM25Okapi
+
+            chunks = passages(paper.text) or [paper.text]
+            self._indexes[key] = (chunks, BM25Okapi([tokens(c) or ["_"] for c in chunks]))
+        return self._indexes[key]
+
+    def __call__(self, row, paper) -> Answer:
+        chunks, bm25 = self._index(paper)
+        scores = bm25.get_scores(tokens(row.question) or ["_"])
+        ranked = sorted(range(len(chunks)), key=lambda i: (-scores[i], i))[:CITED_PASSAGES]
+        cited = [chunks[i] for i in ranked]
+        return Answer(text=" ".join(" ".join(c.split()) for c in cited[:1]), citations=cited)
