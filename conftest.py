@@ -9,4 +9,8 @@ import os
 # litellm must never fetch its price map from the network during tests.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+# pytester's in-process runs restore sys.modules afterwards, and numpy (under
+# rank_bm25) refuses to be imported twice in one process: load it once here.
+import rank_bm25  # noqa: E402,F401
+
 pytest_plugins = ["pytester"]

@@ -113,6 +113,8 @@ def keys_overlap(citation_key: str, alternative_key: str) -> bool:
     """Same passage judged from the texts alone (no paper to locate them in)."""
     if not citation_key or not alternative_key:
         return False
+    if citation_key == alternative_key:
+        return True
     shorter, longer = sorted((citation_key, alternative_key), key=len)
     if len(shorter) >= MIN_SUBQUOTE_KEY and shorter in longer:
         return True

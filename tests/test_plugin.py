@@ -1,0 +1,306 @@
+"""The plugin as a pytest user meets it (pytester)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from helpers import SAMPLE
+
+ROWS = 27
+
+
+@pytest.fixture
+def run(pytester: pytest.Pytester, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("cache")
+
+    def runner(*args: str, subprocess_: bool = False) -> pytest.RunResult:
+        full = ("-p", "no:cacheprovider", "-o", "asyncio_default_fixture_loop_scope=function",
+                f"--researchqa-cache-dir={cache}", *args)
+        if subprocess_:
+            return pytester.runpytest_subprocess(*full)
+        return pytester.runpytest(*full)
+
+    return runner
+
+
+def leaderboard(result: pytest.RunResult) -> dict[str, list[str]]:
+    """system -> its leaderboard cells."""
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if "researchqa leaderboard" in line)
+    table = {}
+    for line in lines[start + 3 :]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        table[cells[0]] = cells[1:]
+    return table
+
+
+def test_an_empty_folder_runs_the_bundled_sample_with_the_protocol_test(run):
+    result = run("--researchqa-system=oracle", "--researchqa-system=bm25")
+    result.assert_outcomes(passed=ROWS + ROWS - len(result.stdout.lines and [l for l in result.stdout.lines if l.startswith("FAILED")]),
+                           failed=len([l for l in result.stdout.lines if l.startswith("FAILED")]))
+    board = leaderboard(result)
+    assert board["oracle"][:4] == ["1.000", "1.000", "1.000", "1.000"]
+    assert board["oracle"][4:6] == ["—", "—"], "judge columns wait for the judges"
+    assert board["oracle"][6:8] == [str(ROWS), "0"]
+    assert float(board["bm25"][1]) < 1.0, "bm25 is a real baseline, not an oracle"
+    result.stdout.fnmatch_lines(["by question type:", "by domain:"])
+    assert result.ret == 1
+
+
+def test_the_oracle_is_perfect_and_passes_every_row(run):
+    result = run("--researchqa-system=oracle")
+    result.assert_outcomes(passed=ROWS)
+    assert result.ret == 0
+
+
+def test_item_ids_carry_system_question_type_and_row_id(run):
+    result = run("--researchqa-system=oracle", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["researchqa::test_question[[]oracle-lookup-edu-lookup-1[]]"])
+    ids = [l for l in result.stdout.lines if l.startswith("researchqa::")]
+    assert len(ids) == ROWS
+    assert ids[0].endswith("edu-lookup-1]"), "rows keep the dataset's order"
+
+
+@pytest.mark.parametrize(
+    ("selection", "expected"),
+    [
+        (("-k", "lookup"), 6),
+        (("-k", "multi_hop and education"), 2),
+        (("-k", "sample-env"), 9),
+        (("-k", "machine_learning"), 9),
+        (("-m", "adversarial"), 9),
+        (("-m", "lookup or comprehension"), 12),
+    ],
+)
+def test_k_and_m_select_the_slices_users_expect(run, selection, expected):
+    result = run("--researchqa-system=oracle", *selection)
+    result.assert_outcomes(passed=expected, deselected=ROWS - expected)
+
+
+def test_sample_picks_evenly_spaced_rows_deterministically(run):
+    first = run("--researchqa-system=oracle", "--researchqa-sample=5", "--collect-only", "-q")
+    second = run("--researchqa-system=oracle", "--researchqa-sample=5", "--collect-only", "-q")
+    ids = [l for l in first.stdout.lines if l.startswith("researchqa::")]
+    assert ids == [l for l in second.stdout.lines if l.startswith("researchqa::")]
+    # 27 rows, 5 samples: positions 0, 5, 10, 16, 21.
+    assert [i.split("-", 2)[2].rstrip("]") for i in ids] == [
+        "edu-lookup-1", "edu-multihop-2", "env-lookup-2", "env-adv-2", "ml-comp-2",
+    ]
+
+
+def test_xdist_gives_the_same_leaderboard_as_a_serial_run(run):
+    serial = run("--researchqa-system=bm25", "--researchqa-system=oracle", "-p", "no:xdist", subprocess_=True)
+    parallel = run("--researchqa-system=bm25", "--researchqa-system=oracle", "-n", "2", subprocess_=True)
+    strip_latency = lambda board: {k: v[:-1] for k, v in board.items()}  # noqa: E731
+    assert strip_latency(leaderboard(parallel)) == strip_latency(leaderboard(serial))
+    assert "2 workers" in parallel.stdout.str()
+
+
+def test_exitfirst_stops_at_the_first_failing_row(run):
+    result = run("--researchqa-system=bm25", "-x")
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] == 1
+    assert outcomes.get("passed", 0) < ROWS - 1
+
+
+def test_last_failed_reruns_only_the_failed_rows(pytester: pytest.Pytester, tmp_path):
+    cache = f"--researchqa-cache-dir={tmp_path}"
+    first = pytester.runpytest("--researchqa-system=bm25", cache)
+    failed = first.parseoutcomes()["failed"]
+    again = pytester.runpytest("--researchqa-system=bm25", cache, "--lf")
+    again.assert_outcomes(failed=failed, deselected=ROWS - failed)
+
+
+def test_junitxml_names_each_row(run, pytester):
+    run("--researchqa-system=oracle", "--junitxml=report.xml")
+    xml = (pytester.path / "report.xml").read_text()
+    assert xml.count("<testcase ") == ROWS
+    assert 'classname="researchqa"' in xml
+    assert 'name="test_question[oracle-multi_hop-ml-multihop-2]"' in xml
+
+
+def test_a_project_can_write_its_own_tests_with_the_fixtures(run, pytester):
+    pytester.makepyfile(
+        test_mine="""
+        from pytest_researchqa import cited_verbatim, covers_sections
+
+        def test_my_protocol(researchqa_row, researchqa_paper, researchqa_answer):
+            cited_verbatim(researchqa_answer, researchqa_paper)
+            covers_sections(researchqa_answer, researchqa_row, researchqa_paper)
+
+        def test_paper_has_pages(researchqa_row, researchqa_paper):
+            assert researchqa_paper.page_of(0) == 1
+        """
+    )
+    result = run("--researchqa-system=oracle")
+    result.assert_outcomes(passed=ROWS * 2)
+    assert "researchqa::" not in result.stdout.str(), "no protocol test when the project has its own"
+    assert leaderboard(result)["oracle"][:3] == ["1.000", "1.000", "1.000"]
+
+
+def test_fixtures_work_without_any_researchqa_option(run, pytester):
+    pytester.makepyfile(test_rows="def test_row(researchqa_row):\n    assert researchqa_row.question\n")
+    run().assert_outcomes(passed=ROWS)
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_user_system_is_called_by_module_and_function(run, pytester, flavour):
+    prefix = "async " if flavour == "async" else ""
+    pytester.makepyfile(
+        my_rag=f"""
+        {prefix}def answer(question, paper):
+            first = paper.text.split(".")[0]
+            return {{"answer": "See the paper.", "citations": [first]}}
+        """
+    )
+    pytester.syspathinsert()
+    result = run("--researchqa-system=my_rag:answer", "-k", "lookup")
+    assert "my_rag:answer" in leaderboard(result)
+    result.assert_outcomes(failed=6)  # one citation, always the title: covers nothing
+
+
+def test_a_system_that_crashes_makes_its_rows_error_not_fail(run, pytester):
+    pytester.makepyfile(broken="def answer(question, paper):\n    raise RuntimeError('index offline')\n")
+    pytester.syspathinsert()
+    result = run("--researchqa-system=broken:answer", "-k", "lookup")
+    result.assert_outcomes(errors=6)
+    result.stdout.fnmatch_lines(["*system 'broken:answer' raised RuntimeError: index offline*"])
+    assert leaderboard(result)["broken:answer"][7] == "6"
+
+
+def test_bad_system_spec_is_a_usage_error(run):
+    result = run("--researchqa-system=nope")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown system 'nope'*oracle, bm25*"])
+
+
+def test_the_model_option_exists_and_says_it_is_not_ready(run):
+    result = run("--researchqa-model=gpt-5.4")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--researchqa-model is not available yet*"])
+
+
+def write_rows(pytester: pytest.Pytester, rows: list[dict], papers: dict[str, str]) -> str:
+    (pytester.path / "papers").mkdir()
+    for paper_id, text in papers.items():
+        (pytester.path / "papers" / f"{paper_id}.txt").write_text(text)
+    lines = [json.dumps(r) if isinstance(r, dict) else r for r in rows]
+    (pytester.path / "rows.jsonl").write_text("\n".join(lines) + "\n")
+    return "--researchqa-dataset=rows.jsonl"
+
+
+PAPER = "Methods. We enrolled 240 adults from three clinics in 2021. Results. The intervention reduced systolic blood pressure by 6 mmHg."
+
+
+def flat_row(row_id: str, **extra) -> dict:
+    row = {
+        "row_id": row_id, "paper_id": "p1", "domain": "medicine", "question_type": "lookup",
+        "question": "How many adults were enrolled?", "expected_answer": "240",
+        "expected_references": [{"section_label": "Methods", "alternatives": ["We enrolled 240 adults from three clinics in 2021."]}],
+        "metadata_page_hint": None,
+    }
+    row.update(extra)
+    return row
+
+
+def test_a_bad_row_errors_with_file_line_and_field_and_the_others_run(run, pytester):
+    option = write_rows(pytester, [flat_row("r1"), flat_row("r2", question_type="trivia"), "{not json", flat_row("r4")], {"p1": PAPER})
+    result = run(option, "--researchqa-system=oracle", "-rE")
+    result.assert_outcomes(passed=2, errors=2)
+    result.stdout.fnmatch_lines([
+        "*rows.jsonl, line 2, field 'question_type': Input should be 'lookup', 'comprehension', 'multi_hop' or 'adversarial'*",
+        "*rows.jsonl, line 3, field '(row)': not valid JSON*",
+    ])
+
+
+def test_a_missing_paper_errors_its_rows_with_the_cause(run, pytester):
+    option = write_rows(pytester, [flat_row("r1"), flat_row("r2", paper_id="ghost")], {"p1": PAPER})
+    result = run(option, "--researchqa-system=oracle")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*paper 'ghost' not found: looked for ghost.pdf/.txt/.md in *papers*"])
+    assert leaderboard(result)["oracle"][7] == "1"
+
+
+def test_a_paper_id_that_escapes_the_papers_folder_is_refused(run, pytester):
+    (pytester.path / "secret.txt").write_text("API_KEY=do-not-send")
+    option = write_rows(pytester, [flat_row("r1", paper_id="../secret")], {"p1": PAPER})
+    result = run(option, "--researchqa-system=oracle")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*outside the papers folder*refused*"])
+
+
+def test_a_row_whose_expected_passage_is_not_in_the_paper_is_an_xfailed_dataset_defect(run, pytester):
+    broken = flat_row("r2", expected_references=[{"section_label": "Results", "alternatives": ["A sentence the paper never had."]}])
+    option = write_rows(pytester, [flat_row("r1"), broken], {"p1": PAPER})
+    result = run(option, "--researchqa-system=oracle", "-rx")
+    result.assert_outcomes(passed=1, xfailed=1)
+    result.stdout.fnmatch_lines(["*dataset defect: no expected passage of section(s) 'Results' is in the text of paper 'p1'*"])
+    graded = run(option, "--researchqa-system=oracle", "--researchqa-dataset-defects=grade")
+    graded.assert_outcomes(passed=1, failed=1)  # graded: the oracle cites the missing passage
+
+
+def test_audit_prints_the_share_of_expected_passages_found_per_paper(run, pytester):
+    broken = flat_row("r2", expected_references=[{"section_label": "Results", "alternatives": ["A sentence the paper never had."]}])
+    option = write_rows(pytester, [flat_row("r1"), broken], {"p1": PAPER})
+    result = run(option, "--researchqa-audit")
+    result.stdout.fnmatch_lines(["*researchqa dataset audit*", "| p1 * | 1/2 * | 0.500 * | 1 *"])
+
+
+class TestGates:
+    def test_gates_that_hold_exit_zero_even_when_rows_fail(self, run):
+        result = run("--researchqa-system=bm25", "--researchqa-fail-under=citation_accuracy=0.9")
+        assert result.parseoutcomes()["failed"] > 0
+        assert result.ret == 0
+        result.stdout.fnmatch_lines(["*bm25: citation_accuracy>=0.9: 1.000 ok*"])
+
+    def test_a_gate_that_fails_says_which_and_by_how_much(self, run):
+        result = run("--researchqa-system=bm25", "--researchqa-fail-under=multi_hop.section_coverage=0.9")
+        assert result.ret == 1
+        result.stdout.fnmatch_lines(["*bm25: multi_hop.section_coverage>=0.9: 0.* FAILED by 0.*"])
+
+    def test_gates_come_from_the_ini_file_too(self, run, pytester):
+        pytester.makeini("[pytest]\nresearchqa_system = oracle\nresearchqa_fail_under =\n    section_coverage=1.0\n")
+        result = run()
+        assert result.ret == 0
+        result.stdout.fnmatch_lines(["*oracle: section_coverage>=1: 1.000 ok*"])
+
+    def test_errors_fail_the_gate(self, run, pytester):
+        option = write_rows(pytester, [flat_row("r1"), flat_row("r2", paper_id="ghost")], {"p1": PAPER})
+        result = run(option, "--researchqa-system=oracle", "--researchqa-fail-under=section_coverage=0.5")
+        assert result.ret == 1
+        result.stdout.fnmatch_lines(["*1 row(s) errored*"])
+
+    @pytest.mark.parametrize("gate", ["coverage=0.5", "section_coverage", "trivia.section_coverage=1", "citation_accuracy=1.5"])
+    def test_a_malformed_gate_is_a_usage_error(self, run, gate):
+        result = run(f"--researchqa-fail-under={gate}")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_the_plugin_is_inert_when_unused(pytester):
+    pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    assert "researchqa leaderboard" not in result.stdout.str()
+    assert "researchqa::" not in result.stdout.str()
+
+
+def test_pytest_start_up_imports_no_heavy_library(pytester):
+    probe = textwrap.dedent(
+        """
+        import sys, pytest
+        pytest.main(["--version"])
+        heavy = [m for m in ("litellm", "pydantic", "numpy", "pypdf", "rapidfuzz", "rank_bm25", "yaml") if m in sys.modules]
+        print("HEAVY", heavy)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=pytester.path)
+    assert "HEAVY []" in done.stdout, done.stdout + done.stderr
+    help_text = subprocess.run([sys.executable, "-m", "pytest", "--help"], capture_output=True, text=True).stdout
+    assert "--researchqa-fail-under" in help_text
