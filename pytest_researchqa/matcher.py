@@ -6,7 +6,7 @@ On top of exact key search the matcher accepts exactly three kinds of
 legitimate departure, and nothing else:
 
 * a gap in the paper that is page furniture: a page break (footers, headers,
-  footnotes, within ``PAGE_GAP_LIMIT`` key characters) or a short run of digits
+  footnotes; see ``_after_page_break``) or a short run of digits
   (margin line numbers, page numbers, citation markers);
 * an elision mark in the quote (``...``, ``…``, ``[...]``, ``(...)``) whose
   parts are each verbatim, in order, within ``ELISION_WINDOW`` of each other;
@@ -33,9 +33,12 @@ if TYPE_CHECKING:  # pragma: no cover
 MIN_QUOTE_KEY = 10
 # A verbatim piece this long anchors a page-break walk or a commentary split.
 MIN_ANCHOR = 20
-# Probe used to find where a quote resumes after a furniture gap.
-RESUME_PROBE = 12
-PAGE_GAP_LIMIT = 3000
+# A quote may run over at most this many page breaks; between its parts the
+# paper may hold footnotes and a footer (before the break) and a header after.
+MAX_PAGE_JUMPS = 2
+PAGE_TAIL_LIMIT = 1500
+PAGE_HEAD_LIMIT = 300
+MIN_RESUMED_RUN = 12
 DIGIT_GAP_LIMIT = 6
 ELISION_WINDOW = 4000
 
@@ -53,7 +56,7 @@ _ELISION = re.compile(
     r"\s*(?:[\[(]\s*(?:(?:\.\s*){3,}|…)\s*[\])]|(?:\.\s*){3,}|…)\s*"
 )
 # Where a model's own comment may start after a verbatim quote.
-_HARD_SEPARATOR = re.compile(r"\s+[—–-]{1,2}\s+|\s*[—–]\s*|\s*[(\[]|[:;]\s+")
+_HARD_SEPARATOR = re.compile(r"\s+[—–-]{1,2}\s+|\s*[—–]\s*|\s*[(\[]\s*|[:;]\s+")
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*\s+")
 _COMMENT_OPENER = re.compile(
     r"(?:this|these|that|those|which|i\.?e\.?|e\.?g\.?|in other words|here|thus|so|hence|"
@@ -124,7 +127,7 @@ class MatchIndex:
 
     @functools.cached_property
     def _masked_offsets(self):
-        return key_offsets(_apply_mask(self.text, self.masked_ranges))
+        return key_offsets(self.masked_text)
 
     @functools.cached_property
     def _unmasked_offsets(self):
@@ -133,10 +136,22 @@ class MatchIndex:
     @functools.cached_property
     def sentence_windows(self) -> list[tuple[int, int]]:
         """Raw spans of overlapping two-sentence windows, for nearest-passage search."""
-        masked = _apply_mask(self.text, self.masked_ranges)
-        bounds = [0] + [m.end() for m in re.finditer(r"[.!?][\"'”’)\]]*\s+|\n\s*\n", masked)]
-        bounds.append(len(masked))
-        return [(bounds[i], bounds[min(i + 2, len(bounds) - 1)]) for i in range(len(bounds) - 1)]
+        masked = self.masked_text
+        ends = {m.end() for m in re.finditer(r"[.!?][\"'”’)\]]*\s+|\n\s*\n", masked)}
+        bounds = sorted(ends | set(self.page_starts) | {0, len(masked)})
+        pages = set(self.page_starts)
+        windows = []
+        for i in range(len(bounds) - 1):
+            end = bounds[i + 1]
+            if i + 2 < len(bounds) and end not in pages:
+                end = bounds[i + 2]  # two sentences, never across a page break
+            windows.append((bounds[i], end))
+        return windows
+
+    @functools.cached_property
+    def masked_text(self) -> str:
+        """The paper text with page furniture blanked (same length, same offsets)."""
+        return _apply_mask(self.text, self.masked_ranges)
 
     # -- matching ---------------------------------------------------------------------
     def _match(self, citation: str) -> "CitationMatch":
@@ -223,11 +238,23 @@ class MatchIndex:
             follow = self.key[position + boundary : position + boundary + len(rest)]
             if _similarity(rest, follow) >= 0.6:
                 return None  # the paper goes on almost like this: an altered quote
-            rest_anchor, _ = _longest_prefix(self.key, rest, 0, len(self.key))
-            if rest_anchor >= MIN_ANCHOR and rest_anchor * 10 >= len(rest) * 6:
+            if _mostly_in(self.key, rest):
                 return None  # the rest is real text from elsewhere: stitched
             return verbatim.key_spans, quote[boundary_raw:].strip()
         return None
+
+
+def _mostly_in(key: str, text_key_: str, width: int = 24) -> bool:
+    """True when most ``width``-character windows of ``text_key_`` occur in ``key``.
+
+    A model's own comment may echo a phrase of the paper; a passage copied
+    from elsewhere in the paper shares nearly all of its windows.
+    """
+    if len(text_key_) < width:
+        return key.find(text_key_) >= 0 and len(text_key_) >= MIN_QUOTE_KEY
+    starts = range(0, len(text_key_) - width + 1, width // 2)
+    found = sum(1 for start in starts if key.find(text_key_[start : start + width]) >= 0)
+    return found * 2 >= len(starts)
 
 
 def _running_starts(keys: list[str]) -> tuple[int, ...]:
@@ -264,7 +291,8 @@ def _mask_furniture(text: str, page_starts: Sequence[int]):
     offsets valid, so every key position still maps back to the paper.
     """
     pages = _split_pages(text, page_starts)
-    if len(pages) < 2 and not _has_line_numbers(pages[0]):
+    numbered = _has_line_numbers(text)
+    if len(pages) < 2 and not numbered:
         return pages, []
     page_offsets = list(page_starts) if page_starts else [0]
     edge_lines: list[list[tuple[int, int, str]]] = []
@@ -287,11 +315,9 @@ def _mask_furniture(text: str, page_starts: Sequence[int]):
             signature = re.sub(r"\d+", "", text_key(line))
             if _PAGE_NUMBER_LINE.match(line) or signature in repeated:
                 ranges.append((base + start, base + end))
-        if _has_line_numbers(page):
-            for start, end in _line_spans(page):
-                numbered = _NUMBERED_LINE.match(page, start, end)
-                if numbered:
-                    ranges.append((base + numbered.start(2), base + numbered.end(2)))
+        if numbered:
+            for line in _NUMBERED_LINE.finditer(page):
+                ranges.append((base + line.start(2), base + line.end(2)))
     ranges = _merge(ranges)
     return _split_pages(_apply_mask(text, ranges), page_starts), ranges
 
@@ -314,10 +340,10 @@ def _line_spans(page: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _has_line_numbers(page: str) -> bool:
-    """True when most lines start with an increasing margin number."""
-    numbers = [int(m.group(2)) for m in map(_NUMBERED_LINE.match, page.split("\n")) if m]
-    lines = sum(1 for line in page.split("\n") if line.strip())
+def _has_line_numbers(text: str) -> bool:
+    """True when most lines of the paper start with an increasing margin number."""
+    numbers = [int(m.group(2)) for m in _NUMBERED_LINE.finditer(text)]
+    lines = sum(1 for line in text.split("\n") if line.strip())
     if lines < 8 or len(numbers) * 10 < lines * 6:
         return False
     rising = sum(1 for a, b in zip(numbers, numbers[1:]) if b > a)
@@ -329,9 +355,15 @@ def _strip_wrapping(citation: str) -> str:
 
 
 def _comment_boundaries(quote: str) -> Iterable[int]:
-    """Raw offsets in ``quote`` where a clearly separated comment may begin."""
+    """Raw offsets in ``quote`` where a clearly separated comment may begin.
+
+    A separator (dash, parenthesis, colon, semicolon or sentence end) followed
+    by a discourse opener ("this shows", "i.e.", "which", "note" ...): paper
+    text goes on after a colon with anything, a model's comment rarely does.
+    """
     for found in _HARD_SEPARATOR.finditer(quote):
-        yield found.start()
+        if _COMMENT_OPENER.match(quote, found.end()):
+            yield found.start()
     for found in _SENTENCE_END.finditer(quote):
         if _COMMENT_OPENER.match(quote, found.end()):
             yield found.start() + 1
@@ -375,14 +407,13 @@ def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high
     if length < min(MIN_ANCHOR, len(quote_key)):
         return None
     spans = [(position, position + length)]
-    done, cursor = length, position + length
+    done, cursor, page_jumps = length, position + length, 0
     while done < len(quote_key):
-        probe = quote_key[done : done + RESUME_PROBE]
-        window_end = min(high, cursor + PAGE_GAP_LIMIT + len(probe))
-        resume = key.find(probe, cursor, window_end)
-        while resume >= 0 and not _is_furniture_gap(key, page_starts, cursor, resume):
-            resume = key.find(probe, resume + 1, window_end)
-        if resume < 0:
+        resume = _after_digit_gap(key, quote_key, done, cursor)
+        if resume is None and page_jumps < MAX_PAGE_JUMPS:
+            resume = _after_page_break(key, page_starts, quote_key, done, cursor, high)
+            page_jumps += 1
+        if resume is None:
             return None
         run = common_prefix_length(key, resume, quote_key, done)
         spans.append((resume, resume + run))
@@ -390,16 +421,46 @@ def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high
     return spans
 
 
-def _is_furniture_gap(key: str, page_starts: Sequence[int], start: int, end: int) -> bool:
-    if end <= start:
-        return False
-    gap = key[start:end]
-    if len(gap) <= DIGIT_GAP_LIMIT and gap.isdigit():
-        return True
-    if end - start > PAGE_GAP_LIMIT:
-        return False
-    crossing = bisect.bisect_right(page_starts, start)
-    return crossing < len(page_starts) and page_starts[crossing] <= end
+def _after_digit_gap(key: str, quote_key: str, done: int, cursor: int) -> int | None:
+    """Where the quote resumes after a short number the paper has and the quote lacks.
+
+    Margin line numbers and citation markers sit between words; a gap that
+    touches a digit of the quote or of the paper is a changed number instead.
+    """
+    end = cursor
+    while end < len(key) and key[end].isdigit() and end - cursor <= DIGIT_GAP_LIMIT:
+        end += 1
+    if end == cursor or end - cursor > DIGIT_GAP_LIMIT:
+        return None
+    if quote_key[done].isdigit() or quote_key[done - 1].isdigit() or key[cursor - 1].isdigit():
+        return None
+    needed = min(8, len(quote_key) - done)
+    return end if key.startswith(quote_key[done : done + needed], end) else None
+
+
+def _after_page_break(
+    key: str, page_starts: Sequence[int], quote_key: str, done: int, cursor: int, high: int
+) -> int | None:
+    """Where the quote resumes on the next page, past footnotes, footer and header.
+
+    The gap must straddle exactly one page boundary: it starts at most
+    PAGE_TAIL_LIMIT before it, the quote resumes at most PAGE_HEAD_LIMIT after
+    it, and what resumes there is a substantial run (or the quote's end).
+    """
+    following = bisect.bisect_left(page_starts, cursor + 1)
+    if following >= len(page_starts):
+        return None
+    boundary = page_starts[following]
+    if boundary - cursor > PAGE_TAIL_LIMIT:
+        return None
+    remaining = len(quote_key) - done
+    if remaining < MIN_RESUMED_RUN:
+        # A short tail proves little: it must start the next page's text exactly.
+        return boundary if key.startswith(quote_key[done:], boundary) else None
+    page_end = page_starts[following + 1] if following + 1 < len(page_starts) else len(key)
+    window_end = min(high, page_end, boundary + PAGE_HEAD_LIMIT + MIN_RESUMED_RUN)
+    resume = key.find(quote_key[done : done + MIN_RESUMED_RUN], boundary, window_end)
+    return resume if resume >= 0 else None
 
 
 def _similarity(a: str, b: str) -> float:
@@ -551,7 +612,9 @@ def _diagnose(index: MatchIndex, citation: str, parts: tuple[str, ...]) -> _Diag
         if abs(joined_at - (prefix_at + prefix)) > DIGIT_GAP_LIMIT:
             first = index.page_of(index.raw_offset(prefix_at))
             second = index.page_of(index.raw_offset(suffix_at))
-            pages = f" (pages {first} and {second})" if first and second else ""
+            pages = ""
+            if first and second:
+                pages = f" (page {first})" if first == second else f" (pages {first} and {second})"
             return _Diagnosis(
                 STITCHED,
                 "stitched: two real passages from different places joined without an elision mark"
@@ -598,7 +661,7 @@ def _nearest_passage(index: MatchIndex, quote: str) -> NearestPassage | None:
     windows = index.sentence_windows
     if not windows:
         return None
-    texts = [index.text[a:b] for a, b in windows]
+    texts = [index.masked_text[a:b] for a, b in windows]
     best = process.extractOne(quote, texts, scorer=fuzz.token_set_ratio, processor=_words)
     if best is None:
         return None

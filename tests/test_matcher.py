@@ -1,0 +1,290 @@
+"""The citation matcher: what it must accept, what it must reject, and why."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from helpers import SAMPLE, needs_shared, shared_path
+from pytest_researchqa import match_citation
+from pytest_researchqa.matcher import MatchIndex, match_index
+from pytest_researchqa.papers import read_paper
+from pytest_researchqa.textkey import key_offsets, text_key
+from quotes import FABRICATIONS, NOISES, as_a_model_quotes_it, elided, fabricated, noisy, window
+
+PAGE_1 = (
+    "Preprint. Under review.\n"
+    "2 Methods\n"
+    "We recruited 240 adults aged 18 to 65 from three outpatient clinics between March and Septem-\n"
+    "ber 2021. Participants with a prior diagnosis of hypertension were excluded. The primary out-\n"
+    "come was the change in systolic blood pressure after twelve weeks of the ﬁtness programme, mea-\n"
+    "sured with a validated oscillometric device.\n"
+    "4\n"
+)
+PAGE_2 = (
+    "Preprint. Under review.\n"
+    "The intervention group attended supervised sessions three times a week.\n"
+    "3 Results\n"
+    "Systolic blood pressure fell by 6.2 mmHg in the intervention group and by 1.1 mmHg in the control\n"
+    "group (difference 5.1 mmHg, 95% CI 2.9 to 7.3). The effect did not differ by sex.\n"
+    "5\n"
+)
+PAGE_3 = (
+    "Preprint. Under review.\n"
+    "4 Discussion\n"
+    "Adherence was high, and no serious adverse events were reported during the study period.\n"
+    "6\n"
+)
+
+
+@pytest.fixture(scope="module")
+def paper() -> MatchIndex:
+    return MatchIndex(PAGE_1 + PAGE_2 + PAGE_3, [0, len(PAGE_1), len(PAGE_1) + len(PAGE_2)])
+
+
+ACCEPTED = {
+    "exact": "We recruited 240 adults aged 18 to 65 from three outpatient clinics",
+    "case, whitespace and line breaks": "WE RECRUITED 240 adults aged 18 to 65\nfrom   three outpatient clinics",
+    "end-of-line hyphenation": "between March and September 2021. Participants with a prior diagnosis",
+    "ligature in the paper, plain in the quote": "after twelve weeks of the fitness programme, measured with a validated",
+    "ligature in the quote": "after twelve weeks of the ﬁtness programme",
+    "smart quotes, dashes and non-breaking spaces": "\u201cThe primary out\u2011come was the change in systolic\u00a0blood pressure\u201d",
+    "stray space inside a word": "Participants with a prior diag nosis of hypertension were excluded.",
+    "wrapping quotes and edge punctuation": "'(the change in systolic blood pressure after twelve weeks)...'",
+    "across a page break with footer and header between": (
+        "measured with a validated oscillometric device. The intervention group attended supervised sessions"
+    ),
+    "across a page break mid-sentence": "the difference was reported as follows: " [:0]
+    + "The effect did not differ by sex. 4 Discussion Adherence was high",
+    "ellipsis": "We recruited 240 adults ... from three outpatient clinics",
+    "unicode ellipsis": "We recruited 240 adults\u2026 between March and September 2021",
+    "bracketed elision": "Systolic blood pressure fell by 6.2 mmHg [...] (difference 5.1 mmHg, 95% CI 2.9 to 7.3)",
+    "parenthesised elision": "Participants with a prior diagnosis (...) were excluded",
+}
+
+REJECTED = {
+    "changed number at the start": ("We recruited 250 adults aged 18 to 65 from three outpatient clinics", "altered"),
+    "changed number at the end": ("in the intervention group and by 1.1 mmHg in the control group (difference 5.7 mmHg", "altered"),
+    "negation": ("Participants with a prior diagnosis of hypertension were not excluded.", "altered"),
+    "changed name": ("from three outpatient clinics between March and October 2021.", "altered"),
+    "changed content word": ("(difference 5.1 mmHg, 95% CI 2.9 to 7.3). The effect did not differ by age.", "altered"),
+    "spliced without elision": (
+        "We recruited 240 adults aged 18 to 65 from three outpatient clinics. Adherence was high, and no serious adverse events were reported",
+        "stitched",
+    ),
+    "on-topic but not in the paper": ("Blood pressure medication was adjusted by the treating physician at week six.", "not_found"),
+    "paraphrase": ("Between March and September 2021, we enrolled 240 adults aged 18-65 from three clinics.", "paraphrase"),
+    "too short to verify": ("240 adults", "too_short"),
+    "elided parts out of order": ("from three outpatient clinics ... We recruited 240 adults aged 18", "stitched"),
+}
+
+
+@pytest.mark.parametrize("quote", ACCEPTED.values(), ids=ACCEPTED.keys())
+def test_faithful_quotes_are_grounded(paper, quote):
+    found = paper.match(quote)
+    assert found.grounded, found.explain()
+    assert found.verdict in ("verbatim", "verbatim_elided")
+
+
+@pytest.mark.parametrize(("quote", "verdict"), REJECTED.values(), ids=REJECTED.keys())
+def test_fabrications_are_rejected_with_a_named_verdict(paper, quote, verdict):
+    found = paper.match(quote)
+    assert not found.grounded
+    assert found.verdict == verdict, found.explain()
+
+
+def test_an_appended_comment_is_grounded_and_reported_as_such(paper):
+    found = paper.match(
+        "Systolic blood pressure fell by 6.2 mmHg in the intervention group — this shows the programme worked."
+    )
+    assert found.grounded
+    assert found.verdict == "verbatim_with_commentary"
+    assert found.commentary.startswith("— this shows the programme worked")
+    assert "the model's own comment" in found.explain()
+
+
+def test_an_appended_sentence_that_alters_the_paper_is_not_commentary(paper):
+    found = paper.match("The effect did not differ by sex. Adherence was low, and serious adverse events were reported")
+    assert not found.grounded
+
+
+def test_a_changed_number_reports_where_the_quote_departs(paper):
+    found = paper.match("Systolic blood pressure fell by 6.2 mmHg in the intervention group and by 1.4 mmHg in the control")
+    assert found.verdict == "altered"
+    departure = found.departure
+    assert departure.quote_before.endswith("by 1.")
+    assert departure.quote_after.startswith("4 mmHg")
+    assert departure.paper_after.startswith("1 mmHg")
+    assert departure.page == 2
+    message = found.explain()
+    assert "departs from the paper (page 2)" in message and "1 mmHg in the control" in message
+
+
+def test_not_found_names_the_nearest_passage(paper):
+    found = paper.match("Adherence was high and several adverse events led to withdrawal from the study.")
+    assert not found.grounded
+    assert found.nearest is not None and "Adherence was high" in found.nearest.text
+    assert found.nearest.page == 3
+
+
+def test_spans_are_offsets_into_the_paper_text_with_pages(paper):
+    quote = "measured with a validated oscillometric device. The intervention group attended"
+    found = paper.match(quote)
+    assert found.pages == [1, 2]
+    text = paper.text
+    first, last = found.spans[0], found.spans[-1]
+    assert text[first[0] : first[1]].startswith("mea-\nsured")  # the paper's own hyphenation
+    assert text[last[0] : last[1]].endswith("attended")
+
+
+def test_plain_text_papers_are_prepared_once():
+    text = "A paper of plain text. " * 50 + "The unique sentence sits at the end."
+    assert match_index(text) is match_index(text)
+    assert match_citation("the unique sentence sits at the end", text).grounded
+    assert match_citation("the unique sentence sits at the start", text).grounded is False
+
+
+def test_a_paper_is_prepared_once_for_many_citations():
+    paper = read_paper(SAMPLE / "papers" / "sample-edu.pdf", "sample-edu")
+    index = paper.match_index
+    assert paper.match_index is index
+    first = match_citation("412 students in 18 course sections took part", paper)
+    assert first.grounded and first.pages == [1]
+    assert index.match("412 students in 18 course sections took part") is first
+
+
+@given(st.text(), st.text())
+def test_the_key_of_a_concatenation_is_the_concatenation_of_keys(a, b):
+    assert text_key(a + b) == text_key(a) + text_key(b)
+
+
+@given(st.text())
+def test_every_key_character_maps_back_to_its_source_character(text):
+    key, offsets = text_key(text), key_offsets(text)
+    assert len(offsets) == len(key)
+    rebuilt = "".join(text_key(text[o]) for o in dict.fromkeys(offsets))
+    assert rebuilt == key
+
+
+# ------------------------------------------------------------------ bundled sample PDFs
+
+
+def test_every_window_of_the_source_text_is_found_in_the_pdf_extraction():
+    """Quotes taken from the clean source text must match the noisy PDF text.
+
+    The PDFs add running headers, page numbers, margin line numbers and
+    page breaks in mid-sentence: all of them between the words of a quote.
+    """
+    rng = random.Random(7)
+    misses = []
+    for source in sorted((SAMPLE / "sources").glob("*.md")):
+        paper = read_paper(SAMPLE / "papers" / f"{source.stem}.pdf", source.stem)
+        body = source.read_text().split("\n\n", 2)[2]  # past title and authors
+        for _ in range(150):
+            quote = noisy(as_a_model_quotes_it(window(body.replace("## ", ""), rng, 8, 45)), rng, 1)
+            if not match_citation(quote, paper).grounded:
+                misses.append(quote)
+    assert misses == []
+
+
+# ------------------------------------------------------------------ real papers
+
+
+def real_papers() -> list[tuple[str, object]]:
+    folder = shared_path("papers")
+    return [(p.stem, read_paper(p, p.stem)) for p in sorted(folder.glob("*.pdf"))]
+
+
+@pytest.fixture(scope="module")
+def papers(tmp_path_factory):
+    folder = shared_path("papers")
+    cache = tmp_path_factory.mktemp("extracted")
+    return [read_paper(p, p.stem, cache) for p in sorted(folder.glob("*.pdf"))]
+
+
+def _page_crossing_quote(paper, rng: random.Random) -> str | None:
+    """A quote running over a page break, as a model reading clean text would give it."""
+    pages = paper.pages
+    if len(pages) < 3:
+        return None
+    number = rng.randrange(1, len(pages) - 1)
+    # A reader does not see running headers, footers or page numbers as text:
+    # lines that recur on several pages, or that are only a number.
+    counts: dict[str, int] = {}
+    for page in pages:
+        for line in set(re.sub(r"\d+", "#", l.strip()) for l in page.splitlines()):
+            counts[line] = counts.get(line, 0) + 1
+
+    def content(page: str) -> list[str]:
+        return [
+            l for l in page.splitlines()
+            if l.strip() and not l.strip().isdigit() and counts.get(re.sub(r"\d+", "#", l.strip()), 0) < 3
+        ]
+
+    before, after = content(pages[number]), content(pages[number + 1])
+    if len(before) < 3 or len(after) < 3:
+        return None
+    tail = " ".join(before[-2:]).split()[-12:]
+    head = " ".join(after[:2]).split()[:12]
+    return as_a_model_quotes_it(" ".join(tail + head))
+
+
+@needs_shared
+def test_genuine_quotes_from_real_papers_are_grounded(papers):
+    rng = random.Random(11)
+    total, missed = 0, []
+    for paper in papers:
+        for _ in range(60):
+            quote = noisy(as_a_model_quotes_it(window(paper.text, rng)), rng, 2)
+            total += 1
+            if not match_citation(quote, paper).grounded:
+                missed.append((paper.paper_id, quote))
+        for _ in range(5):
+            quote = elided(paper.text, rng)
+            if quote:
+                total += 1
+                if not match_citation(quote, paper).grounded:
+                    missed.append((paper.paper_id, quote))
+    assert len(missed) <= total * 0.01, missed[:5]
+
+
+@needs_shared
+def test_quotes_across_real_page_breaks_are_grounded(papers):
+    rng = random.Random(5)
+    total, missed = 0, []
+    for paper in papers:
+        for _ in range(6):
+            quote = _page_crossing_quote(paper, rng)
+            if quote is None:
+                continue
+            total += 1
+            if not match_citation(quote, paper).grounded:
+                missed.append((paper.paper_id, quote))
+    assert total >= 30
+    assert len(missed) <= total * 0.05, missed[:5]
+
+
+@needs_shared
+@pytest.mark.parametrize("kind", FABRICATIONS)
+def test_fabricated_quotes_from_real_papers_are_rejected(papers, kind):
+    rng = random.Random(hash(kind) % 1000)
+    total, accepted = 0, []
+    for paper in papers:
+        for _ in range(40):
+            quote = fabricated(paper.text, rng, kind)
+            if quote is None:
+                continue
+            total += 1
+            found = match_citation(quote, paper)
+            if found.grounded:
+                accepted.append(quote)
+    assert total >= 100
+    assert len(accepted) <= total * 0.01, accepted[:5]
+
+
+def test_the_noise_catalogue_is_exercised():
+    assert len(NOISES) >= 10
