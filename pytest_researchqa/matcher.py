@@ -571,7 +571,14 @@ class CitationMatch:
 
     def _diagnose(self) -> "_Diagnosis":
         if self._diagnosis is None:
-            self._diagnosis = _diagnose(self._index, self.citation, self._parts)
+            if self._verdict == TOO_SHORT:
+                self._diagnosis = _Diagnosis(
+                    TOO_SHORT,
+                    f"too short to verify: {len(text_key(self.citation))} letters and digits "
+                    f"(a citation needs at least {MIN_QUOTE_KEY})",
+                )
+            else:
+                self._diagnosis = _diagnose(self._index, self.citation, self._parts)
         return self._diagnosis
 
 

@@ -1,0 +1,124 @@
+"""Dataset loaders: three shapes, precise errors, nothing lost."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import SAMPLE
+from pytest_researchqa.loaders import DatasetError, load_dataset
+
+GOOD = {
+    "row_id": "r1",
+    "paper_id": "W2741809807",
+    "paper_doi": "10.1000/xyz",
+    "paper_s3_url": "https://example.org/W2741809807.pdf",
+    "domain": "education",
+    "question_type": "multi_hop",
+    "question": "Compare the two results.",
+    "expected_answer": "They differ.",
+    "expected_references": [
+        {"section_label": "Results", "alternatives": ["First passage.", "Second passage."]},
+        {"section_label": "Discussion", "alternatives": ["Third passage."]},
+    ],
+    "judge_rubric": "Integrates information from each required section.",
+    "expected_refusal": None,
+}
+
+
+def test_the_published_flat_jsonl_reads_metadata_prefixes(tmp_path):
+    flat = dict(GOOD, metadata_required_sections=["Results", "Discussion"], metadata_reasoning_chain="A then B",
+                metadata_page_hint=None, metadata_false_premise="")
+    path = tmp_path / "eval_dataset.jsonl"
+    path.write_text(json.dumps(flat) + "\n\n")
+    dataset = load_dataset(path)
+    row = dataset.rows[0]
+    assert dataset.problems == []
+    assert row.metadata.required_sections == ["Results", "Discussion"]
+    assert row.metadata.reasoning_chain == "A then B"
+    assert row.metadata.false_premise is None
+    assert [s.section_label for s in row.expected_references] == ["Results", "Discussion"]
+
+
+def test_the_wrapper_json_reads_nested_metadata(tmp_path):
+    path = tmp_path / "eval_dataset.json"
+    path.write_text(json.dumps({"version": "2", "rows": [dict(GOOD, metadata={"page_hint": 4})]}))
+    row = load_dataset(path).rows[0]
+    assert row.metadata.page_hint == 4 and row.paper_id == "W2741809807"
+
+
+def test_hand_written_yaml_loads_the_bundled_sample():
+    dataset = load_dataset(SAMPLE / "sample.yaml")
+    assert len(dataset.rows) == 27 and dataset.problems == []
+    assert {r.question_type for r in dataset.rows} == {"lookup", "comprehension", "multi_hop", "adversarial"}
+    multi_hop = [r for r in dataset.rows if r.question_type == "multi_hop"]
+    assert {len(r.expected_references) for r in multi_hop} == {2, 3}
+    adversarial = [r for r in dataset.rows if r.is_adversarial]
+    assert any(r.expected_references for r in adversarial) and any(not r.expected_references for r in adversarial)
+
+
+def test_a_bad_jsonl_row_names_file_line_and_field_and_the_rest_load(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    lines = [GOOD, dict(GOOD, row_id="r2", question_type="essay"), dict(GOOD, row_id="r3", metadata_page_hint="four"),
+             dict(GOOD, row_id="r4")]
+    path.write_text("\n".join(json.dumps(l) for l in lines) + "\n{broken\n")
+    dataset = load_dataset(path)
+    assert [r.row_id for r in dataset.rows] == ["r1", "r4"]
+    messages = [str(p) for p in dataset.problems]
+    assert messages[0].startswith(f"{path}, line 2, field 'question_type'")
+    assert messages[1].startswith(f"{path}, line 3, field 'metadata_page_hint'")
+    assert messages[2].startswith(f"{path}, line 5, field '(row)': not valid JSON")
+
+
+def test_a_bad_yaml_row_names_its_index_and_line(tmp_path):
+    path = tmp_path / "rows.yaml"
+    path.write_text(
+        "rows:\n"
+        "  - {row_id: a, paper_id: p, question_type: lookup, question: 'Q?'}\n"
+        "  - row_id: b\n"
+        "    paper_id: p\n"
+        "    question_type: lookup\n"
+        "    question: Q?\n"
+        "    expected_references: [{section_label: Results, alternatives: []}]\n"
+    )
+    dataset = load_dataset(path)
+    assert [r.row_id for r in dataset.rows] == ["a"]
+    assert str(dataset.problems[0]).startswith(f"{path}, row 1 (line 3), field 'expected_references.0.alternatives'")
+
+
+def test_multi_hop_rows_need_two_sections(tmp_path):
+    path = tmp_path / "rows.json"
+    one = dict(GOOD, expected_references=GOOD["expected_references"][:1])
+    path.write_text(json.dumps([one]))
+    assert "at least two sections" in str(load_dataset(path).problems[0])
+
+
+def test_duplicate_row_ids_are_reported_not_silently_merged(tmp_path):
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps([GOOD, GOOD]))
+    dataset = load_dataset(path)
+    assert len(dataset.rows) == 1
+    assert "duplicate of row 0" in str(dataset.problems[0])
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("rows.json", "{not json", "line 1: not valid JSON"),
+        ("rows.yaml", "rows:\n  - a: [unclosed\n", "not valid YAML"),
+        ("rows.csv", "a,b", "unknown dataset format"),
+        ("rows.json", '{"version": 1}', "expected"),
+    ],
+)
+def test_an_unreadable_file_is_one_clear_error(tmp_path, name, content, message):
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(DatasetError, match=message) as error:
+        load_dataset(path)
+    assert str(path) in str(error.value)
+
+
+def test_a_missing_file_is_named(tmp_path):
+    with pytest.raises(DatasetError, match="dataset file not found"):
+        load_dataset(tmp_path / "nope.jsonl")

@@ -1,0 +1,119 @@
+"""The four deterministic metrics and their edge cases, as docs/metrics.md states them."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_researchqa import Answer, Row, check_answer, cited_verbatim, covers_sections, grounded_refusal
+from pytest_researchqa.matcher import MatchIndex
+from pytest_researchqa.metrics import keys_overlap, section_report
+from pytest_researchqa.textkey import text_key
+
+PAPER = (
+    "Methods. We enrolled 240 adults from three clinics in 2021. Each participant attended twelve weekly sessions. "
+    "Results. Systolic blood pressure fell by 6 mmHg in the intervention group. Diastolic pressure did not change. "
+    "Discussion. The effect is modest but clinically relevant for people with borderline hypertension."
+)
+METHODS = "We enrolled 240 adults from three clinics in 2021."
+RESULTS = "Systolic blood pressure fell by 6 mmHg in the intervention group."
+DISCUSSION = "The effect is modest but clinically relevant for people with borderline hypertension."
+
+
+def row(question_type="multi_hop", sections=None, **extra) -> Row:
+    sections = sections if sections is not None else [
+        {"section_label": "Methods", "alternatives": [METHODS, "Each participant attended twelve weekly sessions."]},
+        {"section_label": "Results", "alternatives": [RESULTS]},
+        {"section_label": "Discussion", "alternatives": [DISCUSSION]},
+    ]
+    return Row(row_id="r", paper_id="p", question_type=question_type, question="Q?", expected_references=sections, **extra)
+
+
+def recorded(answer: Answer) -> dict:
+    values = {}
+    answer.recorder = lambda metric, value: values.__setitem__(metric, value)
+    return values
+
+
+def test_coverage_is_and_across_sections_or_within_alternatives():
+    answer = Answer("...", [METHODS, "Each participant attended twelve weekly sessions.", RESULTS])
+    values = recorded(answer)
+    with pytest.raises(AssertionError, match=r"section coverage 0.67 < 1.00: missed 1 of 3"):
+        covers_sections(answer, row(), PAPER)
+    assert values["section_coverage"] == pytest.approx(2 / 3)
+    assert values["citation_precision"] == 1.0
+
+
+def test_precision_counts_citations_that_reach_any_expected_section():
+    answer = Answer("...", [METHODS, "Diastolic pressure did not change."])
+    values = recorded(answer)
+    covers_sections(answer, row("lookup", sections=[{"section_label": "Methods", "alternatives": [METHODS]}]), PAPER)
+    assert values["citation_precision"] == 0.5 and values["section_coverage"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "citation",
+    [
+        "240 adults from three clinics in 2021",  # a sub-quote of the alternative
+        "Methods. We enrolled 240 adults from three clinics in 2021. Each participant attended",  # contains it
+        "we ENROLLED 240 adults from three\nclin-\nics in 2021",  # the same passage under noise
+    ],
+)
+def test_a_citation_matches_an_alternative_as_a_subquote_a_superquote_or_under_noise(citation):
+    report = section_report([citation], row("lookup", sections=[{"section_label": "Methods", "alternatives": [METHODS]}]),
+                            MatchIndex(PAPER))
+    assert report.covered == (True,)
+
+
+def test_a_different_passage_of_the_paper_never_matches():
+    report = section_report(["Diastolic pressure did not change."], row(), MatchIndex(PAPER))
+    assert report.covered == (False, False, False)
+    assert report.citation_precision == 0.0
+
+
+def test_a_fabricated_citation_matches_nothing_even_if_it_resembles_an_alternative():
+    report = section_report(["We enrolled 250 adults from three clinics in 2021."], row(), MatchIndex(PAPER))
+    assert report.covered == (False, False, False)
+
+
+def test_without_a_paper_sections_are_matched_on_text():
+    assert keys_overlap(text_key("240 adults from three clinics in 2021"), text_key(METHODS))
+    assert not keys_overlap(text_key("240 adults"), text_key(METHODS)), "too short to count as a sub-quote"
+    assert keys_overlap(text_key("Dataset"), text_key("Dataset")), "identical short passages match"
+
+
+def test_accuracy_is_the_share_of_grounded_citations():
+    answer = Answer("...", [METHODS, "We enrolled 250 adults from three clinics in 2021."])
+    values = recorded(answer)
+    with pytest.raises(AssertionError) as failure:
+        cited_verbatim(answer, PAPER)
+    assert values["citation_accuracy"] == 0.5
+    message = str(failure.value)
+    assert "1 of 2 citations not grounded" in message
+    assert "altered" in message and "departs from the paper" in message
+
+
+def test_edge_cases_are_none_not_zero():
+    answer = Answer("I cannot find this.", [])
+    values = recorded(answer)
+    assert cited_verbatim(answer, PAPER) is None
+    assert covers_sections(answer, row("adversarial", sections=[]), PAPER) is None
+    assert values == {"citation_accuracy": None, "section_coverage": None, "citation_precision": None}
+
+
+def test_refusal_correctness_only_punishes_fabricated_evidence():
+    adversarial = row("adversarial", sections=[], expected_refusal=True)
+    assert grounded_refusal(Answer("The paper does not report this.", []), adversarial, PAPER) == 1.0
+    assert grounded_refusal(Answer("No: it says otherwise.", [RESULTS]), adversarial, PAPER) == 1.0
+    with pytest.raises(AssertionError, match="refusal correctness 0: the answer refused"):
+        grounded_refusal(Answer("The paper does not address this.", ["A placebo arm of 120 adults was enrolled."]),
+                         adversarial, PAPER)
+    assert grounded_refusal(Answer("x", [RESULTS]), row(), PAPER) is None, "only adversarial rows"
+
+
+def test_check_answer_records_every_metric_before_failing_once():
+    answer = Answer("...", ["A passage nobody wrote, long enough to check."])
+    values = recorded(answer)
+    with pytest.raises(AssertionError) as failure:
+        check_answer(answer, row(), PAPER)
+    assert set(values) == {"citation_accuracy", "section_coverage", "citation_precision", "refusal_correctness"}
+    assert "citation accuracy" in str(failure.value) and "section coverage" in str(failure.value)
