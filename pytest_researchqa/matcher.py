@@ -121,9 +121,9 @@ class MatchIndex:
     def raw_offset(self, key_position: int) -> int:
         """Raw text offset of a (masked) key position."""
         offsets = self._masked_offsets
-        if not offsets:
+        if not len(offsets):
             return 0
-        return offsets[min(max(key_position, 0), len(offsets) - 1)]
+        return int(offsets[min(max(key_position, 0), len(offsets) - 1)])
 
     @functools.cached_property
     def _masked_offsets(self):
@@ -155,7 +155,7 @@ class MatchIndex:
 
     # -- matching ---------------------------------------------------------------------
     def _match(self, citation: str) -> "CitationMatch":
-        parts = [p for p in _ELISION.split(_strip_wrapping(citation)) if text_key(p)]
+        parts = [p for p in _split_elisions(_strip_wrapping(citation)) if text_key(p)]
         keys = [text_key(p) for p in parts]
         total = sum(len(k) for k in keys)
         if total < MIN_QUOTE_KEY:
@@ -163,7 +163,8 @@ class MatchIndex:
         for unmasked in (False, True):
             if unmasked and self.unmasked_key is self.key:
                 break
-            spans = self._locate_parts(keys, unmasked)
+            # The unmasked key only serves quotes that copy furniture verbatim.
+            spans = self._locate_parts(keys, unmasked, walk=not unmasked)
             if spans is not None:
                 verdict = VERBATIM if len(keys) == 1 else VERBATIM_ELIDED
                 if unmasked:
@@ -183,8 +184,8 @@ class MatchIndex:
         masked, unmasked = self._masked_offsets, self._unmasked_offsets
         converted = []
         for start, end in spans:
-            low = bisect.bisect_left(masked, unmasked[start])
-            high = bisect.bisect_right(masked, unmasked[end - 1])
+            low = int(masked.searchsorted(unmasked[start], "left"))
+            high = int(masked.searchsorted(unmasked[end - 1], "right"))
             if high > low:
                 converted.append((low, high))
         return tuple(converted)
@@ -194,10 +195,13 @@ class MatchIndex:
             return self.unmasked_key, self.unmasked_page_key_starts
         return self.key, self.page_key_starts
 
-    def _locate_parts(self, keys: list[str], unmasked: bool) -> tuple[tuple[int, int], ...] | None:
+    def _locate_parts(self, keys: list[str], unmasked: bool, walk: bool = True) -> tuple[tuple[int, int], ...] | None:
         key, pages = self._keys(unmasked)
         first = keys[0]
         if len(keys) == 1:
+            if not walk:
+                found = key.find(first)
+                return ((found, found + len(first)),) if found >= 0 else None
             found = _locate(key, pages, first, 0, len(key))
             return tuple(found) if found else None
         # An elided quote: try each place its first part occurs.
@@ -220,13 +224,16 @@ class MatchIndex:
 
     def _split_commentary(self, quote: str):
         """(spans, comment) when ``quote`` is a verbatim passage plus an own comment."""
+        boundaries = list(_comment_boundaries(quote))
+        if not boundaries:
+            return None
         quote_key = text_key(quote)
-        prefix_length, position = _longest_prefix(self.key, quote_key, 0, len(self.key))
+        prefix_length, position = _anchored_prefix(self.key, quote_key, 0, len(self.key))
         if prefix_length < MIN_ANCHOR or prefix_length >= len(quote_key):
             return None
         offsets = key_offsets(quote)
-        for boundary_raw in _comment_boundaries(quote):
-            boundary = bisect.bisect_left(offsets, boundary_raw)
+        for boundary_raw in boundaries:
+            boundary = int(offsets.searchsorted(boundary_raw))
             if not (prefix_length - 6 <= boundary <= prefix_length):
                 continue
             if boundary < MIN_ANCHOR or boundary * 2 < len(quote_key):
@@ -298,10 +305,7 @@ def _mask_furniture(text: str, page_starts: Sequence[int]):
     edge_lines: list[list[tuple[int, int, str]]] = []
     signature_pages: dict[str, set[int]] = {}
     for number, page in enumerate(pages):
-        lines = _line_spans(page)
-        nonblank = [ln for ln in lines if page[ln[0] : ln[1]].strip()]
-        edges = nonblank[:2] + nonblank[-2:] if len(nonblank) > 4 else nonblank
-        edge_lines.append([(s, e, page[s:e]) for s, e in edges])
+        edge_lines.append([(s, e, page[s:e]) for s, e in _edge_lines(page)])
         for _, _, line in edge_lines[-1]:
             signature = re.sub(r"\d+", "", text_key(line))
             if len(signature) >= 4:
@@ -332,22 +336,44 @@ def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-def _line_spans(page: str) -> list[tuple[int, int]]:
-    spans, start = [], 0
-    for line in page.split("\n"):
-        spans.append((start, start + len(line)))
-        start += len(line) + 1
-    return spans
+def _edge_lines(page: str, count: int = 2) -> list[tuple[int, int]]:
+    """Spans of the first and last ``count`` non-blank lines (where furniture sits)."""
+    found: list[tuple[int, int]] = []
+    start = 0
+    while len(found) < count and start < len(page):
+        end = page.find("\n", start)
+        end = len(page) if end < 0 else end
+        if page[start:end].strip():
+            found.append((start, end))
+        start = end + 1
+    tail: list[tuple[int, int]] = []
+    stop = len(page) - 1 if page.endswith("\n") else len(page)
+    while len(tail) < count and stop > 0:
+        begin = page.rfind("\n", 0, stop) + 1
+        if page[begin:stop].strip() and (begin, stop) not in found:
+            tail.append((begin, stop))
+        stop = begin - 1
+    return found + tail[::-1]
 
 
 def _has_line_numbers(text: str) -> bool:
     """True when most lines of the paper start with an increasing margin number."""
+    lines = text.count("\n") + 1
+    if len(_NUMBERED_LINE.findall(text)) * 10 < lines * 5:
+        return False  # cheap rejection: most papers have no margin numbers
     numbers = [int(m.group(2)) for m in _NUMBERED_LINE.finditer(text)]
     lines = sum(1 for line in text.split("\n") if line.strip())
     if lines < 8 or len(numbers) * 10 < lines * 6:
         return False
     rising = sum(1 for a, b in zip(numbers, numbers[1:]) if b > a)
     return rising * 10 >= (len(numbers) - 1) * 8
+
+
+def _split_elisions(quote: str) -> list[str]:
+    # The regex backtracks on every space; most quotes have no elision at all.
+    if "…" not in quote and ".." not in quote and ". ." not in quote:
+        return [quote]
+    return _ELISION.split(quote)
 
 
 def _strip_wrapping(citation: str) -> str:
@@ -384,6 +410,24 @@ def _longest_prefix(key: str, quote_key: str, low: int, high: int) -> tuple[int,
     return best, position
 
 
+def _anchored_prefix(key: str, quote_key: str, low: int, high: int, tries: int = 8) -> tuple[int, int]:
+    """Like :func:`_longest_prefix`, for prefixes of at least MIN_ANCHOR: one find, then extend.
+
+    Anchors of MIN_ANCHOR key characters are nearly unique in a paper, so the
+    longest prefix starts at one of the anchor's few occurrences.
+    """
+    anchor = quote_key[:MIN_ANCHOR]
+    best, position = 0, -1
+    found = key.find(anchor, low, high)
+    while found >= 0 and tries:
+        length = min(common_prefix_length(key, found, quote_key, 0), high - found)
+        if length > best:
+            best, position = length, found
+        tries -= 1
+        found = key.find(anchor, found + 1, high)
+    return best, position
+
+
 def _longest_suffix(key: str, quote_key: str) -> tuple[int, int]:
     best, position = 0, -1
     small, large = 1, len(quote_key)
@@ -403,7 +447,7 @@ def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high
     found = key.find(quote_key, low, high)
     if found >= 0:
         return [(found, found + len(quote_key))]
-    length, position = _longest_prefix(key, quote_key, low, high)
+    length, position = _anchored_prefix(key, quote_key, low, high)
     if length < min(MIN_ANCHOR, len(quote_key)):
         return None
     spans = [(position, position + length)]
@@ -652,7 +696,7 @@ def _diagnose(index: MatchIndex, citation: str, parts: tuple[str, ...]) -> _Diag
 
 def _departure(index: MatchIndex, quote: str, quote_key: str, quote_at: int, paper_at: int) -> Departure:
     quote_offsets = key_offsets(quote)
-    split = quote_offsets[quote_at] if quote_at < len(quote_offsets) else len(quote)
+    split = int(quote_offsets[quote_at]) if quote_at < len(quote_offsets) else len(quote)
     paper_raw = index.raw_offset(paper_at)
     return Departure(
         quote_before=quote[:split],

@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from array import array
 
 _ASCII_NON_ALNUM = bytes(c for c in range(128) if not chr(c).isalnum())
 _NON_WORD = re.compile(r"[\W_]+")
-_ASCII_ALNUM_RUN = re.compile(r"[A-Za-z0-9]+")
 
 
 def text_key(text: str) -> str:
@@ -32,22 +30,32 @@ def text_key(text: str) -> str:
     return _NON_WORD.sub("", folded)
 
 
-def key_offsets(text: str) -> array:
-    """Raw offset in ``text`` of every character of ``text_key(text)``."""
-    offsets = array("l")
+def key_offsets(text: str):
+    """Raw offset in ``text`` of every character of ``text_key(text)`` (a numpy int array).
+
+    Each character contributes ``len(text_key(char))`` key characters (0, 1,
+    or more for ligatures and the like), so the offsets are the character
+    indices repeated by those widths.
+    """
+    import numpy
+
     if text.isascii():
-        for run in _ASCII_ALNUM_RUN.finditer(text):
-            offsets.extend(range(run.start(), run.end()))
-        return offsets
-    for index, char in enumerate(text):
-        if char.isascii():
-            if char.isalnum():
-                offsets.append(index)
-        else:
-            width = len(text_key(char))
-            if width:
-                offsets.extend([index] * width)
-    return offsets
+        codes = numpy.frombuffer(text.encode("ascii"), dtype=numpy.uint8)
+        return numpy.flatnonzero(_ascii_alnum_table(numpy)[codes])
+    codes = numpy.frombuffer(text.encode("utf-32-le"), dtype=numpy.uint32)
+    widths = numpy.zeros(len(codes), dtype=numpy.int64)
+    ascii_part = codes < 128
+    widths[ascii_part] = _ascii_alnum_table(numpy)[codes[ascii_part]]
+    for code in numpy.unique(codes[~ascii_part]):
+        widths[codes == code] = len(text_key(chr(code)))
+    return numpy.repeat(numpy.arange(len(codes)), widths)
+
+
+def _ascii_alnum_table(numpy):
+    table = numpy.zeros(128, dtype=numpy.int64)
+    for code in range(128):
+        table[code] = chr(code).isalnum()
+    return table
 
 
 def common_prefix_length(a: str, a_start: int, b: str, b_start: int) -> int:

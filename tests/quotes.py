@@ -6,6 +6,7 @@ Used by the matcher tests and by benchmarks/grading_speed.py.
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 import unicodedata
@@ -13,9 +14,14 @@ import unicodedata
 WORD = re.compile(r"\S+")
 
 
+@functools.lru_cache(maxsize=4)
+def _words(text: str) -> list[re.Match]:
+    return list(WORD.finditer(text))
+
+
 def window(text: str, rng: random.Random, min_words: int = 12, max_words: int = 40) -> str:
     """A run of whole words from ``text`` (raw, with its line breaks)."""
-    words = list(WORD.finditer(text))
+    words = _words(text)
     if len(words) <= min_words:
         return text
     count = rng.randint(min_words, min(max_words, len(words) - 1))

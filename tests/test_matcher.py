@@ -219,11 +219,18 @@ def _page_crossing_quote(paper, rng: random.Random) -> str | None:
         for line in set(re.sub(r"\d+", "#", l.strip()) for l in page.splitlines()):
             counts[line] = counts.get(line, 0) + 1
 
+    def furniture(line: str) -> bool:
+        # A running header or footer recurs on a good share of the pages.
+        return line.strip().isdigit() or counts.get(re.sub(r"\d+", "#", line.strip()), 0) >= max(3, len(pages) // 3)
+
     def content(page: str) -> list[str]:
-        return [
-            l for l in page.splitlines()
-            if l.strip() and not l.strip().isdigit() and counts.get(re.sub(r"\d+", "#", l.strip()), 0) < 3
-        ]
+        lines = [l for l in page.splitlines() if l.strip()]
+        # Headers and footers sit at the page's edges; recurring lines elsewhere are content.
+        while lines and furniture(lines[0]):
+            lines.pop(0)
+        while lines and furniture(lines[-1]):
+            lines.pop()
+        return lines
 
     before, after = content(pages[number]), content(pages[number + 1])
     if len(before) < 3 or len(after) < 3:
