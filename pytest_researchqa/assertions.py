@@ -40,6 +40,7 @@ def cited_verbatim(answer: Answer, paper: PaperLike, *, min_accuracy: float = 1.
 
     Records ``citation_accuracy``; returns it (None when nothing is cited).
     """
+    __tracebackhide__ = True
     index = match_index(paper)
     matches = metrics.match_citations(answer, index)
     accuracy = metrics.citation_accuracy(matches)
@@ -70,6 +71,7 @@ def covers_sections(
     (None for rows without expected sections). With ``paper``, citations and
     alternatives are compared as located passages; without, as texts.
     """
+    __tracebackhide__ = True
     index = match_index(paper) if paper is not None else None
     report = metrics.section_report(answer.citations, row, index)
     coverage = report.section_coverage
@@ -106,6 +108,7 @@ def grounded_refusal(answer: Answer, row: Row, paper: PaperLike) -> Optional[flo
 
     Records ``refusal_correctness`` (None on other question types).
     """
+    __tracebackhide__ = True
     index = match_index(paper)
     matches = metrics.match_citations(answer, index)
     score = metrics.refusal_correctness(row, matches)
@@ -125,6 +128,7 @@ def grounded_refusal(answer: Answer, row: Row, paper: PaperLike) -> Optional[flo
 
 def check_answer(answer: Answer, row: Row, paper: PaperLike) -> None:
     """Run every deterministic assertion, record all metrics, then fail once with every reason."""
+    __tracebackhide__ = True
     checks: list[Callable[[], object]] = [
         lambda: cited_verbatim(answer, paper),
         lambda: covers_sections(answer, row, paper),

@@ -697,6 +697,10 @@ def _diagnose(index: MatchIndex, citation: str, parts: tuple[str, ...]) -> _Diag
 def _departure(index: MatchIndex, quote: str, quote_key: str, quote_at: int, paper_at: int) -> Departure:
     quote_offsets = key_offsets(quote)
     split = int(quote_offsets[quote_at]) if quote_at < len(quote_offsets) else len(quote)
+    # Show the departure at the start of the word it falls in: "in |19", not "in 1|9".
+    word_start = max(quote.rfind(" ", 0, split), quote.rfind("\n", 0, split)) + 1
+    back = len(text_key(quote[word_start:split]))
+    split, paper_at = word_start, max(0, paper_at - back)
     paper_raw = index.raw_offset(paper_at)
     return Departure(
         quote_before=quote[:split],

@@ -42,10 +42,10 @@ class Paper:
     """A paper's text, its pages, and its match index (built on first use)."""
 
     paper_id: str
-    text: str
-    page_starts: tuple[int, ...] = ()
+    text: str = field(repr=False)
+    page_starts: tuple[int, ...] = field(default=(), repr=False)
     source: str = ""
-    content_hash: str = ""
+    content_hash: str = field(default="", repr=False)
     _index: "MatchIndex | None" = field(default=None, repr=False, compare=False)
 
     @property
