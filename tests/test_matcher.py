@@ -116,9 +116,9 @@ def test_a_changed_number_reports_where_the_quote_departs(paper):
     found = paper.match("Systolic blood pressure fell by 6.2 mmHg in the intervention group and by 1.4 mmHg in the control")
     assert found.verdict == "altered"
     departure = found.departure
-    assert departure.quote_before.endswith("by 1.")
-    assert departure.quote_after.startswith("4 mmHg")
-    assert departure.paper_after.startswith("1 mmHg")
+    assert departure.quote_before.endswith("and by ")
+    assert departure.quote_after.startswith("1.4 mmHg"), "the departure is shown from the word's start"
+    assert departure.paper_after.startswith("1.1 mmHg")
     assert departure.page == 2
     message = found.explain()
     assert "departs from the paper (page 2)" in message and "1 mmHg in the control" in message
