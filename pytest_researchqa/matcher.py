@@ -68,7 +68,10 @@ _PAGE_NUMBER_LINE = re.compile(
     r"^\s*(?:page\s*)?(?:\d{1,4}|[ivxlc]{1,6})(?:\s*(?:of|/)\s*\d{1,4})?\s*$", re.IGNORECASE
 )
 _NUMBERED_LINE = re.compile(r"^([ \t]*)(\d{1,4})([ \t]+)\S", re.MULTILINE)
+_NUMBERED_LINE_START = re.compile(r"\n[ \t]*\d{1,4}[ \t]+\S")
 
+
+_DROP_DIGITS = str.maketrans("", "", "0123456789")
 
 # --------------------------------------------------------------------------- index
 
@@ -302,22 +305,25 @@ def _mask_furniture(text: str, page_starts: Sequence[int]):
     if len(pages) < 2 and not numbered:
         return pages, []
     page_offsets = list(page_starts) if page_starts else [0]
-    edge_lines: list[list[tuple[int, int, str]]] = []
+    edge_lines: list[list[tuple[int, int, str, str]]] = []
     signature_pages: dict[str, set[int]] = {}
     for number, page in enumerate(pages):
-        edge_lines.append([(s, e, page[s:e]) for s, e in _edge_lines(page)])
-        for _, _, line in edge_lines[-1]:
-            signature = re.sub(r"\d+", "", text_key(line))
+        edges = []
+        for start, end in _edge_lines(page):
+            line = page[start:end]
+            # Running headers differ between pages only by numbers (page, year, volume).
+            signature = text_key(line).translate(_DROP_DIGITS)
+            edges.append((start, end, line, signature))
             if len(signature) >= 4:
                 signature_pages.setdefault(signature, set()).add(number)
+        edge_lines.append(edges)
     repeated_floor = max(3, int(0.4 * len(pages)))
     repeated = {s for s, where in signature_pages.items() if len(where) >= repeated_floor}
     ranges: list[tuple[int, int]] = []
     for number, page in enumerate(pages):
         base = page_offsets[number]
-        for start, end, line in edge_lines[number]:
-            signature = re.sub(r"\d+", "", text_key(line))
-            if _PAGE_NUMBER_LINE.match(line) or signature in repeated:
+        for start, end, line, signature in edge_lines[number]:
+            if signature in repeated or _PAGE_NUMBER_LINE.match(line):
                 ranges.append((base + start, base + end))
         if numbered:
             for line in _NUMBERED_LINE.finditer(page):
@@ -359,8 +365,8 @@ def _edge_lines(page: str, count: int = 2) -> list[tuple[int, int]]:
 def _has_line_numbers(text: str) -> bool:
     """True when most lines of the paper start with an increasing margin number."""
     lines = text.count("\n") + 1
-    if len(_NUMBERED_LINE.findall(text)) * 10 < lines * 5:
-        return False  # cheap rejection: most papers have no margin numbers
+    if len(_NUMBERED_LINE_START.findall(text)) * 10 < lines * 5:
+        return False  # cheap rejection (a literal-led regex): most papers have no margin numbers
     numbers = [int(m.group(2)) for m in _NUMBERED_LINE.finditer(text)]
     lines = sum(1 for line in text.split("\n") if line.strip())
     if lines < 8 or len(numbers) * 10 < lines * 6:
@@ -395,13 +401,13 @@ def _comment_boundaries(quote: str) -> Iterable[int]:
             yield found.start() + 1
 
 
-def _longest_prefix(key: str, quote_key: str, low: int, high: int) -> tuple[int, int]:
-    """(length, position) of the longest prefix of ``quote_key`` in ``key[low:high]``."""
+def _longest_end(key: str, quote_key: str, from_end: bool = False) -> tuple[int, int]:
+    """(length, position) of the longest prefix (or suffix) of ``quote_key`` found in ``key``."""
     best, position = 0, -1
     small, large = 1, len(quote_key)
     while small <= large:
         middle = (small + large) // 2
-        found = key.find(quote_key[:middle], low, high)
+        found = key.find(quote_key[-middle:] if from_end else quote_key[:middle])
         if found >= 0:
             best, position = middle, found
             small = middle + 1
@@ -411,7 +417,7 @@ def _longest_prefix(key: str, quote_key: str, low: int, high: int) -> tuple[int,
 
 
 def _anchored_prefix(key: str, quote_key: str, low: int, high: int, tries: int = 8) -> tuple[int, int]:
-    """Like :func:`_longest_prefix`, for prefixes of at least MIN_ANCHOR: one find, then extend.
+    """The longest prefix of at least MIN_ANCHOR characters: one find, then extend.
 
     Anchors of MIN_ANCHOR key characters are nearly unique in a paper, so the
     longest prefix starts at one of the anchor's few occurrences.
@@ -425,20 +431,6 @@ def _anchored_prefix(key: str, quote_key: str, low: int, high: int, tries: int =
             best, position = length, found
         tries -= 1
         found = key.find(anchor, found + 1, high)
-    return best, position
-
-
-def _longest_suffix(key: str, quote_key: str) -> tuple[int, int]:
-    best, position = 0, -1
-    small, large = 1, len(quote_key)
-    while small <= large:
-        middle = (small + large) // 2
-        found = key.find(quote_key[-middle:])
-        if found >= 0:
-            best, position = middle, found
-            small = middle + 1
-        else:
-            large = middle - 1
     return best, position
 
 
@@ -656,8 +648,8 @@ def _diagnose(index: MatchIndex, citation: str, parts: tuple[str, ...]) -> _Diag
     quote = parts[0] if parts else _strip_wrapping(citation)
     quote_key = text_key(quote)
     key = index.key
-    prefix, prefix_at = _longest_prefix(key, quote_key, 0, len(key))
-    suffix, suffix_at = _longest_suffix(key, quote_key)
+    prefix, prefix_at = _longest_end(key, quote_key)
+    suffix, suffix_at = _longest_end(key, quote_key, from_end=True)
     if prefix >= MIN_ANCHOR and suffix >= MIN_ANCHOR and prefix + suffix >= len(quote_key) - 2:
         joined_at = suffix_at - (len(quote_key) - suffix - prefix)
         if abs(joined_at - (prefix_at + prefix)) > DIGIT_GAP_LIMIT:
