@@ -14,8 +14,9 @@ from typing import Optional
 
 import pytest
 
-METRIC_NAMES = ("citation_precision", "section_coverage", "citation_accuracy", "refusal_correctness")
-QUESTION_TYPE_NAMES = ("lookup", "comprehension", "multi_hop", "adversarial")
+from .names import METRICS as METRIC_NAMES
+from .names import QUESTION_TYPES as QUESTION_TYPE_NAMES
+
 DEFECT_POLICIES = ("xfail", "grade")
 DEFAULT_SYSTEM = "bm25"
 

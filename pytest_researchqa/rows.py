@@ -11,8 +11,9 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .names import QUESTION_TYPES  # noqa: F401  (re-exported next to the Literal it mirrors)
+
 QuestionType = Literal["lookup", "comprehension", "multi_hop", "adversarial"]
-QUESTION_TYPES: tuple[str, ...] = ("lookup", "comprehension", "multi_hop", "adversarial")
 METADATA_FIELDS: tuple[str, ...] = (
     "page_hint",
     "section",
