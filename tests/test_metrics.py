@@ -117,3 +117,15 @@ def test_check_answer_records_every_metric_before_failing_once():
         check_answer(answer, row(), PAPER)
     assert set(values) == {"citation_accuracy", "section_coverage", "citation_precision", "refusal_correctness"}
     assert "citation accuracy" in str(failure.value) and "section coverage" in str(failure.value)
+
+
+def test_bm25_cites_passages_that_are_verbatim_and_cover_the_paper():
+    from pytest_researchqa.systems.bm25 import Bm25System, passages
+    from pytest_researchqa.papers import Paper
+
+    text = "Intro sentence here. " + PAPER + " A closing remark about the clinics. " * 3
+    chunks = passages(text)
+    assert all(chunk in text for chunk in chunks)
+    assert sum(len(c.split()) for c in chunks) == len(text.split()), "no word lost or repeated"
+    answer = Bm25System()(row(), Paper("p", text))
+    assert len(answer.citations) == 2 and all(c in text for c in answer.citations)

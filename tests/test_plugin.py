@@ -112,6 +112,7 @@ def test_exitfirst_stops_at_the_first_failing_row(run):
 
 def test_last_failed_reruns_only_the_failed_rows(pytester: pytest.Pytester, tmp_path):
     cache = f"--researchqa-cache-dir={tmp_path}"
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     first = pytester.runpytest("--researchqa-system=bm25", cache)
     failed = first.parseoutcomes()["failed"]
     again = pytester.runpytest("--researchqa-system=bm25", cache, "--lf")
@@ -285,7 +286,7 @@ class TestGates:
 
 def test_the_plugin_is_inert_when_unused(pytester):
     pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
-    result = pytester.runpytest()
+    result = pytester.runpytest("-o", "asyncio_default_fixture_loop_scope=function")
     result.assert_outcomes(passed=1)
     assert "researchqa leaderboard" not in result.stdout.str()
     assert "researchqa::" not in result.stdout.str()

@@ -26,25 +26,18 @@ def tokens(text: str) -> list[str]:
 
 
 def passages(text: str) -> list[str]:
-    """Consecutive sentences grouped to about PASSAGE_WORDS words each."""
-    chunks, current, words = [], [], 0
-    for sentence in _SENTENCE_END.split(text):
-        sentence = sentence.strip()
-        if not sentence:
-            continue
-        current.append(sentence)
-        words += len(sentence.split())
-        if words >= PASSAGE_WORDS:
-            chunks.append(current)
-            current, words = [], 0
-    if current:
-        chunks.append(current)
-    # Rejoin each group from the paper's own text so citations stay verbatim.
-    found = []
-    for group in chunks:
-        start = text.find(group[0])
-        end = text.find(group[-1], start) + len(group[-1])
-        found.append(text[start:end] if start >= 0 and end > start else " ".join(group))
+    """Consecutive sentences grouped to about PASSAGE_WORDS words, cut from the text by position."""
+    found, start, words = [], 0, 0
+    ends = [m.start() for m in _SENTENCE_END.finditer(text)] + [len(text)]
+    sentence_start = 0
+    for end in ends:
+        words += len(text[sentence_start:end].split())
+        sentence_start = end
+        if words >= PASSAGE_WORDS or end == len(text):
+            passage = text[start:end].strip()
+            if passage:
+                found.append(passage)
+            start, words = end, 0
     return found
 
 
