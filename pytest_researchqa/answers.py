@@ -21,14 +21,19 @@ class Answer:
     """A system's answer to one row.
 
     ``refused`` is the system's own statement when it has one; otherwise it is
-    read from the text (see :func:`looks_like_refusal`). ``recorder`` is set by
-    the ``researchqa_answer`` fixture so assertions can record metric values
-    for the leaderboard; answers built by hand simply record nothing.
+    read from the text (see :func:`looks_like_refusal`). ``cites`` is False for
+    answers given without a citation contract (baseline mode): their citation
+    metrics are "—", not zero. ``meta`` carries what the system measured
+    (latency, tokens, cost, cache hit). ``recorder`` is set by the
+    ``researchqa_answer`` fixture so assertions can record metric values for
+    the leaderboard; answers built by hand simply record nothing.
     """
 
     text: str
     citations: list[str] = field(default_factory=list)
     refused: Optional[bool] = None
+    cites: bool = True
+    meta: dict = field(default_factory=dict, repr=False, compare=False)
     recorder: Optional[Callable[[str, Optional[float]], None]] = field(default=None, repr=False, compare=False)
 
     @property

@@ -96,6 +96,12 @@ def researchqa_answer(request: pytest.FixtureRequest, researchqa_row, researchqa
     except Exception as error:  # a crashing system is an error, not a wrong answer
         _error(request, f"system {researchqa_system.name!r} raised {type(error).__name__}: {error}")
     record["latency_s"] = time.perf_counter() - started
+    # A model system measures latency around the model call itself, and knows tokens and cost.
+    for field in ("latency_s", "cost_usd", "prompt_tokens", "completion_tokens", "cached", "context", "prompt_sha"):
+        if field in answer.meta:
+            record[field] = answer.meta[field]
+    if not answer.cites:
+        record["baseline"] = True
 
     def recorder(metric: str, value):
         record["metrics"][metric] = value

@@ -32,6 +32,7 @@ class Summary:
     defects: int
     means: dict[str, Optional[float]]
     latency_s: Optional[float]
+    cost_usd: Optional[float] = None
 
     @property
     def composite(self) -> Optional[float]:
@@ -51,6 +52,9 @@ def summarize(system: str, records: Sequence[dict]) -> Summary:
         values = [r["metrics"][metric] for r in usable if r["metrics"].get(metric) is not None]
         means[metric] = fmean(values) if values else None
     latencies = [r["latency_s"] for r in usable if r.get("latency_s") is not None]
+    priced = [r for r in records if "cost_usd" in r]
+    # Unknown prices stay unknown: one unpriced row makes the total "—", never $0.
+    cost = sum(r["cost_usd"] for r in priced) if priced and all(r["cost_usd"] is not None for r in priced) else None
     return Summary(
         system=system,
         rows=len(records),
@@ -58,6 +62,7 @@ def summarize(system: str, records: Sequence[dict]) -> Summary:
         defects=sum(1 for r in records if r.get("defect") and not r.get("error")),
         means=means,
         latency_s=fmean(latencies) if latencies else None,
+        cost_usd=cost,
     )
 
 
@@ -82,10 +87,10 @@ def render(records: Sequence[dict]) -> str:
     from tabulate import tabulate
 
     summaries = leaderboard_rows(records)
-    headers = ["system", *(_SHORT[m] for m in METRIC_NAMES), *JUDGE_COLUMNS, "rows", "errors", "latency s"]
+    headers = ["system", *(_SHORT[m] for m in METRIC_NAMES), *JUDGE_COLUMNS, "rows", "errors", "latency s", "cost $"]
     table = [
         [s.system, *(_cell(s.means[m]) for m in METRIC_NAMES), *("—" for _ in JUDGE_COLUMNS),
-         s.rows, s.errors, _cell(s.latency_s, 2)]
+         s.rows, s.errors, _cell(s.latency_s, 2), _cell(s.cost_usd, 4)]
         for s in summaries
     ]
     parts = [tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)]

@@ -20,12 +20,22 @@ from .names import QUESTION_TYPES as QUESTION_TYPE_NAMES
 DEFECT_POLICIES = ("xfail", "grade")
 DEFAULT_SYSTEM = "bm25"
 
-# (flag, ini key, help, kind) -- kind: "path", "append", "int", "flag", "choice"
+# (flag, kind, help) -- kind: "path", "append", "int", "float", "flag", "choice"
 _OPTIONS = (
     ("--researchqa-dataset", "path", "Dataset file (.jsonl, .json, .yaml). Default: the bundled sample."),
     ("--researchqa-papers", "path", "Folder of <paper_id>.pdf/.txt/.md. Default: papers/ beside the dataset."),
     ("--researchqa-system", "append", "System under test: oracle, bm25 or package.module:function. Repeatable."),
-    ("--researchqa-model", "append", "A litellm model as the system under test (arrives with the model issue)."),
+    ("--researchqa-model", "append",
+     "A litellm model as the system under test (gpt-5.4, anthropic/claude-opus-4-7, openai/<alias> ...). Repeatable."),
+    ("--researchqa-model-param", "append",
+     "MODEL:KEY=VALUE passed to litellm for that model (api_base, temperature, response_format ...; "
+     "max_input_tokens and structured_output=auto|json_schema|off steer the plugin). Repeatable."),
+    ("--researchqa-concurrency", "int", "Model calls in flight per provider (default 5)."),
+    ("--researchqa-rows-per-minute", "int", "Start at most N model calls per minute per provider."),
+    ("--researchqa-timeout", "float", "Seconds before a model call times out (default 120)."),
+    ("--researchqa-retries", "int", "Retries of a timed-out, rate-limited, failed or malformed call (default 3)."),
+    ("--researchqa-baseline", "flag", "Send question and whole paper with no citation contract: citation metrics are \"—\"."),
+    ("--researchqa-refresh", "flag", "Ignore cached model answers (new answers are still cached)."),
     ("--researchqa-sample", "int", "Run N evenly spaced rows of the dataset."),
     ("--researchqa-fail-under", "append",
      "Gate: METRIC=VALUE or TYPE.METRIC=VALUE (e.g. multi_hop.section_coverage=0.7). "
@@ -80,7 +90,19 @@ class Settings:
     download_papers: bool
     audit: bool
     defect_policy: str
-    models: tuple[str, ...] = field(default=())
+    models: tuple[str, ...] = ()
+    model_params: dict = field(default_factory=dict)
+    concurrency: int = 5
+    rows_per_minute: Optional[int] = None
+    timeout_s: float = 120.0
+    retries: int = 3
+    baseline: bool = False
+    refresh: bool = False
+
+    @property
+    def all_systems(self) -> tuple[str, ...]:
+        """Plain systems then models: the systems a run compares."""
+        return self.systems + self.models
 
 
 def parse_gate(text: str) -> Gate:
@@ -134,20 +156,33 @@ def read_settings(config: pytest.Config) -> Settings:
             candidate = config.inipath.parent / candidate  # ini paths are relative to the ini file
         return candidate
 
-    sample = None
-    if resolved["researchqa_sample"] is not None:
+    def number(dest: str, kind: type, default, minimum: float):
+        raw = resolved[dest]
+        if raw is None:
+            return default
+        flag = "--" + dest.replace("_", "-")
         try:
-            sample = int(resolved["researchqa_sample"])
+            parsed = kind(raw)
         except ValueError:
-            raise pytest.UsageError(f"--researchqa-sample: {resolved['researchqa_sample']!r} is not a whole number") from None
-        if sample < 1:
-            raise pytest.UsageError("--researchqa-sample: must be at least 1")
+            raise pytest.UsageError(f"{flag}: {raw!r} is not a {'whole ' if kind is int else ''}number") from None
+        if parsed < minimum:
+            raise pytest.UsageError(f"{flag}: must be at least {minimum:g}")
+        return parsed
+
+    sample = number("researchqa_sample", int, None, 1)
     policy = resolved["researchqa_dataset_defects"] or "xfail"
     if policy not in DEFECT_POLICIES:
         raise pytest.UsageError(
             f"--researchqa-dataset-defects: {policy!r} is not one of {', '.join(DEFECT_POLICIES)}"
         )
-    systems = tuple(resolved["researchqa_system"] or ()) or (DEFAULT_SYSTEM,)
+    models = tuple(dict.fromkeys(resolved["researchqa_model"] or ()))
+    systems = tuple(resolved["researchqa_system"] or ()) or (() if models else (DEFAULT_SYSTEM,))
+    try:
+        from .llm_params import parse_model_params
+
+        model_params = parse_model_params(list(resolved["researchqa_model_param"] or ()), list(models))
+    except ValueError as error:
+        raise pytest.UsageError(f"--researchqa-model-param {error}") from None
     return Settings(
         active=given_any,
         dataset=path("researchqa_dataset"),
@@ -159,5 +194,12 @@ def read_settings(config: pytest.Config) -> Settings:
         download_papers=bool(resolved["researchqa_download_papers"]),
         audit=bool(resolved["researchqa_audit"]),
         defect_policy=policy,
-        models=tuple(resolved["researchqa_model"] or ()),
+        models=models,
+        model_params=model_params,
+        concurrency=number("researchqa_concurrency", int, 5, 1),
+        rows_per_minute=number("researchqa_rows_per_minute", int, None, 1),
+        timeout_s=number("researchqa_timeout", float, 120.0, 0.001),
+        retries=number("researchqa_retries", int, 3, 0),
+        baseline=bool(resolved["researchqa_baseline"]),
+        refresh=bool(resolved["researchqa_refresh"]),
     )

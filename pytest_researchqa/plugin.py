@@ -35,11 +35,6 @@ def pytest_configure(config: pytest.Config) -> None:
     for question_type in QUESTION_TYPE_NAMES:
         config.addinivalue_line("markers", f"{question_type}: researchqa rows of question type {question_type}")
     settings = read_settings(config)
-    if settings.models:
-        raise pytest.UsageError(
-            "--researchqa-model is not available yet: LLM systems through litellm arrive in a later release. "
-            "Use --researchqa-system=oracle, bm25 or package.module:function for now."
-        )
     state = RunState(config, settings)
     config.stash[RUN_STATE] = state
     config.pluginmanager.register(RunHooks(state), "researchqa-run")
@@ -122,18 +117,46 @@ class RunHooks:
 
     def __init__(self, state: RunState) -> None:
         self.state = state
+        self.progress = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect records on the process that prints (the controller under xdist)."""
         record = getattr(report, "researchqa", None)
         if record is not None:
             self.state.records.append(record)
+            if self.progress is not None:
+                self.progress.row_done(record)
         elif report.failed:
             self.state.foreign_failures += 1
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Put every selected row's model call in flight now; each test then waits for its own."""
+        if not self.state.settings.models:
+            return
+        from .llm.progress import Progress
+
+        items = [i for i in session.items if _model_case(i, self.state) is not None]
+        if not hasattr(session.config, "workerinput"):
+            self.progress = Progress(session.config, total=len(items))
+        if _xdist_queue(session.config) is None and not hasattr(session.config, "workerinput"):
+            _prefetch(self.state, items)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> None:
+        """Under xdist, a worker learns its rows as they are handed over: start their calls then."""
+        if not self.state.settings.models:
+            return
+        queue = _xdist_queue(item.config)
+        if queue is not None:
+            with queue.lock() as pending:
+                upcoming = [item.session.items[i] for i in pending if isinstance(i, int)]
+            _prefetch(self.state, [item, *upcoming])
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """With gates, the gates decide the exit status (see docs/gating.md)."""
         state = self.state
+        state.close()
         if not state.settings.gates or hasattr(session.config, "workerinput"):
             return
         if exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
@@ -151,6 +174,8 @@ class RunHooks:
             for line in leaderboard.render_audit(state.records).splitlines():
                 write(line)
             return
+        if self.progress is not None:
+            self.progress.finish(terminalreporter)
         terminalreporter.write_sep("=", "researchqa leaderboard")
         for line in leaderboard.render(state.records).splitlines():
             write(line)
@@ -163,6 +188,39 @@ class RunHooks:
                 write(f"{errors} row(s) errored: the gates cannot pass while rows error", red=True)
             if state.foreign_failures:
                 write(f"{state.foreign_failures} other test(s) failed: the gates do not excuse them", red=True)
+
+
+def _model_case(item: pytest.Item, state: RunState):
+    case = getattr(getattr(item, "callspec", None), "params", {}).get("researchqa_case")
+    if isinstance(case, Case) and case.kind == "row" and case.system in state.settings.models:
+        return case
+    return None
+
+
+def _prefetch(state: RunState, items: list) -> None:
+    from .papers import PaperUnavailable
+
+    for item in items:
+        case = _model_case(item, state)
+        if case is None:
+            continue
+        row = state.dataset.rows[case.position]
+        try:
+            paper = state.papers.get(row.paper_id, row.paper_s3_url)
+        except PaperUnavailable:
+            continue  # the row's own setup reports it
+        state.system(case.system).prefetch(row, paper)
+
+
+def _xdist_queue(config: pytest.Config):
+    """The xdist worker's queue of assigned items (an internal; None when absent or changed)."""
+    if not hasattr(config, "workerinput"):
+        return None
+    for plugin in config.pluginmanager.get_plugins():
+        queue = getattr(plugin, "torun", None)
+        if queue is not None and hasattr(queue, "lock"):
+            return queue
+    return None
 
 
 def _gates_hold(state: RunState) -> bool:

@@ -38,6 +38,7 @@ class RunState:
         self.records: list[dict] = []
         self.foreign_failures = 0
         self._systems: dict[str, "System"] = {}
+        self._runner = None
 
     @property
     def dataset_path(self) -> Path:
@@ -69,6 +70,8 @@ class RunState:
         )
 
     def system(self, name: str) -> "System":
+        if name not in self._systems and name in self.settings.models:
+            self._systems[name] = self._model_system(name)
         if name not in self._systems:
             from .systems import SystemSpecError, load_system
 
@@ -77,6 +80,32 @@ class RunState:
             except SystemSpecError as error:
                 raise pytest.UsageError(f"researchqa: {error}") from None
         return self._systems[name]
+
+    def _model_system(self, name: str):
+        from .llm.cache import AnswerCache
+        from .llm.engine import ModelRunner
+        from .llm.system import LlmSystem, ModelSpec
+        from .papers import default_cache_dir
+
+        settings = self.settings
+        if self._runner is None:
+            self._runner = ModelRunner(settings.concurrency, settings.rows_per_minute)
+        return LlmSystem(
+            ModelSpec(name, dict(settings.model_params.get(name, {}))),
+            self._runner,
+            AnswerCache(settings.cache_dir or default_cache_dir()),
+            baseline=settings.baseline,
+            refresh=settings.refresh,
+            timeout_s=settings.timeout_s,
+            retries=settings.retries,
+        )
+
+    def model_systems(self) -> list:
+        return [self.system(name) for name in self.settings.models]
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
 
     @functools.cached_property
     def row_positions(self) -> list[int]:
@@ -90,7 +119,7 @@ class RunState:
     def cases(self, with_systems: bool) -> list[tuple[Case, str, list[str]]]:
         """(case, id, marks) for every selected row, per system when asked."""
         dataset = self.dataset
-        systems: list[Optional[str]] = list(self.settings.systems) if with_systems and not self.settings.audit else [None]
+        systems: list[Optional[str]] = list(self.settings.all_systems) if with_systems and not self.settings.audit else [None]
         found = []
         for system in systems:
             for position in self.row_positions:

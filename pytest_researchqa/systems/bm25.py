@@ -56,9 +56,12 @@ class Bm25System:
             self._indexes[key] = (chunks, BM25Okapi([tokens(c) or ["_"] for c in chunks]))
         return self._indexes[key]
 
-    def __call__(self, row, paper) -> Answer:
+    def ranked_passages(self, row, paper) -> list[str]:
+        """The paper's passages, best first for the row's question."""
         chunks, bm25 = self._index(paper)
         scores = bm25.get_scores(tokens(row.question) or ["_"])
-        ranked = sorted(range(len(chunks)), key=lambda i: (-scores[i], i))[:CITED_PASSAGES]
-        cited = [chunks[i] for i in ranked]
+        return [chunks[i] for i in sorted(range(len(chunks)), key=lambda i: (-scores[i], i))]
+
+    def __call__(self, row, paper) -> Answer:
+        cited = self.ranked_passages(row, paper)[:CITED_PASSAGES]
         return Answer(text=" ".join(" ".join(c.split()) for c in cited[:1]), citations=cited)

@@ -1,0 +1,52 @@
+"""The citation contract: the structured reply a model must give, and robust parsing of it."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Optional
+
+from pydantic import BaseModel, Field, ValidationError
+
+
+class CitedAnswer(BaseModel):
+    """What the model must return under the citation contract."""
+
+    answer: str
+    citations: list[str] = Field(default_factory=list)
+    refused: bool = False
+
+
+class MalformedReply(ValueError):
+    """The model's reply is not a CitedAnswer (retried; an error if it never parses)."""
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+
+
+def json_schema() -> dict:
+    return CitedAnswer.model_json_schema()
+
+
+def parse_reply(text: Optional[str]) -> CitedAnswer:
+    """Parse a reply, tolerating code fences and prose around one JSON object."""
+    if not text or not text.strip():
+        raise MalformedReply("the model returned an empty reply")
+    body = _FENCE.sub("", text.strip())
+    candidates = [body]
+    start, end = body.find("{"), body.rfind("}")
+    if 0 <= start < end:
+        candidates.append(body[start : end + 1])
+    last_error = "no JSON object in the reply"
+    for candidate in candidates:
+        try:
+            data = json.loads(candidate)
+        except json.JSONDecodeError as error:
+            last_error = f"not valid JSON ({error.msg} at character {error.pos})"
+            continue
+        try:
+            return CitedAnswer.model_validate(data)
+        except ValidationError as error:
+            first = error.errors()[0]
+            last_error = f"field {'.'.join(map(str, first['loc'])) or '(reply)'}: {first['msg']}"
+    raise MalformedReply(f"{last_error}; reply began: {text.strip()[:120]!r}")

@@ -1,0 +1,121 @@
+"""Pipelined model calls: every row's call in flight at once, bounded per provider.
+
+Calls run on one background event loop. Each provider gets a semaphore of
+``concurrency`` slots and, optionally, a rows-per-minute pacing; a test
+thread waits only for its own row's future, so a slow row delays nobody.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Optional
+
+# Status codes worth retrying: timeouts, conflicts, rate limits, server errors.
+TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+
+
+class ProviderError(Exception):
+    """A call that failed for good: the row errors with this message."""
+
+
+@dataclass
+class CallResult:
+    """A successful model call."""
+
+    content: Optional[str]
+    latency_s: float
+    prompt_tokens: Optional[int] = None
+    completion_tokens: Optional[int] = None
+    cost_usd: Optional[float] = None
+    attempts: int = 1
+    extra: dict = field(default_factory=dict)
+
+
+def is_transient(error: BaseException) -> bool:
+    status = getattr(error, "status_code", None)
+    if isinstance(status, int):
+        return status in TRANSIENT_STATUS
+    name = type(error).__name__
+    return name in {"Timeout", "APIConnectionError", "APITimeoutError", "ServiceUnavailableError",
+                    "InternalServerError", "RateLimitError", "TimeoutError"} or isinstance(error, asyncio.TimeoutError)
+
+
+class _Pacer:
+    """At most ``per_minute`` starts per minute, evenly spaced."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.interval = 60.0 / per_minute
+        self.next_start = 0.0
+        self.lock = asyncio.Lock()
+
+    async def wait(self) -> None:
+        async with self.lock:
+            now = time.monotonic()
+            delay = self.next_start - now
+            self.next_start = max(now, self.next_start) + self.interval
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
+class ModelRunner:
+    def __init__(self, concurrency: int = 5, rows_per_minute: Optional[int] = None) -> None:
+        self.concurrency = concurrency
+        self.rows_per_minute = rows_per_minute
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="researchqa-models", daemon=True)
+        self._thread.start()
+        self._slots: dict[str, asyncio.Semaphore] = {}
+        self._pacers: dict[str, _Pacer] = {}
+
+    def submit(self, provider: str, job: Callable[[], Awaitable[Any]]) -> concurrent.futures.Future:
+        return asyncio.run_coroutine_threadsafe(self._bounded(provider, job), self._loop)
+
+    async def _bounded(self, provider: str, job: Callable[[], Awaitable[Any]]) -> Any:
+        slots = self._slots.setdefault(provider, asyncio.Semaphore(self.concurrency))
+        async with slots:
+            if self.rows_per_minute:
+                await self._pacers.setdefault(provider, _Pacer(self.rows_per_minute)).wait()
+            return await job()
+
+    def close(self) -> None:
+        if self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+
+
+async def with_retries(
+    attempt_call: Callable[[], Awaitable[CallResult]],
+    *,
+    retries: int,
+    validate: Callable[[CallResult], Any],
+    backoff_s: float = 0.5,
+    describe: str = "model",
+) -> tuple[CallResult, Any]:
+    """Call, validate, and retry transient failures and malformed replies with backoff."""
+    from .contract import MalformedReply
+
+    failures: list[str] = []
+    for attempt in range(retries + 1):
+        try:
+            result = await attempt_call()
+            result.attempts = attempt + 1
+            return result, validate(result)
+        except MalformedReply as error:
+            failures.append(f"malformed reply: {error}")
+        except Exception as error:  # noqa: BLE001 -- provider SDKs raise many types
+            if not is_transient(error):
+                raise ProviderError(f"{describe}: {_short(error)}") from None
+            failures.append(_short(error))
+        if attempt < retries:
+            await asyncio.sleep(backoff_s * (2**attempt) * (0.5 + random.random()))
+    raise ProviderError(f"{describe}: failed after {retries + 1} attempts; last: {failures[-1]}")
+
+
+def _short(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text[:300]}"

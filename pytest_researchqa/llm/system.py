@@ -1,0 +1,234 @@
+"""A litellm model as the system under test, under the citation contract (or baseline mode).
+
+For each row the system decides what the model sees (the whole paper when it
+fits the context window, else the best BM25 passages; the choice is recorded),
+asks for a structured cited answer, retries what is worth retrying, stores the
+answer on disk as it arrives, and never pays twice for the same answer.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from ..answers import Answer
+from .cache import AnswerCache, cache_key
+from .contract import json_schema, parse_reply
+from .engine import CallResult, ModelRunner, ProviderError, with_retries
+from .prompts import load_prompt
+from ..llm_params import parse_model_params  # noqa: F401  (re-exported)
+
+CHARS_PER_TOKEN = 4  # a conservative estimate for English text
+PROMPT_RESERVE_TOKENS = 2000
+DEFAULT_CONTEXT_TOKENS = 128_000
+# Parameters that steer the plugin, never sent to the provider.
+PLUGIN_PARAMS = ("max_input_tokens", "structured_output")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A litellm model string and the parameters to call it with."""
+
+    name: str
+    params: dict = field(default_factory=dict)
+
+    @property
+    def provider(self) -> str:
+        """Calls to one provider (or one local server) share the concurrency slots."""
+        if self.params.get("api_base"):
+            return str(self.params["api_base"])
+        return self.name.split("/", 1)[0] if "/" in self.name else "openai"
+
+    @property
+    def call_params(self) -> dict:
+        return {k: v for k, v in self.params.items() if k not in PLUGIN_PARAMS}
+
+
+class LlmSystem:
+    """Duck-types :class:`~pytest_researchqa.systems.System`: ``name`` and ``answer(row, paper)``."""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        runner: ModelRunner,
+        cache: AnswerCache,
+        *,
+        baseline: bool = False,
+        refresh: bool = False,
+        timeout_s: float = 120.0,
+        retries: int = 3,
+    ) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.runner = runner
+        self.cache = cache
+        self.baseline = baseline
+        self.refresh = refresh
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self.prompt = load_prompt("baseline" if baseline else "cited_answer")
+        self._pending: dict[str, concurrent.futures.Future] = {}
+        self._lock = threading.Lock()
+        self.calls_made = 0
+
+    # -- keys and scheduling ---------------------------------------------------------
+    def key(self, row, paper) -> str:
+        return cache_key(
+            model=self.spec.name,
+            params=self.spec.call_params,
+            prompt=self.prompt.sha,
+            mode="baseline" if self.baseline else "cited",
+            question=row.question,
+            row=row.row_id,
+            paper=paper.content_hash or paper.paper_id,
+        )
+
+    def prefetch(self, row, paper) -> None:
+        """Start this row's call now (unless answered already); the test will wait for it."""
+        key = self.key(row, paper)
+        with self._lock:
+            if key in self._pending or (not self.refresh and self.cache.get(key) is not None):
+                return
+            self._pending[key] = self.runner.submit(self.spec.provider, lambda: self._call(row, paper, key))
+
+    def answer(self, row, paper) -> Answer:
+        key = self.key(row, paper)
+        with self._lock:
+            future = self._pending.pop(key, None)
+        if future is None:
+            entry = None if self.refresh else self.cache.get(key)
+            if entry is not None:
+                return self._to_answer(entry, cached=True)
+            future = self.runner.submit(self.spec.provider, lambda: self._call(row, paper, key))
+        return self._to_answer(future.result(), cached=False)
+
+    # -- the call ------------------------------------------------------------------------
+    def _context(self, row, paper) -> tuple[str, str]:
+        limit = self.spec.params.get("max_input_tokens") or _context_window(self.spec.name)
+        budget_chars = max(0, (limit - PROMPT_RESERVE_TOKENS) * CHARS_PER_TOKEN)
+        if len(paper.text) <= budget_chars:
+            return paper.text, "full"
+        from ..systems.bm25 import Bm25System
+
+        ranked = Bm25System().ranked_passages(row, paper)
+        chosen, used = [], 0
+        for passage in ranked:
+            if used + len(passage) > budget_chars:
+                break
+            chosen.append(passage)
+            used += len(passage) + 8
+        return "\n\n[...]\n\n".join(chosen), "bm25"
+
+    async def _call(self, row, paper, key: str) -> dict:
+        context, mode = self._context(row, paper)
+        prompt = self.prompt.render(paper=context, question=row.question, source=paper.paper_id)
+        messages = [{"role": "user", "content": prompt}]
+        kwargs = dict(self.spec.call_params)
+        if not self.baseline and "response_format" not in kwargs:
+            kwargs.update(_structured_output(self.spec))
+
+        async def attempt() -> CallResult:
+            self.calls_made += 1
+            return await _acompletion(self.spec.name, messages, self.timeout_s, kwargs)
+
+        validate = (lambda result: result.content or "") if self.baseline else (lambda result: parse_reply(result.content))
+        result, parsed = await with_retries(attempt, retries=self.retries, validate=validate, describe=self.name)
+        entry = {
+            "model": self.spec.name,
+            "prompt_sha": self.prompt.sha,
+            "baseline": self.baseline,
+            "context": mode,
+            "latency_s": result.latency_s,
+            "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens,
+            "cost_usd": result.cost_usd,
+            "attempts": result.attempts,
+        }
+        if self.baseline:
+            entry.update(answer=parsed, citations=[], refused=None)
+        else:
+            entry.update(answer=parsed.answer, citations=parsed.citations, refused=parsed.refused)
+        self.cache.put(key, entry)  # on disk the moment it arrives: a killed run keeps it
+        return entry
+
+    def _to_answer(self, entry: dict, cached: bool) -> Answer:
+        meta = {k: entry.get(k) for k in ("latency_s", "cost_usd", "prompt_tokens", "completion_tokens",
+                                          "context", "prompt_sha", "attempts")}
+        meta["cached"] = cached
+        return Answer(
+            text=entry.get("answer") or "",
+            citations=list(entry.get("citations") or []),
+            refused=entry.get("refused"),
+            cites=not entry.get("baseline", False),
+            meta=meta,
+        )
+
+
+def _import_litellm():
+    import os
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch prices from the network
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.drop_params = True  # a provider that lacks an option ignores it instead of failing
+    return litellm
+
+
+def _context_window(model: str) -> int:
+    litellm = _import_litellm()
+    try:
+        return int(litellm.get_model_info(model).get("max_input_tokens") or DEFAULT_CONTEXT_TOKENS)
+    except Exception:  # noqa: BLE001 -- unknown models (local aliases) have no entry
+        return DEFAULT_CONTEXT_TOKENS
+
+
+def _structured_output(spec: ModelSpec) -> dict:
+    """Use the provider's JSON-schema mode where litellm knows it is supported."""
+    choice = spec.params.get("structured_output", "auto")
+    litellm = _import_litellm()
+    supported = choice == "json_schema" or (choice == "auto" and _supports_schema(litellm, spec.name))
+    if supported:
+        return {"response_format": {"type": "json_schema",
+                                    "json_schema": {"name": "cited_answer", "schema": json_schema()}}}
+    return {}
+
+
+def _supports_schema(litellm, model: str) -> bool:
+    try:
+        return bool(litellm.supports_response_schema(model=model))
+    except Exception:  # noqa: BLE001
+        return False
+
+
+async def _acompletion(model: str, messages: list, timeout_s: float, kwargs: dict) -> CallResult:
+    import time
+
+    litellm = _import_litellm()
+    started = time.perf_counter()
+    response = await litellm.acompletion(model=model, messages=messages, timeout=timeout_s, num_retries=0, **kwargs)
+    latency = time.perf_counter() - started
+    choices = getattr(response, "choices", None) or []
+    content = choices[0].message.content if choices else None
+    usage = getattr(response, "usage", None)
+    try:
+        cost: Optional[float] = float(litellm.completion_cost(completion_response=response))
+    except Exception:  # noqa: BLE001 -- no known price: report unknown, never $0
+        cost = None
+    if not choices:
+        from .contract import MalformedReply
+
+        raise MalformedReply("the response had no choices")
+    return CallResult(
+        content=content,
+        latency_s=latency,
+        prompt_tokens=getattr(usage, "prompt_tokens", None),
+        completion_tokens=getattr(usage, "completion_tokens", None),
+        cost_usd=cost,
+    )
+
+
+__all__ = ["LlmSystem", "ModelSpec", "ProviderError", "parse_model_params"]

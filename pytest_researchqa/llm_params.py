@@ -1,0 +1,25 @@
+"""Parsing ``--researchqa-model-param`` (light: runs at start-up when models are named)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def parse_model_params(entries: list[str], models: list[str]) -> dict[str, dict]:
+    """``NAME:key=value`` entries into {model: {key: value}}; values parse as JSON when they can."""
+    params: dict[str, dict] = {model: {} for model in models}
+    for entry in entries:
+        # The value may hold ':' and '=' (URLs), the model name ':' (ollama/llama3:8b).
+        head, equals, raw = entry.partition("=")
+        name, colon, key = head.rpartition(":")
+        if not colon or not equals or not name or not key.strip():
+            raise ValueError(f"{entry!r}: expected MODEL:KEY=VALUE, e.g. openai/local:api_base=http://127.0.0.1:8000/v1")
+        if name not in params:
+            raise ValueError(f"{entry!r}: {name!r} is not one of the --researchqa-model values {models}")
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        params[name][key.strip()] = value
+    return params
