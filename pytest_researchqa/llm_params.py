@@ -7,7 +7,10 @@ from typing import Any
 
 
 def parse_model_params(entries: list[str], models: list[str]) -> dict[str, dict]:
-    """``NAME:key=value`` entries into {model: {key: value}}; values parse as JSON when they can."""
+    """``NAME:key=value`` entries into {model: {key: value}} for the models of this run.
+
+    Values parse as JSON when they can (``temperature=0``, ``response_format={...}``).
+    """
     params: dict[str, dict] = {model: {} for model in models}
     for entry in entries:
         # The value may hold ':' and '=' (URLs), the model name ':' (ollama/llama3:8b).
@@ -16,7 +19,7 @@ def parse_model_params(entries: list[str], models: list[str]) -> dict[str, dict]
         if not colon or not equals or not name or not key.strip():
             raise ValueError(f"{entry!r}: expected MODEL:KEY=VALUE, e.g. openai/local:api_base=http://127.0.0.1:8000/v1")
         if name not in params:
-            raise ValueError(f"{entry!r}: {name!r} is not one of the --researchqa-model values {models}")
+            continue  # an ini file may configure models this run does not name
         try:
             value: Any = json.loads(raw)
         except json.JSONDecodeError:

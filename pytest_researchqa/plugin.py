@@ -35,6 +35,9 @@ def pytest_configure(config: pytest.Config) -> None:
     for question_type in QUESTION_TYPE_NAMES:
         config.addinivalue_line("markers", f"{question_type}: researchqa rows of question type {question_type}")
     settings = read_settings(config)
+    if settings.models:
+        # litellm's own types make pydantic warn as they load; nothing a user can act on.
+        config.addinivalue_line("filterwarnings", "ignore:.*using the .ReadOnly. qualifier:UserWarning")
     state = RunState(config, settings)
     config.stash[RUN_STATE] = state
     config.pluginmanager.register(RunHooks(state), "researchqa-run")

@@ -33,14 +33,16 @@ def parse_reply(text: Optional[str]) -> CitedAnswer:
     if not text or not text.strip():
         raise MalformedReply("the model returned an empty reply")
     body = _FENCE.sub("", text.strip())
-    candidates = [body]
     start, end = body.find("{"), body.rfind("}")
-    if 0 <= start < end:
+    if start < 0:
+        raise MalformedReply(f"no JSON object in the reply; reply began: {text.strip()[:120]!r}")
+    candidates = [body] if start == 0 else []
+    if start < end:
         candidates.append(body[start : end + 1])
-    last_error = "no JSON object in the reply"
+    last_error = "an unterminated JSON object"
     for candidate in candidates:
         try:
-            data = json.loads(candidate)
+            data = json.loads(candidate, strict=False)  # raw newlines inside strings are common
         except json.JSONDecodeError as error:
             last_error = f"not valid JSON ({error.msg} at character {error.pos})"
             continue

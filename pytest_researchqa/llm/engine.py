@@ -83,7 +83,19 @@ class ModelRunner:
             return await job()
 
     def close(self) -> None:
+        """Cancel calls nobody will wait for (after -x, or rows that errored), then stop."""
         if self._loop.is_running():
+
+            async def drain() -> None:
+                pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+
+            try:
+                asyncio.run_coroutine_threadsafe(drain(), self._loop).result(timeout=5)
+            except Exception:  # noqa: BLE001 -- shutting down regardless
+                pass
             self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
 

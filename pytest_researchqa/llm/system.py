@@ -137,6 +137,8 @@ class LlmSystem:
         validate = (lambda result: result.content or "") if self.baseline else (lambda result: parse_reply(result.content))
         result, parsed = await with_retries(attempt, retries=self.retries, validate=validate, describe=self.name)
         entry = {
+            "row_id": row.row_id,
+            "question": row.question,
             "model": self.spec.name,
             "prompt_sha": self.prompt.sha,
             "baseline": self.baseline,
@@ -187,11 +189,17 @@ def _context_window(model: str) -> int:
 
 
 def _structured_output(spec: ModelSpec) -> dict:
-    """Use the provider's JSON-schema mode where litellm knows it is supported."""
+    """The provider's structured-output mode for the contract's schema.
+
+    ``structured_output``: ``auto`` (JSON-schema mode where litellm knows the
+    model supports it, else none: the reply is parsed robustly), ``json_schema``,
+    ``json_object`` (``{"type": "json_object", "schema": ...}``, as llama.cpp
+    servers take it) or ``off``.
+    """
     choice = spec.params.get("structured_output", "auto")
-    litellm = _import_litellm()
-    supported = choice == "json_schema" or (choice == "auto" and _supports_schema(litellm, spec.name))
-    if supported:
+    if choice == "json_object":
+        return {"response_format": {"type": "json_object", "schema": json_schema()}}
+    if choice == "json_schema" or (choice == "auto" and _supports_schema(_import_litellm(), spec.name)):
         return {"response_format": {"type": "json_schema",
                                     "json_schema": {"name": "cited_answer", "schema": json_schema()}}}
     return {}

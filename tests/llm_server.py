@@ -1,0 +1,159 @@
+"""A local OpenAI-compatible chat server for tests: scripted answers, latency and faults.
+
+It listens on 127.0.0.1 only. The model alias in each request picks a behaviour:
+
+* ``good``: answers by quoting, verbatim, the paper sentence that shares most words with
+  the question (and refuses when the question is adversarial-looking);
+* ``sloppy``: the same quote with its first digit changed (a fabricated citation);
+* ``fault-429``, ``fault-500``, ``fault-timeout``, ``fault-truncated``, ``fault-malformed``,
+  ``fault-empty``: the named fault on the first attempt of each prompt, then a good answer;
+* ``down``: always 500; ``garbage``: always unparseable text; ``auth``: always 401.
+
+Every request is recorded (``requests``) so tests can count calls.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import random
+import re
+import threading
+import time
+from typing import Optional
+
+FAULTS = ("429", "500", "timeout", "truncated", "malformed", "empty")
+
+
+def _sentences(paper: str) -> list[str]:
+    flat = " ".join(paper.split())
+    return [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z])", flat) if len(s.split()) >= 8]
+
+
+def best_sentence(paper: str, question: str) -> str:
+    words = set(re.findall(r"[a-z]{4,}", question.lower()))
+    return max(_sentences(paper), key=lambda s: len(words & set(re.findall(r"[a-z]{4,}", s.lower()))))
+
+
+def good_reply(prompt: str) -> dict:
+    paper = prompt.split("<<<PAPER", 1)[1].split("PAPER>>>", 1)[0]
+    question = prompt.rsplit("QUESTION:", 1)[1].strip()
+    quote = best_sentence(paper, question)
+    return {"answer": f"According to the paper: {quote}", "citations": [quote], "refused": False}
+
+
+class ScriptedLLM:
+    def __init__(self, latency_s: float = 0.0, latency_sigma: float = 0.0, seed: int = 0) -> None:
+        self.latency_s = latency_s
+        self.latency_sigma = latency_sigma
+        self.random = random.Random(seed)
+        self.requests: list[dict] = []
+        self.attempts: dict[tuple[str, str], int] = {}
+        self.lock = threading.Lock()
+        self.timeout_sleep_s = 3.0
+        self.in_flight = self.max_in_flight = 0
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                status, payload, delay = server.respond(body)
+                with server.lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    if delay:
+                        time.sleep(delay)
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout fault)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_port}/v1"
+
+    def __enter__(self) -> "ScriptedLLM":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def calls(self, model: Optional[str] = None) -> int:
+        return sum(1 for r in self.requests if model is None or r["model"] == model)
+
+    def questions(self, model: Optional[str] = None) -> list[str]:
+        return [r["messages"][-1]["content"].rsplit("QUESTION:", 1)[-1].strip()
+                for r in self.requests if model is None or r["model"] == model]
+
+    def _delay(self) -> float:
+        if not self.latency_s:
+            return 0.0
+        return self.latency_s * self.random.lognormvariate(0, self.latency_sigma) if self.latency_sigma else self.latency_s
+
+    def respond(self, body: dict) -> tuple[int, object, float]:
+        model = body.get("model", "")
+        prompt = body["messages"][-1]["content"]
+        with self.lock:
+            self.requests.append(body)
+            key = (model, prompt)
+            attempt = self.attempts.get(key, 0)
+            self.attempts[key] = attempt + 1
+            delay = self._delay()
+        if model == "down":
+            return 500, {"error": {"message": "upstream exploded", "type": "server_error"}}, delay
+        if model == "auth":
+            return 401, {"error": {"message": "invalid api key", "type": "auth_error"}}, 0.0
+        if model == "garbage":
+            return 200, completion(model, "I think the answer is probably yes."), delay
+        if model.startswith("fault-") and attempt == 0:
+            fault = model[len("fault-"):]
+            if fault == "429":
+                return 429, {"error": {"message": "rate limit reached", "type": "rate_limit"}}, 0.0
+            if fault == "500":
+                return 500, {"error": {"message": "internal error", "type": "server_error"}}, 0.0
+            if fault == "timeout":
+                return 200, completion(model, json.dumps(good_reply(prompt))), self.timeout_sleep_s
+            if fault == "truncated":
+                return 200, completion(model, json.dumps(good_reply(prompt))[:40]), 0.0
+            if fault == "malformed":
+                return 200, b'{"id": "x", "choices": [', 0.0
+            if fault == "empty":
+                return 200, {"id": "x", "object": "chat.completion", "created": 1, "model": model, "choices": [],
+                             "usage": {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1}}, 0.0
+        reply = good_reply(prompt)
+        if model == "sloppy":
+            reply["citations"] = [re.sub(r"\d", lambda m: str((int(m.group()) + 1) % 10), c, count=1)
+                                  for c in reply["citations"]]
+        return 200, completion(model, json.dumps(reply)), delay
+
+
+def completion(model: str, content: str) -> dict:
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 1,
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": max(1, len(content) // 4), "completion_tokens": 20, "total_tokens": 40},
+    }

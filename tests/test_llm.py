@@ -1,0 +1,245 @@
+"""Models as systems under test, through real litellm calls to a local scripted server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import PROJECT, SAMPLE
+from llm_server import ScriptedLLM
+from pytest_researchqa.llm.cache import AnswerCache
+from pytest_researchqa.llm.contract import MalformedReply, parse_reply
+from pytest_researchqa.llm.engine import ModelRunner, ProviderError
+from pytest_researchqa.llm.system import LlmSystem, ModelSpec
+from pytest_researchqa.loaders import load_dataset
+from pytest_researchqa.papers import PaperStore
+
+
+@pytest.fixture(scope="module", autouse=True)
+def litellm_loaded():
+    """Import litellm once: pytester's in-process runs would otherwise re-import it (seconds each)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm  # noqa: F401
+
+
+@pytest.fixture
+def server():
+    with ScriptedLLM() as scripted:
+        yield scripted
+
+
+@pytest.fixture(scope="module")
+def sample():
+    dataset = load_dataset(SAMPLE / "sample.yaml")
+    store = PaperStore(SAMPLE / "papers", Path(os.environ.get("TMPDIR", "/tmp")) / "researchqa-test-cache")
+    return dataset, store
+
+
+def system(server, tmp_path, model="good", runner=None, **options) -> LlmSystem:
+    spec = ModelSpec(f"openai/{model}", {"api_base": server.url, "api_key": "test"})
+    return LlmSystem(spec, runner or ModelRunner(concurrency=5), AnswerCache(tmp_path),
+                     timeout_s=options.pop("timeout_s", 5.0), retries=options.pop("retries", 2), **options)
+
+
+def first_row(sample, kind="lookup"):
+    dataset, store = sample
+    row = next(r for r in dataset.rows if r.question_type == kind)
+    return row, store.get(row.paper_id)
+
+
+# ------------------------------------------------------------------ the contract
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"answer": "A", "citations": ["q"], "refused": false}',
+        '```json\n{"answer": "A", "citations": ["q"]}\n```',
+        'Sure! Here it is: {"answer": "A", "citations": ["q"]} Hope that helps.',
+    ],
+)
+def test_replies_parse_through_fences_and_chatter(reply):
+    assert parse_reply(reply).answer == "A"
+
+
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [("", "empty reply"), ('{"answer": "A", "citations": "q"', "unterminated JSON object|not valid JSON"),
+     ('{"citations": []}', "field answer"), ("The answer is 42.", "no JSON object")],
+)
+def test_unparseable_replies_are_malformed_never_empty_answers(reply, why):
+    with pytest.raises(MalformedReply, match=why):
+        parse_reply(reply)
+
+
+# ------------------------------------------------------------------ calls, faults, cache
+
+
+def test_a_good_model_answers_with_verbatim_citations(server, tmp_path, sample):
+    row, paper = first_row(sample)
+    answer = system(server, tmp_path).answer(row, paper)
+    assert answer.citations and answer.citations[0] in " ".join(paper.text.split())
+    assert answer.meta["latency_s"] > 0 and answer.meta["context"] == "full"
+    assert answer.meta["cost_usd"] is None, "a local alias has no price: unknown, not $0"
+    assert "<<<PAPER" in server.requests[0]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("fault", ["429", "500", "timeout", "truncated", "malformed", "empty"])
+def test_each_transient_fault_is_retried_then_answered(server, tmp_path, sample, fault):
+    server.timeout_sleep_s = 2.0
+    row, paper = first_row(sample)
+    answer = system(server, tmp_path, f"fault-{fault}", timeout_s=0.5).answer(row, paper)
+    assert answer.citations
+    assert server.calls(f"fault-{fault}") == 2
+    assert answer.meta["attempts"] == 2
+
+
+@pytest.mark.parametrize(
+    ("model", "calls", "message"),
+    [("down", 3, "failed after 3 attempts; last: InternalServerError"),
+     ("garbage", 3, "malformed reply: no JSON object"),
+     ("auth", 1, "AuthenticationError")],
+)
+def test_a_call_that_keeps_failing_raises_the_provider_message(server, tmp_path, sample, model, calls, message):
+    row, paper = first_row(sample)
+    with pytest.raises(ProviderError, match=message):
+        system(server, tmp_path, model).answer(row, paper)
+    assert server.calls(model) == calls, "transient faults retried, permanent ones not"
+
+
+def test_answers_are_cached_on_disk_and_never_paid_twice(server, tmp_path, sample):
+    row, paper = first_row(sample)
+    first = system(server, tmp_path).answer(row, paper)
+    again = system(server, tmp_path).answer(row, paper)
+    assert server.calls() == 1
+    assert again.citations == first.citations and again.meta["cached"] is True
+    system(server, tmp_path, refresh=True).answer(row, paper)
+    assert server.calls() == 2, "--researchqa-refresh asks again"
+    system(server, tmp_path, baseline=True).answer(row, paper)
+    assert server.calls() == 3, "another prompt is another cache key"
+
+
+def test_all_prefetched_calls_run_concurrently_up_to_the_limit(tmp_path, sample):
+    dataset, store = sample
+    with ScriptedLLM(latency_s=0.2) as slow:
+        runner = ModelRunner(concurrency=3)
+        llm = system(slow, tmp_path, runner=runner)
+        rows = dataset.rows[:9]
+        for row in rows:
+            llm.prefetch(row, store.get(row.paper_id))
+        answers = [llm.answer(row, store.get(row.paper_id)) for row in rows]
+        runner.close()
+    assert all(a.citations for a in answers)
+    assert slow.max_in_flight == 3, "bounded by --researchqa-concurrency, and the bound is reached"
+    assert slow.calls() == 9
+
+
+def test_a_paper_longer_than_the_context_window_gets_the_best_bm25_passages(server, tmp_path, sample):
+    row, paper = first_row(sample)
+    spec = ModelSpec("openai/good", {"api_base": server.url, "api_key": "t", "max_input_tokens": 2300})
+    answer = LlmSystem(spec, ModelRunner(), AnswerCache(tmp_path)).answer(row, paper)
+    assert answer.meta["context"] == "bm25"
+    sent = server.requests[0]["messages"][-1]["content"].split("<<<PAPER")[1]
+    assert len(sent) < len(paper.text)
+
+
+# ------------------------------------------------------------------ the plugin
+
+
+def run(pytester, server, *args, cache):
+    return pytester.runpytest(
+        "-p", "no:cacheprovider", "-o", "asyncio_default_fixture_loop_scope=function",
+        f"--researchqa-cache-dir={cache}", *args,
+        *(f"--researchqa-model-param={m}:api_base={server.url}" for m in ("openai/good", "openai/sloppy")),
+        *(f"--researchqa-model-param={m}:api_key=test" for m in ("openai/good", "openai/sloppy")),
+    )
+
+
+def board(result) -> dict[str, list[str]]:
+    """The leaderboard's first table: system -> cells."""
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if "researchqa leaderboard" in line)
+    table = {}
+    for line in lines[start + 3:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        table[cells[0]] = cells[1:]
+    return table
+
+
+def test_two_models_make_a_leaderboard_with_latency_cost_and_errors(pytester, server, tmp_path):
+    result = run(pytester, server, "--researchqa-model=openai/good", "--researchqa-model=openai/sloppy",
+                 "-k", "lookup or multi_hop", cache=tmp_path)
+    table = board(result)
+    assert set(table) == {"openai/good", "openai/sloppy"}
+    good, sloppy = table["openai/good"], table["openai/sloppy"]
+    assert good[2] == "1.000" and float(sloppy[2]) < 1.0, "the sloppy model's changed numbers are caught"
+    assert good[-1] == "—", "unknown price is shown as unknown"
+    assert float(good[-2]) >= 0 and good[-3] == "0"
+    assert list(table) == ["openai/good", "openai/sloppy"], "sorted by the composite"
+    result.stdout.fnmatch_lines(["researchqa: 24/24 model rows, 0 errors, 0 from cache, spend —*"])
+
+
+def test_a_rerun_makes_zero_model_calls_and_regrades(pytester, server, tmp_path):
+    first = run(pytester, server, "--researchqa-model=openai/good", "-k", "env", cache=tmp_path)
+    calls = server.calls()
+    assert calls == 9
+    again = run(pytester, server, "--researchqa-model=openai/good", "-k", "env", cache=tmp_path)
+    assert server.calls() == calls
+    assert board(again)["openai/good"][:8] == board(first)["openai/good"][:8], "same grades from the cache"
+    again.stdout.fnmatch_lines(["researchqa: 9/9 model rows, 0 errors, 9 from cache*"])
+
+
+def test_provider_errors_are_errors_not_zeros(pytester, server, tmp_path):
+    result = run(pytester, server, "--researchqa-model=openai/down", f"--researchqa-model-param=openai/down:api_base={server.url}",
+                 "--researchqa-model-param=openai/down:api_key=t", "--researchqa-retries=1", "-k", "edu-lookup",
+                 cache=tmp_path)
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(["*system 'openai/down' raised ProviderError: openai/down: failed after 2 attempts*"])
+    cells = board(result)["openai/down"]
+    assert cells[:4] == ["—", "—", "—", "—"] and cells[7] == "2"
+
+
+def test_baseline_mode_shows_citation_metrics_as_dashes(pytester, server, tmp_path):
+    result = run(pytester, server, "--researchqa-model=openai/good", "--researchqa-baseline", "-k", "ml-lookup",
+                 cache=tmp_path)
+    result.assert_outcomes(passed=2)
+    assert board(result)["openai/good"][:4] == ["—", "—", "—", "—"]
+    prompt = server.requests[0]["messages"][-1]["content"]
+    assert '"citations"' not in prompt and "quotation" not in prompt, "no citation contract in baseline mode"
+
+
+def test_a_run_killed_with_sigkill_resumes_without_repeating_a_call(tmp_path):
+    """Answers are on disk the moment they arrive; the re-run asks only for the rest."""
+    import json
+
+    with ScriptedLLM(latency_s=0.25) as slow:
+        args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-o",
+                "asyncio_default_fixture_loop_scope=function", "--researchqa-model=openai/good",
+                f"--researchqa-model-param=openai/good:api_base={slow.url}",
+                "--researchqa-model-param=openai/good:api_key=t", "--researchqa-concurrency=2",
+                f"--researchqa-cache-dir={tmp_path}"]
+        workdir = tmp_path / "work"
+        workdir.mkdir()
+        process = subprocess.Popen(args, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        answers = tmp_path / "answers"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(list(answers.rglob("*.json"))) < 6:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        kept = {json.loads(f.read_text())["question"] for f in answers.rglob("*.json")}
+        asked_before = len(slow.requests)
+        done = subprocess.run(args, cwd=workdir, capture_output=True, text=True, timeout=300)
+        asked_again = slow.questions()[asked_before:]
+    assert 6 <= len(kept) < 27
+    assert not set(asked_again) & kept, "no answer already on disk was paid for twice"
+    assert len(asked_again) == 27 - len(kept)
+    assert "27 model rows" in done.stdout and f"{len(kept)} from cache" in done.stdout, done.stdout[-1500:]
