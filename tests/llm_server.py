@@ -115,6 +115,7 @@ class ScriptedLLM:
         model = body.get("model", "")
         prompt = body["messages"][-1]["content"]
         with self.lock:
+            body["_received"] = time.monotonic()
             self.requests.append(body)
             key = (model, prompt)
             attempt = self.attempts.get(key, 0)

@@ -243,3 +243,31 @@ def test_a_run_killed_with_sigkill_resumes_without_repeating_a_call(tmp_path):
     assert not set(asked_again) & kept, "no answer already on disk was paid for twice"
     assert len(asked_again) == 27 - len(kept)
     assert "27 model rows" in done.stdout and f"{len(kept)} from cache" in done.stdout, done.stdout[-1500:]
+
+
+def test_under_xdist_each_worker_pipelines_its_own_rows_without_duplicate_calls(pytester, tmp_path):
+    with ScriptedLLM(latency_s=0.1) as slow:
+        common = ("--researchqa-model=openai/good", f"--researchqa-model-param=openai/good:api_base={slow.url}",
+                  "--researchqa-model-param=openai/good:api_key=t", "-p", "no:cacheprovider",
+                  "-o", "asyncio_default_fixture_loop_scope=function")
+        parallel = pytester.runpytest_subprocess(*common, f"--researchqa-cache-dir={tmp_path / 'a'}", "-n", "2")
+        parallel_calls = slow.calls()
+        serial = pytester.runpytest_subprocess(*common, f"--researchqa-cache-dir={tmp_path / 'b'}", "-p", "no:xdist")
+    assert parallel_calls == 27 and slow.calls() == 54, "each row asked once per run"
+    assert board(parallel)["openai/good"][:8] == board(serial)["openai/good"][:8]
+    assert slow.max_in_flight >= 2
+
+
+def test_rows_per_minute_spaces_the_starts(tmp_path, sample):
+    dataset, store = sample
+    with ScriptedLLM() as server:
+        runner = ModelRunner(concurrency=5, rows_per_minute=1200)  # one start every 0.05 s
+        llm = system(server, tmp_path, runner=runner)
+        for row in dataset.rows[:5]:
+            llm.prefetch(row, store.get(row.paper_id))
+        for row in dataset.rows[:5]:
+            llm.answer(row, store.get(row.paper_id))
+        runner.close()
+        starts = sorted(r["_received"] for r in server.requests)
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    assert min(gaps) >= 0.04, gaps

@@ -46,20 +46,23 @@ def is_transient(error: BaseException) -> bool:
 
 
 class _Pacer:
-    """At most ``per_minute`` starts per minute, evenly spaced."""
+    """At most ``per_minute`` starts per minute: each start at least 1/rate after the previous one.
+
+    Waiters queue on a lock and measure from the previous *actual* start, so a
+    stalled event loop can delay starts but never bunch them together.
+    """
 
     def __init__(self, per_minute: int) -> None:
         self.interval = 60.0 / per_minute
-        self.next_start = 0.0
+        self.last_start = float("-inf")
         self.lock = asyncio.Lock()
 
     async def wait(self) -> None:
         async with self.lock:
-            now = time.monotonic()
-            delay = self.next_start - now
-            self.next_start = max(now, self.next_start) + self.interval
-        if delay > 0:
-            await asyncio.sleep(delay)
+            delay = self.last_start + self.interval - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            self.last_start = time.monotonic()
 
 
 class ModelRunner:
@@ -78,9 +81,14 @@ class ModelRunner:
     async def _bounded(self, provider: str, job: Callable[[], Awaitable[Any]]) -> Any:
         slots = self._slots.setdefault(provider, asyncio.Semaphore(self.concurrency))
         async with slots:
-            if self.rows_per_minute:
-                await self._pacers.setdefault(provider, _Pacer(self.rows_per_minute)).wait()
             return await job()
+
+    async def pace(self, provider: str) -> None:
+        """Wait for this provider's next start slot; call right before each request is sent."""
+        if self.rows_per_minute:
+            if provider not in self._pacers:
+                self._pacers[provider] = _Pacer(self.rows_per_minute)
+            await self._pacers[provider].wait()
 
     def close(self) -> None:
         """Cancel calls nobody will wait for (after -x, or rows that errored), then stop."""

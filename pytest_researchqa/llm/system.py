@@ -70,8 +70,12 @@ class LlmSystem:
         self.timeout_s = timeout_s
         self.retries = retries
         self.prompt = load_prompt("baseline" if baseline else "cited_answer")
+        # Import here, on the caller's thread: a multi-second import on the event loop
+        # would stall every call in flight (and bunch paced starts behind it).
+        _import_litellm()
         self._pending: dict[str, concurrent.futures.Future] = {}
         self._lock = threading.Lock()
+        self._priced = True
         self.calls_made = 0
 
     # -- keys and scheduling ---------------------------------------------------------
@@ -131,8 +135,12 @@ class LlmSystem:
             kwargs.update(_structured_output(self.spec))
 
         async def attempt() -> CallResult:
+            await self.runner.pace(self.spec.provider)
             self.calls_made += 1
-            return await _acompletion(self.spec.name, messages, self.timeout_s, kwargs)
+            result = await _acompletion(self.spec.name, messages, self.timeout_s, kwargs, priced=self._priced)
+            if result.cost_usd is None:
+                self._priced = False  # litellm has no price for this model: stop asking
+            return result
 
         validate = (lambda result: result.content or "") if self.baseline else (lambda result: parse_reply(result.content))
         result, parsed = await with_retries(attempt, retries=self.retries, validate=validate, describe=self.name)
@@ -212,7 +220,7 @@ def _supports_schema(litellm, model: str) -> bool:
         return False
 
 
-async def _acompletion(model: str, messages: list, timeout_s: float, kwargs: dict) -> CallResult:
+async def _acompletion(model: str, messages: list, timeout_s: float, kwargs: dict, priced: bool = True) -> CallResult:
     import time
 
     litellm = _import_litellm()
@@ -222,10 +230,12 @@ async def _acompletion(model: str, messages: list, timeout_s: float, kwargs: dic
     choices = getattr(response, "choices", None) or []
     content = choices[0].message.content if choices else None
     usage = getattr(response, "usage", None)
-    try:
-        cost: Optional[float] = float(litellm.completion_cost(completion_response=response))
-    except Exception:  # noqa: BLE001 -- no known price: report unknown, never $0
-        cost = None
+    cost: Optional[float] = None  # no known price: unknown, never $0
+    if priced:
+        try:
+            cost = float(litellm.completion_cost(completion_response=response))
+        except Exception:  # noqa: BLE001 -- litellm raises when it has no price for the model
+            cost = None
     if not choices:
         from .contract import MalformedReply
 
