@@ -40,7 +40,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("filterwarnings", "ignore:.*using the .ReadOnly. qualifier:UserWarning")
     state = RunState(config, settings)
     config.stash[RUN_STATE] = state
-    config.pluginmanager.register(RunHooks(state), "researchqa-run")
+    run_hooks = RunHooks(state)
+    config.pluginmanager.register(run_hooks, "researchqa-run")
+    if config.pluginmanager.hasplugin("xdist") and settings.models:
+        config.pluginmanager.register(XdistControllerHooks(run_hooks), "researchqa-xdist")
     if settings.active:
         if settings.dataset is not None and not settings.dataset.is_file():
             raise pytest.UsageError(f"--researchqa-dataset: {settings.dataset} is not a file")
@@ -135,8 +138,8 @@ class RunHooks:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Put every selected row's model call in flight now; each test then waits for its own."""
-        if not self.state.settings.models:
-            return
+        if not self.state.settings.models or session.config.option.collectonly:
+            return  # --collect-only must never spend money
         from .llm.progress import Progress
 
         items = [i for i in session.items if _model_case(i, self.state) is not None]
@@ -191,6 +194,21 @@ class RunHooks:
                 write(f"{errors} row(s) errored: the gates cannot pass while rows error", red=True)
             if state.foreign_failures:
                 write(f"{state.foreign_failures} other test(s) failed: the gates do not excuse them", red=True)
+
+
+class XdistControllerHooks:
+    """Hooks that exist only under xdist: the controller learns the collection from a worker."""
+
+    def __init__(self, run_hooks: RunHooks) -> None:
+        self.run_hooks = run_hooks
+
+    def pytest_xdist_node_collection_finished(self, node, ids: list[str]) -> None:
+        if self.run_hooks.progress is None:
+            from .llm.progress import Progress
+
+            models = self.run_hooks.state.settings.models
+            total = sum(1 for nodeid in ids if any(f"[{model}-" in nodeid for model in models))
+            self.run_hooks.progress = Progress(self.run_hooks.state.config, total=total)
 
 
 def _model_case(item: pytest.Item, state: RunState):

@@ -255,6 +255,7 @@ def test_under_xdist_each_worker_pipelines_its_own_rows_without_duplicate_calls(
         serial = pytester.runpytest_subprocess(*common, f"--researchqa-cache-dir={tmp_path / 'b'}", "-p", "no:xdist")
     assert parallel_calls == 27 and slow.calls() == 54, "each row asked once per run"
     assert board(parallel)["openai/good"][:8] == board(serial)["openai/good"][:8]
+    parallel.stdout.fnmatch_lines(["researchqa: 27/27 model rows, 0 errors*"])
     assert slow.max_in_flight >= 2
 
 
@@ -271,3 +272,9 @@ def test_rows_per_minute_spaces_the_starts(tmp_path, sample):
         starts = sorted(r["_received"] for r in server.requests)
     gaps = [b - a for a, b in zip(starts, starts[1:])]
     assert min(gaps) >= 0.04, gaps
+
+
+def test_collect_only_never_calls_a_model(pytester, server, tmp_path):
+    result = run(pytester, server, "--researchqa-model=openai/good", "--collect-only", "-q", cache=tmp_path)
+    assert "27 tests collected" in result.stdout.str()
+    assert server.calls() == 0
