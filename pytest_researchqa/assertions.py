@@ -126,6 +126,27 @@ def grounded_refusal(answer: Answer, row: Row, paper: PaperLike) -> Optional[flo
     raise AssertionError("\n".join(lines))
 
 
+def judged(answer: Answer, row: Row, judges, *, minimum: Optional[dict] = None) -> dict:
+    """Have every judge score the answer; record the scores and their consensus.
+
+    A judge whose verdict never parses is recorded as an error for this row
+    (never a 0). With ``minimum`` ({"factual_accuracy": 3, ...}) the row fails
+    when the consensus falls below it.
+    """
+    __tracebackhide__ = True
+    from .llm.judges import judge_all
+
+    result = judge_all(judges, row, answer)
+    answer.record("judge", result)
+    if minimum:
+        low = {d: v for d, v in minimum.items()
+               if result["consensus"].get(d) is not None and result["consensus"][d] < v}
+        if low:
+            raise AssertionError("judge consensus below the minimum: " + ", ".join(
+                f"{d} {result['consensus'][d]:.2f} < {v}" for d, v in low.items()))
+    return result
+
+
 def check_answer(answer: Answer, row: Row, paper: PaperLike) -> None:
     """Run every deterministic assertion, record all metrics, then fail once with every reason.
 

@@ -104,16 +104,22 @@ def researchqa_answer(request: pytest.FixtureRequest, researchqa_row, researchqa
         record["baseline"] = True
 
     def recorder(metric: str, value):
-        record["metrics"][metric] = value
+        if metric.startswith("judge"):
+            record[metric] = value  # nested judge results, not a deterministic metric
+        else:
+            record["metrics"][metric] = value
 
     answer.recorder = recorder
     return answer
 
 
 @pytest.fixture
-def researchqa_judge():
-    """Reserved for the LLM judge (``--researchqa-judge``); None until judges ship."""
-    return None
+def researchqa_judge(request: pytest.FixtureRequest, researchqa_case: Case):
+    """The LLM judges of this row's system (a list; None when no ``--researchqa-judge`` is given)."""
+    state = request.config.stash[RUN_STATE]
+    if not state.settings.judges or researchqa_case.system is None:
+        return None
+    return state.judges_for(researchqa_case.system)
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,10 @@ from typing import Iterable, Optional, Sequence
 from .options import METRIC_NAMES, Gate
 
 JUDGE_COLUMNS = ("factual", "complete")
+JUDGE_DIMENSIONS = ("factual_accuracy", "completeness")
+# A judge metric whose spread across systems (rescaled from 1-5 to 0-1) is under this share of
+# the deterministic metrics' spread is reported as saturated.
+SATURATION_RATIO = 0.5
 _SHORT = {
     "citation_precision": "cite prec",
     "section_coverage": "sect cov",
@@ -33,6 +37,9 @@ class Summary:
     means: dict[str, Optional[float]]
     latency_s: Optional[float]
     cost_usd: Optional[float] = None
+    judge_means: dict = None  # dimension -> mean consensus score (1-5) or None
+    judge_spread: dict = None  # dimension -> mean per-row spread between judges, or None
+    judge_errors: int = 0
 
     @property
     def composite(self) -> Optional[float]:
@@ -55,7 +62,18 @@ def summarize(system: str, records: Sequence[dict]) -> Summary:
     priced = [r for r in records if "cost_usd" in r]
     # Unknown prices stay unknown: one unpriced row makes the total "—", never $0.
     cost = sum(r["cost_usd"] for r in priced) if priced and all(r["cost_usd"] is not None for r in priced) else None
+    judged = [r["judge"] for r in usable if r.get("judge")]
+    judge_means, judge_spread = {}, {}
+    for dimension in JUDGE_DIMENSIONS:
+        values = [j["consensus"][dimension] for j in judged if j["consensus"].get(dimension) is not None]
+        spreads = [j["spread"][dimension] for j in judged if j["spread"].get(dimension) is not None]
+        judge_means[dimension] = fmean(values) if values else None
+        judge_spread[dimension] = fmean(spreads) if spreads else None
     return Summary(
+        judge_means=judge_means,
+        judge_spread=judge_spread,
+        judge_errors=sum(1 for r in records if r.get("judge") and any(
+            "error" in s for s in r["judge"]["by_judge"].values())),
         system=system,
         rows=len(records),
         errors=sum(1 for r in records if r.get("error")),
@@ -77,6 +95,14 @@ def _cell(value: Optional[float], digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def _judge_cell(summary: Summary, dimension: str) -> str:
+    mean = (summary.judge_means or {}).get(dimension)
+    if mean is None:
+        return "error" if summary.judge_errors and summary.rows == summary.judge_errors else "—"
+    spread = (summary.judge_spread or {}).get(dimension)
+    return f"{mean:.2f}" + (f" ±{spread:.2f}" if spread is not None else "")
+
+
 def leaderboard_rows(records: Sequence[dict]) -> list[Summary]:
     summaries = [summarize(system, rows) for system, rows in by_system(records).items()]
     return sorted(summaries, key=lambda s: (-(s.composite if s.composite is not None else -1), s.system))
@@ -88,11 +114,17 @@ def render(records: Sequence[dict]) -> str:
 
     summaries = leaderboard_rows(records)
     headers = ["system", *(_SHORT[m] for m in METRIC_NAMES), *JUDGE_COLUMNS, "rows", "errors", "latency s", "cost $"]
-    table = [
-        [s.system, *(_cell(s.means[m]) for m in METRIC_NAMES), *("—" for _ in JUDGE_COLUMNS),
-         s.rows, s.errors, _cell(s.latency_s, 2), _cell(s.cost_usd, 4)]
-        for s in summaries
-    ]
+    judging = any(r.get("judge") for r in records)
+    position = headers.index("latency s")
+    if judging:
+        headers.insert(position, "judge err")
+    table = []
+    for s in summaries:
+        cells = [s.system, *(_cell(s.means[m]) for m in METRIC_NAMES), *(_judge_cell(s, d) for d in JUDGE_DIMENSIONS),
+                 s.rows, s.errors, _cell(s.latency_s, 2), _cell(s.cost_usd, 4)]
+        if judging:
+            cells.insert(position, s.judge_errors)
+        table.append(cells)
     parts = [tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)]
     defects = sum(s.defects for s in summaries)
     if defects:
@@ -112,6 +144,52 @@ def render(records: Sequence[dict]) -> str:
                      tablefmt="github", disable_numparse=True)
         )
     return "\n".join(parts)
+
+
+def render_guards(records: Sequence[dict]) -> list[str]:
+    """The judges' reliability guards: same family, flip rate, saturation, contradictions."""
+    from .llm_params import model_family
+
+    judged = [r for r in records if r.get("judge") and graded(r)]
+    if not judged:
+        return []
+    lines = []
+    pairs = sorted({(r["system"], judge) for r in judged for judge in r["judge"]["by_judge"]})
+    for system, judge in pairs:
+        if model_family(system) == model_family(judge):
+            lines.append(f"warning: judge {judge} grades {system}, a model of the same family "
+                         f"({model_family(judge)}): same-family judges tend to over-rate their own")
+    probes = [(r, name, scores) for r in judged for name, scores in (r["judge"].get("repeats") or {}).items()]
+    if probes:
+        flips = sum(1 for _, _, scores in probes for d in JUDGE_DIMENSIONS if len({s[d] for s in scores}) > 1)
+        total = len(probes) * len(JUDGE_DIMENSIONS)
+        repeats = len(probes[0][2]) - 1
+        lines.append(f"flip rate: {flips}/{total} judge scores ({flips / total:.1%}) changed when "
+                     f"{len(probes)} sampled verdicts were re-judged {repeats} more time(s)")
+    summaries = leaderboard_rows(records)
+    if len(summaries) >= 2:
+        spreads = {m: _spread([s.means[m] for s in summaries]) for m in METRIC_NAMES}
+        deterministic = max((v for v in spreads.values() if v is not None), default=None)
+        for dimension, label in zip(JUDGE_DIMENSIONS, JUDGE_COLUMNS):
+            judge_spread = _spread([(s.judge_means or {}).get(dimension) for s in summaries])
+            if judge_spread is None or deterministic is None:
+                continue
+            if judge_spread / 4 < SATURATION_RATIO * deterministic:
+                lines.append(f"saturation: the judges' {label} separates the systems by {judge_spread:.3f} on 1-5 "
+                             f"({judge_spread / 4:.3f} rescaled to 0-1), the citation metrics by {deterministic:.3f}: "
+                             "read the deterministic columns first")
+    contradictions = [r for r in judged if (r["judge"]["consensus"].get("factual_accuracy") or 0) >= 4
+                      and r["metrics"].get("citation_accuracy") is not None and r["metrics"]["citation_accuracy"] < 1]
+    for r in contradictions:
+        lines.append(f"contradiction: {r.get('nodeid') or r['row_id']}: judged factual "
+                     f"{r['judge']['consensus']['factual_accuracy']:.1f} although a citation is fabricated "
+                     f"(citation accuracy {r['metrics']['citation_accuracy']:.2f})")
+    return lines
+
+
+def _spread(values: list) -> Optional[float]:
+    present = [v for v in values if v is not None]
+    return max(present) - min(present) if len(present) >= 2 else None
 
 
 def render_audit(records: Sequence[dict]) -> str:

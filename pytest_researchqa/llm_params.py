@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 
@@ -26,3 +27,28 @@ def parse_model_params(entries: list[str], models: list[str]) -> dict[str, dict]
             value = raw
         params[name][key.strip()] = value
     return params
+
+
+_FAMILY_PATTERNS = (
+    ("openai", r"(^|/)(gpt|o[134]|chatgpt|text-davinci|openai)"),
+    ("anthropic", r"(^|/)(claude|anthropic)"),
+    ("google", r"(^|/)(gemini|gemma|vertex|palm)"),
+    ("meta", r"(^|/)(llama|meta-llama)"),
+    ("mistral", r"(^|/)(mistral|mixtral|codestral|magistral)"),
+    ("deepseek", r"(^|/)deepseek"),
+    ("qwen", r"(^|/)qwen"),
+    ("xai", r"(^|/)grok"),
+    ("zhipu", r"(^|/)(glm|zai)"),
+)
+
+
+def model_family(model: str) -> str:
+    """The model family of a litellm model string (its provider prefix when unknown)."""
+    lowered = model.lower()
+    # The model's own name decides ("openai/gemini-x" served by a proxy is Gemini); the
+    # provider prefix only when the name says nothing.
+    for text in (lowered.rsplit("/", 1)[-1], lowered):
+        for family, pattern in _FAMILY_PATTERNS:
+            if re.search(pattern, text):
+                return family
+    return lowered.split("/", 1)[0] if "/" in lowered else lowered

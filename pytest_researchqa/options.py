@@ -36,6 +36,11 @@ _OPTIONS = (
     ("--researchqa-retries", "int", "Retries of a timed-out, rate-limited, failed or malformed call (default 3)."),
     ("--researchqa-baseline", "flag", "Send question and whole paper with no citation contract: citation metrics are \"—\"."),
     ("--researchqa-refresh", "flag", "Ignore cached model answers (new answers are still cached)."),
+    ("--researchqa-judge", "append",
+     "An LLM judge (litellm model), or 'auto' for one of another family than each system. Repeatable."),
+    ("--researchqa-judge-mode", "choice", "rubric (anchored 1-5, default) or claims (scores computed from claim lists)."),
+    ("--researchqa-judge-pool", "append", "Candidates for --researchqa-judge=auto (default: gpt-5.4, claude, gemini)."),
+    ("--researchqa-judge-repeats", "int", "Re-judge a sample K more times and report how often scores flip."),
     ("--researchqa-sample", "int", "Run N evenly spaced rows of the dataset."),
     ("--researchqa-fail-under", "append",
      "Gate: METRIC=VALUE or TYPE.METRIC=VALUE (e.g. multi_hop.section_coverage=0.7). "
@@ -98,6 +103,10 @@ class Settings:
     retries: int = 3
     baseline: bool = False
     refresh: bool = False
+    judges: tuple[str, ...] = ()
+    judge_mode: str = "rubric"
+    judge_pool: tuple[str, ...] = ()
+    judge_repeats: int = 0
 
     @property
     def all_systems(self) -> tuple[str, ...]:
@@ -180,7 +189,10 @@ def read_settings(config: pytest.Config) -> Settings:
     try:
         from .llm_params import parse_model_params
 
-        model_params = parse_model_params(list(resolved["researchqa_model_param"] or ()), list(models))
+        judges = tuple(dict.fromkeys(resolved["researchqa_judge"] or ()))
+        judge_pool = tuple(resolved["researchqa_judge_pool"] or ())
+        named = list(dict.fromkeys([*models, *judges, *judge_pool]))
+        model_params = parse_model_params(list(resolved["researchqa_model_param"] or ()), named)
     except ValueError as error:
         raise pytest.UsageError(f"--researchqa-model-param {error}") from None
     return Settings(
@@ -202,4 +214,14 @@ def read_settings(config: pytest.Config) -> Settings:
         retries=number("researchqa_retries", int, 3, 0),
         baseline=bool(resolved["researchqa_baseline"]),
         refresh=bool(resolved["researchqa_refresh"]),
+        judges=judges,
+        judge_mode=_choice("--researchqa-judge-mode", resolved["researchqa_judge_mode"] or "rubric", ("rubric", "claims")),
+        judge_pool=judge_pool,
+        judge_repeats=number("researchqa_judge_repeats", int, 0, 0),
     )
+
+
+def _choice(flag: str, value: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise pytest.UsageError(f"{flag}: {value!r} is not one of {', '.join(choices)}")
+    return value

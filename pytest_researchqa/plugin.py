@@ -115,6 +115,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             if not call.excinfo.errisinstance((AssertionError, pytest.xfail.Exception, pytest.skip.Exception)):
                 record["error"] = f"{call.excinfo.typename}: {call.excinfo.value}"
         report.researchqa = dict(record, metrics=dict(record["metrics"]), nodeid=item.nodeid)
+        judge_errors = [f"{name}: {scores['error']}" for name, scores in
+                        ((record.get("judge") or {}).get("by_judge") or {}).items() if "error" in scores]
+        if judge_errors:
+            report.sections.append(("researchqa judge errors", "\n".join(judge_errors)))
+            report.user_properties.append(("researchqa_judge_errors", "; ".join(judge_errors)))
     return report
 
 
@@ -185,6 +190,11 @@ class RunHooks:
         terminalreporter.write_sep("=", "researchqa leaderboard")
         for line in leaderboard.render(state.records).splitlines():
             write(line)
+        guards = leaderboard.render_guards(state.records)
+        if guards:
+            terminalreporter.write_sep("-", "researchqa judge guards")
+            for line in guards:
+                write(line, yellow=line.startswith(("warning", "saturation", "contradiction")))
         if state.settings.gates:
             terminalreporter.write_sep("-", "researchqa gates")
             for result in leaderboard.evaluate_gates(state.settings.gates, state.records):
@@ -230,7 +240,13 @@ def _prefetch(state: RunState, items: list) -> None:
             paper = state.papers.get(row.paper_id, row.paper_s3_url)
         except PaperUnavailable:
             continue  # the row's own setup reports it
-        state.system(case.system).prefetch(row, paper)
+        system = state.system(case.system)
+        system.prefetch(row, paper)
+        if state.settings.judges:
+            # Judge each answer the moment it arrives; the row's test then finds the verdict in flight.
+            panel = state.judges_for(case.system)
+            system.when_answered(row, paper, lambda answer, row=row, panel=panel: [
+                judge.submit(row, answer) for judge in panel])
 
 
 def _xdist_queue(config: pytest.Config):

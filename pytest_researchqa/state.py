@@ -39,6 +39,7 @@ class RunState:
         self.foreign_failures = 0
         self._systems: dict[str, "System"] = {}
         self._runner = None
+        self._judges: dict = {}
 
     @property
     def dataset_path(self) -> Path:
@@ -100,8 +101,37 @@ class RunState:
             retries=settings.retries,
         )
 
-    def model_systems(self) -> list:
-        return [self.system(name) for name in self.settings.models]
+    def judges_for(self, system: str) -> list:
+        """The judges of one system's rows ('auto' resolved to another family than the system)."""
+        from .llm.judges import DEFAULT_POOL, model_family
+
+        names = []
+        for name in self.settings.judges:
+            if name == "auto":
+                family = model_family(system) if system in self.settings.models else None
+                pool = self.settings.judge_pool or DEFAULT_POOL
+                name = next((c for c in pool if model_family(c) != family), pool[0])
+            names.append(name)
+        from .llm.judges import JudgePanel
+
+        return JudgePanel([self._judge(name) for name in dict.fromkeys(names)], self.settings.judge_repeats)
+
+    def _judge(self, name: str):
+        if name not in self._judges:
+            from .llm.cache import AnswerCache
+            from .llm.engine import ModelRunner
+            from .llm.judges import LlmJudge
+            from .llm.system import ModelSpec
+            from .papers import default_cache_dir
+
+            settings = self.settings
+            if self._runner is None:
+                self._runner = ModelRunner(settings.concurrency, settings.rows_per_minute)
+            self._judges[name] = LlmJudge(
+                ModelSpec(name, dict(settings.model_params.get(name, {}))), self._runner,
+                AnswerCache(settings.cache_dir or default_cache_dir()), mode=settings.judge_mode,
+                timeout_s=settings.timeout_s, retries=settings.retries)
+        return self._judges[name]
 
     def close(self) -> None:
         if self._runner is not None:

@@ -9,6 +9,11 @@ It listens on 127.0.0.1 only. The model alias in each request picks a behaviour:
   ``fault-empty``: the named fault on the first attempt of each prompt, then a good answer;
 * ``down``: always 500; ``garbage``: always unparseable text; ``auth``: always 401.
 
+Judge prompts (they hold ``<<<ANSWER``) get verdicts: ``judge-*`` aliases score by word
+overlap with the expected answer; ``judge-saturated`` gives 5 to everything;
+``judge-flaky`` changes its mind between calls; ``judge-broken`` returns an invalid
+verdict; ``judge-refuses`` returns prose. ``fault-*`` aliases fault first, then judge.
+
 Every request is recorded (``requests``) so tests can count calls.
 """
 
@@ -33,6 +38,31 @@ def _sentences(paper: str) -> list[str]:
 def best_sentence(paper: str, question: str) -> str:
     words = set(re.findall(r"[a-z]{4,}", question.lower()))
     return max(_sentences(paper), key=lambda s: len(words & set(re.findall(r"[a-z]{4,}", s.lower()))))
+
+
+def _overlap(answer: str, expected: str) -> float:
+    words = lambda t: set(re.findall(r"[a-z0-9]{3,}", t.lower()))  # noqa: E731
+    return len(words(answer) & words(expected)) / max(1, len(words(expected)))
+
+
+def verdict_reply(model: str, prompt: str, attempt: int) -> str:
+    """A judge's verdict: scores from word overlap with the expected answer (``judge-*`` aliases)."""
+    expected = prompt.split("EXPECTED ANSWER:", 1)[1].split("<<<ANSWER", 1)[0]
+    answer = prompt.rsplit("<<<ANSWER", 1)[1].rsplit("ANSWER>>>", 1)[0]
+    if "Step 1. List every factual claim" in prompt:
+        sentences = [t for t in re.split(r"(?<=[.!?])\s+", answer.strip()) if t]
+        claims = [{"claim": t[:80], "status": "verified" if _overlap(t, expected) > 0.2 else "unverified"}
+                  for t in sentences[:4]]
+        return json.dumps({"claims": claims, "missed_points": [] if _overlap(answer, expected) > 0.3 else ["the main point"]})
+    if model == "judge-saturated":
+        factual = complete = 5
+    elif model == "judge-flaky":
+        factual = complete = 3 + attempt % 2
+    else:
+        score = 1 + round(4 * min(1.0, _overlap(answer, expected) * 1.5))
+        factual, complete = score, max(1, score - 1)
+    return json.dumps({"factual_accuracy": {"justification": "Checked the stated figures.", "score": factual},
+                       "completeness": {"justification": "Compared the key points.", "score": complete}})
 
 
 def good_reply(prompt: str) -> dict:
@@ -125,8 +155,11 @@ class ScriptedLLM:
             return 500, {"error": {"message": "upstream exploded", "type": "server_error"}}, delay
         if model == "auth":
             return 401, {"error": {"message": "invalid api key", "type": "auth_error"}}, 0.0
-        if model == "garbage":
-            return 200, completion(model, "I think the answer is probably yes."), delay
+        judging = "<<<ANSWER" in prompt
+        if model == "garbage" or model == "judge-refuses":
+            return 200, completion(model, "I cannot grade this answer."), delay
+        if model == "judge-broken":
+            return 200, completion(model, '{"factual_accuracy": {"justification": "ok", "score": 7}}'), delay
         if model.startswith("fault-") and attempt == 0:
             fault = model[len("fault-"):]
             if fault == "429":
@@ -134,14 +167,16 @@ class ScriptedLLM:
             if fault == "500":
                 return 500, {"error": {"message": "internal error", "type": "server_error"}}, 0.0
             if fault == "timeout":
-                return 200, completion(model, json.dumps(good_reply(prompt))), self.timeout_sleep_s
+                return 200, completion(model, "{}"), self.timeout_sleep_s
             if fault == "truncated":
-                return 200, completion(model, json.dumps(good_reply(prompt))[:40]), 0.0
+                return 200, completion(model, '{"factual_accuracy": {"justif'), 0.0
             if fault == "malformed":
                 return 200, b'{"id": "x", "choices": [', 0.0
             if fault == "empty":
                 return 200, {"id": "x", "object": "chat.completion", "created": 1, "model": model, "choices": [],
                              "usage": {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1}}, 0.0
+        if judging:
+            return 200, completion(model, verdict_reply(model, prompt, len(self.requests))), delay
         reply = good_reply(prompt)
         if model == "sloppy":
             reply["citations"] = [re.sub(r"\d", lambda m: str((int(m.group()) + 1) % 10), c, count=1)

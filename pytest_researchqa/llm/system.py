@@ -76,7 +76,6 @@ class LlmSystem:
         self._pending: dict[str, concurrent.futures.Future] = {}
         self._lock = threading.Lock()
         self._priced = True
-        self.calls_made = 0
 
     # -- keys and scheduling ---------------------------------------------------------
     def key(self, row, paper) -> str:
@@ -97,6 +96,20 @@ class LlmSystem:
             if key in self._pending or (not self.refresh and self.cache.get(key) is not None):
                 return
             self._pending[key] = self.runner.submit(self.spec.provider, lambda: self._call(row, paper, key))
+
+    def when_answered(self, row, paper, callback) -> None:
+        """Call ``callback(answer)`` as soon as this row's prefetched answer arrives (used to chain judges)."""
+        with self._lock:
+            future = self._pending.get(self.key(row, paper))
+        if future is None:
+            return
+
+        def done(finished: concurrent.futures.Future) -> None:
+            if finished.cancelled() or finished.exception() is not None:
+                return
+            callback(self._to_answer(finished.result(), cached=False))
+
+        future.add_done_callback(done)
 
     def answer(self, row, paper) -> Answer:
         key = self.key(row, paper)
@@ -136,7 +149,6 @@ class LlmSystem:
 
         async def attempt() -> CallResult:
             await self.runner.pace(self.spec.provider)
-            self.calls_made += 1
             result = await _acompletion(self.spec.name, messages, self.timeout_s, kwargs, priced=self._priced)
             if result.cost_usd is None:
                 self._priced = False  # litellm has no price for this model: stop asking
