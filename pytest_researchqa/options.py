@@ -29,7 +29,7 @@ _OPTIONS = (
      "A litellm model as the system under test (gpt-5.4, anthropic/claude-opus-4-7, openai/<alias> ...). Repeatable."),
     ("--researchqa-model-param", "append",
      "MODEL:KEY=VALUE passed to litellm for that model (api_base, temperature, response_format ...; "
-     "max_input_tokens and structured_output=auto|json_schema|off steer the plugin). Repeatable."),
+     "max_input_tokens and structured_output=auto|json_schema|json_object|off steer the plugin). Repeatable."),
     ("--researchqa-concurrency", "int", "Model calls in flight per provider (default 5)."),
     ("--researchqa-rows-per-minute", "int", "Start at most N model calls per minute per provider."),
     ("--researchqa-timeout", "float", "Seconds before a model call times out (default 120)."),
