@@ -156,7 +156,7 @@ class PaperStore:
                 body = response.read()
         except (urllib.error.URLError, OSError, ValueError) as error:
             raise PaperUnavailable(f"paper {paper_id!r}: download from {url} failed: {error}") from None
-        _atomic_write(target, body)
+        atomic_write(target, body)
         return target
 
 
@@ -177,7 +177,7 @@ def read_paper(path: Path, paper_id: str, cache_dir: Path | None = None) -> Pape
     if cached is None:
         cached = _extract_pdf(data, path, paper_id)
         if cache_dir:
-            _atomic_write(_cache_file(cache_dir, digest), json.dumps(cached).encode())
+            atomic_write(_cache_file(cache_dir, digest), json.dumps(cached).encode())
     return Paper(paper_id, cached["text"], tuple(cached["page_starts"]), str(path), digest)
 
 
@@ -243,7 +243,7 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _atomic_write(target: Path, data: bytes) -> None:
+def atomic_write(target: Path, data: bytes) -> None:
     """Write via a temporary file and rename: safe with concurrent xdist workers."""
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")

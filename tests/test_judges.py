@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from helpers import leaderboard_table as board
 from llm_server import ScriptedLLM
 from pytest_researchqa import Answer, Row
 from pytest_researchqa.llm.contract import MalformedReply
@@ -88,19 +89,6 @@ def run(pytester, server, tmp_path, *args):
               for k in (f"api_base={server.url}", "api_key=t")]
     return pytester.runpytest("-p", "no:cacheprovider", "-o", "asyncio_default_fixture_loop_scope=function",
                               f"--researchqa-cache-dir={tmp_path}", *args, *params)
-
-
-def board(result) -> dict[str, dict[str, str]]:
-    lines = result.stdout.lines
-    start = next(i for i, line in enumerate(lines) if "researchqa leaderboard" in line)
-    headers = [c.strip() for c in lines[start + 1].strip("|").split("|")]
-    table = {}
-    for line in lines[start + 3:]:
-        if not line.startswith("|"):
-            break
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        table[cells[0]] = dict(zip(headers, cells))
-    return table
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import PROJECT, SAMPLE
+from helpers import SAMPLE, leaderboard_table
 from llm_server import ScriptedLLM
 from pytest_researchqa.llm.cache import AnswerCache
 from pytest_researchqa.llm.contract import MalformedReply, parse_reply
@@ -162,16 +162,8 @@ def run(pytester, server, *args, cache):
 
 
 def board(result) -> dict[str, list[str]]:
-    """The leaderboard's first table: system -> cells."""
-    lines = result.stdout.lines
-    start = next(i for i, line in enumerate(lines) if "researchqa leaderboard" in line)
-    table = {}
-    for line in lines[start + 3:]:
-        if not line.startswith("|"):
-            break
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        table[cells[0]] = cells[1:]
-    return table
+    """The leaderboard's first table: system -> cells, in column order."""
+    return {system: list(cells.values())[1:] for system, cells in leaderboard_table(result).items()}
 
 
 def test_two_models_make_a_leaderboard_with_latency_cost_and_errors(pytester, server, tmp_path):

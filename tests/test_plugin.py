@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from helpers import SAMPLE
+from helpers import SAMPLE, leaderboard_table
 
 ROWS = 27
 
@@ -29,16 +29,8 @@ def run(pytester: pytest.Pytester, tmp_path_factory):
 
 
 def leaderboard(result: pytest.RunResult) -> dict[str, list[str]]:
-    """system -> its leaderboard cells."""
-    lines = result.stdout.lines
-    start = next(i for i, line in enumerate(lines) if "researchqa leaderboard" in line)
-    table = {}
-    for line in lines[start + 3 :]:
-        if not line.startswith("|"):
-            break
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        table[cells[0]] = cells[1:]
-    return table
+    """system -> its leaderboard cells, in column order."""
+    return {system: list(cells.values())[1:] for system, cells in leaderboard_table(result).items()}
 
 
 def test_an_empty_folder_runs_the_bundled_sample_with_the_protocol_test(run):

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
-from ..papers import _atomic_write
+from ..papers import atomic_write
 
 
 def cache_key(**parts: Any) -> str:
@@ -35,4 +35,4 @@ class AnswerCache:
             return None
 
     def put(self, key: str, entry: dict) -> None:
-        _atomic_write(self._path(key), json.dumps(entry, ensure_ascii=False).encode())
+        atomic_write(self._path(key), json.dumps(entry, ensure_ascii=False).encode())
