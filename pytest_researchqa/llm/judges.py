@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
-import threading
 import json
 import re
 import statistics
@@ -22,7 +21,7 @@ from .cache import AnswerCache, cache_key
 from .contract import MalformedReply
 from .engine import CallResult, ModelRunner, ProviderError, with_retries
 from ..llm_params import model_family  # noqa: F401  (re-exported)
-from .system import ModelSpec, _acompletion, _import_litellm
+from .system import ModelCaller, ModelSpec, _acompletion
 
 DIMENSIONS = ("factual_accuracy", "completeness")
 JUDGE_MODES = ("rubric", "claims")
@@ -141,21 +140,13 @@ def neutralize(text: str) -> str:
 # ------------------------------------------------------------------ the judge
 
 
-class LlmJudge:
+class LlmJudge(ModelCaller):
     def __init__(self, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, *, mode: str = "rubric",
                  timeout_s: float = 120.0, retries: int = 3) -> None:
-        self.spec = spec
-        self.name = spec.name
+        super().__init__(spec, runner, cache, timeout_s=timeout_s, retries=retries)
         self.mode = mode
-        self.runner = runner
-        self.cache = cache
-        self.timeout_s = timeout_s
-        self.retries = retries
         self.prompt = JudgePrompt(mode)
         self.family = model_family(spec.name)
-        self._pending: dict[str, concurrent.futures.Future] = {}
-        self._lock = threading.Lock()
-        _import_litellm()  # off the event loop, as for systems
 
     def key(self, row, answer, repeat: int = 0) -> str:
         return cache_key(judge=self.spec.name, params=self.spec.call_params, prompt=self.prompt.sha, mode=self.mode,
@@ -166,16 +157,12 @@ class LlmJudge:
         """The verdict's future: from the cache, from a call already in flight, or a new call."""
         key = self.key(row, answer, repeat)
         with self._lock:
-            if key in self._pending:
-                return self._pending[key]
-            cached = self.cache.get(key)
+            cached = None if key in self._pending else self.cache.get(key)
             if cached is not None:
                 done: concurrent.futures.Future = concurrent.futures.Future()
                 done.set_result(cached)
                 return done
-            future = self.runner.submit(self.spec.provider, lambda: self._call(row, answer, key))
-            self._pending[key] = future
-            return future
+            return self._in_flight(key, lambda: self._call(row, answer, key))
 
     async def _call(self, row, answer, key: str) -> dict:
         messages = [{"role": "user", "content": self.prompt.render(row, answer)}]

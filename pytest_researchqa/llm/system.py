@@ -47,7 +47,33 @@ class ModelSpec:
         return {k: v for k, v in self.params.items() if k not in PLUGIN_PARAMS}
 
 
-class LlmSystem:
+class ModelCaller:
+    """What a system and a judge share: a model, the runner, the cache, and calls in flight by key."""
+
+    def __init__(self, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, *,
+                 timeout_s: float = 120.0, retries: int = 3) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.runner = runner
+        self.cache = cache
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self._pending: dict[str, concurrent.futures.Future] = {}
+        self._lock = threading.Lock()
+        # Import here, on the caller's thread: a multi-second import on the event loop
+        # would stall every call in flight (and bunch paced starts behind it).
+        _import_litellm()
+
+    def _in_flight(self, key: str, job) -> concurrent.futures.Future:
+        """The call already running for ``key``, or a new one (callers hold ``_lock``)."""
+        future = self._pending.get(key)
+        if future is None:
+            future = self.runner.submit(self.spec.provider, job)
+            self._pending[key] = future
+        return future
+
+
+class LlmSystem(ModelCaller):
     """Duck-types :class:`~pytest_researchqa.systems.System`: ``name`` and ``answer(row, paper)``."""
 
     def __init__(
@@ -61,20 +87,10 @@ class LlmSystem:
         timeout_s: float = 120.0,
         retries: int = 3,
     ) -> None:
-        self.spec = spec
-        self.name = spec.name
-        self.runner = runner
-        self.cache = cache
+        super().__init__(spec, runner, cache, timeout_s=timeout_s, retries=retries)
         self.baseline = baseline
         self.refresh = refresh
-        self.timeout_s = timeout_s
-        self.retries = retries
         self.prompt = load_prompt("baseline" if baseline else "cited_answer")
-        # Import here, on the caller's thread: a multi-second import on the event loop
-        # would stall every call in flight (and bunch paced starts behind it).
-        _import_litellm()
-        self._pending: dict[str, concurrent.futures.Future] = {}
-        self._lock = threading.Lock()
         self._priced = True
 
     # -- keys and scheduling ---------------------------------------------------------
@@ -95,7 +111,7 @@ class LlmSystem:
         with self._lock:
             if key in self._pending or (not self.refresh and self.cache.get(key) is not None):
                 return
-            self._pending[key] = self.runner.submit(self.spec.provider, lambda: self._call(row, paper, key))
+            self._in_flight(key, lambda: self._call(row, paper, key))
 
     def when_answered(self, row, paper, callback) -> None:
         """Call ``callback(answer)`` as soon as this row's prefetched answer arrives (used to chain judges)."""
