@@ -18,6 +18,8 @@ _EXPORTS = {
     "cited_verbatim": "assertions",
     "covers_sections": "assertions",
     "grounded_refusal": "assertions",
+    "flags_premise": "assertions",
+    "judged": "assertions",
     "check_answer": "assertions",
     "Answer": "answers",
     "Row": "rows",
@@ -31,7 +33,8 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .answers import Answer
-    from .assertions import check_answer, cited_verbatim, covers_sections, grounded_refusal
+    from .assertions import (check_answer, cited_verbatim, covers_sections, flags_premise, grounded_refusal,
+                             judged)
     from .loaders import load_dataset
     from .matcher import CitationMatch, MatchIndex, match_citation
     from .papers import Paper, PaperUnavailable

@@ -14,6 +14,20 @@ _REFUSAL = re.compile(
     r"the paper (?:never|does not))",
     re.IGNORECASE,
 )
+# Phrases that correct a premise without declining to answer ("There was no placebo arm;
+# it was single-arm"). Each names the correction itself, so a confident answer that merely
+# contains "not" does not read as one.
+_CORRECTION = re.compile(
+    r"\b(?:premise|the question (?:assumes|suggests|implies|presupposes)|contrary to (?:the question|what)|"
+    r"there (?:is|was|were|are) no\b|(?:did|does|do) not (?:use|include|measure|report|study|test|collect|have|"
+    r"examine|analy[sz]e|assess|compare|run|employ|involve)\b|"
+    r"(?:was|were|is|are) not (?:measured|studied|reported|collected|examined|tested|included|analy[sz]ed|"
+    r"assessed|available|part of|used|considered|recorded)\b|no such\b|"
+    r"neither\b.{0,80}\bnor\b|not (?:one|two|three|four|five|six|seven|eight|nine|ten|\d+)\b.{0,40}\bbut\b|"
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|\d+)\b[^.;]{0,60}, not\b|"
+    r"(?:isn't|wasn't|weren't|aren't|didn't|doesn't) (?:report|measure|include|use|study|address|mention))",
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 @dataclass
@@ -47,6 +61,15 @@ class Answer:
 
 def looks_like_refusal(text: str) -> bool:
     return bool(_REFUSAL.search(text or ""))
+
+
+def flags_false_premise(answer: "Answer") -> bool:
+    """Did the answer refuse, or correct the premise? The system's own ``refused=True`` is
+    trusted; otherwise (and when it says False: a refutation is not a refusal) the text is read."""
+    if answer.refused is True:
+        return True
+    text = answer.text or ""
+    return bool(_REFUSAL.search(text) or _CORRECTION.search(text))
 
 
 def coerce_answer(value: Any, where: str) -> Answer:

@@ -38,7 +38,8 @@ def _fmt(value: Optional[float]) -> str:
 def cited_verbatim(answer: Answer, paper: PaperLike, *, min_accuracy: float = 1.0) -> Optional[float]:
     """Every citation (or ``min_accuracy`` of them) must be grounded in the paper.
 
-    Records ``citation_accuracy``; returns it (None when nothing is cited).
+    Records ``citation_accuracy``; returns it (None when nothing checkable is
+    cited). Citations too short to verify are reported, never counted.
     """
     __tracebackhide__ = True
     index = match_index(paper)
@@ -47,10 +48,11 @@ def cited_verbatim(answer: Answer, paper: PaperLike, *, min_accuracy: float = 1.
     answer.record("citation_accuracy", accuracy)
     if accuracy is None or accuracy >= min_accuracy:
         return accuracy
-    failing = [(n, m) for n, m in enumerate(matches, start=1) if not m.grounded]
+    counted = metrics.evidence(matches)
+    failing = [(n, m) for n, m in enumerate(matches, start=1) if m.is_evidence and not m.grounded]
     lines = [
         f"citation accuracy {_fmt(accuracy)} < {min_accuracy:.2f}: "
-        f"{len(failing)} of {len(matches)} citations not grounded in the paper"
+        f"{len(failing)} of {len(counted)} citations not grounded in the paper"
     ]
     for number, found in failing:
         lines.append(f"  [{number}] {_quote(found.citation)}")
@@ -68,10 +70,16 @@ def covers_sections(
     """The citations must reach every expected section (AND), any alternative (OR).
 
     Records ``section_coverage`` and ``citation_precision``; returns coverage
-    (None for rows without expected sections). With ``paper``, citations and
-    alternatives are compared as located passages; without, as texts.
+    (None for rows without expected sections, and for false-premise rows, which
+    are graded by refusal). With ``paper``, citations and alternatives are
+    compared as located passages; without, as texts.
     """
     __tracebackhide__ = True
+    if metrics.expects_refusal(row):
+        # A false-premise row is graded by refusal; its listed refutation passages are examples.
+        answer.record("section_coverage", None)
+        answer.record("citation_precision", None)
+        return None
     index = match_index(paper) if paper is not None else None
     report = metrics.section_report(answer.citations, row, index)
     coverage = report.section_coverage
@@ -104,9 +112,10 @@ def covers_sections(
 
 
 def grounded_refusal(answer: Answer, row: Row, paper: PaperLike) -> Optional[float]:
-    """On an adversarial row, the answer may refuse or refute, but never with invented evidence.
+    """On a false-premise row, the answer may refuse or refute, but never with invented evidence.
 
-    Records ``refusal_correctness`` (None on other question types).
+    Records ``refusal_correctness`` (None on rows that are not graded by refusal:
+    other question types, and adversarial rows with ``expected_refusal: false``).
     """
     __tracebackhide__ = True
     index = match_index(paper)
@@ -120,9 +129,28 @@ def grounded_refusal(answer: Answer, row: Row, paper: PaperLike) -> Optional[flo
     if row.metadata.false_premise:
         lines.append(f"  false premise: {row.metadata.false_premise}")
     for number, found in enumerate(matches, start=1):
-        if not found.grounded:
+        if found.is_evidence and not found.grounded:
             lines.append(f"  [{number}] {_quote(found.citation)}")
             lines.append(_indent(found.explain(), "      "))
+    raise AssertionError("\n".join(lines))
+
+
+def flags_premise(answer: Answer, row: Row) -> Optional[float]:
+    """On a false-premise row, the answer must refuse or correct the premise.
+
+    Records ``premise_flagged`` (None on rows that are not graded by refusal).
+    The system's own ``refused=True`` counts; otherwise the answer's text is read
+    for a refusal or a correction ("there was no placebo arm", "three cities, not five").
+    """
+    __tracebackhide__ = True
+    score = metrics.premise_flagged(row, answer)
+    answer.record("premise_flagged", score)
+    if score is None or score >= 1.0:
+        return score
+    lines = [f"premise not flagged: the answer neither refused nor corrected the question's false premise"]
+    if row.metadata.false_premise:
+        lines.append(f"  false premise: {row.metadata.false_premise}")
+    lines.append(f"  answer: {_quote(answer.text, 160)}")
     raise AssertionError("\n".join(lines))
 
 
@@ -150,16 +178,24 @@ def judged(answer: Answer, row: Row, judges, *, minimum: Optional[dict] = None) 
 def check_answer(answer: Answer, row: Row, paper: PaperLike) -> None:
     """Run every deterministic assertion, record all metrics, then fail once with every reason.
 
-    Answers given without a citation contract (baseline mode) are not graded on citations.
+    Answerable rows are graded on citation accuracy, section coverage and precision;
+    false-premise rows on refusal correctness and whether the premise was flagged
+    (see docs/metrics.md). Answers given without a citation contract (baseline mode)
+    are not graded on citations.
     """
     __tracebackhide__ = True
     if not answer.cites:
         return
-    checks: list[Callable[[], object]] = [
-        lambda: cited_verbatim(answer, paper),
-        lambda: covers_sections(answer, row, paper),
-        lambda: grounded_refusal(answer, row, paper),
-    ]
+    index = match_index(paper)
+    answer.record("citations", [
+        {"verdict": found.verdict, "grounded": found.grounded, "pages": found.pages}
+        for found in metrics.match_citations(answer, index)
+    ])
+    checks: list[Callable[[], object]]
+    if metrics.expects_refusal(row):
+        checks = [lambda: grounded_refusal(answer, row, index), lambda: flags_premise(answer, row)]
+    else:
+        checks = [lambda: cited_verbatim(answer, index), lambda: covers_sections(answer, row, index)]
     failures = []
     for check in checks:
         try:

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from .names import METRICS
 from .state import RECORD, RUN_STATE, Case
 
 
@@ -104,10 +105,10 @@ def researchqa_answer(request: pytest.FixtureRequest, researchqa_row, researchqa
         record["baseline"] = True
 
     def recorder(metric: str, value):
-        if metric.startswith("judge"):
-            record[metric] = value  # nested judge results, not a deterministic metric
-        else:
+        if metric in METRICS:
             record["metrics"][metric] = value
+        else:
+            record[metric] = value  # nested results (judge verdicts, citation verdicts), not a metric
 
     answer.recorder = recorder
     return answer

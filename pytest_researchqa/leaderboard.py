@@ -25,7 +25,10 @@ _SHORT = {
     "section_coverage": "sect cov",
     "citation_accuracy": "cite acc",
     "refusal_correctness": "refusal",
+    "premise_flagged": "flagged",
 }
+SCOPE_NOTE = ("cite prec, sect cov, cite acc: means over answerable rows; refusal, flagged: over false-premise "
+              "rows (adversarial, unless expected_refusal is false)")
 
 
 @dataclass(frozen=True)
@@ -41,11 +44,16 @@ class Summary:
     judge_spread: dict = None  # dimension -> mean per-row spread between judges, or None
     judge_errors: int = 0
 
-    @property
-    def composite(self) -> Optional[float]:
-        """Mean of the available deterministic metric means (the sort key)."""
-        present = [v for v in self.means.values() if v is not None]
-        return fmean(present) if present else None
+    def composite(self, measured: Iterable[str]) -> Optional[float]:
+        """The sort key: mean of the deterministic metric means over the metrics the run measured.
+
+        A metric this system left undefined while others were measured on it (it never
+        cited, so it has no accuracy) counts 0: citing nothing cannot outrank citing.
+        """
+        metrics = [m for m in measured]
+        if not metrics or all(self.means.get(m) is None for m in metrics):
+            return None
+        return fmean(self.means.get(m) or 0.0 for m in metrics)
 
 
 def graded(record: dict) -> bool:
@@ -105,7 +113,13 @@ def _judge_cell(summary: Summary, dimension: str) -> str:
 
 def leaderboard_rows(records: Sequence[dict]) -> list[Summary]:
     summaries = [summarize(system, rows) for system, rows in by_system(records).items()]
-    return sorted(summaries, key=lambda s: (-(s.composite if s.composite is not None else -1), s.system))
+    measured = [m for m in METRIC_NAMES if any(s.means[m] is not None for s in summaries)]
+
+    def rank(summary: Summary) -> tuple[float, str]:
+        composite = summary.composite(measured)
+        return (-(composite if composite is not None else -1.0), summary.system)
+
+    return sorted(summaries, key=rank)
 
 
 def render(records: Sequence[dict]) -> str:
@@ -125,7 +139,7 @@ def render(records: Sequence[dict]) -> str:
         if judging:
             cells.insert(position, s.judge_errors)
         table.append(cells)
-    parts = [tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)]
+    parts = [tabulate(table, headers=headers, tablefmt="github", disable_numparse=True), SCOPE_NOTE]
     defects = sum(s.defects for s in summaries)
     if defects:
         parts.append(f"{defects} row(s) not graded: a required section is not in the paper (dataset defect)")

@@ -562,6 +562,11 @@ class CitationMatch:
         return self._verdict
 
     @property
+    def is_evidence(self) -> bool:
+        """False for citations that cannot be evidence either way (too short to verify)."""
+        return self._verdict != TOO_SHORT
+
+    @property
     def spans(self) -> list[tuple[int, int]]:
         """Matched raw character spans in the paper text."""
         index = self._index

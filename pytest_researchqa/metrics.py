@@ -1,13 +1,23 @@
-"""The four deterministic per-row metrics, exactly as the benchmark defines them.
+"""The deterministic per-row metrics, as the benchmark defines them.
+
+Answerable rows (every row but a false-premise one):
 
 * citation accuracy -- share of the answer's citations grounded in the paper;
 * citation precision -- share of citations that match some alternative of
   some expected section;
 * section coverage -- AND across expected sections, OR within each section's
-  alternatives (fractional when several sections are required);
-* refusal correctness (adversarial rows) -- 1.0 when the answer cites nothing
-  or every citation is grounded, 0.0 when any citation is fabricated.
+  alternatives (fractional when several sections are required).
 
+False-premise rows (adversarial, unless ``expected_refusal`` is false) are
+graded by refusal instead, never by coverage of the refutation passages:
+
+* refusal correctness -- 1.0 when the answer cites nothing or every citation
+  is grounded, 0.0 when any citation is fabricated (the seed's definition);
+* premise flagged -- 1.0 when the answer refuses or corrects the premise
+  (this project's extension: the seed leaves it to the judge).
+
+Citations that cannot be evidence either way (too short to verify) are left
+out of every denominator: they are reported, not counted as fabrications.
 A metric with nothing to measure is ``None`` (no citations, or no expected
 sections), never 0: means skip it. docs/metrics.md lists every edge case.
 """
@@ -17,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from .answers import Answer
+from .answers import Answer, flags_false_premise
 from .matcher import CitationMatch, MatchIndex
 from .names import METRICS  # noqa: F401  (the metrics this module defines)
 from .rows import Row
@@ -34,16 +44,33 @@ def match_citations(answer: Answer, index: MatchIndex) -> list[CitationMatch]:
     return [index.match(citation) for citation in answer.citations]
 
 
+def expects_refusal(row: Row) -> bool:
+    """Graded by refusal: an adversarial row, unless the dataset says the paper does answer it."""
+    return row.question_type == "adversarial" and row.expected_refusal is not False
+
+
+def evidence(matches: Sequence[CitationMatch]) -> list[CitationMatch]:
+    """The citations that can count for or against the answer."""
+    return [m for m in matches if m.is_evidence]
+
+
 def citation_accuracy(matches: Sequence[CitationMatch]) -> Optional[float]:
-    if not matches:
+    counted = evidence(matches)
+    if not counted:
         return None
-    return sum(1 for m in matches if m.grounded) / len(matches)
+    return sum(1 for m in counted if m.grounded) / len(counted)
 
 
 def refusal_correctness(row: Row, matches: Sequence[CitationMatch]) -> Optional[float]:
-    if not row.is_adversarial:
+    if not expects_refusal(row):
         return None
-    return 0.0 if any(not m.grounded for m in matches) else 1.0
+    return 0.0 if any(not m.grounded for m in evidence(matches)) else 1.0
+
+
+def premise_flagged(row: Row, answer: Answer) -> Optional[float]:
+    if not expects_refusal(row):
+        return None
+    return 1.0 if flags_false_premise(answer) else 0.0
 
 
 @dataclass(frozen=True)
@@ -84,7 +111,9 @@ def section_report(
             for position, section in enumerate(sections)
             if any(_same_passage(citation, alternative, index) for alternative in section.alternatives)
         )
-        per_citation.append(hit)
+        # A citation too short to verify counts only when it is the dataset's own expected text.
+        if hit or index is None or index.match(citation).is_evidence:
+            per_citation.append(hit)
     covered = tuple(any(position in hit for hit in per_citation) for position in range(len(sections)))
     return SectionReport(tuple(per_citation), covered)
 

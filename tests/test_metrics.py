@@ -6,6 +6,7 @@ import pytest
 
 from pytest_researchqa import Answer, Row, check_answer, cited_verbatim, covers_sections, grounded_refusal
 from pytest_researchqa.matcher import MatchIndex
+from pytest_researchqa import metrics
 from pytest_researchqa.metrics import keys_overlap, section_report
 from pytest_researchqa.textkey import text_key
 
@@ -115,7 +116,8 @@ def test_check_answer_records_every_metric_before_failing_once():
     values = recorded(answer)
     with pytest.raises(AssertionError) as failure:
         check_answer(answer, row(), PAPER)
-    assert set(values) == {"citation_accuracy", "section_coverage", "citation_precision", "refusal_correctness"}
+    assert set(values) == {"citations", "citation_accuracy", "section_coverage", "citation_precision"}
+    assert [c["verdict"] for c in values["citations"]] == ["not_found"]
     assert "citation accuracy" in str(failure.value) and "section coverage" in str(failure.value)
 
 
@@ -129,3 +131,96 @@ def test_bm25_cites_passages_that_are_verbatim_and_cover_the_paper():
     assert sum(len(c.split()) for c in chunks) == len(text.split()), "no word lost or repeated"
     answer = Bm25System()(row(), Paper("p", text))
     assert len(answer.citations) == 2 and all(c in text for c in answer.citations)
+
+
+REFUTATION = "Diastolic pressure did not change."
+
+
+def false_premise_row(**extra) -> Row:
+    fields = dict(
+        sections=[{"section_label": "Results", "alternatives": [REFUTATION]}],
+        expected_refusal=True,
+        metadata={"false_premise": "The study has no placebo arm."},
+    )
+    fields.update(extra)
+    return row("adversarial", **fields)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        Answer("The paper does not report a placebo arm.", [], refused=True),
+        Answer("There was no placebo arm: all 240 adults received the intervention.", [METHODS]),
+        Answer("The paper does not address a placebo arm.", [RESULTS]),  # other real evidence, not the listed one
+    ],
+    ids=["refuses-citing-nothing", "corrects-citing-other-evidence", "refuses-citing-other-evidence"],
+)
+def test_a_correct_refusal_passes_whether_or_not_it_cites_the_listed_refutation(answer):
+    values = recorded(answer)
+    check_answer(answer, false_premise_row(), PAPER)
+    assert values["refusal_correctness"] == 1.0 and values["premise_flagged"] == 1.0
+    assert "section_coverage" not in values and "citation_accuracy" not in values, (
+        "false-premise rows stay out of the answerable means")
+
+
+def test_a_refusal_backed_by_fabricated_evidence_fails_on_refusal_correctness():
+    answer = Answer("There was no placebo arm.", ["A placebo arm of 120 adults was enrolled in 2021."])
+    values = recorded(answer)
+    with pytest.raises(AssertionError, match="refusal correctness 0"):
+        check_answer(answer, false_premise_row(), PAPER)
+    assert values["refusal_correctness"] == 0.0
+
+
+def test_a_confident_answer_that_accepts_the_false_premise_fails_as_not_flagged():
+    answer = Answer("The placebo arm lowered systolic pressure by 2 mmHg.", [RESULTS])
+    values = recorded(answer)
+    with pytest.raises(AssertionError, match="premise not flagged") as failure:
+        check_answer(answer, false_premise_row(), PAPER)
+    assert values["premise_flagged"] == 0.0 and values["refusal_correctness"] == 1.0
+    assert "The study has no placebo arm." in str(failure.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "There was no placebo arm; every participant received the intervention.",
+        "The study covered three cities, not five.",
+        "Humidity was not measured, so the paper cannot say how it modified the effect.",
+        "The authors did not use a Bayesian model: the analysis was frequentist.",
+        "That premise is mistaken: retention after the course was never tested.",
+        "Neither a placebo group nor a waiting list was part of the design.",
+    ],
+)
+def test_silent_corrections_of_a_premise_count_as_flagged(text):
+    assert metrics.premise_flagged(false_premise_row(), Answer(text, [], refused=False)) == 1.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The placebo arm lowered systolic pressure by 2 mmHg.",
+        "Night-time cooling reached 1.4 degrees under dense canopy.",
+        "The Bayesian priors were chosen to reflect earlier trials, which did not differ much.",
+        "Retention one year later was 80% of the end-of-course gain.",
+    ],
+)
+def test_confident_answers_to_a_false_premise_are_not_flagged(text):
+    assert metrics.premise_flagged(false_premise_row(), Answer(text, [])) == 0.0
+
+
+def test_an_adversarial_row_the_paper_does_answer_is_graded_as_answerable():
+    answerable = false_premise_row(expected_refusal=False)
+    answer = Answer("Diastolic pressure was unchanged.", [REFUTATION])
+    values = recorded(answer)
+    check_answer(answer, answerable, PAPER)
+    assert values["section_coverage"] == 1.0 and values["citation_accuracy"] == 1.0
+    assert "refusal_correctness" not in values and "premise_flagged" not in values
+
+
+def test_too_short_citations_are_reported_not_counted_as_fabrications():
+    answer = Answer("There was no placebo arm.", ["Table 2", METHODS])
+    values = recorded(answer)
+    check_answer(answer, false_premise_row(), PAPER)
+    assert values["refusal_correctness"] == 1.0
+    assert [c["verdict"] for c in values["citations"]] == ["too_short", "verbatim"]
+    assert metrics.citation_accuracy(metrics.match_citations(answer, MatchIndex(PAPER))) == 1.0

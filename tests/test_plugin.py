@@ -37,11 +37,15 @@ def test_an_empty_folder_runs_the_bundled_sample_with_the_protocol_test(run):
     result = run("--researchqa-system=oracle", "--researchqa-system=bm25")
     result.assert_outcomes(passed=ROWS + ROWS - len(result.stdout.lines and [l for l in result.stdout.lines if l.startswith("FAILED")]),
                            failed=len([l for l in result.stdout.lines if l.startswith("FAILED")]))
-    board = leaderboard(result)
-    assert board["oracle"][:4] == ["1.000", "1.000", "1.000", "1.000"]
-    assert board["oracle"][4:6] == ["—", "—"], "judge columns wait for the judges"
-    assert board["oracle"][6:8] == [str(ROWS), "0"]
-    assert float(board["bm25"][1]) < 1.0, "bm25 is a real baseline, not an oracle"
+    board = leaderboard_table(result)
+    oracle, bm25 = board["oracle"], board["bm25"]
+    headline = ["cite prec", "sect cov", "cite acc", "refusal", "flagged"]
+    assert [oracle[c] for c in headline] == ["1.000"] * 5
+    assert [oracle["factual"], oracle["complete"]] == ["—", "—"], "judge columns wait for the judges"
+    assert [oracle["rows"], oracle["errors"]] == [str(ROWS), "0"]
+    assert float(bm25["sect cov"]) < 1.0, "bm25 is a real baseline, not an oracle"
+    assert float(bm25["flagged"]) < 1.0, "bm25 never refuses: the refusal reading must show it"
+    result.stdout.fnmatch_lines(["*means over answerable rows; refusal, flagged: over false-premise rows*"])
     result.stdout.fnmatch_lines(["by question type:", "by domain:"])
     assert result.ret == 1
 
@@ -165,7 +169,7 @@ def test_a_system_that_crashes_makes_its_rows_error_not_fail(run, pytester):
     result = run("--researchqa-system=broken:answer", "-k", "lookup")
     result.assert_outcomes(errors=6)
     result.stdout.fnmatch_lines(["*system 'broken:answer' raised RuntimeError: index offline*"])
-    assert leaderboard(result)["broken:answer"][7] == "6"
+    assert leaderboard_table(result)["broken:answer"]["errors"] == "6"
 
 
 def test_bad_system_spec_is_a_usage_error(run):
@@ -218,7 +222,7 @@ def test_a_missing_paper_errors_its_rows_with_the_cause(run, pytester):
     result = run(option, "--researchqa-system=oracle")
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*paper 'ghost' not found: looked for ghost.pdf/.txt/.md in *papers*"])
-    assert leaderboard(result)["oracle"][7] == "1"
+    assert leaderboard_table(result)["oracle"]["errors"] == "1"
 
 
 def test_a_paper_id_that_escapes_the_papers_folder_is_refused(run, pytester):

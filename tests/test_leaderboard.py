@@ -1,0 +1,26 @@
+"""The leaderboard's ranking and scoping rules, on plain records."""
+
+from __future__ import annotations
+
+from pytest_researchqa.leaderboard import leaderboard_rows, summarize
+
+
+def record(system: str, question_type: str = "lookup", **metrics) -> dict:
+    return {"system": system, "row_id": f"{system}-{question_type}", "paper_id": "p", "question_type": question_type,
+            "domain": "d", "metrics": metrics, "error": None, "defect": None, "latency_s": None}
+
+
+def test_a_system_that_never_cites_cannot_outrank_one_that_cites_a_few_altered_quotes():
+    silent = [record("silent", section_coverage=0.0, citation_precision=None, citation_accuracy=None),
+              record("silent", "adversarial", refusal_correctness=1.0, premise_flagged=0.0)]
+    citing = [record("citing", section_coverage=0.5, citation_precision=0.4, citation_accuracy=0.6),
+              record("citing", "adversarial", refusal_correctness=0.0, premise_flagged=1.0)]
+    assert [s.system for s in leaderboard_rows(silent + citing)] == ["citing", "silent"]
+
+
+def test_the_answerable_means_leave_false_premise_rows_out():
+    records = [record("s", section_coverage=1.0, citation_precision=1.0, citation_accuracy=1.0),
+               record("s", "adversarial", refusal_correctness=1.0, premise_flagged=1.0)]
+    means = summarize("s", records).means
+    assert means == {"citation_precision": 1.0, "section_coverage": 1.0, "citation_accuracy": 1.0,
+                     "refusal_correctness": 1.0, "premise_flagged": 1.0}
