@@ -27,6 +27,8 @@ _EXPORTS = {
     "Paper": "papers",
     "PaperUnavailable": "papers",
     "load_dataset": "loaders",
+    "Recorder": "records",
+    "RowRecord": "records",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -38,6 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .loaders import load_dataset
     from .matcher import CitationMatch, MatchIndex, match_citation
     from .papers import Paper, PaperUnavailable
+    from .records import Recorder, RowRecord
     from .rows import Row, SectionEvidence
 
 

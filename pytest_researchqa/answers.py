@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 # Phrases that mark an answer as declining the question's premise.
 _REFUSAL = re.compile(
@@ -38,25 +38,18 @@ class Answer:
     read from the text (see :func:`looks_like_refusal`). ``cites`` is False for
     answers given without a citation contract (baseline mode): their citation
     metrics are "—", not zero. ``meta`` carries what the system measured
-    (latency, tokens, cost, cache hit). ``recorder`` is set by the
-    ``researchqa_answer`` fixture so assertions can record metric values for
-    the leaderboard; answers built by hand simply record nothing.
+    (latency, tokens, cost, cache hit).
     """
 
     text: str
     citations: list[str] = field(default_factory=list)
     refused: Optional[bool] = None
     cites: bool = True
-    meta: dict = field(default_factory=dict, repr=False, compare=False)
-    recorder: Optional[Callable[[str, Optional[float]], None]] = field(default=None, repr=False, compare=False)
+    meta: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def is_refusal(self) -> bool:
         return self.refused if self.refused is not None else looks_like_refusal(self.text)
-
-    def record(self, metric: str, value: Optional[float]) -> None:
-        if self.recorder is not None:
-            self.recorder(metric, value)
 
 
 def looks_like_refusal(text: str) -> bool:

@@ -1,18 +1,20 @@
 """Assertions that record metric values and explain every failure.
 
-Each assertion records its metric on the answer (for the leaderboard) before
-it decides, so a failing row still counts with its real score. A passing
-assertion does no more than the metric needs; the nearest-passage search and
-message building run only when it fails.
+Each assertion records its metric (for the leaderboard) before it decides,
+so a failing row still counts with its real score: into the recorder passed
+as ``recorder=``, else, inside a researchqa test, the row's own recorder (see
+:mod:`records`). A passing assertion does no more than the metric needs; the
+nearest-passage search and message building run only when it fails.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from . import metrics
 from .answers import Answer
 from .matcher import match_index
+from .records import Recorder, current_recorder
 from .rows import Row
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,7 +37,21 @@ def _fmt(value: Optional[float]) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
-def cited_verbatim(answer: Answer, paper: PaperLike, *, min_accuracy: float = 1.0) -> Optional[float]:
+def _record(recorder: Optional[Recorder], metric: str, value: Optional[float]) -> None:
+    """Record a metric into the explicit recorder, else the running researchqa test's, else nowhere."""
+    target = current_recorder(recorder)
+    if target is not None:
+        target.metric(metric, value)
+
+
+def _record_nested(recorder: Optional[Recorder], kind: str, value: Any) -> None:
+    target = current_recorder(recorder)
+    if target is not None:
+        getattr(target, kind)(value)
+
+
+def cited_verbatim(answer: Answer, paper: PaperLike, *, min_accuracy: float = 1.0,
+                   recorder: Optional[Recorder] = None) -> Optional[float]:
     """Every citation (or ``min_accuracy`` of them) must be grounded in the paper.
 
     Records ``citation_accuracy``; returns it (None when nothing checkable is
@@ -45,7 +61,7 @@ def cited_verbatim(answer: Answer, paper: PaperLike, *, min_accuracy: float = 1.
     index = match_index(paper)
     matches = metrics.match_citations(answer, index)
     accuracy = metrics.citation_accuracy(matches)
-    answer.record("citation_accuracy", accuracy)
+    _record(recorder, "citation_accuracy", accuracy)
     if accuracy is None or accuracy >= min_accuracy:
         return accuracy
     counted = metrics.evidence(matches)
@@ -66,6 +82,7 @@ def covers_sections(
     paper: PaperLike | None = None,
     *,
     min_coverage: float = 1.0,
+    recorder: Optional[Recorder] = None,
 ) -> Optional[float]:
     """The citations must reach every expected section (AND), any alternative (OR).
 
@@ -77,14 +94,12 @@ def covers_sections(
     __tracebackhide__ = True
     if metrics.expects_refusal(row):
         # A false-premise row is graded by refusal; its listed refutation passages are examples.
-        answer.record("section_coverage", None)
-        answer.record("citation_precision", None)
         return None
     index = match_index(paper) if paper is not None else None
     report = metrics.section_report(answer.citations, row, index)
     coverage = report.section_coverage
-    answer.record("section_coverage", coverage)
-    answer.record("citation_precision", report.citation_precision)
+    _record(recorder, "section_coverage", coverage)
+    _record(recorder, "citation_precision", report.citation_precision)
     if coverage is None or coverage >= min_coverage:
         return coverage
     sections = row.expected_references
@@ -111,7 +126,8 @@ def covers_sections(
     raise AssertionError("\n".join(lines))
 
 
-def grounded_refusal(answer: Answer, row: Row, paper: PaperLike) -> Optional[float]:
+def grounded_refusal(answer: Answer, row: Row, paper: PaperLike, *,
+                     recorder: Optional[Recorder] = None) -> Optional[float]:
     """On a false-premise row, the answer may refuse or refute, but never with invented evidence.
 
     Records ``refusal_correctness`` (None on rows that are not graded by refusal:
@@ -121,7 +137,7 @@ def grounded_refusal(answer: Answer, row: Row, paper: PaperLike) -> Optional[flo
     index = match_index(paper)
     matches = metrics.match_citations(answer, index)
     score = metrics.refusal_correctness(row, matches)
-    answer.record("refusal_correctness", score)
+    _record(recorder, "refusal_correctness", score)
     if score is None or score >= 1.0:
         return score
     stance = "refused" if answer.is_refusal else "did not refuse"
@@ -135,7 +151,7 @@ def grounded_refusal(answer: Answer, row: Row, paper: PaperLike) -> Optional[flo
     raise AssertionError("\n".join(lines))
 
 
-def flags_premise(answer: Answer, row: Row) -> Optional[float]:
+def flags_premise(answer: Answer, row: Row, *, recorder: Optional[Recorder] = None) -> Optional[float]:
     """On a false-premise row, the answer must refuse or correct the premise.
 
     Records ``premise_flagged`` (None on rows that are not graded by refusal).
@@ -144,7 +160,7 @@ def flags_premise(answer: Answer, row: Row) -> Optional[float]:
     """
     __tracebackhide__ = True
     score = metrics.premise_flagged(row, answer)
-    answer.record("premise_flagged", score)
+    _record(recorder, "premise_flagged", score)
     if score is None or score >= 1.0:
         return score
     lines = [f"premise not flagged: the answer neither refused nor corrected the question's false premise"]
@@ -154,7 +170,8 @@ def flags_premise(answer: Answer, row: Row) -> Optional[float]:
     raise AssertionError("\n".join(lines))
 
 
-def judged(answer: Answer, row: Row, judges, *, minimum: Optional[dict] = None) -> dict:
+def judged(answer: Answer, row: Row, judges: Any, *, minimum: Optional[dict[str, float]] = None,
+           recorder: Optional[Recorder] = None) -> dict[str, Any]:
     """Have every judge score the answer; record the scores and their consensus.
 
     A judge whose verdict never parses is recorded as an error for this row
@@ -165,7 +182,7 @@ def judged(answer: Answer, row: Row, judges, *, minimum: Optional[dict] = None) 
     from .llm.judges import judge_all
 
     result = judge_all(judges, row, answer)
-    answer.record("judge", result)
+    _record_nested(recorder, "judge", result)
     if minimum:
         low = {d: v for d, v in minimum.items()
                if result["consensus"].get(d) is not None and result["consensus"][d] < v}
@@ -175,7 +192,7 @@ def judged(answer: Answer, row: Row, judges, *, minimum: Optional[dict] = None) 
     return result
 
 
-def check_answer(answer: Answer, row: Row, paper: PaperLike) -> None:
+def check_answer(answer: Answer, row: Row, paper: PaperLike, *, recorder: Optional[Recorder] = None) -> None:
     """Run every deterministic assertion, record all metrics, then fail once with every reason.
 
     Answerable rows are graded on citation accuracy, section coverage and precision;
@@ -187,15 +204,17 @@ def check_answer(answer: Answer, row: Row, paper: PaperLike) -> None:
     if not answer.cites:
         return
     index = match_index(paper)
-    answer.record("citations", [
+    _record_nested(recorder, "citations", [
         {"verdict": found.verdict, "grounded": found.grounded, "pages": found.pages}
         for found in metrics.match_citations(answer, index)
     ])
     checks: list[Callable[[], object]]
     if metrics.expects_refusal(row):
-        checks = [lambda: grounded_refusal(answer, row, index), lambda: flags_premise(answer, row)]
+        checks = [lambda: grounded_refusal(answer, row, index, recorder=recorder),
+                  lambda: flags_premise(answer, row, recorder=recorder)]
     else:
-        checks = [lambda: cited_verbatim(answer, index), lambda: covers_sections(answer, row, index)]
+        checks = [lambda: cited_verbatim(answer, index, recorder=recorder),
+                  lambda: covers_sections(answer, row, index, recorder=recorder)]
     failures = []
     for check in checks:
         try:

@@ -8,11 +8,12 @@ it) is parametrized over the dataset; asking for ``researchqa_answer`` or
 from __future__ import annotations
 
 import time
+from typing import NoReturn
 
 import pytest
 
-from .names import METRICS
-from .state import RECORD, RUN_STATE, Case
+from .records import USAGE_FIELDS, Recorder, Usage
+from .state import RECORD, RECORDER, RUN_STATE, Case
 
 
 @pytest.fixture
@@ -23,17 +24,20 @@ def researchqa_case(request: pytest.FixtureRequest) -> Case:
         pytest.fail("researchqa_case is set by the plugin's parametrization; request researchqa_row instead",
                     pytrace=False)
     state = request.config.stash[RUN_STATE]
-    record = {"system": case.system, "metrics": {}, "error": None, "defect": None, "latency_s": None}
-    if case.kind == "row":
-        row = state.dataset.rows[case.position]
-        record.update(row_id=row.row_id, paper_id=row.paper_id, question_type=row.question_type,
-                      domain=row.domain)
+    record = state.new_record(case)
     request.node.stash[RECORD] = record
+    request.node.stash[RECORDER] = state.recorder(record)
     return case
 
 
-def _error(request: pytest.FixtureRequest, message: str):
-    request.node.stash[RECORD]["error"] = message
+@pytest.fixture
+def researchqa_recorder(request: pytest.FixtureRequest, researchqa_case: Case) -> Recorder:
+    """This row's recorder; assertions find it on their own inside a researchqa test."""
+    return request.node.stash[RECORDER]
+
+
+def _error(request: pytest.FixtureRequest, message: str) -> NoReturn:
+    request.node.stash[RECORD].error = message
     pytest.fail(message, pytrace=False)
 
 
@@ -43,8 +47,7 @@ def researchqa_row(request: pytest.FixtureRequest, researchqa_case: Case):
     state = request.config.stash[RUN_STATE]
     if researchqa_case.kind == "problem":
         problem = state.dataset.problems[researchqa_case.position]
-        request.node.stash[RECORD].update(row_id=problem.row_id or problem.location, paper_id=None,
-                                          question_type=None, domain=None)
+        request.node.stash[RECORD].row_id = problem.row_id or problem.location
         _error(request, f"invalid row: {problem}")
     return state.dataset.rows[researchqa_case.position]
 
@@ -66,13 +69,13 @@ def researchqa_paper(request: pytest.FixtureRequest, researchqa_row):
     except PaperUnavailable as error:
         _error(request, str(error))
     check = check_expected_passages(researchqa_row, paper.match_index)
-    record["expected_found"], record["expected_total"] = check.counts
+    record.expected_found, record.expected_total = check.counts
     missing = check.missing_sections
     if missing:
         reason = (f"dataset defect: no expected passage of section(s) {', '.join(map(repr, missing))} "
                   f"is in the text of paper {researchqa_row.paper_id!r}")
         if state.settings.defect_policy == "xfail":
-            record["defect"] = reason
+            record.defect = reason
             pytest.xfail(reason)
     return paper
 
@@ -96,21 +99,10 @@ def researchqa_answer(request: pytest.FixtureRequest, researchqa_row, researchqa
         answer = researchqa_system.answer(researchqa_row, researchqa_paper)
     except Exception as error:  # a crashing system is an error, not a wrong answer
         _error(request, f"system {researchqa_system.name!r} raised {type(error).__name__}: {error}")
-    record["latency_s"] = time.perf_counter() - started
     # A model system measures latency around the model call itself, and knows tokens and cost.
-    for field in ("latency_s", "cost_usd", "prompt_tokens", "completion_tokens", "cached", "context", "prompt_sha"):
-        if field in answer.meta:
-            record[field] = answer.meta[field]
-    if not answer.cites:
-        record["baseline"] = True
-
-    def recorder(metric: str, value):
-        if metric in METRICS:
-            record["metrics"][metric] = value
-        else:
-            record[metric] = value  # nested results (judge verdicts, citation verdicts), not a metric
-
-    answer.recorder = recorder
+    measured = {k: v for k, v in answer.meta.items() if k in USAGE_FIELDS and v is not None}
+    record.usage = Usage(**{"latency_s": time.perf_counter() - started, **measured})
+    record.baseline = not answer.cites
     return answer
 
 
@@ -120,7 +112,7 @@ def researchqa_judge(request: pytest.FixtureRequest, researchqa_case: Case):
     state = request.config.stash[RUN_STATE]
     if not state.settings.judges or researchqa_case.system is None:
         return None
-    return state.judges_for(researchqa_case.system)
+    return state.services.judges_for(researchqa_case.system)
 
 
 @pytest.fixture(scope="session")

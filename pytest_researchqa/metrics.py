@@ -29,7 +29,6 @@ from typing import Optional, Sequence
 
 from .answers import Answer, flags_false_premise
 from .matcher import CitationMatch, MatchIndex
-from .names import METRICS  # noqa: F401  (the metrics this module defines)
 from .rows import Row
 from .textkey import text_key
 

@@ -1,30 +1,42 @@
 """pytest-researchqa's hooks: thin, each delegating to a small module.
 
+Where a row goes: ``state`` decides the cases and ``families`` names them;
+``fixtures`` load the row (``loaders``), its paper (``papers``) and the
+system's answer (``systems``, ``llm``); assertions grade it (``assertions``,
+``metrics``, ``matcher``) into the item's record (``records``); the record
+rides the test report to the controller, where ``session`` aggregates,
+``reporting`` renders and gates decide the exit status.
+
 Importing this module costs nothing beyond pytest: datasets, papers, the
 matcher and the systems are imported only when a run uses them.
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
+from typing import Any, Generator, Optional
 
 import pytest
 
-from . import leaderboard
 from .fixtures import (  # noqa: F401  (fixtures are found as attributes of the plugin)
     researchqa_answer,
     researchqa_case,
     researchqa_dataset,
     researchqa_judge,
     researchqa_paper,
+    researchqa_recorder,
     researchqa_row,
     researchqa_system,
 )
-from .options import QUESTION_TYPE_NAMES, add_options, read_settings
-from .state import RECORD, RUN_STATE, Case, RunState
+from .options import add_options, read_settings
+from .records import RowRecord, recording_into
+from .reporting import terminal
+from .session import Selection
+from .state import RECORD, RECORDER, RUN_STATE, RunState, case_of, run_state
+from .xdist_compat import ControllerHooks, is_worker, upcoming_items
 
 PROTOCOL_NODEID = "researchqa"
+_WORKER_SELECTION = "researchqa_selection"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -32,18 +44,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for question_type in QUESTION_TYPE_NAMES:
-        config.addinivalue_line("markers", f"{question_type}: researchqa rows of question type {question_type}")
     settings = read_settings(config)
+    state = RunState(settings)
+    for question_type in state.family.question_types:
+        config.addinivalue_line("markers", f"{question_type}: researchqa rows of question type {question_type}")
     if settings.models:
         # litellm's own types make pydantic warn as they load; nothing a user can act on.
         config.addinivalue_line("filterwarnings", "ignore:.*using the .ReadOnly. qualifier:UserWarning")
-    state = RunState(config, settings)
     config.stash[RUN_STATE] = state
-    run_hooks = RunHooks(state)
+    run_hooks = RunHooks(state, config)
     config.pluginmanager.register(run_hooks, "researchqa-run")
-    if config.pluginmanager.hasplugin("xdist") and settings.models:
-        config.pluginmanager.register(XdistControllerHooks(run_hooks), "researchqa-xdist")
+    if config.pluginmanager.hasplugin("xdist") and not is_worker(config):
+        config.pluginmanager.register(ControllerHooks(run_hooks.node_collected, run_hooks.node_down),
+                                      "researchqa-xdist")
     if settings.active:
         if settings.dataset is not None and not settings.dataset.is_file():
             raise pytest.UsageError(f"--researchqa-dataset: {settings.dataset} is not a file")
@@ -56,46 +69,43 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "researchqa_case" not in metafunc.fixturenames:
         return
-    state = metafunc.config.stash[RUN_STATE]
+    state = run_state(metafunc.config)
     with_systems = bool({"researchqa_answer", "researchqa_system"} & set(metafunc.fixturenames))
     metafunc.parametrize(
         "researchqa_case",
-        [
-            pytest.param(case, id=case_id, marks=[getattr(pytest.mark, m) for m in marks])
-            for case, case_id, marks in state.cases(with_systems)
-        ],
+        [pytest.param(case, id=case_id, marks=[getattr(pytest.mark, m) for m in marks])
+         for case, case_id, marks in state.cases(with_systems)],
         indirect=True,
     )
 
 
-class _ProtocolModule(pytest.Module):
-    """The built-in protocol test module, imported by name rather than by path."""
-
-    def _getobj(self):
-        return importlib.import_module("pytest_researchqa.protocol")
-
-
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
-    """Add the protocol test when asked to run rows and no collected test does; set keywords."""
-    state = config.stash[RUN_STATE]
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Add the built-in test when the benchmark is asked for and no collected test runs rows; set keywords."""
+    state = run_state(config)
     uses_rows = any("researchqa_case" in getattr(item, "fixturenames", ()) for item in items)
-    if state.settings.active and not uses_rows:
-        items.extend(_collect_protocol(session))
+    if state.settings.requested and not uses_rows:
+        items.extend(_collect_protocol(session, state))
+    generated = 0
     for item in items:
-        case = getattr(getattr(item, "callspec", None), "params", {}).get("researchqa_case")
-        if isinstance(case, Case) and case.kind == "row":
-            row = state.dataset.rows[case.position]
-            words = {row.paper_id, row.row_id, row.domain, row.domain.replace(" ", "_")}
-            item.extra_keyword_matches.update(w for w in words if w)
-            if case.system:
-                item.extra_keyword_matches.add(case.system)
+        case = case_of(item)
+        if case is not None:
+            generated += case.kind == "row"
+            item.extra_keyword_matches.update(state.case_keywords(case))
+    config.stash[_GENERATED] = generated
 
 
-def _collect_protocol(session: pytest.Session) -> list:
-    from . import protocol
+def _collect_protocol(session: pytest.Session, state: RunState) -> list[pytest.Item]:
+    """The family's default test module, collected through pytest's own Module node.
 
-    module = _ProtocolModule.from_parent(session, path=Path(protocol.__file__), nodeid=PROTOCOL_NODEID)
+    Its node id is ``researchqa`` (``researchqa::test_question[bm25-lookup-<row_id>]``); its
+    collect report goes through the public hooks so terminal counts and xdist agree.
+    """
+    import importlib
+
+    module_file = importlib.import_module(state.family.protocol_module).__file__
+    assert module_file is not None
+    module = pytest.Module.from_parent(session, path=Path(module_file), nodeid=PROTOCOL_NODEID)
     collected = [node for node in module.collect() if isinstance(node, pytest.Item)]
     session.ihook.pytest_collectreport(report=pytest.CollectReport(module.nodeid, "passed", None, collected))
     for item in collected:
@@ -104,163 +114,184 @@ def _collect_protocol(session: pytest.Session) -> list:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    """Assertions inside a researchqa test record into the row's own recorder."""
+    recorder = item.stash.get(RECORDER, None)
+    if recorder is None:
+        return (yield)
+    with recording_into(recorder):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     """Carry the row's record on its report: plain data, so it crosses xdist."""
     report = yield
-    record = item.stash.get(RECORD, None)
+    record: Optional[RowRecord] = item.stash.get(RECORD, None)
     if record is None:
         return report
     if call.when == "call" or (call.when == "setup" and report.outcome != "passed"):
-        if call.when == "call" and call.excinfo is not None and not record.get("error"):
+        if call.when == "call" and call.excinfo is not None and not record.error:
             if not call.excinfo.errisinstance((AssertionError, pytest.xfail.Exception, pytest.skip.Exception)):
-                record["error"] = f"{call.excinfo.typename}: {call.excinfo.value}"
-        report.researchqa = dict(record, metrics=dict(record["metrics"]), nodeid=item.nodeid)
-        judge_errors = [f"{name}: {scores['error']}" for name, scores in
-                        ((record.get("judge") or {}).get("by_judge") or {}).items() if "error" in scores]
-        if judge_errors:
-            report.sections.append(("researchqa judge errors", "\n".join(judge_errors)))
-            report.user_properties.append(("researchqa_judge_errors", "; ".join(judge_errors)))
+                record.error = f"{call.excinfo.typename}: {call.excinfo.value}"
+        record.nodeid = item.nodeid
+        report.researchqa = record.to_plain()  # type: ignore[attr-defined]
+        failures = record.judge_failures
+        if failures:
+            report.sections.append(("researchqa judge errors", "\n".join(failures)))
+            report.user_properties.append(("researchqa_judge_errors", "; ".join(failures)))
     return report
+
+
+_GENERATED = pytest.StashKey[int]()
 
 
 class RunHooks:
     """Hooks that need the run's state; registered per config, so no module globals."""
 
-    def __init__(self, state: RunState) -> None:
+    def __init__(self, state: RunState, config: pytest.Config) -> None:
         self.state = state
-        self.progress = None
+        self.config = config
+        self.progress: Optional[Any] = None
+        self.selected: Optional[int] = None
+        self.generated: Optional[int] = None
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Collect records on the process that prints (the controller under xdist)."""
-        record = getattr(report, "researchqa", None)
-        if record is not None:
-            self.state.records.append(record)
-            if self.progress is not None:
-                self.progress.row_done(record)
-        elif report.failed:
-            self.state.foreign_failures += 1
-
+    # -- collection ----------------------------------------------------------------------
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """Put every selected row's model call in flight now; each test then waits for its own."""
-        if not self.state.settings.models or session.config.option.collectonly:
+        """Count the selected rows; put every selected model row's call in flight now."""
+        row_items = [i for i in session.items if (c := case_of(i)) is not None and c.kind == "row"]
+        self.selected = len(row_items)
+        self.generated = self.config.stash.get(_GENERATED, self.selected)
+        settings = self.state.settings
+        if settings.requested and self.selected == 0 and not session.config.option.collectonly:
+            if self.generated == 0:
+                raise pytest.UsageError(f"researchqa: the dataset {self.state.dataset_path} has no rows to run")
+            raise pytest.UsageError(f"researchqa: no row of {self.state.dataset_path} matches the selection "
+                                    f"({self._selection().slice_description or 'deselected'})")
+        if not settings.models or session.config.option.collectonly:
             return  # --collect-only must never spend money
-        from .llm.progress import Progress
-
-        items = [i for i in session.items if _model_case(i, self.state) is not None]
-        if not hasattr(session.config, "workerinput"):
-            self.progress = Progress(session.config, total=len(items))
-        if _xdist_queue(session.config) is None and not hasattr(session.config, "workerinput"):
-            _prefetch(self.state, items)
+        model_items = [i for i in row_items if self.state.services.is_model(case_of(i).system)]  # type: ignore[union-attr]
+        if not is_worker(self.config):
+            self.progress = self._new_progress(len(model_items))
+            _prefetch(self.state, model_items)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> None:
         """Under xdist, a worker learns its rows as they are handed over: start their calls then."""
-        if not self.state.settings.models:
-            return
-        queue = _xdist_queue(item.config)
-        if queue is not None:
-            with queue.lock() as pending:
-                upcoming = [item.session.items[i] for i in pending if isinstance(i, int)]
-            _prefetch(self.state, [item, *upcoming])
+        if self.state.settings.models and is_worker(item.config):
+            _prefetch(self.state, [item, *upcoming_items(item)])
+
+    # -- xdist controller ----------------------------------------------------------------
+    def node_collected(self, ids: list[str]) -> None:
+        if self.progress is None and self.state.settings.models:
+            total = sum(1 for nodeid in ids if any(f"[{model}-" in nodeid for model in self.state.settings.models))
+            self.progress = self._new_progress(total)
+
+    def node_down(self, workeroutput: dict[str, Any]) -> None:
+        counts = workeroutput.get(_WORKER_SELECTION)
+        if counts:  # every worker collects the same items: any one's counts will do
+            self.generated, self.selected = counts
+
+    def _new_progress(self, total: int) -> Any:
+        from .reporting.progress import Progress
+
+        return Progress(self.config.pluginmanager.get_plugin("terminalreporter"), total)
+
+    # -- results -------------------------------------------------------------------------
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Collect records on the process that prints (the controller under xdist)."""
+        plain = getattr(report, "researchqa", None)
+        if plain is not None:
+            record = RowRecord.from_plain(plain)
+            self.state.session.add(record)
+            if self.progress is not None:
+                self.progress.row_done(record)
+        elif report.failed:
+            self.state.session.foreign_failures += 1
+
+    def _selection(self) -> Selection:
+        option = self.config.option
+        rerun = None
+        if self.generated is not None and self.selected is not None and self.selected < self.generated:
+            if getattr(option, "lf", False):
+                rerun = "--lf"
+            elif getattr(option, "stepwise", False):
+                rerun = "--sw"
+        return Selection(rows=self.selected, keyword=getattr(option, "keyword", "") or "",
+                         markexpr=getattr(option, "markexpr", "") or "", sample=self.state.settings.sample,
+                         rerun_subset=rerun)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """With gates, the gates decide the exit status (see docs/gating.md)."""
+        """With gates, the run's outcome decides the exit status (see docs/gating.md)."""
         state = self.state
         state.close()
-        if not state.settings.gates or hasattr(session.config, "workerinput"):
+        if is_worker(self.config):
+            self.config.workeroutput[_WORKER_SELECTION] = (self.generated, self.selected)  # type: ignore[attr-defined]
             return
-        if exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        state.session.selection = self._selection()
+        state.session.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        outcome = state.session.outcome()
+        if outcome.passed is None or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             return
-        ok = _gates_hold(state)
-        session.exitstatus = pytest.ExitCode.OK if ok else pytest.ExitCode.TESTS_FAILED
+        session.exitstatus = pytest.ExitCode.OK if outcome.passed else pytest.ExitCode.TESTS_FAILED
 
-    def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         state = self.state
-        if not state.records or hasattr(config, "workerinput"):
+        if not state.session.records or is_worker(config):
             return
+        outcome = state.session.outcome()
         write = terminalreporter.write_line
         if state.settings.audit:
             terminalreporter.write_sep("=", "researchqa dataset audit")
-            for line in leaderboard.render_audit(state.records).splitlines():
+            for line in terminal.audit(outcome.records).splitlines():
                 write(line)
+            for note in outcome.gate_notes:
+                write(note, yellow=True)
             return
         if self.progress is not None:
             self.progress.finish(terminalreporter)
         terminalreporter.write_sep("=", "researchqa leaderboard")
-        for line in leaderboard.render(state.records).splitlines():
+        for line in terminal.leaderboard(outcome.records, state.family).splitlines():
             write(line)
-        guards = leaderboard.render_guards(state.records)
-        if guards:
+        write(outcome.coverage_line)
+        if outcome.guards:
             terminalreporter.write_sep("-", "researchqa judge guards")
-            for line in guards:
-                write(line, yellow=line.startswith(("warning", "saturation", "contradiction")))
-        if state.settings.gates:
+            for guard in outcome.guards:
+                write(guard.message, yellow=guard.severity == "warning")
+        if outcome.gated:
             terminalreporter.write_sep("-", "researchqa gates")
-            for result in leaderboard.evaluate_gates(state.settings.gates, state.records):
+            for result in outcome.gates:
                 write(result.describe(), red=not result.passed, green=result.passed)
-            errors = sum(1 for r in state.records if r.get("error"))
-            if errors:
-                write(f"{errors} row(s) errored: the gates cannot pass while rows error", red=True)
-            if state.foreign_failures:
-                write(f"{state.foreign_failures} other test(s) failed: the gates do not excuse them", red=True)
+            for reason in outcome.partial_reasons:
+                write(f"{reason}; the gates do not pass a partial run (--researchqa-allow-partial to allow)",
+                      red=True)
+            if outcome.errors:
+                write(f"{outcome.errors} row(s) errored: the gates cannot pass while rows error", red=True)
+            if outcome.foreign_failures:
+                write(f"{outcome.foreign_failures} other test(s) failed: the gates do not excuse them", red=True)
+        for note in outcome.gate_notes:
+            write(note, yellow=True)
 
 
-class XdistControllerHooks:
-    """Hooks that exist only under xdist: the controller learns the collection from a worker."""
-
-    def __init__(self, run_hooks: RunHooks) -> None:
-        self.run_hooks = run_hooks
-
-    def pytest_xdist_node_collection_finished(self, node, ids: list[str]) -> None:
-        if self.run_hooks.progress is None:
-            from .llm.progress import Progress
-
-            models = self.run_hooks.state.settings.models
-            total = sum(1 for nodeid in ids if any(f"[{model}-" in nodeid for model in models))
-            self.run_hooks.progress = Progress(self.run_hooks.state.config, total=total)
-
-
-def _model_case(item: pytest.Item, state: RunState):
-    case = getattr(getattr(item, "callspec", None), "params", {}).get("researchqa_case")
-    if isinstance(case, Case) and case.kind == "row" and case.system in state.settings.models:
-        return case
-    return None
-
-
-def _prefetch(state: RunState, items: list) -> None:
+def _prefetch(state: RunState, items: list[pytest.Item]) -> None:
+    """Submit the model calls (and, chained on each answer, the judge calls) of these rows."""
     from .papers import PaperUnavailable
 
     for item in items:
-        case = _model_case(item, state)
-        if case is None:
+        case = case_of(item)
+        if case is None or case.kind != "row" or not state.services.is_model(case.system):
             continue
+        assert case.system is not None
         row = state.dataset.rows[case.position]
         try:
             paper = state.papers.get(row.paper_id, row.paper_s3_url)
         except PaperUnavailable:
             continue  # the row's own setup reports it
-        system = state.system(case.system)
+        system: Any = state.services.system(case.system)
         system.prefetch(row, paper)
         if state.settings.judges:
             # Judge each answer the moment it arrives; the row's test then finds the verdict in flight.
-            panel = state.judges_for(case.system)
+            panel = state.services.judges_for(case.system)
             system.when_answered(row, paper, lambda answer, row=row, panel=panel: [
                 judge.submit(row, answer) for judge in panel])
-
-
-def _xdist_queue(config: pytest.Config):
-    """The xdist worker's queue of assigned items (an internal; None when absent or changed)."""
-    if not hasattr(config, "workerinput"):
-        return None
-    for plugin in config.pluginmanager.get_plugins():
-        queue = getattr(plugin, "torun", None)
-        if queue is not None and hasattr(queue, "lock"):
-            return queue
-    return None
-
-
-def _gates_hold(state: RunState) -> bool:
-    results = leaderboard.evaluate_gates(state.settings.gates, state.records)
-    errors = sum(1 for r in state.records if r.get("error"))
-    return bool(results) and all(r.passed for r in results) and errors == 0 and state.foreign_failures == 0

@@ -11,7 +11,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .names import QUESTION_TYPES  # noqa: F401  (re-exported next to the Literal it mirrors)
+from .families.citation import QUESTION_TYPES  # noqa: F401  (re-exported next to the Literal it mirrors)
 
 QuestionType = Literal["lookup", "comprehension", "multi_hop", "adversarial"]
 METADATA_FIELDS: tuple[str, ...] = (

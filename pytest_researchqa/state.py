@@ -1,20 +1,27 @@
-"""The run's state, kept in ``config.stash``: settings, dataset, papers, systems, records.
+"""The run's state, kept in ``config.stash``: what to run, and the objects that run it.
 
+``RunState`` knows the settings, the benchmark family, the dataset and its
+papers, and which cases (row x system) to parametrize; it holds the run's
+:class:`~pytest_researchqa.services.Services` (systems and judges) and its
+:class:`~pytest_researchqa.session.ResearchSession` (records and outcome).
 Heavy modules (pydantic through the loaders, pypdf, rank_bm25) are imported
-here lazily, on first use, never at plugin import.
+lazily, on first use, never at plugin import.
 """
 
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import pytest
 
+from .families import Family
 from .options import Settings
+from .records import Recorder, RowRecord
+from .services import Services
+from .session import ResearchSession
 
 if TYPE_CHECKING:  # pragma: no cover
     from .loaders import Dataset
@@ -32,14 +39,12 @@ class Case:
 
 
 class RunState:
-    def __init__(self, config: pytest.Config, settings: Settings) -> None:
-        self.config = config
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.records: list[dict] = []
-        self.foreign_failures = 0
-        self._systems: dict[str, "System"] = {}
-        self._runner = None
-        self._judges: dict = {}
+        self.family: Family = settings.benchmark_family
+        self.services = Services(settings)
+        self.session = ResearchSession(
+            self.family, settings.gates, allow_partial=settings.allow_partial, gates_apply=not settings.audit)
 
     @property
     def dataset_path(self) -> Path:
@@ -51,12 +56,13 @@ class RunState:
 
     @functools.cached_property
     def dataset(self) -> "Dataset":
-        from .loaders import DatasetError, load_dataset
+        from .loaders import DatasetError
 
         try:
-            return load_dataset(self.dataset_path)
+            dataset: "Dataset" = self.family.load(self.dataset_path)
         except DatasetError as error:
             raise pytest.UsageError(f"researchqa: {error}") from None
+        return dataset
 
     @functools.cached_property
     def papers(self) -> "PaperStore":
@@ -71,71 +77,13 @@ class RunState:
         )
 
     def system(self, name: str) -> "System":
-        if name not in self._systems and name in self.settings.models:
-            self._systems[name] = self._model_system(name)
-        if name not in self._systems:
-            from .systems import SystemSpecError, load_system
+        """The named system; a bad spec is a usage error."""
+        from .systems import SystemSpecError
 
-            try:
-                self._systems[name] = load_system(name)
-            except SystemSpecError as error:
-                raise pytest.UsageError(f"researchqa: {error}") from None
-        return self._systems[name]
-
-    def _model_system(self, name: str):
-        from .llm.cache import AnswerCache
-        from .llm.engine import ModelRunner
-        from .llm.system import LlmSystem, ModelSpec
-        from .papers import default_cache_dir
-
-        settings = self.settings
-        if self._runner is None:
-            self._runner = ModelRunner(settings.concurrency, settings.rows_per_minute)
-        return LlmSystem(
-            ModelSpec(name, dict(settings.model_params.get(name, {}))),
-            self._runner,
-            AnswerCache(settings.cache_dir or default_cache_dir()),
-            baseline=settings.baseline,
-            refresh=settings.refresh,
-            timeout_s=settings.timeout_s,
-            retries=settings.retries,
-        )
-
-    def judges_for(self, system: str) -> list:
-        """The judges of one system's rows ('auto' resolved to another family than the system)."""
-        from .llm.judges import DEFAULT_POOL, model_family
-
-        names = []
-        for name in self.settings.judges:
-            if name == "auto":
-                family = model_family(system) if system in self.settings.models else None
-                pool = self.settings.judge_pool or DEFAULT_POOL
-                name = next((c for c in pool if model_family(c) != family), pool[0])
-            names.append(name)
-        from .llm.judges import JudgePanel
-
-        return JudgePanel([self._judge(name) for name in dict.fromkeys(names)], self.settings.judge_repeats)
-
-    def _judge(self, name: str):
-        if name not in self._judges:
-            from .llm.cache import AnswerCache
-            from .llm.engine import ModelRunner
-            from .llm.judges import LlmJudge
-            from .llm.system import ModelSpec
-            from .papers import default_cache_dir
-
-            settings = self.settings
-            if self._runner is None:
-                self._runner = ModelRunner(settings.concurrency, settings.rows_per_minute)
-            self._judges[name] = LlmJudge(
-                ModelSpec(name, dict(settings.model_params.get(name, {}))), self._runner,
-                AnswerCache(settings.cache_dir or default_cache_dir()), mode=settings.judge_mode,
-                timeout_s=settings.timeout_s, retries=settings.retries)
-        return self._judges[name]
-
-    def close(self) -> None:
-        if self._runner is not None:
-            self._runner.close()
+        try:
+            return self.services.system(name)
+        except SystemSpecError as error:
+            raise pytest.UsageError(f"researchqa: {error}") from None
 
     @functools.cached_property
     def row_positions(self) -> list[int]:
@@ -149,22 +97,53 @@ class RunState:
     def cases(self, with_systems: bool) -> list[tuple[Case, str, list[str]]]:
         """(case, id, marks) for every selected row, per system when asked."""
         dataset = self.dataset
-        systems: list[Optional[str]] = list(self.settings.all_systems) if with_systems and not self.settings.audit else [None]
+        systems: list[Optional[str]] = (
+            list(self.settings.all_systems) if with_systems and not self.settings.audit else [None])
         found = []
         for system in systems:
             for position in self.row_positions:
                 row = dataset.rows[position]
-                parts = [system, row.question_type, row.row_id] if system else [row.question_type, row.row_id]
-                found.append((Case("row", position, system), _id(parts), [row.question_type]))
+                found.append((Case("row", position, system), self.family.case_id(row, system), self.family.marks(row)))
         for position, problem in enumerate(dataset.problems):
             label = problem.row_id or problem.location
-            found.append((Case("problem", position, None), _id(["invalid", label]), []))
+            found.append((Case("problem", position, None), f"invalid-{label}".replace(" ", "_"), []))
         return found
 
+    def case_keywords(self, case: Case) -> set[str]:
+        if case.kind != "row":
+            return set()
+        words = self.family.keywords(self.dataset.rows[case.position])
+        if case.system:
+            words.add(case.system)
+        return words
 
-def _id(parts: list) -> str:
-    return "-".join(re.sub(r"\s+", "_", str(p)) for p in parts)
+    def new_record(self, case: Case) -> RowRecord:
+        record = RowRecord(row_id=None, system=case.system, family=self.family.name,
+                           model_system=self.services.is_model(case.system))
+        if case.kind == "row":
+            row = self.dataset.rows[case.position]
+            record.row_id, record.paper_id = row.row_id, row.paper_id
+            record.question_type, record.domain = row.question_type, row.domain
+        return record
+
+    def recorder(self, record: RowRecord) -> Recorder:
+        return Recorder(record, self.family.metric_names)
+
+    def close(self) -> None:
+        self.services.close()
 
 
 RUN_STATE = pytest.StashKey[RunState]()
-RECORD = pytest.StashKey[dict]()
+RECORD = pytest.StashKey[RowRecord]()
+RECORDER = pytest.StashKey[Recorder]()
+
+
+def run_state(config: pytest.Config) -> RunState:
+    return config.stash[RUN_STATE]
+
+
+def case_of(item: pytest.Item) -> Optional[Case]:
+    """The researchqa case an item was parametrized with, if any."""
+    callspec: Any = getattr(item, "callspec", None)
+    case = callspec.params.get("researchqa_case") if callspec is not None else None
+    return case if isinstance(case, Case) else None

@@ -74,7 +74,6 @@ def test_the_sample_runs_against_a_real_small_model(pytester, llama_server, tmp_
         f"--researchqa-model-param={model}:max_input_tokens=3500",
         "--researchqa-sample=4", "--researchqa-concurrency=1", "--researchqa-timeout=300",
         f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider",
-        "-o", "asyncio_default_fixture_loop_scope=function",
         timeout=900,
     )
     print("\n".join(line for line in result.stdout.lines if "raised" in line or line.startswith("|")))

@@ -87,8 +87,7 @@ def run(pytester, server, tmp_path, *args):
     models = [a.split("=", 1)[1] for a in args if a.startswith("--researchqa-model=")]
     params = [f"--researchqa-model-param={m}:{k}" for m in judges + models + ["openai/judge-alt"]
               for k in (f"api_base={server.url}", "api_key=t")]
-    return pytester.runpytest("-p", "no:cacheprovider", "-o", "asyncio_default_fixture_loop_scope=function",
-                              f"--researchqa-cache-dir={tmp_path}", *args, *params)
+    return pytester.runpytest("-p", "no:cacheprovider", f"--researchqa-cache-dir={tmp_path}", *args, *params)
 
 
 @pytest.fixture

@@ -154,8 +154,7 @@ def test_a_paper_longer_than_the_context_window_gets_the_best_bm25_passages(serv
 
 def run(pytester, server, *args, cache):
     return pytester.runpytest(
-        "-p", "no:cacheprovider", "-o", "asyncio_default_fixture_loop_scope=function",
-        f"--researchqa-cache-dir={cache}", *args,
+        "-p", "no:cacheprovider", f"--researchqa-cache-dir={cache}", *args,
         *(f"--researchqa-model-param={m}:api_base={server.url}" for m in ("openai/good", "openai/sloppy")),
         *(f"--researchqa-model-param={m}:api_key=test" for m in ("openai/good", "openai/sloppy")),
     )
@@ -169,12 +168,14 @@ def board(result) -> dict[str, list[str]]:
 def test_two_models_make_a_leaderboard_with_latency_cost_and_errors(pytester, server, tmp_path):
     result = run(pytester, server, "--researchqa-model=openai/good", "--researchqa-model=openai/sloppy",
                  "-k", "lookup or multi_hop", cache=tmp_path)
-    table = board(result)
+    table = leaderboard_table(result)
     assert set(table) == {"openai/good", "openai/sloppy"}
     good, sloppy = table["openai/good"], table["openai/sloppy"]
-    assert good[2] == "1.000" and float(sloppy[2]) < 1.0, "the sloppy model's changed numbers are caught"
-    assert good[-1] == "—", "unknown price is shown as unknown"
-    assert float(good[-2]) >= 0 and good[-3] == "0"
+    assert good["cite acc"] == "1.000" and float(sloppy["cite acc"]) < 1.0, "the sloppy model's changed numbers are caught"
+    assert good["cost $"] == "—", "unknown price is shown as unknown"
+    assert float(good["latency s"]) >= 0 and good["errors"] == "0"
+    prompt_tokens, completion_tokens = (int(n.replace(",", "")) for n in good["tokens in/out"].split("/"))
+    assert prompt_tokens > 0 and completion_tokens > 0, "tokens are shown, not only recorded"
     assert list(table) == ["openai/good", "openai/sloppy"], "sorted by the composite"
     result.stdout.fnmatch_lines(["researchqa: 24/24 model rows, 0 errors, 0 from cache, spend —*"])
 
@@ -195,8 +196,9 @@ def test_provider_errors_are_errors_not_zeros(pytester, server, tmp_path):
                  cache=tmp_path)
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(["*system 'openai/down' raised ProviderError: openai/down: failed after 2 attempts*"])
-    cells = board(result)["openai/down"]
-    assert cells[:4] == ["—", "—", "—", "—"] and cells[7] == "2"
+    cells = leaderboard_table(result)["openai/down"]
+    assert [cells[c] for c in ("cite prec", "sect cov", "cite acc", "refusal")] == ["—"] * 4
+    assert cells["errors"] == "2"
 
 
 def test_baseline_mode_shows_citation_metrics_as_dashes(pytester, server, tmp_path):
@@ -213,8 +215,7 @@ def test_a_run_killed_with_sigkill_resumes_without_repeating_a_call(tmp_path):
     import json
 
     with ScriptedLLM(latency_s=0.25) as slow:
-        args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-o",
-                "asyncio_default_fixture_loop_scope=function", "--researchqa-model=openai/good",
+        args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--researchqa-model=openai/good",
                 f"--researchqa-model-param=openai/good:api_base={slow.url}",
                 "--researchqa-model-param=openai/good:api_key=t", "--researchqa-concurrency=2",
                 f"--researchqa-cache-dir={tmp_path}"]
@@ -240,8 +241,7 @@ def test_a_run_killed_with_sigkill_resumes_without_repeating_a_call(tmp_path):
 def test_under_xdist_each_worker_pipelines_its_own_rows_without_duplicate_calls(pytester, tmp_path):
     with ScriptedLLM(latency_s=0.1) as slow:
         common = ("--researchqa-model=openai/good", f"--researchqa-model-param=openai/good:api_base={slow.url}",
-                  "--researchqa-model-param=openai/good:api_key=t", "-p", "no:cacheprovider",
-                  "-o", "asyncio_default_fixture_loop_scope=function")
+                  "--researchqa-model-param=openai/good:api_key=t", "-p", "no:cacheprovider")
         parallel = pytester.runpytest_subprocess(*common, f"--researchqa-cache-dir={tmp_path / 'a'}", "-n", "2")
         parallel_calls = slow.calls()
         serial = pytester.runpytest_subprocess(*common, f"--researchqa-cache-dir={tmp_path / 'b'}", "-p", "no:xdist")

@@ -6,7 +6,11 @@ import pytest
 
 from pytest_researchqa import Answer, Row, check_answer, cited_verbatim, covers_sections, grounded_refusal
 from pytest_researchqa.matcher import MatchIndex
+from collections.abc import Mapping
+
 from pytest_researchqa import metrics
+from pytest_researchqa.families.citation import CITATION
+from pytest_researchqa.records import Recorder, RowRecord, recording_into
 from pytest_researchqa.metrics import keys_overlap, section_report
 from pytest_researchqa.textkey import text_key
 
@@ -29,10 +33,40 @@ def row(question_type="multi_hop", sections=None, **extra) -> Row:
     return Row(row_id="r", paper_id="p", question_type=question_type, question="Q?", expected_references=sections, **extra)
 
 
-def recorded(answer: Answer) -> dict:
-    values = {}
-    answer.recorder = lambda metric, value: values.__setitem__(metric, value)
-    return values
+class RecordView(Mapping):
+    """What the assertions recorded into the test's current recorder: metrics, plus citation verdicts."""
+
+    def __init__(self, record: RowRecord) -> None:
+        self.record = record
+
+    def _values(self) -> dict:
+        values = dict(self.record.metrics)
+        if self.record.citations:
+            values["citations"] = self.record.citations
+        return values
+
+    def __getitem__(self, key):
+        return self._values()[key]
+
+    def __iter__(self):
+        return iter(self._values())
+
+    def __len__(self) -> int:
+        return len(self._values())
+
+
+@pytest.fixture(autouse=True)
+def current_record():
+    """Each test runs as a researchqa test would: with a row recorder made current."""
+    record = RowRecord(row_id="r")
+    with recording_into(Recorder(record, CITATION.metric_names)):
+        yield record
+
+
+def recorded(answer: Answer) -> RecordView:
+    from pytest_researchqa.records import current_recorder
+
+    return RecordView(current_recorder().record)
 
 
 def test_coverage_is_and_across_sections_or_within_alternatives():
@@ -97,7 +131,7 @@ def test_edge_cases_are_none_not_zero():
     answer = Answer("I cannot find this.", [])
     values = recorded(answer)
     assert cited_verbatim(answer, PAPER) is None
-    assert covers_sections(answer, row("adversarial", sections=[]), PAPER) is None
+    assert covers_sections(answer, row("comprehension", sections=[]), PAPER) is None
     assert values == {"citation_accuracy": None, "section_coverage": None, "citation_precision": None}
 
 

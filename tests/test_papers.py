@@ -208,7 +208,6 @@ def test_the_plugin_downloads_only_with_the_flag(pytester, pdf_server, tmp_path)
 
     pytester.path.joinpath("rows.jsonl").write_text(json.dumps(row) + "\n")
     common = ("--researchqa-dataset=rows.jsonl", "--researchqa-system=oracle", f"--researchqa-cache-dir={tmp_path}",
-              "-o", "asyncio_default_fixture_loop_scope=function",
               "-p", "no:cacheprovider")
     pytester.runpytest(*common).assert_outcomes(errors=1)
     assert requests == []

@@ -19,8 +19,7 @@ def run(pytester: pytest.Pytester, tmp_path_factory):
     cache = tmp_path_factory.mktemp("cache")
 
     def runner(*args: str, subprocess_: bool = False) -> pytest.RunResult:
-        full = ("-p", "no:cacheprovider", "-o", "asyncio_default_fixture_loop_scope=function",
-                f"--researchqa-cache-dir={cache}", *args)
+        full = ("-p", "no:cacheprovider", f"--researchqa-cache-dir={cache}", *args)
         if subprocess_:
             return pytester.runpytest_subprocess(*full)
         return pytester.runpytest(*full)
@@ -108,7 +107,7 @@ def test_exitfirst_stops_at_the_first_failing_row(run):
 
 def test_last_failed_reruns_only_the_failed_rows(pytester: pytest.Pytester, tmp_path):
     cache = f"--researchqa-cache-dir={tmp_path}"
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makeini("[pytest]\n")
     first = pytester.runpytest("--researchqa-system=bm25", cache)
     failed = first.parseoutcomes()["failed"]
     again = pytester.runpytest("--researchqa-system=bm25", cache, "--lf")
@@ -282,7 +281,7 @@ class TestGates:
 
 def test_the_plugin_is_inert_when_unused(pytester):
     pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
-    result = pytester.runpytest("-o", "asyncio_default_fixture_loop_scope=function")
+    result = pytester.runpytest()
     result.assert_outcomes(passed=1)
     assert "researchqa leaderboard" not in result.stdout.str()
     assert "researchqa::" not in result.stdout.str()
@@ -301,3 +300,66 @@ def test_pytest_start_up_imports_no_heavy_library(pytester):
     assert "HEAVY []" in done.stdout, done.stdout + done.stderr
     help_text = subprocess.run([sys.executable, "-m", "pytest", "--help"], capture_output=True, text=True).stdout
     assert "--researchqa-fail-under" in help_text
+
+
+@pytest.mark.parametrize("strict", ["filterwarnings =\n    error\n", "addopts = --strict-markers --strict-config -W error\n"])
+def test_a_foreign_project_with_strict_settings_passes_with_the_plugin_installed(pytester, strict):
+    pytester.makeini("[pytest]\n" + strict)
+    pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=1)
+    assert result.ret == 0
+    assert "warning" not in result.stdout.str().lower()
+
+
+def test_ini_settings_never_add_the_benchmark_to_a_chosen_test(pytester, tmp_path):
+    pytester.makeini(f"[pytest]\nresearchqa_system = oracle\nresearchqa_fail_under = citation_accuracy=0.9\n"
+                     f"researchqa_cache_dir = {tmp_path}\n")
+    pytester.makepyfile(test_unit="def test_unit():\n    assert True\n")
+    result = pytester.runpytest("test_unit.py::test_unit", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert result.ret == 0 and "researchqa leaderboard" not in result.stdout.str()
+    asked = pytester.runpytest("--researchqa-run", "-p", "no:cacheprovider")
+    asked.assert_outcomes(passed=ROWS + 1)
+    asked.stdout.fnmatch_lines(["*oracle: citation_accuracy>=0.9: 1.000 ok*"])
+
+
+def test_pytest9_native_toml_table_takes_typed_values(pytester, tmp_path):
+    pytester.makefile(".toml", pyproject=f'[tool.pytest]\nresearchqa_sample = 6\nresearchqa_system = ["oracle"]\n'
+                                          f'researchqa_cache_dir = "{tmp_path}"\n')
+    result = pytester.runpytest("--researchqa-run", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=6)
+
+
+class TestPartialRuns:
+    def test_a_gate_never_passes_a_run_stopped_by_x(self, run):
+        result = run("--researchqa-system=bm25", "--researchqa-fail-under=citation_accuracy=0.5", "-x")
+        assert result.ret == 1
+        result.stdout.fnmatch_lines(["*gate evaluated on 1 of 27 rows: the run stopped early*"])
+
+    def test_allow_partial_lets_the_gate_decide(self, run):
+        result = run("--researchqa-system=bm25", "--researchqa-fail-under=citation_accuracy=0.5", "-x",
+                     "--researchqa-allow-partial")
+        assert result.ret == 0
+
+    def test_the_summary_says_how_much_was_measured_and_names_the_slice(self, run):
+        result = run("--researchqa-system=oracle", "-k", "lookup")
+        result.stdout.fnmatch_lines(["6 of 6 selected rows measured (0 errors); slice: -k 'lookup'"])
+
+    def test_a_selection_that_matches_no_row_is_a_usage_error(self, run):
+        result = run("--researchqa-system=oracle", "-k", "no_such_row")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*no row of *sample.yaml matches the selection (-k 'no_such_row')*"])
+
+    def test_an_empty_dataset_is_a_usage_error_naming_the_file(self, run, pytester):
+        empty = pytester.path / "empty.jsonl"
+        empty.write_text("")
+        result = run(f"--researchqa-dataset={empty}", "--researchqa-system=oracle")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"*{empty}*"])
+
+
+def test_audit_with_a_gate_says_the_gates_do_not_apply(run):
+    result = run("--researchqa-audit", "--researchqa-fail-under=citation_accuracy=0.9")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*gates are not evaluated in audit mode*"])

@@ -59,8 +59,7 @@ def test_the_oracle_covers_every_section_of_qasper(pytester, qasper_file, tmp_pa
     result = pytester.runpytest(
         f"--researchqa-dataset={qasper_file}", "--researchqa-system=oracle", f"--researchqa-cache-dir={tmp_path}",
         "--researchqa-fail-under=section_coverage=1.0", "--researchqa-fail-under=citation_precision=1.0",
-        "-p", "no:cacheprovider", "-q", "--no-header", "-o", "asyncio_default_fixture_loop_scope=function",
-    )
+        "-p", "no:cacheprovider", "-q", "--no-header", )
     result.stdout.fnmatch_lines(["*oracle: section_coverage>=1: 1.000 ok*", "*oracle: citation_precision>=1: 1.000 ok*"])
     board = next(l for l in result.stdout.lines if l.startswith("| oracle"))
     print(board)

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from pytest_researchqa.leaderboard import leaderboard_rows, summarize
+from pytest_researchqa.families.citation import CITATION
+from pytest_researchqa.records import RowRecord
+from pytest_researchqa.reporting.summaries import by_system, summarize
+
+METRICS = CITATION.metric_names
 
 
-def record(system: str, question_type: str = "lookup", **metrics) -> dict:
-    return {"system": system, "row_id": f"{system}-{question_type}", "paper_id": "p", "question_type": question_type,
-            "domain": "d", "metrics": metrics, "error": None, "defect": None, "latency_s": None}
+def record(system: str, question_type: str = "lookup", **metrics) -> RowRecord:
+    return RowRecord(system=system, row_id=f"{system}-{question_type}", paper_id="p", question_type=question_type,
+                     domain="d", metrics=metrics)
+
+
+def leaderboard_rows(records):
+    return by_system(records, METRICS)
 
 
 def test_a_system_that_never_cites_cannot_outrank_one_that_cites_a_few_altered_quotes():
@@ -15,12 +23,12 @@ def test_a_system_that_never_cites_cannot_outrank_one_that_cites_a_few_altered_q
               record("silent", "adversarial", refusal_correctness=1.0, premise_flagged=0.0)]
     citing = [record("citing", section_coverage=0.5, citation_precision=0.4, citation_accuracy=0.6),
               record("citing", "adversarial", refusal_correctness=0.0, premise_flagged=1.0)]
-    assert [s.system for s in leaderboard_rows(silent + citing)] == ["citing", "silent"]
+    assert [s.label for s in leaderboard_rows(silent + citing)] == ["citing", "silent"]
 
 
 def test_the_answerable_means_leave_false_premise_rows_out():
     records = [record("s", section_coverage=1.0, citation_precision=1.0, citation_accuracy=1.0),
                record("s", "adversarial", refusal_correctness=1.0, premise_flagged=1.0)]
-    means = summarize("s", records).means
+    means = summarize("s", records, METRICS).means
     assert means == {"citation_precision": 1.0, "section_coverage": 1.0, "citation_accuracy": 1.0,
                      "refusal_correctness": 1.0, "premise_flagged": 1.0}

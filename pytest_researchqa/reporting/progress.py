@@ -3,31 +3,34 @@
 from __future__ import annotations
 
 import time
-from typing import Optional
+from typing import Any, Optional
 
-import pytest
+from ..records import RowRecord
 
 REPORT_EVERY_S = 15.0
 
 
 class Progress:
-    def __init__(self, config: pytest.Config, total: int) -> None:
-        self.reporter = config.pluginmanager.get_plugin("terminalreporter")
+    """Counts model-system rows as their records arrive; writes a line every so often."""
+
+    def __init__(self, reporter: Any, total: int) -> None:
+        self.reporter = reporter
         self.total = total
         self.done = self.errors = self.cached = 0
         self.spend: Optional[float] = 0.0
         self.started = time.monotonic()
         self.last_report = self.started
 
-    def row_done(self, record: dict) -> None:
-        if not record.get("system") or "cost_usd" not in record and not record.get("error"):
+    def row_done(self, record: RowRecord) -> None:
+        if not record.model_system:
             return
         self.done += 1
-        self.errors += bool(record.get("error"))
-        self.cached += bool(record.get("cached"))
-        if self.spend is not None and not record.get("cached"):
-            cost = record.get("cost_usd")
-            self.spend = None if cost is None and not record.get("error") else self.spend + (cost or 0.0)
+        self.errors += bool(record.error)
+        self.cached += record.usage.cached
+        if self.spend is not None and not record.usage.cached and not record.error:
+            cost = record.usage.cost_usd
+            # Unknown prices stay unknown, as in the leaderboard: "—", never $0.
+            self.spend = None if cost is None else self.spend + cost
         now = time.monotonic()
         if self.reporter is not None and now - self.last_report >= REPORT_EVERY_S and self.done < self.total:
             self.last_report = now
@@ -42,5 +45,5 @@ class Progress:
         return (f"{self.done}/{self.total} model rows, {self.errors} errors, {self.cached} from cache, "
                 f"spend {spend}, elapsed {elapsed:.0f}s, ETA {eta:.0f}s")
 
-    def finish(self, reporter) -> None:
+    def finish(self, reporter: Any) -> None:
         reporter.write_line(f"researchqa: {self.line(time.monotonic())}".replace(", ETA 0s", ""))

@@ -1,0 +1,37 @@
+"""The single-paper, citation-grounded benchmark (the seed's ResearchQA): declarations.
+
+Rows are questions about one paper with expected evidence grouped by section
+(``rows.py``); they load from flat JSONL, wrapper JSON, YAML or QASPER
+(``loaders.py``); answers are graded by the citation matcher (``metrics.py``,
+``assertions.py``); the default test is ``protocol.py``.
+"""
+
+from __future__ import annotations
+
+from .. import Family, JudgeDimension, MetricSpec
+
+QUESTION_TYPES: tuple[str, ...] = ("lookup", "comprehension", "multi_hop", "adversarial")
+
+_ANSWERABLE = "answerable rows"
+_FALSE_PREMISE = "false-premise rows"
+METRICS: tuple[MetricSpec, ...] = (
+    MetricSpec("citation_precision", "cite prec", rows=_ANSWERABLE),
+    MetricSpec("section_coverage", "sect cov", rows=_ANSWERABLE),
+    MetricSpec("citation_accuracy", "cite acc", rows=_ANSWERABLE),
+    MetricSpec("refusal_correctness", "refusal", rows=_FALSE_PREMISE),
+    MetricSpec("premise_flagged", "flagged", rows=_FALSE_PREMISE),
+)
+ANSWERABLE_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS if m.rows == _ANSWERABLE)
+REFUSAL_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS if m.rows == _FALSE_PREMISE)
+
+CITATION = Family(
+    name="citation",
+    description="single-paper questions graded by verbatim citations (ResearchQA)",
+    question_types=QUESTION_TYPES,
+    metrics=METRICS,
+    judge_dimensions=(JudgeDimension("factual_accuracy", "factual"), JudgeDimension("completeness", "complete")),
+    protocol_module="pytest_researchqa.protocol",
+    loader="pytest_researchqa.loaders:load_dataset",
+    scope_note=("cite prec, sect cov, cite acc: means over answerable rows; refusal, flagged: over false-premise "
+                "rows (adversarial, unless expected_refusal is false)"),
+)

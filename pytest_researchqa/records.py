@@ -1,0 +1,126 @@
+"""One row's result as a typed, versioned record, and the recorder that fills it.
+
+A :class:`RowRecord` is what everything after grading reads: the session
+aggregates records, reports render them, saved runs will store them. It
+crosses process boundaries (xdist, files) only as plain data, converted here
+and nowhere else (:meth:`RowRecord.to_plain` / :meth:`RowRecord.from_plain`).
+
+Assertions record through a :class:`Recorder`. Inside a researchqa test the
+plugin makes the item's recorder current (:func:`current_recorder`), so
+``cited_verbatim(answer, paper)`` needs no extra argument; outside pytest,
+pass ``recorder=Recorder(...)`` explicitly, or record nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Iterator, Optional
+
+RECORD_VERSION = 1
+
+
+@dataclass
+class Usage:
+    """What answering a row cost: measured by model systems, partly by any system."""
+
+    latency_s: Optional[float] = None
+    queue_s: Optional[float] = None
+    prompt_tokens: Optional[int] = None
+    completion_tokens: Optional[int] = None
+    cost_usd: Optional[float] = None
+    cached: bool = False
+    context: Optional[str] = None  # "whole paper" or "retrieved passages" for model systems
+    prompt_sha: Optional[str] = None
+    attempts: Optional[int] = None
+
+
+@dataclass
+class RowRecord:
+    """The result of one (system, row) pair."""
+
+    row_id: Optional[str]
+    system: Optional[str] = None
+    paper_id: Optional[str] = None
+    family: str = "citation"
+    question_type: Optional[str] = None
+    domain: Optional[str] = None
+    nodeid: Optional[str] = None
+    # True for rows answered by a model through litellm: they count towards progress and spend.
+    model_system: bool = False
+    metrics: dict[str, Optional[float]] = field(default_factory=dict)
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    judge: Optional[dict[str, Any]] = None
+    usage: Usage = field(default_factory=Usage)
+    baseline: bool = False
+    error: Optional[str] = None
+    defect: Optional[str] = None
+    expected_found: Optional[int] = None
+    expected_total: Optional[int] = None
+    version: int = RECORD_VERSION
+
+    @property
+    def graded(self) -> bool:
+        """Averaged into the means: neither errored nor a dataset defect."""
+        return not self.error and not self.defect
+
+    @property
+    def judge_failures(self) -> list[str]:
+        """``judge: reason`` for every judge that could not score this row."""
+        by_judge = (self.judge or {}).get("by_judge") or {}
+        return [f"{name}: {scores['error']}" for name, scores in by_judge.items()
+                if isinstance(scores, dict) and scores.get("error")]
+
+    def to_plain(self) -> dict[str, Any]:
+        """Built-in types only: safe for xdist's wire format and for JSON."""
+        return asdict(self)
+
+    @classmethod
+    def from_plain(cls, data: dict[str, Any]) -> "RowRecord":
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        usage = values.get("usage")
+        values["usage"] = Usage(**{k: v for k, v in (usage or {}).items() if k in USAGE_FIELDS})
+        values["metrics"] = dict(values.get("metrics") or {})
+        return cls(**values)
+
+
+USAGE_FIELDS = frozenset(f.name for f in fields(Usage))
+
+
+class Recorder:
+    """Where assertions put what they measure for one row."""
+
+    def __init__(self, record: RowRecord, metric_names: tuple[str, ...]) -> None:
+        self.record = record
+        self._metric_names = metric_names
+
+    def metric(self, name: str, value: Optional[float]) -> None:
+        if name not in self._metric_names:
+            raise ValueError(f"unknown metric {name!r}; this family measures {', '.join(self._metric_names)}")
+        self.record.metrics[name] = value
+
+    def citations(self, verdicts: list[dict[str, Any]]) -> None:
+        self.record.citations = verdicts
+
+    def judge(self, result: dict[str, Any]) -> None:
+        self.record.judge = result
+
+
+_CURRENT: contextvars.ContextVar[Optional[Recorder]] = contextvars.ContextVar("researchqa_recorder", default=None)
+
+
+def current_recorder(explicit: Optional[Recorder] = None) -> Optional[Recorder]:
+    """The recorder to use: the one passed, else the running researchqa test's, else none."""
+    return explicit if explicit is not None else _CURRENT.get()
+
+
+@contextlib.contextmanager
+def recording_into(recorder: Optional[Recorder]) -> Iterator[None]:
+    """Make ``recorder`` current for the duration of one test call."""
+    token = _CURRENT.set(recorder)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)

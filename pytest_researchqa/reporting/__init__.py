@@ -1,0 +1,1 @@
+"""From records to what a reader sees: summaries, guards, gates (pure) and renderers."""

@@ -1,0 +1,114 @@
+"""Means of per-row records, grouped by any key (system, question type, domain...). Pure.
+
+A row that errored or is a dataset defect is counted but never averaged; a
+metric a row left undefined (``None``) is skipped, never read as 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from statistics import fmean
+from typing import Callable, Iterable, Optional, Sequence
+
+from ..records import RowRecord
+
+NO_SYSTEM = "(dataset)"
+
+
+@dataclass(frozen=True)
+class Summary:
+    label: str  # the group's name: a system, or "system / value" for a breakdown
+    rows: int
+    errors: int
+    defects: int
+    means: dict[str, Optional[float]]
+    latency_s: Optional[float] = None
+    cost_usd: Optional[float] = None
+    prompt_tokens: Optional[int] = None
+    completion_tokens: Optional[int] = None
+    judge_means: dict[str, Optional[float]] = field(default_factory=dict)
+    judge_spread: dict[str, Optional[float]] = field(default_factory=dict)
+    judge_errors: int = 0
+
+    def composite(self, measured: Sequence[str]) -> Optional[float]:
+        """The sort key: mean of the metric means over the metrics the run measured.
+
+        A metric this group left undefined while others were measured on it (it never
+        cited, so it has no accuracy) counts 0: citing nothing cannot outrank citing.
+        """
+        if not measured or all(self.means.get(m) is None for m in measured):
+            return None
+        return fmean(self.means.get(m) or 0.0 for m in measured)
+
+
+def summarize(label: str, records: Sequence[RowRecord], metrics: Sequence[str],
+              judge_dimensions: Sequence[str] = ()) -> Summary:
+    usable = [r for r in records if r.graded]
+    means: dict[str, Optional[float]] = {}
+    for metric in metrics:
+        values = [v for r in usable if (v := r.metrics.get(metric)) is not None]
+        means[metric] = fmean(values) if values else None
+    latencies = [r.usage.latency_s for r in usable if r.usage.latency_s is not None]
+    priced = [r for r in records if r.model_system and not r.error]
+    # Unknown prices stay unknown: one unpriced row makes the total "—", never $0.
+    costs = [r.usage.cost_usd for r in priced]
+    cost = sum(c for c in costs if c is not None) if costs and None not in costs else None
+    judged = [r.judge for r in usable if r.judge]
+    judge_means: dict[str, Optional[float]] = {}
+    judge_spread: dict[str, Optional[float]] = {}
+    for dimension in judge_dimensions:
+        values = [v for j in judged if (v := (j.get("consensus") or {}).get(dimension)) is not None]
+        spreads = [v for j in judged if (v := (j.get("spread") or {}).get(dimension)) is not None]
+        judge_means[dimension] = fmean(values) if values else None
+        judge_spread[dimension] = fmean(spreads) if spreads else None
+    return Summary(
+        label=label,
+        rows=len(records),
+        errors=sum(1 for r in records if r.error),
+        defects=sum(1 for r in records if r.defect and not r.error),
+        means=means,
+        latency_s=fmean(latencies) if latencies else None,
+        cost_usd=cost,
+        prompt_tokens=_total(r.usage.prompt_tokens for r in priced),
+        completion_tokens=_total(r.usage.completion_tokens for r in priced),
+        judge_means=judge_means,
+        judge_spread=judge_spread,
+        judge_errors=sum(1 for r in records if r.judge_failures),
+    )
+
+
+def _total(values: Iterable[Optional[int]]) -> Optional[int]:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def group(records: Iterable[RowRecord], key: Callable[[RowRecord], str]) -> dict[str, list[RowRecord]]:
+    """Records by key, in first-seen order (stable across serial and xdist runs once sorted by caller)."""
+    grouped: dict[str, list[RowRecord]] = {}
+    for record in records:
+        grouped.setdefault(key(record), []).append(record)
+    return grouped
+
+
+def system_of(record: RowRecord) -> str:
+    return record.system or NO_SYSTEM
+
+
+def by_system(records: Sequence[RowRecord], metrics: Sequence[str],
+              judge_dimensions: Sequence[str] = ()) -> list[Summary]:
+    """One summary per system, best first (see :meth:`Summary.composite`), ties by name."""
+    summaries = [summarize(system, rows, metrics, judge_dimensions)
+                 for system, rows in group(records, system_of).items()]
+    measured = [m for m in metrics if any(s.means[m] is not None for s in summaries)]
+
+    def rank(summary: Summary) -> tuple[float, str]:
+        composite = summary.composite(measured)
+        return (-(composite if composite is not None else -1.0), summary.label)
+
+    return sorted(summaries, key=rank)
+
+
+def spread(values: Iterable[Optional[float]]) -> Optional[float]:
+    """Largest minus smallest of the values present (None with fewer than two)."""
+    present = [v for v in values if v is not None]
+    return max(present) - min(present) if len(present) >= 2 else None

@@ -1,0 +1,101 @@
+"""Systems and judges, built on demand and shared for the run. No pytest import.
+
+Model systems and judges share one :class:`~pytest_researchqa.llm.engine.ModelRunner`
+(slots, pacing, retries) and the on-disk cache; plain systems (oracle, bm25,
+user functions) are loaded by spec. ``judges_for`` holds the judge-choice
+policy (``auto`` picks a judge of another model family than the system).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .llm.engine import ModelRunner
+    from .options import Settings
+    from .systems import System
+
+
+class Services:
+    def __init__(self, settings: "Settings") -> None:
+        self.settings = settings
+        self._systems: dict[str, Any] = {}
+        self._judges: dict[str, Any] = {}
+        self._runner: Optional["ModelRunner"] = None
+
+    def is_model(self, name: Optional[str]) -> bool:
+        return name is not None and name in self.settings.models
+
+    def system(self, name: str) -> "System":
+        """The system a spec names (raises SystemSpecError for a bad spec)."""
+        if name not in self._systems:
+            if self.is_model(name):
+                self._systems[name] = self._model_system(name)
+            else:
+                from .systems import load_system
+
+                self._systems[name] = load_system(name)
+        return self._systems[name]
+
+    def runner(self) -> "ModelRunner":
+        if self._runner is None:
+            from .llm.engine import ModelRunner
+
+            self._runner = ModelRunner(self.settings.concurrency, self.settings.rows_per_minute)
+        return self._runner
+
+    def _cache_dir(self):
+        from .papers import default_cache_dir
+
+        return self.settings.cache_dir or default_cache_dir()
+
+    def _model_system(self, name: str) -> Any:
+        from .llm.cache import AnswerCache
+        from .llm.system import LlmSystem, ModelSpec
+
+        settings = self.settings
+        return LlmSystem(
+            ModelSpec(name, dict(settings.model_params.get(name, {}))),
+            self.runner(),
+            AnswerCache(self._cache_dir()),
+            baseline=settings.baseline,
+            refresh=settings.refresh,
+            timeout_s=settings.timeout_s,
+            retries=settings.retries,
+        )
+
+    def judge_names_for(self, system: str) -> list[str]:
+        """The judges of one system's rows, 'auto' resolved to another family than the system's."""
+        from .llm.judges import DEFAULT_POOL
+        from .llm_params import model_family
+
+        names = []
+        for name in self.settings.judges:
+            if name == "auto":
+                family = model_family(system) if self.is_model(system) else None
+                pool = self.settings.judge_pool or DEFAULT_POOL
+                name = next((c for c in pool if model_family(c) != family), pool[0])
+            names.append(name)
+        return list(dict.fromkeys(names))
+
+    def judges_for(self, system: str) -> Any:
+        from .llm.judges import JudgePanel
+
+        return JudgePanel([self._judge(name) for name in self.judge_names_for(system)], self.settings.judge_repeats)
+
+    def _judge(self, name: str) -> Any:
+        if name not in self._judges:
+            from .llm.cache import AnswerCache
+            from .llm.judges import LlmJudge
+            from .llm.system import ModelSpec
+
+            settings = self.settings
+            self._judges[name] = LlmJudge(
+                ModelSpec(name, dict(settings.model_params.get(name, {}))), self.runner(),
+                AnswerCache(self._cache_dir()), mode=settings.judge_mode,
+                timeout_s=settings.timeout_s, retries=settings.retries)
+        return self._judges[name]
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()

@@ -1,0 +1,126 @@
+"""The controller's view of a run: records come in, one outcome comes out.
+
+:class:`ResearchSession` receives every row record (from this process, or from
+xdist workers through their reports) and, once the run is over, computes the
+:class:`RunOutcome` exactly once: per-system summaries, gate results, guards,
+how much of the selection was measured, and whether the gates let the run
+pass. The exit status is set from it and the terminal summary renders it; no
+rule is written twice. No pytest import: a command-line tool can use it too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from .families import Family
+from .records import RowRecord
+from .reporting.gates import Gate, GateResult, evaluate
+from .reporting.guards import Guard, judge_guards
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What the run was asked to measure."""
+
+    rows: Optional[int] = None  # selected (system, row) cases; None when unknown
+    keyword: str = ""  # -k
+    markexpr: str = ""  # -m
+    sample: Optional[int] = None
+    rerun_subset: Optional[str] = None  # "--lf" / "--sw": only a subset of the last run
+
+    @property
+    def slice_description(self) -> Optional[str]:
+        parts = [f"-k {self.keyword!r}" if self.keyword else "", f"-m {self.markexpr!r}" if self.markexpr else "",
+                 f"--researchqa-sample={self.sample}" if self.sample else ""]
+        named = ", ".join(p for p in parts if p)
+        return named or None
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    records: tuple[RowRecord, ...]
+    gates: tuple[GateResult, ...]
+    guards: tuple[Guard, ...]
+    measured: int
+    errors: int
+    foreign_failures: int
+    selection: Selection
+    partial_reasons: tuple[str, ...]
+    gated: bool  # gates were given and evaluated
+    gate_notes: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> Optional[bool]:
+        """With gates: whether the run passes; without: None (pytest's own outcome stands)."""
+        if not self.gated:
+            return None
+        return (bool(self.gates) and all(g.passed for g in self.gates) and self.errors == 0
+                and self.foreign_failures == 0 and not self.partial_reasons)
+
+    @property
+    def coverage_line(self) -> str:
+        total = self.selection.rows
+        of = f" of {total}" if total is not None else ""
+        line = f"{self.measured}{of} selected rows measured ({self.errors} errors)"
+        if self.selection.slice_description:
+            line += f"; slice: {self.selection.slice_description}"
+        return line
+
+
+@dataclass
+class ResearchSession:
+    family: Family
+    gates: Sequence[Gate] = ()
+    allow_partial: bool = False
+    gates_apply: bool = True  # False in audit mode: no system runs, nothing to gate
+    records: list[RowRecord] = field(default_factory=list)
+    foreign_failures: int = 0
+    selection: Selection = field(default_factory=Selection)
+    interrupted: bool = False
+    _outcome: Optional[RunOutcome] = None
+
+    def add(self, record: RowRecord) -> None:
+        self.records.append(record)
+
+    def outcome(self) -> RunOutcome:
+        """Computed once, at the end; later calls return the same outcome."""
+        if self._outcome is None:
+            self._outcome = self._compute()
+        return self._outcome
+
+    def _compute(self) -> RunOutcome:
+        records = tuple(self.records)
+        measured = len(records)
+        errors = sum(1 for r in records if r.error)
+        # Gates judge the benchmark's rows: a run that selected none of them (ini settings with
+        # `pytest tests/test_x.py`) is not theirs to decide.
+        gated = bool(self.gates) and self.gates_apply and bool(records or self.selection.rows)
+        notes: list[str] = []
+        if self.gates and not self.gates_apply:
+            notes.append("gates are not evaluated in audit mode (no system runs)")
+        return RunOutcome(
+            records=records,
+            gates=tuple(evaluate(self.gates, records)) if gated else (),
+            guards=tuple(judge_guards(records, self.family)),
+            measured=measured,
+            errors=errors,
+            foreign_failures=self.foreign_failures,
+            selection=self.selection,
+            partial_reasons=tuple(self._partial_reasons(measured)) if gated else (),
+            gated=gated,
+            gate_notes=tuple(notes),
+        )
+
+    def _partial_reasons(self, measured: int) -> list[str]:
+        if self.allow_partial:
+            return []
+        reasons = []
+        selected = self.selection.rows
+        if selected is not None and measured < selected:
+            why = "the run was interrupted" if self.interrupted else "the run stopped early (-x / --maxfail)"
+            reasons.append(f"gate evaluated on {measured} of {selected} rows: {why}")
+        if self.selection.rerun_subset:
+            reasons.append(f"gate evaluated on the subset {self.selection.rerun_subset} selected, "
+                           "not on the whole selection")
+        return reasons

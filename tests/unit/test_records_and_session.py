@@ -1,0 +1,94 @@
+"""Records, the run outcome, gates and progress: plain unit tests of pure modules."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_researchqa.families import get_family
+from pytest_researchqa.families.citation import CITATION
+from pytest_researchqa.records import Recorder, RowRecord, Usage, current_recorder, recording_into
+from pytest_researchqa.reporting.gates import GateSpecError, evaluate, parse_gate
+from pytest_researchqa.reporting.progress import Progress
+from pytest_researchqa.session import ResearchSession, Selection
+
+
+def test_a_record_crosses_processes_as_builtins_and_comes_back_equal():
+    record = RowRecord(row_id="r1", system="openai/x", paper_id="p", question_type="lookup", domain="d",
+                       model_system=True, metrics={"citation_accuracy": 0.5},
+                       citations=[{"verdict": "verbatim", "grounded": True, "pages": [2]}],
+                       judge={"by_judge": {"j": {"factual_accuracy": 4}}},
+                       usage=Usage(latency_s=1.5, prompt_tokens=10, completion_tokens=3, cost_usd=None, cached=True))
+    plain = json.loads(json.dumps(record.to_plain()))  # nothing but JSON types
+    assert RowRecord.from_plain(plain) == record
+
+
+def test_a_record_from_a_newer_writer_keeps_what_it_knows():
+    plain = RowRecord(row_id="r").to_plain() | {"something_new": 1}
+    plain["usage"]["also_new"] = 2
+    assert RowRecord.from_plain(plain).row_id == "r"
+
+
+def test_a_recorder_refuses_a_metric_the_family_does_not_declare():
+    recorder = Recorder(RowRecord(row_id="r"), CITATION.metric_names)
+    with pytest.raises(ValueError, match="unknown metric 'bleu'"):
+        recorder.metric("bleu", 0.3)
+
+
+def test_the_current_recorder_is_the_explicit_one_else_the_running_tests():
+    mine, running = (Recorder(RowRecord(row_id=n), CITATION.metric_names) for n in ("a", "b"))
+    assert current_recorder() is None
+    with recording_into(running):
+        assert current_recorder() is running and current_recorder(mine) is mine
+    assert current_recorder() is None
+
+
+@pytest.mark.parametrize("text", ["coverage=0.5", "section_coverage", "trivia.section_coverage=1",
+                                  "citation_accuracy=1.5", "citation_accuracy=high"])
+def test_a_malformed_gate_names_what_is_wrong(text):
+    with pytest.raises(GateSpecError):
+        parse_gate(text, CITATION)
+
+
+def test_a_scoped_gate_uses_only_its_question_type():
+    gate = parse_gate("multi_hop.section_coverage=0.7", CITATION)
+    records = [RowRecord(row_id="a", system="s", question_type="lookup", metrics={"section_coverage": 0.0}),
+               RowRecord(row_id="b", system="s", question_type="multi_hop", metrics={"section_coverage": 1.0})]
+    [result] = evaluate([gate], records)
+    assert result.passed and result.value == 1.0
+
+
+def test_the_outcome_is_computed_once_and_fails_a_partial_gated_run():
+    session = ResearchSession(CITATION, [parse_gate("citation_accuracy=0.5", CITATION)],
+                              selection=Selection(rows=27, keyword="lookup"))
+    session.add(RowRecord(row_id="a", system="s", metrics={"citation_accuracy": 1.0}))
+    outcome = session.outcome()
+    assert outcome is session.outcome()
+    assert outcome.passed is False
+    assert outcome.partial_reasons == ("gate evaluated on 1 of 27 rows: the run stopped early (-x / --maxfail)",)
+    assert outcome.coverage_line == "1 of 27 selected rows measured (0 errors); slice: -k 'lookup'"
+
+
+def test_without_gates_the_outcome_leaves_the_exit_status_to_pytest():
+    session = ResearchSession(CITATION)
+    session.add(RowRecord(row_id="a", system="s", error="boom"))
+    assert session.outcome().passed is None and session.outcome().errors == 1
+
+
+def test_progress_counts_only_model_rows_even_when_other_rows_error():
+    progress = Progress(reporter=None, total=1)
+    progress.row_done(RowRecord(row_id="a", system="broken:answer", error="RuntimeError"))
+    progress.row_done(RowRecord(row_id="a", system="openai/x", model_system=True, usage=Usage(cost_usd=0.01)))
+    assert progress.line(progress.started).startswith("1/1 model rows, 0 errors, 0 from cache, spend $0.0100")
+
+
+def test_unpriced_rows_make_the_spend_unknown_not_zero():
+    progress = Progress(reporter=None, total=1)
+    progress.row_done(RowRecord(row_id="a", system="openai/x", model_system=True, usage=Usage(cost_usd=None)))
+    assert "spend —" in progress.line(progress.started)
+
+
+def test_an_unknown_family_is_named_with_the_choices():
+    with pytest.raises(ValueError, match="unknown benchmark family 'rubric'; choose from citation"):
+        get_family("rubric")
