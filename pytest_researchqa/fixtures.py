@@ -95,10 +95,17 @@ def researchqa_answer(request: pytest.FixtureRequest, researchqa_row, researchqa
         return None
     record = request.node.stash[RECORD]
     started = time.perf_counter()
+    crash = None
     try:
         answer = researchqa_system.answer(researchqa_row, researchqa_paper)
     except Exception as error:  # a crashing system is an error, not a wrong answer
-        _error(request, f"system {researchqa_system.name!r} raised {type(error).__name__}: {error}")
+        from .systems import user_frames
+
+        where = user_frames(error)
+        crash = f"system {researchqa_system.name!r} raised {type(error).__name__}: {error}" + (
+            f"\n{where}" if where else "")
+    if crash is not None:
+        _error(request, crash)  # outside the except block: the user's error is shown once, not chained
     # A model system measures latency around the model call itself, and knows tokens and cost.
     measured = {k: v for k, v in answer.meta.items() if k in USAGE_FIELDS and v is not None}
     record.usage = Usage(**{"latency_s": time.perf_counter() - started, **measured})

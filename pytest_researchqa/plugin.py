@@ -131,16 +131,35 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if record is None:
         return report
     if call.when == "call" or (call.when == "setup" and report.outcome != "passed"):
-        if call.when == "call" and call.excinfo is not None and not record.error:
-            if not call.excinfo.errisinstance((AssertionError, pytest.xfail.Exception, pytest.skip.Exception)):
+        graded_failure = (call.when == "call" and call.excinfo is not None
+                          and call.excinfo.errisinstance(AssertionError) and not record.error)
+        if call.when == "call" and call.excinfo is not None and not record.error and not graded_failure:
+            if not call.excinfo.errisinstance((pytest.xfail.Exception, pytest.skip.Exception)):
                 record.error = f"{call.excinfo.typename}: {call.excinfo.value}"
+        if graded_failure and run_state(item.config).session.gates_decide:
+            # One policy under aggregate gates: a row below its per-row bar is an expected
+            # failure, so the terminal, JUnit and the exit status all follow the gates.
+            first_line = str(call.excinfo.value).splitlines()[0] if str(call.excinfo.value) else "below the bar"
+            report.outcome = "skipped"
+            report.wasxfail = f"below the per-row bar (the gates decide): {first_line}"  # type: ignore[attr-defined]
+            record.outcome = "below_bar"
+        else:
+            record.outcome = "error" if record.error else _outcome_word(report)
         record.nodeid = item.nodeid
         report.researchqa = record.to_plain()  # type: ignore[attr-defined]
+        # JUnit writes the properties of the item (copied onto its teardown report), not of this report.
+        item.user_properties.extend(record.junit_properties())
         failures = record.judge_failures
         if failures:
             report.sections.append(("researchqa judge errors", "\n".join(failures)))
-            report.user_properties.append(("researchqa_judge_errors", "; ".join(failures)))
+            item.user_properties.append(("researchqa_judge_errors", "; ".join(failures)))
     return report
+
+
+def _outcome_word(report: pytest.TestReport) -> str:
+    if hasattr(report, "wasxfail"):
+        return "xfailed"
+    return report.outcome
 
 
 _GENERATED = pytest.StashKey[int]()
@@ -169,17 +188,19 @@ class RunHooks:
                 raise pytest.UsageError(f"researchqa: the dataset {self.state.dataset_path} has no rows to run")
             raise pytest.UsageError(f"researchqa: no row of {self.state.dataset_path} matches the selection "
                                     f"({self._selection().slice_description or 'deselected'})")
-        if not settings.models or session.config.option.collectonly:
+        if session.config.option.collectonly:
             return  # --collect-only must never spend money
-        model_items = [i for i in row_items if self.state.services.is_model(case_of(i).system)]  # type: ignore[union-attr]
+        services = self.state.services
         if not is_worker(self.config):
-            self.progress = self._new_progress(len(model_items))
-            _prefetch(self.state, model_items)
+            if settings.models:
+                models = [i for i in row_items if services.is_model(case_of(i).system)]  # type: ignore[union-attr]
+                self.progress = self._new_progress(len(models))
+            _prefetch(self.state, row_items)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> None:
         """Under xdist, a worker learns its rows as they are handed over: start their calls then."""
-        if self.state.settings.models and is_worker(item.config):
+        if is_worker(item.config) and case_of(item) is not None:
             _prefetch(self.state, [item, *upcoming_items(item)])
 
     # -- xdist controller ----------------------------------------------------------------
@@ -263,6 +284,9 @@ class RunHooks:
             terminalreporter.write_sep("-", "researchqa gates")
             for result in outcome.gates:
                 write(result.describe(), red=not result.passed, green=result.passed)
+            if outcome.below_bar:
+                write(f"{outcome.below_bar} row(s) below their per-row bar are reported as xfailed: the gates decide "
+                      "(-rx lists them)")
             for reason in outcome.partial_reasons:
                 write(f"{reason}; the gates do not pass a partial run (--researchqa-allow-partial to allow)",
                       red=True)
@@ -275,12 +299,12 @@ class RunHooks:
 
 
 def _prefetch(state: RunState, items: list[pytest.Item]) -> None:
-    """Submit the model calls (and, chained on each answer, the judge calls) of these rows."""
+    """Submit the calls of pipelined systems (and, chained on model answers, the judge calls) of these rows."""
     from .papers import PaperUnavailable
 
     for item in items:
         case = case_of(item)
-        if case is None or case.kind != "row" or not state.services.is_model(case.system):
+        if case is None or case.kind != "row" or not state.services.pipelined(case.system):
             continue
         assert case.system is not None
         row = state.dataset.rows[case.position]
@@ -290,7 +314,7 @@ def _prefetch(state: RunState, items: list[pytest.Item]) -> None:
             continue  # the row's own setup reports it
         system: Any = state.services.system(case.system)
         system.prefetch(row, paper)
-        if state.settings.judges:
+        if state.settings.judges and state.services.is_model(case.system):
             # Judge each answer the moment it arrives; the row's test then finds the verdict in flight.
             panel = state.services.judges_for(case.system)
             system.when_answered(row, paper, lambda answer, row=row, panel=panel: [

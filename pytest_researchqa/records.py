@@ -56,6 +56,9 @@ class RowRecord:
     baseline: bool = False
     error: Optional[str] = None
     defect: Optional[str] = None
+    # The row's test: "passed", "failed" (below its per-row bar), "below_bar" (failed, reported as
+    # xfailed because aggregate gates decide), "error", "xfailed" (dataset defect) or "skipped".
+    outcome: Optional[str] = None
     expected_found: Optional[int] = None
     expected_total: Optional[int] = None
     version: int = RECORD_VERSION
@@ -72,6 +75,17 @@ class RowRecord:
         return [f"{name}: {scores['error']}" for name, scores in by_judge.items()
                 if isinstance(scores, dict) and scores.get("error")]
 
+    def junit_properties(self) -> list[tuple[str, str]]:
+        """Every measured value as a JUnit ``<property>``: metrics, judge scores, usage."""
+        found: list[tuple[str, str]] = [(f"researchqa.{k}", _text(v)) for k, v in self.metrics.items()]
+        consensus = (self.judge or {}).get("consensus") or {}
+        found += [(f"researchqa.judge.{k}", _text(v)) for k, v in consensus.items()]
+        for name in ("latency_s", "prompt_tokens", "completion_tokens", "cost_usd", "cached"):
+            value = getattr(self.usage, name)
+            if value is not None and (self.model_system or name == "latency_s"):
+                found.append((f"researchqa.{name}", _text(value)))
+        return found
+
     def to_plain(self) -> dict[str, Any]:
         """Built-in types only: safe for xdist's wire format and for JSON."""
         return asdict(self)
@@ -87,6 +101,14 @@ class RowRecord:
 
 
 USAGE_FIELDS = frozenset(f.name for f in fields(Usage))
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
 
 
 class Recorder:

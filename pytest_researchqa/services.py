@@ -34,8 +34,17 @@ class Services:
             else:
                 from .systems import load_system
 
-                self._systems[name] = load_system(name)
+                system = load_system(name)
+                if system.is_async:  # one loop for the run, bounded and pipelined like model calls
+                    system.runner = self.runner()
+                self._systems[name] = system
         return self._systems[name]
+
+    def pipelined(self, name: Optional[str]) -> bool:
+        """Whether this system's calls can start ahead of their rows' tests (models, async systems)."""
+        if name is None:
+            return False
+        return self.is_model(name) or bool(getattr(self.system(name), "pipelined", False))
 
     def runner(self) -> "ModelRunner":
         if self._runner is None:

@@ -59,6 +59,10 @@ class RunOutcome:
                 and self.foreign_failures == 0 and not self.partial_reasons)
 
     @property
+    def below_bar(self) -> int:
+        return sum(1 for r in self.records if r.outcome == "below_bar")
+
+    @property
     def coverage_line(self) -> str:
         total = self.selection.rows
         of = f" of {total}" if total is not None else ""
@@ -79,6 +83,11 @@ class ResearchSession:
     selection: Selection = field(default_factory=Selection)
     interrupted: bool = False
     _outcome: Optional[RunOutcome] = None
+
+    @property
+    def gates_decide(self) -> bool:
+        """Aggregate gates will set the exit status (rows below their bar are then expected failures)."""
+        return bool(self.gates) and self.gates_apply
 
     def add(self, record: RowRecord) -> None:
         self.records.append(record)

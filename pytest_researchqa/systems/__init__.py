@@ -8,10 +8,14 @@ line: ``oracle``, ``bm25``, or ``package.module:function`` for your own.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib
 import inspect
-from dataclasses import dataclass
-from typing import Any, Callable
+import threading
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
 
 from ..answers import Answer, coerce_answer
 
@@ -24,23 +28,77 @@ class SystemSpecError(ValueError):
 
 @dataclass
 class System:
-    """A named callable ``(row, paper) -> Answer`` (sync or async)."""
+    """A named callable ``(row, paper) -> Answer`` (sync or async).
+
+    Async systems run on one long-lived event loop for the whole run (the model
+    runner's), bounded by ``--researchqa-concurrency`` and pipelined: their calls
+    for upcoming rows start before those rows' tests do, as model calls do. So a
+    system may keep one client session (aiohttp, httpx) for every row. Sync
+    systems are called in the row's own test, one at a time.
+    """
 
     name: str
     call: Callable[..., Any]
+    is_async: bool = False
+    runner: Optional[Any] = None  # the shared ModelRunner, set by the services for async systems
+    _pending: dict[tuple[str, str], concurrent.futures.Future[Any]] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def answer(self, row, paper) -> Answer:
-        result = self.call(row, paper)
-        if inspect.isawaitable(result):
-            result = _run_coroutine(result)
+    @property
+    def pipelined(self) -> bool:
+        return self.runner is not None
+
+    def prefetch(self, row: Any, paper: Any) -> None:
+        """Start this row's call now on the shared loop; the row's test will wait for it."""
+        if self.runner is None:
+            return
+        key = (row.row_id, paper.paper_id)
+        with self._lock:
+            if key not in self._pending:
+                self._pending[key] = self._submit(row, paper)
+
+    def answer(self, row: Any, paper: Any) -> Answer:
+        if self.runner is not None:
+            with self._lock:
+                future = self._pending.pop((row.row_id, paper.paper_id), None)
+            result = (future or self._submit(row, paper)).result()
+        else:
+            result = self.call(row, paper)
+            if inspect.isawaitable(result):  # a sync function that returned an awaitable
+                result = _run_coroutine(result)
         return coerce_answer(result, f"system {self.name!r}")
 
+    def _submit(self, row: Any, paper: Any) -> concurrent.futures.Future[Any]:
+        assert self.runner is not None
 
-def _run_coroutine(awaitable) -> Any:
-    async def wait():
+        async def job() -> Any:
+            return await self.call(row, paper)
+
+        future: concurrent.futures.Future[Any] = self.runner.submit(self.name, job)
+        return future
+
+
+def _run_coroutine(awaitable: Any) -> Any:
+    async def wait() -> Any:
         return await awaitable
 
     return asyncio.run(wait())
+
+
+def user_frames(error: BaseException) -> str:
+    """The traceback of an exception from a user's system, without the plugin's or asyncio's frames."""
+    here = Path(__file__).resolve().parent.parent
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if not _is_machinery(Path(frame.filename), here)]
+    return "".join(traceback.format_list(frames)).rstrip()
+
+
+def _is_machinery(path: Path, package: Path) -> bool:
+    try:
+        path.resolve().relative_to(package)
+        return True
+    except (ValueError, OSError):
+        return path.parent.name == "asyncio" or path.parent.parts[-2:] == ("concurrent", "futures")
 
 
 def load_system(spec: str) -> System:
@@ -61,7 +119,11 @@ def load_system(spec: str) -> System:
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise SystemSpecError(f"system {spec!r}: cannot import {module_name!r}: {error}") from None
+        hint = ""
+        if isinstance(error, ModuleNotFoundError) and error.name == module_name.split(".")[0]:
+            hint = (f"; if {module_name.split('.')[0]!r} is a module of your project, run with it on the path: "
+                    "PYTHONPATH=. pytest ...")
+        raise SystemSpecError(f"system {spec!r}: cannot import {module_name!r}: {error}{hint}") from None
     function = module
     for part in attribute.split("."):
         function = getattr(function, part, None)
@@ -69,7 +131,7 @@ def load_system(spec: str) -> System:
             raise SystemSpecError(f"system {spec!r}: {module_name!r} has no attribute {attribute!r}")
     if not callable(function):
         raise SystemSpecError(f"system {spec!r}: {attribute!r} is not callable")
-    return System(spec, _user_adapter(function))
+    return System(spec, _user_adapter(function), is_async=inspect.iscoroutinefunction(function))
 
 
 def _user_adapter(function: Callable[..., Any]) -> Callable[..., Any]:
