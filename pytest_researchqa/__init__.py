@@ -35,8 +35,7 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .answers import Answer
-    from .assertions import (check_answer, cited_verbatim, covers_sections, flags_premise, grounded_refusal,
-                             judged)
+    from .assertions import check_answer, cited_verbatim, covers_sections, flags_premise, grounded_refusal, judged
     from .loaders import load_dataset
     from .matcher import CitationMatch, MatchIndex, match_citation
     from .papers import Paper, PaperUnavailable

@@ -9,7 +9,7 @@ nearest-passage search and message building run only when it fails.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from . import metrics
 from .answers import Answer
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .matcher import MatchIndex
     from .papers import Paper
 
-PaperLike = "str | Paper | MatchIndex"
+PaperLike = Union[str, "Paper", "MatchIndex"]
 
 
 def _quote(text: str, width: int = 100) -> str:
@@ -163,7 +163,7 @@ def flags_premise(answer: Answer, row: Row, *, recorder: Optional[Recorder] = No
     _record(recorder, "premise_flagged", score)
     if score is None or score >= 1.0:
         return score
-    lines = [f"premise not flagged: the answer neither refused nor corrected the question's false premise"]
+    lines = ["premise not flagged: the answer neither refused nor corrected the question's false premise"]
     if row.metadata.false_premise:
         lines.append(f"  false premise: {row.metadata.false_premise}")
     lines.append(f"  answer: {_quote(answer.text, 160)}")

@@ -8,12 +8,14 @@ it) is parametrized over the dataset; asking for ``researchqa_answer`` or
 from __future__ import annotations
 
 import time
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
-from .records import USAGE_FIELDS, Recorder, Usage
-from .state import RECORD, RECORDER, RUN_STATE, Case
+from .stash import RECORD, RECORDER, Case, run_state
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .records import Recorder
 
 
 @pytest.fixture
@@ -23,7 +25,7 @@ def researchqa_case(request: pytest.FixtureRequest) -> Case:
     if not isinstance(case, Case):
         pytest.fail("researchqa_case is set by the plugin's parametrization; request researchqa_row instead",
                     pytrace=False)
-    state = request.config.stash[RUN_STATE]
+    state = run_state(request.config)
     record = state.new_record(case)
     request.node.stash[RECORD] = record
     request.node.stash[RECORDER] = state.recorder(record)
@@ -31,7 +33,7 @@ def researchqa_case(request: pytest.FixtureRequest) -> Case:
 
 
 @pytest.fixture
-def researchqa_recorder(request: pytest.FixtureRequest, researchqa_case: Case) -> Recorder:
+def researchqa_recorder(request: pytest.FixtureRequest, researchqa_case: Case) -> "Recorder":
     """This row's recorder; assertions find it on their own inside a researchqa test."""
     return request.node.stash[RECORDER]
 
@@ -44,7 +46,7 @@ def _error(request: pytest.FixtureRequest, message: str) -> NoReturn:
 @pytest.fixture
 def researchqa_row(request: pytest.FixtureRequest, researchqa_case: Case):
     """The benchmark row of this test (a :class:`~pytest_researchqa.rows.Row`)."""
-    state = request.config.stash[RUN_STATE]
+    state = run_state(request.config)
     if researchqa_case.kind == "problem":
         problem = state.dataset.problems[researchqa_case.position]
         request.node.stash[RECORD].row_id = problem.row_id or problem.location
@@ -62,7 +64,7 @@ def researchqa_paper(request: pytest.FixtureRequest, researchqa_row):
     from .metrics import check_expected_passages
     from .papers import PaperUnavailable
 
-    state = request.config.stash[RUN_STATE]
+    state = run_state(request.config)
     record = request.node.stash[RECORD]
     try:
         paper = state.papers.get(researchqa_row.paper_id, researchqa_row.paper_s3_url)
@@ -85,7 +87,7 @@ def researchqa_system(request: pytest.FixtureRequest, researchqa_case: Case):
     """The system under test (None when auditing the dataset)."""
     if researchqa_case.system is None:
         return None
-    return request.config.stash[RUN_STATE].system(researchqa_case.system)
+    return run_state(request.config).system(researchqa_case.system)
 
 
 @pytest.fixture
@@ -107,6 +109,8 @@ def researchqa_answer(request: pytest.FixtureRequest, researchqa_row, researchqa
     if crash is not None:
         _error(request, crash)  # outside the except block: the user's error is shown once, not chained
     # A model system measures latency around the model call itself, and knows tokens and cost.
+    from .records import USAGE_FIELDS, Usage
+
     measured = {k: v for k, v in answer.meta.items() if k in USAGE_FIELDS and v is not None}
     record.usage = Usage(**{"latency_s": time.perf_counter() - started, **measured})
     record.baseline = not answer.cites
@@ -116,7 +120,7 @@ def researchqa_answer(request: pytest.FixtureRequest, researchqa_row, researchqa
 @pytest.fixture
 def researchqa_judge(request: pytest.FixtureRequest, researchqa_case: Case):
     """The LLM judges of this row's system (a list; None when no ``--researchqa-judge`` is given)."""
-    state = request.config.stash[RUN_STATE]
+    state = run_state(request.config)
     if not state.settings.judges or researchqa_case.system is None:
         return None
     return state.services.judges_for(researchqa_case.system)
@@ -125,4 +129,4 @@ def researchqa_judge(request: pytest.FixtureRequest, researchqa_case: Case):
 @pytest.fixture(scope="session")
 def researchqa_dataset(pytestconfig: pytest.Config):
     """The loaded :class:`~pytest_researchqa.loaders.Dataset`."""
-    return pytestconfig.stash[RUN_STATE].dataset
+    return run_state(pytestconfig).dataset

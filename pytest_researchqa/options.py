@@ -12,14 +12,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Literal, Optional
 
 import pytest
 
-from .families import Family, get_family
-from .reporting.gates import Gate, GateSpecError, parse_gate
+if TYPE_CHECKING:  # pragma: no cover
+    from .families import Family
+    from .reporting.gates import Gate
 
 DEFAULT_SYSTEM = "bm25"
+# Mirrors families.citation.QUESTION_TYPES (a unit test holds them equal): markers are
+# registered at every start-up, and this spares importing the family there.
+CITATION_QUESTION_TYPES = ("lookup", "comprehension", "multi_hop", "adversarial")
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--researchqa-judge-mode", "choice",
            "rubric (anchored 1-5, default) or claims (scores computed from claim lists).", "rubric",
            ("rubric", "claims")),
-    Option("--researchqa-judge-pool", "append", "Candidates for --researchqa-judge=auto (default: gpt-5.4, claude, gemini)."),
+    Option("--researchqa-judge-pool", "append",
+           "Candidates for --researchqa-judge=auto (default: gpt-5.4, claude, gemini)."),
     Option("--researchqa-judge-repeats", "int", "Re-judge a sample K more times and report how often scores flip.", 0,
            minimum=0),
     Option("--researchqa-sample", "int", "Run N evenly spaced rows of the dataset.", minimum=1),
@@ -80,7 +85,7 @@ OPTIONS: tuple[Option, ...] = (
            "Rows with a required section the paper does not contain: xfail (default) or grade.", "xfail",
            ("xfail", "grade")),
 )
-_INI_TYPES = {"flag": "bool", "append": "linelist", "int": "int", "float": "float"}
+_INI_TYPES: dict[str, Literal["int", "float"]] = {"int": "int", "float": "float"}
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -112,7 +117,7 @@ class Settings:
     papers: Optional[Path]
     systems: tuple[str, ...]
     sample: Optional[int]
-    gates: tuple[Gate, ...]
+    gates: tuple["Gate", ...]
     cache_dir: Optional[Path]
     download_papers: bool
     audit: bool
@@ -138,8 +143,15 @@ class Settings:
         return self.systems + self.models
 
     @property
-    def benchmark_family(self) -> Family:
+    def benchmark_family(self) -> "Family":
+        from .families import get_family
+
         return get_family(self.family)
+
+    @property
+    def question_types(self) -> tuple[str, ...]:
+        """The family's question types (markers); the citation family's without importing it."""
+        return CITATION_QUESTION_TYPES if self.family == "citation" else self.benchmark_family.question_types
 
 
 def read_settings(config: pytest.Config) -> Settings:
@@ -156,7 +168,7 @@ def read_settings(config: pytest.Config) -> Settings:
         value = cli if cli is not None else configured
         resolved[option.dest] = _parse(option, value, from_ini=cli is None, config=config)
 
-    family = get_family("citation")
+    family = "citation"
     models = tuple(dict.fromkeys(resolved["researchqa_model"] or ()))
     systems = tuple(resolved["researchqa_system"] or ()) or (() if models else (DEFAULT_SYSTEM,))
     judges = tuple(dict.fromkeys(resolved["researchqa_judge"] or ()))
@@ -168,10 +180,15 @@ def read_settings(config: pytest.Config) -> Settings:
         model_params = parse_model_params(list(resolved["researchqa_model_param"] or ()), named)
     except ValueError as error:
         raise pytest.UsageError(f"--researchqa-model-param {error}") from None
-    try:
-        gates = tuple(parse_gate(text, family) for text in resolved["researchqa_fail_under"] or ())
-    except GateSpecError as error:
-        raise pytest.UsageError(f"--researchqa-fail-under {error}") from None
+    gates: tuple["Gate", ...] = ()
+    if resolved["researchqa_fail_under"]:
+        from .families import get_family
+        from .reporting.gates import GateSpecError, parse_gate
+
+        try:
+            gates = tuple(parse_gate(text, get_family(family)) for text in resolved["researchqa_fail_under"])
+        except GateSpecError as error:
+            raise pytest.UsageError(f"--researchqa-fail-under {error}") from None
     return Settings(
         active=given_any,
         requested=on_command_line,
@@ -184,7 +201,7 @@ def read_settings(config: pytest.Config) -> Settings:
         download_papers=resolved["researchqa_download_papers"],
         audit=resolved["researchqa_audit"],
         defect_policy=resolved["researchqa_dataset_defects"],
-        family=family.name,
+        family=family,
         models=models,
         model_params=model_params,
         concurrency=resolved["researchqa_concurrency"],

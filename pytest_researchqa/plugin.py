@@ -14,7 +14,7 @@ matcher and the systems are imported only when a run uses them.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Generator, Optional
+from typing import TYPE_CHECKING, Any, Generator, Optional
 
 import pytest
 
@@ -29,11 +29,13 @@ from .fixtures import (  # noqa: F401  (fixtures are found as attributes of the 
     researchqa_system,
 )
 from .options import add_options, read_settings
-from .records import RowRecord, recording_into
-from .reporting import terminal
-from .session import Selection
-from .state import RECORD, RECORDER, RUN_STATE, RunState, case_of, run_state
+from .stash import RECORD, RECORDER, SETTINGS, case_of, run_state, started
 from .xdist_compat import ControllerHooks, is_worker, upcoming_items
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .records import RowRecord
+    from .session import Selection
+    from .state import RunState
 
 PROTOCOL_NODEID = "researchqa"
 _WORKER_SELECTION = "researchqa_selection"
@@ -45,23 +47,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     settings = read_settings(config)
-    state = RunState(settings)
-    for question_type in state.family.question_types:
+    config.stash[SETTINGS] = settings
+    for question_type in settings.question_types:
         config.addinivalue_line("markers", f"{question_type}: researchqa rows of question type {question_type}")
     if settings.models:
         # litellm's own types make pydantic warn as they load; nothing a user can act on.
         config.addinivalue_line("filterwarnings", "ignore:.*using the .ReadOnly. qualifier:UserWarning")
-    config.stash[RUN_STATE] = state
-    run_hooks = RunHooks(state, config)
+    run_hooks = RunHooks(config)
     config.pluginmanager.register(run_hooks, "researchqa-run")
     if config.pluginmanager.hasplugin("xdist") and not is_worker(config):
         config.pluginmanager.register(ControllerHooks(run_hooks.node_collected, run_hooks.node_down),
                                       "researchqa-xdist")
+    if settings.models or settings.judges:
+        import importlib.util
+
+        if importlib.util.find_spec("litellm") is None:
+            raise pytest.UsageError("researchqa: models and LLM judges run through litellm, which is not installed: "
+                                    "pip install 'pytest-researchqa[llm]'")
     if settings.active:
         if settings.dataset is not None and not settings.dataset.is_file():
             raise pytest.UsageError(f"--researchqa-dataset: {settings.dataset} is not a file")
         if settings.papers is not None and not settings.papers.is_dir():
             raise pytest.UsageError(f"--researchqa-papers: {settings.papers} is not a folder")
+        state = run_state(config)
         for spec in settings.systems:
             state.system(spec)  # a bad spec is a usage error now, not N failing rows
 
@@ -82,20 +90,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Add the built-in test when the benchmark is asked for and no collected test runs rows; set keywords."""
-    state = run_state(config)
+    settings = config.stash[SETTINGS]
     uses_rows = any("researchqa_case" in getattr(item, "fixturenames", ()) for item in items)
-    if state.settings.requested and not uses_rows:
-        items.extend(_collect_protocol(session, state))
+    if settings.requested and not uses_rows:
+        items.extend(_collect_protocol(session, run_state(config)))
     generated = 0
     for item in items:
         case = case_of(item)
         if case is not None:
             generated += case.kind == "row"
-            item.extra_keyword_matches.update(state.case_keywords(case))
+            item.extra_keyword_matches.update(run_state(config).case_keywords(case))
     config.stash[_GENERATED] = generated
 
 
-def _collect_protocol(session: pytest.Session, state: RunState) -> list[pytest.Item]:
+def _collect_protocol(session: pytest.Session, state: "RunState") -> list[pytest.Item]:
     """The family's default test module, collected through pytest's own Module node.
 
     Its node id is ``researchqa`` (``researchqa::test_question[bm25-lookup-<row_id>]``); its
@@ -106,11 +114,11 @@ def _collect_protocol(session: pytest.Session, state: RunState) -> list[pytest.I
     module_file = importlib.import_module(state.family.protocol_module).__file__
     assert module_file is not None
     module = pytest.Module.from_parent(session, path=Path(module_file), nodeid=PROTOCOL_NODEID)
-    collected = [node for node in module.collect() if isinstance(node, pytest.Item)]
+    collected: list[pytest.Item | pytest.Collector] = [n for n in module.collect() if isinstance(n, pytest.Item)]
     session.ihook.pytest_collectreport(report=pytest.CollectReport(module.nodeid, "passed", None, collected))
     for item in collected:
         session.ihook.pytest_itemcollected(item=item)
-    return collected
+    return [item for item in collected if isinstance(item, pytest.Item)]
 
 
 @pytest.hookimpl(wrapper=True)
@@ -119,6 +127,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     recorder = item.stash.get(RECORDER, None)
     if recorder is None:
         return (yield)
+    from .records import recording_into
+
     with recording_into(recorder):
         return (yield)
 
@@ -127,7 +137,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     """Carry the row's record on its report: plain data, so it crosses xdist."""
     report = yield
-    record: Optional[RowRecord] = item.stash.get(RECORD, None)
+    record: Optional["RowRecord"] = item.stash.get(RECORD, None)
     if record is None:
         return report
     if call.when == "call" or (call.when == "setup" and report.outcome != "passed"):
@@ -136,17 +146,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if call.when == "call" and call.excinfo is not None and not record.error and not graded_failure:
             if not call.excinfo.errisinstance((pytest.xfail.Exception, pytest.skip.Exception)):
                 record.error = f"{call.excinfo.typename}: {call.excinfo.value}"
-        if graded_failure and run_state(item.config).session.gates_decide:
+        if graded_failure and call.excinfo is not None and run_state(item.config).session.gates_decide:
             # One policy under aggregate gates: a row below its per-row bar is an expected
             # failure, so the terminal, JUnit and the exit status all follow the gates.
             first_line = str(call.excinfo.value).splitlines()[0] if str(call.excinfo.value) else "below the bar"
             report.outcome = "skipped"
-            report.wasxfail = f"below the per-row bar (the gates decide): {first_line}"  # type: ignore[attr-defined]
+            report.wasxfail = f"below the per-row bar (the gates decide): {first_line}"
             record.outcome = "below_bar"
         else:
             record.outcome = "error" if record.error else _outcome_word(report)
         record.nodeid = item.nodeid
-        report.researchqa = record.to_plain()  # type: ignore[attr-defined]
+        report.researchqa = record.to_plain()
         # JUnit writes the properties of the item (copied onto its teardown report), not of this report.
         item.user_properties.extend(record.junit_properties())
         failures = record.judge_failures
@@ -168,12 +178,16 @@ _GENERATED = pytest.StashKey[int]()
 class RunHooks:
     """Hooks that need the run's state; registered per config, so no module globals."""
 
-    def __init__(self, state: RunState, config: pytest.Config) -> None:
-        self.state = state
+    def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.progress: Optional[Any] = None
         self.selected: Optional[int] = None
         self.generated: Optional[int] = None
+        self.foreign_failures = 0
+
+    @property
+    def state(self) -> "RunState":
+        return run_state(self.config)
 
     # -- collection ----------------------------------------------------------------------
     @pytest.hookimpl(trylast=True)
@@ -182,7 +196,9 @@ class RunHooks:
         row_items = [i for i in session.items if (c := case_of(i)) is not None and c.kind == "row"]
         self.selected = len(row_items)
         self.generated = self.config.stash.get(_GENERATED, self.selected)
-        settings = self.state.settings
+        settings = self.config.stash[SETTINGS]
+        if not row_items and not settings.requested:
+            return  # a run without the benchmark: nothing to count, nothing to start
         if settings.requested and self.selected == 0 and not session.config.option.collectonly:
             if self.generated == 0:
                 raise pytest.UsageError(f"researchqa: the dataset {self.state.dataset_path} has no rows to run")
@@ -205,8 +221,9 @@ class RunHooks:
 
     # -- xdist controller ----------------------------------------------------------------
     def node_collected(self, ids: list[str]) -> None:
-        if self.progress is None and self.state.settings.models:
-            total = sum(1 for nodeid in ids if any(f"[{model}-" in nodeid for model in self.state.settings.models))
+        models = self.config.stash[SETTINGS].models
+        if self.progress is None and models:
+            total = sum(1 for nodeid in ids if any(f"[{model}-" in nodeid for model in models))
             self.progress = self._new_progress(total)
 
     def node_down(self, workeroutput: dict[str, Any]) -> None:
@@ -224,14 +241,18 @@ class RunHooks:
         """Collect records on the process that prints (the controller under xdist)."""
         plain = getattr(report, "researchqa", None)
         if plain is not None:
+            from .records import RowRecord
+
             record = RowRecord.from_plain(plain)
             self.state.session.add(record)
             if self.progress is not None:
                 self.progress.row_done(record)
         elif report.failed:
-            self.state.session.foreign_failures += 1
+            self.foreign_failures += 1
 
-    def _selection(self) -> Selection:
+    def _selection(self) -> "Selection":
+        from .session import Selection
+
         option = self.config.option
         rerun = None
         if self.generated is not None and self.selected is not None and self.selected < self.generated:
@@ -245,12 +266,15 @@ class RunHooks:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """With gates, the run's outcome decides the exit status (see docs/gating.md)."""
-        state = self.state
+        state = started(self.config)
+        if state is None:
+            return  # the benchmark never ran: nothing to close, nothing to decide
         state.close()
         if is_worker(self.config):
             self.config.workeroutput[_WORKER_SELECTION] = (self.generated, self.selected)  # type: ignore[attr-defined]
             return
         state.session.selection = self._selection()
+        state.session.foreign_failures = self.foreign_failures
         state.session.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         outcome = state.session.outcome()
         if outcome.passed is None or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
@@ -258,9 +282,11 @@ class RunHooks:
         session.exitstatus = pytest.ExitCode.OK if outcome.passed else pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-        state = self.state
-        if not state.session.records or is_worker(config):
+        state = started(config)
+        if state is None or not state.session.records or is_worker(config):
             return
+        from .reporting import terminal
+
         outcome = state.session.outcome()
         write = terminalreporter.write_line
         if state.settings.audit:
@@ -298,7 +324,7 @@ class RunHooks:
             write(note, yellow=True)
 
 
-def _prefetch(state: RunState, items: list[pytest.Item]) -> None:
+def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:
     """Submit the calls of pipelined systems (and, chained on model answers, the judge calls) of these rows."""
     from .papers import PaperUnavailable
 

@@ -8,6 +8,7 @@ policy (``auto`` picks a judge of another model family than the system).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,11 +35,12 @@ class Services:
             else:
                 from .systems import load_system
 
-                system = load_system(name)
-                if system.is_async:  # one loop for the run, bounded and pipelined like model calls
-                    system.runner = self.runner()
-                self._systems[name] = system
-        return self._systems[name]
+                loaded = load_system(name)
+                if loaded.is_async:  # one loop for the run, bounded and pipelined like model calls
+                    loaded.runner = self.runner()
+                self._systems[name] = loaded
+        found: "System" = self._systems[name]
+        return found
 
     def pipelined(self, name: Optional[str]) -> bool:
         """Whether this system's calls can start ahead of their rows' tests (models, async systems)."""
@@ -53,7 +55,7 @@ class Services:
             self._runner = ModelRunner(self.settings.concurrency, self.settings.rows_per_minute)
         return self._runner
 
-    def _cache_dir(self):
+    def _cache_dir(self) -> "Path":
         from .papers import default_cache_dir
 
         return self.settings.cache_dir or default_cache_dir()

@@ -11,9 +11,8 @@ lazily, on first use, never at plugin import.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import pytest
 
@@ -22,20 +21,12 @@ from .options import Settings
 from .records import Recorder, RowRecord
 from .services import Services
 from .session import ResearchSession
+from .stash import Case
 
 if TYPE_CHECKING:  # pragma: no cover
     from .loaders import Dataset
     from .papers import PaperStore
     from .systems import System
-
-
-@dataclass(frozen=True)
-class Case:
-    """One parametrized test case: plain values, identical on every worker."""
-
-    kind: str  # "row" or "problem"
-    position: int  # index into dataset.rows or dataset.problems
-    system: Optional[str]
 
 
 class RunState:
@@ -131,19 +122,3 @@ class RunState:
 
     def close(self) -> None:
         self.services.close()
-
-
-RUN_STATE = pytest.StashKey[RunState]()
-RECORD = pytest.StashKey[RowRecord]()
-RECORDER = pytest.StashKey[Recorder]()
-
-
-def run_state(config: pytest.Config) -> RunState:
-    return config.stash[RUN_STATE]
-
-
-def case_of(item: pytest.Item) -> Optional[Case]:
-    """The researchqa case an item was parametrized with, if any."""
-    callspec: Any = getattr(item, "callspec", None)
-    case = callspec.params.get("researchqa_case") if callspec is not None else None
-    return case if isinstance(case, Case) else None

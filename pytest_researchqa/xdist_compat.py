@@ -44,7 +44,8 @@ def upcoming_items(item: pytest.Item) -> list[pytest.Item]:
 class ControllerHooks:
     """Hooks that exist only under xdist, registered on the controller."""
 
-    def __init__(self, on_collection: Callable[[list[str]], None], on_node_down: Callable[[dict], None]) -> None:
+    def __init__(self, on_collection: Callable[[list[str]], None],
+                 on_node_down: Callable[[dict[str, Any]], None]) -> None:
         self._on_collection = on_collection
         self._on_node_down = on_node_down
 

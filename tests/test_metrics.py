@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
-
-from pytest_researchqa import Answer, Row, check_answer, cited_verbatim, covers_sections, grounded_refusal
-from pytest_researchqa.matcher import MatchIndex
 from collections.abc import Mapping
 
-from pytest_researchqa import metrics
+import pytest
+
+from pytest_researchqa import Answer, Row, check_answer, cited_verbatim, covers_sections, grounded_refusal, metrics
 from pytest_researchqa.families.citation import CITATION
-from pytest_researchqa.records import Recorder, RowRecord, recording_into
+from pytest_researchqa.matcher import MatchIndex
 from pytest_researchqa.metrics import keys_overlap, section_report
+from pytest_researchqa.records import Recorder, RowRecord, recording_into
 from pytest_researchqa.textkey import text_key
 
 PAPER = (
@@ -156,8 +155,8 @@ def test_check_answer_records_every_metric_before_failing_once():
 
 
 def test_bm25_cites_passages_that_are_verbatim_and_cover_the_paper():
-    from pytest_researchqa.systems.bm25 import Bm25System, passages
     from pytest_researchqa.papers import Paper
+    from pytest_researchqa.systems.bm25 import Bm25System, passages
 
     text = "Intro sentence here. " + PAPER + " A closing remark about the clinics. " * 3
     chunks = passages(text)

@@ -9,8 +9,7 @@ import textwrap
 from xml.etree import ElementTree
 
 import pytest
-
-from helpers import SAMPLE, leaderboard_table
+from helpers import leaderboard_table
 
 ROWS = 27
 
@@ -459,3 +458,14 @@ def test_a_system_module_that_cannot_be_imported_suggests_the_path(run):
     result = run("--researchqa-system=my_rag_pipeline:answer")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*cannot import 'my_rag_pipeline'*PYTHONPATH=. pytest*"])
+
+
+def test_a_model_without_the_llm_extra_is_a_usage_error_naming_it(pytester, monkeypatch):
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "litellm" else real_find_spec(name, *args))
+    result = pytester.runpytest("--researchqa-model=gpt-5.4", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*litellm, which is not installed: pip install 'pytest-researchqa[[]llm]'*"])

@@ -66,7 +66,7 @@ def leaderboard(records: Sequence[RowRecord], family: Family) -> str:
         ("question type", lambda r: r.question_type), ("domain", lambda r: r.domain))
     for title, field in breakdowns:
         rows = []
-        groups = group(records, lambda r: f"{system_of(r)}\0{field(r) or '?'}")
+        groups = group(records, lambda r, field=field: f"{system_of(r)}\0{field(r) or '?'}")
         for key in sorted(groups, key=lambda k: (order.get(k.split("\0")[0], 0), k.split("\0")[1])):
             system, value = key.split("\0")
             s = summarize(system, groups[key], metrics)

@@ -15,7 +15,7 @@ import threading
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from ..answers import Answer, coerce_answer
 
@@ -124,7 +124,7 @@ def load_system(spec: str) -> System:
             hint = (f"; if {module_name.split('.')[0]!r} is a module of your project, run with it on the path: "
                     "PYTHONPATH=. pytest ...")
         raise SystemSpecError(f"system {spec!r}: cannot import {module_name!r}: {error}{hint}") from None
-    function = module
+    function: Any = module
     for part in attribute.split("."):
         function = getattr(function, part, None)
         if function is None:
@@ -136,6 +136,7 @@ def load_system(spec: str) -> System:
 
 def _user_adapter(function: Callable[..., Any]) -> Callable[..., Any]:
     """Call a user function as ``f(question, paper)``, adding ``row=`` if it takes it."""
+    parameters: Mapping[str, inspect.Parameter]
     try:
         parameters = inspect.signature(function).parameters
     except (TypeError, ValueError):
