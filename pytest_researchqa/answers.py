@@ -69,10 +69,12 @@ def coerce_answer(value: Any, where: str) -> Answer:
     """Accept what user systems naturally return: an Answer, a dict, or text."""
     if isinstance(value, Answer):
         return value
-    if isinstance(value, str):
-        return Answer(text=value)
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return Answer(text=str(value))  # "412" or 412: a model may give a number as the whole answer
     if isinstance(value, dict):
         text = value.get("answer", value.get("text"))
+        if isinstance(text, (int, float)) and not isinstance(text, bool):
+            text = str(text)
         citations = value.get("citations", [])
         if not isinstance(text, str):
             raise TypeError(f"{where} returned a dict without an 'answer' (or 'text') string")

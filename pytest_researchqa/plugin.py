@@ -159,6 +159,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.researchqa = record.to_plain()
         # JUnit writes the properties of the item (copied onto its teardown report), not of this report.
         item.user_properties.extend(record.junit_properties())
+        if report.outcome != "passed" and record.usage.context:
+            usage = record.usage
+            tokens = (f", {usage.prompt_tokens} tokens in, {usage.completion_tokens} out"
+                      if usage.prompt_tokens is not None else "")
+            cached = ", from the cache" if usage.cached else ""
+            report.sections.append(("researchqa model input", f"context: {usage.context}{tokens}{cached}"))
         failures = record.judge_failures
         if failures:
             report.sections.append(("researchqa judge errors", "\n".join(failures)))
@@ -293,7 +299,7 @@ class RunHooks:
             terminalreporter.write_sep("=", "researchqa dataset audit")
             for line in terminal.audit(outcome.records).splitlines():
                 write(line)
-            for note in outcome.gate_notes:
+            for note in outcome.notes:
                 write(note, yellow=True)
             return
         if self.progress is not None:
@@ -320,7 +326,7 @@ class RunHooks:
                 write(f"{outcome.errors} row(s) errored: the gates cannot pass while rows error", red=True)
             if outcome.foreign_failures:
                 write(f"{outcome.foreign_failures} other test(s) failed: the gates do not excuse them", red=True)
-        for note in outcome.gate_notes:
+        for note in outcome.notes:
             write(note, yellow=True)
 
 

@@ -48,7 +48,7 @@ class RunOutcome:
     selection: Selection
     partial_reasons: tuple[str, ...]
     gated: bool  # gates were given and evaluated
-    gate_notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
     @property
     def passed(self) -> Optional[bool]:
@@ -108,6 +108,10 @@ class ResearchSession:
         notes: list[str] = []
         if self.gates and not self.gates_apply:
             notes.append("gates are not evaluated in audit mode (no system runs)")
+        answered = [r for r in records if r.system and not r.error]
+        if answered and all(r.baseline for r in answered) and not any(r.judge for r in answered):
+            notes.append("warning: this run measured no answer quality: baseline answers carry no citations to "
+                         "grade and no judge is configured (add --researchqa-judge=MODEL)")
         return RunOutcome(
             records=records,
             gates=tuple(evaluate(self.gates, records)) if gated else (),
@@ -118,7 +122,7 @@ class ResearchSession:
             selection=self.selection,
             partial_reasons=tuple(self._partial_reasons(measured)) if gated else (),
             gated=gated,
-            gate_notes=tuple(notes),
+            notes=tuple(notes),
         )
 
     def _partial_reasons(self, measured: int) -> list[str]:

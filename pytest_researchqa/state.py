@@ -78,12 +78,11 @@ class RunState:
 
     @functools.cached_property
     def row_positions(self) -> list[int]:
-        """Rows to run, in file order; evenly spaced when sampling."""
-        total = len(self.dataset.rows)
-        sample = self.settings.sample
-        if sample is None or sample >= total:
-            return list(range(total))
-        return [i * total // sample for i in range(sample)]
+        """Rows to run, in file order; a stratified, evenly spaced sample when sampling."""
+        from .sampling import stratified_sample
+
+        rows = self.dataset.rows
+        return stratified_sample([row.question_type for row in rows], self.settings.sample)
 
     def cases(self, with_systems: bool) -> list[tuple[Case, str, list[str]]]:
         """(case, id, marks) for every selected row, per system when asked."""

@@ -257,3 +257,10 @@ def test_too_short_citations_are_reported_not_counted_as_fabrications():
     assert values["refusal_correctness"] == 1.0
     assert [c["verdict"] for c in values["citations"]] == ["too_short", "verbatim"]
     assert metrics.citation_accuracy(metrics.match_citations(answer, MatchIndex(PAPER))) == 1.0
+
+
+@pytest.mark.parametrize("value", [412, 6.14, {"answer": 412, "citations": []}])
+def test_a_number_given_as_the_answer_becomes_its_text(value):
+    from pytest_researchqa.answers import coerce_answer
+
+    assert coerce_answer(value, "system 's'").text in ("412", "6.14")

@@ -79,14 +79,15 @@ def test_k_and_m_select_the_slices_users_expect(run, selection, expected):
     result.assert_outcomes(passed=expected, deselected=ROWS - expected)
 
 
-def test_sample_picks_evenly_spaced_rows_deterministically(run):
+def test_sample_picks_every_question_type_evenly_spaced_and_deterministically(run):
     first = run("--researchqa-system=oracle", "--researchqa-sample=5", "--collect-only", "-q")
     second = run("--researchqa-system=oracle", "--researchqa-sample=5", "--collect-only", "-q")
     ids = [l for l in first.stdout.lines if l.startswith("researchqa::")]
     assert ids == [l for l in second.stdout.lines if l.startswith("researchqa::")]
-    # 27 rows, 5 samples: positions 0, 5, 10, 16, 21.
+    # 27 rows, 5 samples: one per question type, the fifth to the largest (adversarial, 9 rows),
+    # each the middle row of its share of its type.
     assert [i.split("-", 2)[2].rstrip("]") for i in ids] == [
-        "edu-lookup-1", "edu-multihop-2", "env-lookup-2", "env-adv-2", "ml-comp-2",
+        "edu-adv-3", "env-lookup-2", "env-comp-2", "env-multihop-2", "ml-adv-1",
     ]
 
 
@@ -469,3 +470,22 @@ def test_a_model_without_the_llm_extra_is_a_usage_error_naming_it(pytester, monk
     result = pytester.runpytest("--researchqa-model=gpt-5.4", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*litellm, which is not installed: pip install 'pytest-researchqa[[]llm]'*"])
+
+
+def test_a_run_that_measures_nothing_says_so(run, pytester):
+    pytester.makepyfile(prose="from pytest_researchqa import Answer\n\n"
+                              "def answer(question, paper):\n    return Answer('Some prose.', cites=False)\n")
+    pytester.syspathinsert()
+    result = run("--researchqa-system=prose:answer", "-k", "edu")
+    result.stdout.fnmatch_lines(["warning: this run measured no answer quality*no judge is configured*"])
+
+
+def test_a_failed_model_row_says_what_the_model_was_given(run, pytester):
+    pytester.makepyfile(given="from pytest_researchqa import Answer\n\n"
+                              "def answer(question, paper):\n"
+                              "    return Answer('x', ['A sentence that is not in the paper at all.'],\n"
+                              "                  meta={'context': 'retrieved passages', 'prompt_tokens': 900,\n"
+                              "                        'completion_tokens': 40})\n")
+    pytester.syspathinsert()
+    result = run("--researchqa-system=given:answer", "-k", "edu-lookup-1")
+    result.stdout.fnmatch_lines(["*researchqa model input*", "context: retrieved passages, 900 tokens in, 40 out"])
