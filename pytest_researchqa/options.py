@@ -77,6 +77,12 @@ OPTIONS: tuple[Option, ...] = (
            "Repeatable. When given, the gates decide the exit status."),
     Option("--researchqa-allow-partial", "flag",
            "Let gates decide a run that measured fewer rows than it selected (-x, --maxfail, --lf, --sw)."),
+    Option("--researchqa-results", "text",
+           "Folder of saved runs (default .researchqa/runs under the rootdir); 'off' saves nothing."),
+    Option("--researchqa-save", "text", "Name of this run's folder of results (default: run).", "run"),
+    Option("--researchqa-markdown", "path",
+           "Write the leaderboard, slices and gate results as GitHub-flavoured Markdown to this file "
+           "(also appended to $GITHUB_STEP_SUMMARY when set)."),
     Option("--researchqa-cache-dir", "path", "Where extracted papers and downloads are cached."),
     Option("--researchqa-download-papers", "flag", "Download missing papers from paper_s3_url into the cache."),
     Option("--researchqa-audit", "flag",
@@ -136,6 +142,9 @@ class Settings:
     judge_pool: tuple[str, ...] = ()
     judge_repeats: int = 0
     allow_partial: bool = False
+    results: Optional[str] = None  # None: the default folder; "off": save nothing
+    save_name: str = "run"
+    markdown: Optional[Path] = None
 
     @property
     def all_systems(self) -> tuple[str, ...]:
@@ -215,6 +224,9 @@ def read_settings(config: pytest.Config) -> Settings:
         judge_pool=judge_pool,
         judge_repeats=resolved["researchqa_judge_repeats"],
         allow_partial=resolved["researchqa_allow_partial"],
+        results=resolved["researchqa_results"],
+        save_name=resolved["researchqa_save"],
+        markdown=resolved["researchqa_markdown"],
     )
 
 
@@ -231,6 +243,8 @@ def _parse(option: Option, raw: Any, *, from_ini: bool, config: pytest.Config) -
         if not candidate.is_absolute() and from_ini and config.inipath is not None:
             candidate = config.inipath.parent / candidate  # ini paths are relative to the ini file
         return candidate
+    if option.kind == "text":
+        return str(raw)
     if option.kind == "choice":
         if raw not in option.choices:
             raise pytest.UsageError(f"{option.flag}: {raw!r} is not one of {', '.join(option.choices)}")

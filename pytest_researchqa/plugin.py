@@ -13,6 +13,7 @@ matcher and the systems are imported only when a run uses them.
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generator, Optional
 
@@ -34,7 +35,8 @@ from .xdist_compat import ControllerHooks, is_worker, upcoming_items
 
 if TYPE_CHECKING:  # pragma: no cover
     from .records import RowRecord
-    from .session import Selection
+    from .runs import RunWriter
+    from .session import RunOutcome, Selection
     from .state import RunState
 
 PROTOCOL_NODEID = "researchqa"
@@ -190,10 +192,22 @@ class RunHooks:
         self.selected: Optional[int] = None
         self.generated: Optional[int] = None
         self.foreign_failures = 0
+        self.started_at = datetime.datetime.now(datetime.timezone.utc)
+        self.writer: Optional["RunWriter"] = None
 
     @property
     def state(self) -> "RunState":
         return run_state(self.config)
+
+    def _results_writer(self) -> Optional["RunWriter"]:
+        """This run's results folder, opened with the first record (None when saving is off)."""
+        settings = self.config.stash[SETTINGS]
+        if self.writer is None and settings.results != "off":
+            from .runs import DEFAULT_RUNS_DIR, RunWriter, run_folder_name
+
+            runs_dir = Path(settings.results) if settings.results else self.config.rootpath / DEFAULT_RUNS_DIR
+            self.writer = RunWriter(runs_dir / run_folder_name(settings.save_name, self.started_at))
+        return self.writer
 
     # -- collection ----------------------------------------------------------------------
     @pytest.hookimpl(trylast=True)
@@ -251,6 +265,9 @@ class RunHooks:
 
             record = RowRecord.from_plain(plain)
             self.state.session.add(record)
+            writer = self._results_writer()
+            if writer is not None:
+                writer.add(record)  # on disk at once: a killed run keeps its finished rows
             if self.progress is not None:
                 self.progress.row_done(record)
         elif report.failed:
@@ -283,6 +300,9 @@ class RunHooks:
         state.session.foreign_failures = self.foreign_failures
         state.session.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         outcome = state.session.outcome()
+        if self.writer is not None:
+            self.writer.finish(outcome.records, self._manifest(outcome))
+        self._write_markdown(outcome)
         if outcome.passed is None or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             return
         session.exitstatus = pytest.ExitCode.OK if outcome.passed else pytest.ExitCode.TESTS_FAILED
@@ -304,6 +324,8 @@ class RunHooks:
             return
         if self.progress is not None:
             self.progress.finish(terminalreporter)
+        if self.writer is not None:
+            write(f"researchqa: results saved in {self.writer.folder}")
         terminalreporter.write_sep("=", "researchqa leaderboard")
         for line in terminal.leaderboard(outcome.records, state.family).splitlines():
             write(line)
@@ -328,6 +350,57 @@ class RunHooks:
                 write(f"{outcome.foreign_failures} other test(s) failed: the gates do not excuse them", red=True)
         for note in outcome.notes:
             write(note, yellow=True)
+
+
+    def _manifest(self, outcome: "RunOutcome") -> dict[str, Any]:
+        from .bundled import bundled_path
+        from .runs import environment, file_sha256, folder_hashes, git_commit, redact_params
+
+        state, settings = self.state, self.config.stash[SETTINGS]
+        selection = outcome.selection
+        return {
+            "name": settings.save_name,
+            "family": state.family.name,
+            "started": self.started_at.isoformat(timespec="seconds"),
+            "ended": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "command": list(self.config.invocation_params.args),
+            "environment": environment(),
+            "git_commit": git_commit(self.config.rootpath),
+            "dataset": {"path": str(state.dataset_path), "sha256": file_sha256(state.dataset_path)},
+            "systems": list(settings.systems),
+            "models": list(settings.models),
+            "model_params": redact_params(settings.model_params),
+            "judges": list(settings.judges),
+            "judge_mode": settings.judge_mode,
+            "prompt_sha": sorted({r.usage.prompt_sha for r in outcome.records if r.usage.prompt_sha}),
+            "judge_prompts": folder_hashes(bundled_path("judges")) if settings.judges else {},
+            "baseline": settings.baseline,
+            "selection": {"rows": selection.rows, "keyword": selection.keyword, "markexpr": selection.markexpr,
+                          "sample": selection.sample, "rerun_subset": selection.rerun_subset},
+            "outcome": {"measured": outcome.measured, "errors": outcome.errors, "passed": outcome.passed,
+                        "gates": [{"gate": g.gate.label, "system": g.system, "value": g.value, "passed": g.passed}
+                                  for g in outcome.gates],
+                        "partial_reasons": list(outcome.partial_reasons)},
+        }
+
+    def _write_markdown(self, outcome: "RunOutcome") -> None:
+        import os
+
+        settings = self.config.stash[SETTINGS]
+        target = settings.markdown
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if target is None and not summary:
+            return
+        from .reporting.markdown import render
+
+        text = render(outcome, self.state.family)
+        if target is not None:
+            from .papers import atomic_write
+
+            atomic_write(target, text.encode("utf-8"))
+        if summary:
+            with open(summary, "a", encoding="utf-8") as stream:
+                stream.write(text + "\n")
 
 
 def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 from ..families import Family
@@ -27,10 +28,15 @@ def _tokens(summary: Summary) -> str:
     return f"{summary.prompt_tokens or 0:,}/{summary.completion_tokens or 0:,}"
 
 
-def leaderboard(records: Sequence[RowRecord], family: Family) -> str:
-    """The leaderboard, then the same metrics per question type and per domain."""
-    from tabulate import tabulate
+@dataclass(frozen=True)
+class Table:
+    title: str  # "" for the leaderboard itself
+    headers: list[str]
+    rows: list[list[object]]
 
+
+def leaderboard_tables(records: Sequence[RowRecord], family: Family) -> list[Table]:
+    """The leaderboard, then the same metrics per question type and per domain."""
     metrics = family.metric_names
     dimensions = [d.name for d in family.judge_dimensions]
     summaries = by_system(records, metrics, dimensions)
@@ -55,25 +61,46 @@ def leaderboard(records: Sequence[RowRecord], family: Family) -> str:
             cells.append(_tokens(s))
         cells.append(cell(s.cost_usd, 4))
         table.append(cells)
-    parts = [tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)]
-    if family.scope_note:
-        parts.append(family.scope_note)
-    defects = sum(s.defects for s in summaries)
-    if defects:
-        parts.append(f"{defects} row(s) not graded: a required section is not in the paper (dataset defect)")
+    tables = [Table("", headers, table)]
     order = {s.label: n for n, s in enumerate(summaries)}
     breakdowns: tuple[tuple[str, Callable[[RowRecord], Optional[str]]], ...] = (
         ("question type", lambda r: r.question_type), ("domain", lambda r: r.domain))
     for title, field in breakdowns:
         rows = []
-        groups = group(records, lambda r, field=field: f"{system_of(r)}\0{field(r) or '?'}")
+
+        def key_of(record: RowRecord, field: Callable[[RowRecord], Optional[str]] = field) -> str:
+            return f"{system_of(record)}\0{field(record) or '?'}"
+
+        groups = group(records, key_of)
         for key in sorted(groups, key=lambda k: (order.get(k.split("\0")[0], 0), k.split("\0")[1])):
             system, value = key.split("\0")
             s = summarize(system, groups[key], metrics)
             rows.append([system, value, *(cell(s.means[m]) for m in metrics), s.rows, s.errors])
-        parts.append(f"by {title}:")
-        parts.append(tabulate(rows, headers=["system", title, *(m.label for m in family.metrics), "rows", "errors"],
-                              tablefmt="github", disable_numparse=True))
+        tables.append(Table(title, ["system", title, *(m.label for m in family.metrics), "rows", "errors"], rows))
+    return tables
+
+
+def defects_line(records: Sequence[RowRecord]) -> Optional[str]:
+    defects = sum(1 for r in records if r.defect and not r.error)
+    if not defects:
+        return None
+    return f"{defects} row(s) not graded: a required section is not in the paper (dataset defect)"
+
+
+def leaderboard(records: Sequence[RowRecord], family: Family) -> str:
+    """The leaderboard and its breakdowns as terminal text."""
+    from tabulate import tabulate
+
+    tables = leaderboard_tables(records, family)
+    parts = [tabulate(tables[0].rows, headers=tables[0].headers, tablefmt="github", disable_numparse=True)]
+    if family.scope_note:
+        parts.append(family.scope_note)
+    defects = defects_line(records)
+    if defects:
+        parts.append(defects)
+    for table in tables[1:]:
+        parts.append(f"by {table.title}:")
+        parts.append(tabulate(table.rows, headers=table.headers, tablefmt="github", disable_numparse=True))
     return "\n".join(parts)
 
 

@@ -1,0 +1,60 @@
+"""The run as GitHub-flavoured Markdown: for a pull-request comment or a job summary. Renders only."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from ..families import Family
+from .terminal import Table, defects_line, leaderboard_tables
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..session import RunOutcome
+
+
+def _escape(value: object) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    lines = ["| " + " | ".join(_escape(h) for h in headers) + " |",
+             "|" + "|".join("---" if n == 0 else "---:" for n in range(len(headers))) + "|"]
+    lines += ["| " + " | ".join(_escape(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _section(t: Table) -> str:
+    return f"<details><summary>By {t.title}</summary>\n\n{table(t.headers, t.rows)}\n\n</details>"
+
+
+def render(outcome: "RunOutcome", family: Family, title: str = "researchqa") -> str:
+    tables = leaderboard_tables(outcome.records, family)
+    verdict = ""
+    if outcome.passed is not None:
+        verdict = " — gates passed ✅" if outcome.passed else " — gates FAILED ❌"
+    parts = [f"## {title}{verdict}", "", table(tables[0].headers, tables[0].rows), ""]
+    notes = [family.scope_note, outcome.coverage_line]
+    defects = defects_line(outcome.records)
+    if defects:
+        notes.append(defects)
+    parts += [f"_{_escape(n)}_  " for n in notes if n] + [""]
+    if outcome.gated:
+        parts.append("### Gates")
+        parts.append("")
+        for result in outcome.gates:
+            parts.append(f"- {'✅' if result.passed else '❌'} {_escape(result.describe())}")
+        for reason in outcome.partial_reasons:
+            parts.append(f"- ❌ {_escape(reason)} (the gates do not pass a partial run)")
+        if outcome.errors:
+            parts.append(f"- ❌ {outcome.errors} row(s) errored: the gates cannot pass while rows error")
+        if outcome.foreign_failures:
+            parts.append(f"- ❌ {outcome.foreign_failures} other test(s) failed")
+        parts.append("")
+    if outcome.guards:
+        parts.append("### Judge guards")
+        parts.append("")
+        parts += [f"- {_escape(g.message)}" for g in outcome.guards]
+        parts.append("")
+    parts += [_section(t) for t in tables[1:]]
+    for note in outcome.notes:
+        parts.append(f"\n> {_escape(note)}")
+    return "\n".join(parts).rstrip() + "\n"

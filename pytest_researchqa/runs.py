@@ -1,0 +1,164 @@
+"""Saved runs: every row's record and the run's manifest, on disk, readable later. No pytest import.
+
+A run folder (default ``.researchqa/runs/<YYYYmmdd-HHMMSS>-<name>/``) holds
+
+* ``rows.jsonl`` -- one :class:`~pytest_researchqa.records.RowRecord` per line, as plain
+  data, sorted by system then row id (so a serial and an ``-n 2`` run write the same rows);
+* ``manifest.json`` -- what produced it: plugin, pytest and Python versions, git commit,
+  dataset file and content hash, prompt and judge-prompt hashes, systems and models with
+  their parameters (secrets redacted), selection, gates and outcome, start and end time,
+  command line.
+
+Records are appended to ``rows.partial.jsonl`` the moment they arrive, so a run that is
+killed keeps what it finished; the final files are written atomically at the end.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Optional, TextIO
+
+from .records import RowRecord
+
+ROWS_FILE = "rows.jsonl"
+PARTIAL_FILE = "rows.partial.jsonl"
+MANIFEST_FILE = "manifest.json"
+DEFAULT_RUNS_DIR = Path(".researchqa") / "runs"
+MANIFEST_VERSION = 1
+_SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.IGNORECASE)
+
+
+class RunNotFound(LookupError):
+    """A saved run named on the command line that is not on disk."""
+
+
+def run_folder_name(name: str, started: _dt.datetime) -> str:
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "run"
+    return f"{started.strftime('%Y%m%d-%H%M%S')}-{safe}"
+
+
+def sort_key(record: RowRecord) -> tuple[str, str, str]:
+    return (record.system or "", record.row_id or "", record.nodeid or "")
+
+
+def redact_params(params: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Model parameters with anything that looks like a credential replaced."""
+    return {model: {k: ("<redacted>" if _SECRET_KEYS.search(k) else v) for k, v in values.items()}
+            for model, values in params.items()}
+
+
+def file_sha256(path: Path) -> Optional[str]:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def folder_hashes(folder: Path) -> dict[str, str]:
+    """sha256 (first 16 hex digits) of every file in a folder: the judge prompts' fingerprint."""
+    if not folder.is_dir():
+        return {}
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def git_commit(where: Path) -> Optional[str]:
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+class RunWriter:
+    """Streams records into a run folder and finishes it with the sorted rows and the manifest."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._partial: Optional[TextIO] = None
+
+    def add(self, record: RowRecord) -> None:
+        if self._partial is None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._partial = open(self.folder / PARTIAL_FILE, "a", encoding="utf-8")
+        self._partial.write(json.dumps(record.to_plain(), ensure_ascii=False) + "\n")
+        self._partial.flush()
+
+    def finish(self, records: Iterable[RowRecord], manifest: dict[str, Any]) -> None:
+        from .papers import atomic_write
+
+        if self._partial is not None:
+            self._partial.close()
+        rows = "".join(json.dumps(r.to_plain(), ensure_ascii=False, sort_keys=True) + "\n"
+                       for r in sorted(records, key=sort_key))
+        atomic_write(self.folder / ROWS_FILE, rows.encode("utf-8"))
+        manifest = {"version": MANIFEST_VERSION, **manifest}
+        atomic_write(self.folder / MANIFEST_FILE,
+                     (json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
+        try:
+            os.unlink(self.folder / PARTIAL_FILE)
+        except OSError:
+            pass
+
+
+@dataclass(frozen=True)
+class SavedRun:
+    folder: Path
+    manifest: dict[str, Any]
+    records: tuple[RowRecord, ...]
+
+    @property
+    def name(self) -> str:
+        return self.folder.name
+
+
+def resolve_run(spec: str, runs_dir: Path) -> Path:
+    """A run folder from a path, a folder name, a name suffix (``baseline``) or ``last``."""
+    candidate = Path(spec)
+    if candidate.is_dir() and ((candidate / ROWS_FILE).is_file() or (candidate / PARTIAL_FILE).is_file()):
+        return candidate
+    saved = sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []
+    finished = [p for p in saved if (p / ROWS_FILE).is_file()]
+    if spec == "last":
+        if not finished:
+            raise RunNotFound(f"no saved run in {runs_dir}")
+        return finished[-1]
+    matches = [p for p in finished if p.name == spec or p.name.endswith(f"-{spec}")]
+    if not matches:
+        known = ", ".join(p.name for p in finished[-5:]) or "none"
+        raise RunNotFound(f"no saved run {spec!r} in {runs_dir} (latest: {known})")
+    return matches[-1]
+
+
+def load_run(folder: Path) -> SavedRun:
+    """A saved run; a run cut short (no rows.jsonl yet) is read from its partial file."""
+    rows_file = folder / ROWS_FILE if (folder / ROWS_FILE).is_file() else folder / PARTIAL_FILE
+    records = []
+    for number, line in enumerate(rows_file.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(RowRecord.from_plain(json.loads(line)))
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"{rows_file}, line {number}: not a row record ({error})") from None
+    manifest_file = folder / MANIFEST_FILE
+    manifest = json.loads(manifest_file.read_text(encoding="utf-8")) if manifest_file.is_file() else {}
+    return SavedRun(folder, manifest, tuple(records))
+
+
+def environment() -> dict[str, str]:
+    import platform
+
+    import pytest
+
+    from . import __version__
+
+    return {"plugin": __version__, "pytest": pytest.__version__, "python": platform.python_version(),
+            "platform": sys.platform}
