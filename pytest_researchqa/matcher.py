@@ -166,8 +166,10 @@ class MatchIndex:
         for unmasked in (False, True):
             if unmasked and self.unmasked_key is self.key:
                 break
-            # The unmasked key only serves quotes that copy furniture verbatim.
-            spans = self._locate_parts(keys, unmasked, walk=not unmasked)
+            # The unmasked key only serves quotes that copy furniture verbatim ("exhibit203").
+            spans = self._locate_parts(keys, unmasked)
+            if spans is not None and unmasked and self._absorbs_furniture_number(spans):
+                spans = None
             if spans is not None:
                 verdict = VERBATIM if len(keys) == 1 else VERBATIM_ELIDED
                 if unmasked:
@@ -181,6 +183,32 @@ class MatchIndex:
                     citation, self, True, VERBATIM_WITH_COMMENTARY, spans, commentary=comment
                 )
         return CitationMatch(citation, self, False, None, (), parts=tuple(parts))
+
+    def _absorbs_furniture_number(self, spans: Sequence[tuple[int, int]]) -> bool:
+        """True when a line or page number blanked from the paper would become part of the quote's
+        numbers: the quote ends with it, or it is glued to a number of the text (``0.9`` and the
+        margin's ``193`` read as ``0.9193``; ``"accuracy, at 36"`` where 36 is the margin number
+        before ``61.4%``). Glued between words (``"exhibit203 strong"``) or leading a quote, it
+        changes no number."""
+        offsets, text = self._unmasked_offsets, self.text
+        quote_end = spans[-1][1]
+        for start, end in spans:
+            raw_start, raw_end = int(offsets[start]), int(offsets[end - 1]) + 1
+            for low, high in self.masked_ranges:
+                if high <= raw_start or low >= raw_end or not any(c.isdigit() for c in text[low:high]):
+                    continue
+                before = text[max(0, low - 2):low]
+                after = text[high:high + 2]
+                line_start = text.rfind("\n", 0, low) + 1
+                line_end = text.find("\n", high)
+                own_line = not text[line_start:low].strip() and not text[high:line_end if line_end >= 0 else None].strip()
+                if end == quote_end and int(offsets.searchsorted(high)) >= end and not own_line:
+                    return True  # the quote ends on it: it reads as the sentence's number
+                if before[-1:].isdigit() or (before[-1:] in (".", ",") and before[:1].isdigit()):
+                    return True
+                if after[:1].isdigit() or after[:1] == "%" or (after[:1] in (".", ",") and after[1:].isdigit()):
+                    return True
+        return False
 
     def _unmasked_to_masked(self, spans) -> tuple[tuple[int, int], ...]:
         """Re-express spans found in the unmasked key in masked-key positions."""
@@ -198,13 +226,10 @@ class MatchIndex:
             return self.unmasked_key, self.unmasked_page_key_starts
         return self.key, self.page_key_starts
 
-    def _locate_parts(self, keys: list[str], unmasked: bool, walk: bool = True) -> tuple[tuple[int, int], ...] | None:
+    def _locate_parts(self, keys: list[str], unmasked: bool) -> tuple[tuple[int, int], ...] | None:
         key, pages = self._keys(unmasked)
         first = keys[0]
         if len(keys) == 1:
-            if not walk:
-                found = key.find(first)
-                return ((found, found + len(first)),) if found >= 0 else None
             found = _locate(key, pages, first, 0, len(key))
             return tuple(found) if found else None
         # An elided quote: try each place its first part occurs.
@@ -302,7 +327,8 @@ def _mask_furniture(text: str, page_starts: Sequence[int]):
     """
     pages = _split_pages(text, page_starts)
     numbered = _has_line_numbers(text)
-    if len(pages) < 2 and not numbered:
+    trailing = _trailing_line_numbers(text)
+    if len(pages) < 2 and not numbered and not trailing:
         return pages, []
     page_offsets = list(page_starts) if page_starts else [0]
     edge_lines: list[list[tuple[int, int, str, str]]] = []
@@ -328,7 +354,7 @@ def _mask_furniture(text: str, page_starts: Sequence[int]):
         if numbered:
             for line in _NUMBERED_LINE.finditer(page):
                 ranges.append((base + line.start(2), base + line.end(2)))
-    ranges = _merge(ranges)
+    ranges = _merge(ranges + trailing)
     return _split_pages(_apply_mask(text, ranges), page_starts), ranges
 
 
@@ -373,6 +399,46 @@ def _has_line_numbers(text: str) -> bool:
         return False
     rising = sum(1 for a, b in zip(numbers, numbers[1:]) if b > a)
     return rising * 10 >= (len(numbers) - 1) * 8
+
+
+_TRAILING_DIGITS = re.compile(r"(\d{1,7})[ \t]*$", re.MULTILINE)
+
+
+def _trailing_line_numbers(text: str) -> list[tuple[int, int]]:
+    """Raw ranges of margin line numbers that extraction glued to the end of each line.
+
+    Some preprints come out of pypdf as ``"primary goal of396\npublishing"``: the number
+    is glued to the line's last word, or to a number of the text ("in 2021.52"). When
+    most lines end in digits that count upwards, each line's number is the suffix of its
+    digits that continues the count (a restart, as on a new page, takes the whole run).
+    """
+    lines = max(1, text.count("\n"))
+    found = list(_TRAILING_DIGITS.finditer(text))
+    if len(found) * 2 < lines or len(found) < 8:
+        return []
+    ranges: list[tuple[int, int]] = []
+    counted = 0
+    previous: int | None = None
+    for match in found:
+        digits = match.group(1)
+        line_start = text.rfind("\n", 0, match.start(1)) + 1
+        if not text[line_start:match.start(1)].strip():
+            continue  # a line of its own (a page number): not glued, and not the count
+        width = 0
+        if previous is not None:
+            fits = [(int(digits[-size:]) - previous, -size) for size in range(1, min(4, len(digits)) + 1)
+                    if previous < int(digits[-size:]) <= previous + 5]
+            width = -min(fits)[1] if fits else 0  # the closest continuation of the count
+        if not width and len(digits) <= 4:
+            value = int(digits)
+            # A restart (a new page's count) starts low; a jump skips forward; anything else is text.
+            if previous is None or value <= 3 or value > previous:
+                width = len(digits)
+        if width:
+            counted += previous is not None and int(digits[-width:]) == previous + 1
+            previous = int(digits[-width:])
+            ranges.append((match.end(1) - width, match.end(1)))
+    return ranges if counted * 10 >= len(found) * 7 else []
 
 
 def _split_elisions(quote: str) -> list[str]:
@@ -696,7 +762,7 @@ def _departure(index: MatchIndex, quote: str, quote_key: str, quote_at: int, pap
     split = int(quote_offsets[quote_at]) if quote_at < len(quote_offsets) else len(quote)
     # Show the departure at the start of the word it falls in: "in |19", not "in 1|9".
     word_start = max(quote.rfind(" ", 0, split), quote.rfind("\n", 0, split)) + 1
-    back = len(text_key(quote[word_start:split]))
+    back = quote_at - int(quote_offsets.searchsorted(word_start))  # key characters of that word so far
     split, paper_at = word_start, max(0, paper_at - back)
     paper_raw = index.raw_offset(paper_at)
     return Departure(

@@ -1,15 +1,22 @@
 """Match keys: the form in which quotes and papers are compared.
 
-A key keeps only letters and digits, case-folded, with compatibility forms
-decomposed (ligatures, full-width and superscript forms) and accents dropped.
-Everything PDF extraction garbles between words -- whitespace, line breaks,
-end-of-line hyphens, stray spaces inside words, quote and dash variants,
-non-breaking spaces -- is absent from a key, so it cannot cause a mismatch,
-while every letter and digit a quote changes still does.
+A key keeps letters and digits, case-folded, with compatibility forms decomposed
+(ligatures, full-width and superscript forms) and accents dropped, and the symbols
+a number's meaning hangs on: a decimal point between digits (``61.4``, also
+written ``61·4``), a sign in front of a number (``-0.32``; any dash or the
+Unicode minus), and ``%``, ``<``, ``>``, ``=``, ``+`` (``≤``, ``≥``, ``±``, ``≠``
+become ``<=``, ``>=``, ``+-``, ``<>``). Everything else PDF extraction garbles
+between words -- whitespace, line breaks, end-of-line hyphens, stray spaces
+inside words, quote and dash variants, non-breaking spaces, other punctuation --
+is absent from a key, so it cannot cause a mismatch, while every changed letter,
+digit, decimal point, sign or comparison still does.
 
-The key of a text is the concatenation of the keys of its characters; that
-property is what lets callers build keys piecewise and map key positions back
-to raw offsets (:func:`key_offsets`) only when a message needs them.
+A hyphen is a sign only when no letter, digit or closing bracket stands right
+before it and a digit follows (``COVID-19`` and ``10-20`` keep no hyphen); a full
+stop is a decimal point only between two digits.
+
+:func:`key_offsets` gives, for every key character, the offset of the source
+character it came from, so key positions map back to the paper's text.
 """
 
 from __future__ import annotations
@@ -17,44 +24,82 @@ from __future__ import annotations
 import re
 import unicodedata
 
-_ASCII_NON_ALNUM = bytes(c for c in range(128) if not chr(c).isalnum())
-_NON_WORD = re.compile(r"[\W_]+")
+# Symbols kept wherever they stand.
+_KEPT = "%<>=+"
+# Characters that stand for a decimal point or a sign in context: markers replace them first.
+_DECIMAL_MARK, _SIGN_MARK = "\x01", "\x02"
+_ASCII_DROPPED = bytes(c for c in range(128)
+                       if not chr(c).isalnum() and chr(c) not in _KEPT + _DECIMAL_MARK + _SIGN_MARK)
+_DECIMAL = re.compile(r"[.\u00b7](?<=\d[.\u00b7])(?=\d)")
+_SIGN = re.compile(
+    r"[-\u2212\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d]"
+    r"(?<![^\W_].)(?<![)\]].)"
+    r"(?=\s?\.?\d)"
+)
+# Non-ASCII characters with an ASCII reading, applied before the (fast) ASCII path.
+_FOLD = str.maketrans({
+    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
+    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u00ab": '"', "\u00bb": '"', "\u2033": '"',
+    "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2212": "-", "\u00ad": "",
+    "\u00a0": " ", "\u2009": " ", "\u202f": " ", "\u2002": " ", "\u2003": " ", "\u200b": "", "\u2026": "...",
+    "\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
+    "\u2264": "<=", "\u2265": ">=", "\u2266": "<=", "\u2267": ">=", "\u00b1": "+-", "\u2260": "<>",
+    "\u00d7": " ", "\u00b7": " ",
+})
+_NON_KEY = re.compile(r"[^\w%<>=+\x01\x02]|_")
+_MARKS_BACK = str.maketrans({_DECIMAL_MARK: ".", _SIGN_MARK: "-"})
+
+
+def _mark_context(text: str) -> str:
+    """Replace decimal points and signs by markers (same length): they survive key building."""
+    if "." in text or "\u00b7" in text:
+        text = _DECIMAL.sub(_DECIMAL_MARK, text)
+    if "-" in text or not text.isascii():
+        text = _SIGN.sub(_SIGN_MARK, text)
+    return text
 
 
 def text_key(text: str) -> str:
     """Return the match key of ``text``."""
-    if text.isascii():
-        # bytes.translate deletes in C: the hot path for English papers.
-        return text.lower().encode("ascii").translate(None, _ASCII_NON_ALNUM).decode("ascii")
-    folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
-    return _NON_WORD.sub("", folded)
+    marked = _mark_context(text).translate(_FOLD)
+    if marked.isascii():
+        # bytes.translate deletes in C: the hot path for English papers and quotes.
+        key = marked.lower().encode("ascii").translate(None, _ASCII_DROPPED).decode("ascii")
+    else:
+        folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", marked).casefold())
+        key = _NON_KEY.sub("", folded)
+    if _DECIMAL_MARK in key or _SIGN_MARK in key:
+        key = key.translate(_MARKS_BACK)
+    return key
 
 
-def key_offsets(text: str):
+def key_offsets(text: str):  # -> numpy.ndarray
     """Raw offset in ``text`` of every character of ``text_key(text)`` (a numpy int array).
 
-    Each character contributes ``len(text_key(char))`` key characters (0, 1,
-    or more for ligatures and the like), so the offsets are the character
-    indices repeated by those widths.
+    Each source character contributes a fixed number of key characters (0, 1, or
+    more for ligatures, ``≤`` and the like; 1 for a decimal point or a sign in
+    context), so the offsets are the character indices repeated by those widths.
     """
     import numpy
 
-    if text.isascii():
-        codes = numpy.frombuffer(text.encode("ascii"), dtype=numpy.uint8)
-        return numpy.flatnonzero(_ascii_alnum_table(numpy)[codes])
-    codes = numpy.frombuffer(text.encode("utf-32-le"), dtype=numpy.uint32)
+    marked = _mark_context(text)
+    if marked.isascii():
+        codes = numpy.frombuffer(marked.encode("ascii"), dtype=numpy.uint8)
+        return numpy.flatnonzero(_ascii_widths(numpy)[codes])
+    codes = numpy.frombuffer(marked.encode("utf-32-le"), dtype=numpy.uint32)
     widths = numpy.zeros(len(codes), dtype=numpy.int64)
     ascii_part = codes < 128
-    widths[ascii_part] = _ascii_alnum_table(numpy)[codes[ascii_part]]
+    widths[ascii_part] = _ascii_widths(numpy)[codes[ascii_part]]
     for code in numpy.unique(codes[~ascii_part]):
         widths[codes == code] = len(text_key(chr(code)))
     return numpy.repeat(numpy.arange(len(codes)), widths)
 
 
-def _ascii_alnum_table(numpy):
+def _ascii_widths(numpy):  # -> numpy.ndarray
     table = numpy.zeros(128, dtype=numpy.int64)
     for code in range(128):
-        table[code] = chr(code).isalnum()
+        char = chr(code)
+        table[code] = char.isalnum() or char in _KEPT or char in (_DECIMAL_MARK, _SIGN_MARK)
     return table
 
 

@@ -158,16 +158,22 @@ def test_a_paper_is_prepared_once_for_many_citations():
 
 
 @given(st.text(), st.text())
-def test_the_key_of_a_concatenation_is_the_concatenation_of_keys(a, b):
-    assert text_key(a + b) == text_key(a) + text_key(b)
+def test_the_key_of_texts_apart_is_the_concatenation_of_their_keys(a, b):
+    # A decimal point or a sign is read from its neighbours, so texts are kept a paragraph apart.
+    assert text_key(a + "\n\n" + b) == text_key(a) + text_key(b)
 
 
-@given(st.text())
+@given(st.text(alphabet=st.sampled_from("ab1.-\u2212 \n%<=\u2264\u00b1\ufb01\u00e9e\u0301")) | st.text())
 def test_every_key_character_maps_back_to_its_source_character(text):
     key, offsets = text_key(text), key_offsets(text)
     assert len(offsets) == len(key)
-    rebuilt = "".join(text_key(text[o]) for o in dict.fromkeys(offsets))
-    assert rebuilt == key
+    position = 0
+    for offset in dict.fromkeys(offsets.tolist()):
+        width = int((offsets == offset).sum())
+        produced = key[position:position + width]
+        position += width
+        # A character gives its own key, or in context a decimal point or a sign.
+        assert produced == text_key(text[offset]) or produced in (".", "-"), (text, offset, produced)
 
 
 # ------------------------------------------------------------------ bundled sample PDFs
@@ -241,9 +247,18 @@ def _page_crossing_quote(paper, rng: random.Random) -> str | None:
 
 
 def _ungrounded(papers, make_quote, per_paper: int) -> tuple[int, list]:
-    """(how many quotes were made, those the matcher did not ground)."""
+    """(how many quotes were made, those the matcher did not ground).
+
+    Windows of pypdf text copy margin numbers glued to the ends of lines; where such a
+    number ends a quote or touches one of its numbers the quote must not be grounded
+    (test_matcher_fidelity.py), so papers with glued margin numbers are left out here.
+    """
+    from pytest_researchqa.matcher import _trailing_line_numbers
+
     total, missed = 0, []
     for paper in papers:
+        if _trailing_line_numbers(paper.text):
+            continue
         for _ in range(per_paper):
             quote = make_quote(paper)
             if quote is None:

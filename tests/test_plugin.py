@@ -476,7 +476,8 @@ def test_a_run_that_measures_nothing_says_so(run, pytester):
     pytester.makepyfile(prose="from pytest_researchqa import Answer\n\n"
                               "def answer(question, paper):\n    return Answer('Some prose.', cites=False)\n")
     pytester.syspathinsert()
-    result = run("--researchqa-system=prose:answer", "-k", "edu")
+    # In a subprocess: pytester's in-process runs reload the plugin's modules, so classes differ.
+    result = run("--researchqa-system=prose:answer", "-k", "edu", subprocess_=True)
     result.stdout.fnmatch_lines(["warning: this run measured no answer quality*no judge is configured*"])
 
 
@@ -487,5 +488,5 @@ def test_a_failed_model_row_says_what_the_model_was_given(run, pytester):
                               "                  meta={'context': 'retrieved passages', 'prompt_tokens': 900,\n"
                               "                        'completion_tokens': 40})\n")
     pytester.syspathinsert()
-    result = run("--researchqa-system=given:answer", "-k", "edu-lookup-1")
+    result = run("--researchqa-system=given:answer", "-k", "edu-lookup-1", subprocess_=True)
     result.stdout.fnmatch_lines(["*researchqa model input*", "context: retrieved passages, 900 tokens in, 40 out"])

@@ -1,0 +1,98 @@
+"""The matcher sees the symbols a number hangs on, and never lets a margin number into a quote's numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import needs_shared, shared_path
+from pytest_researchqa.matcher import MatchIndex, match_citation
+from pytest_researchqa.papers import read_paper
+
+RESULTS = ("Accuracy rose to 61.4% (95% CI 58.2 to 64.6), while the error rate fell from 0.32 to -0.05 "
+           "on the held-out set; all effects were significant at p < 0.05 and the gain was 2.5 ± 0.3 points.")
+
+
+@pytest.mark.parametrize(
+    ("quote", "why"),
+    [
+        ("Accuracy rose to 6.14% (95% CI 58.2 to 64.6)", "decimal point moved"),
+        ("Accuracy rose to 614% (95% CI 58.2 to 64.6)", "decimal point dropped"),
+        ("the error rate fell from 0.32 to 0.05 on the held-out set", "sign dropped"),
+        ("the error rate fell from -0.32 to -0.05 on the held-out set", "sign added"),
+        ("all effects were significant at p > 0.05 and the gain", "inequality flipped"),
+        ("all effects were significant at p = 0.05 and the gain", "inequality made equality"),
+        ("Accuracy rose to 61.4 (95% CI 58.2% to 64.6)", "percent moved onto another number"),
+        ("the gain was 2.5 ± 3 points", "a digit dropped after the plus-minus"),
+    ],
+)
+def test_a_quote_that_changes_only_a_symbol_of_a_number_is_altered(quote, why):
+    found = match_citation(quote, RESULTS)
+    assert not found.grounded, why
+    assert found.verdict == "altered"
+
+
+@pytest.mark.parametrize(
+    "quote",
+    [
+        "Accuracy rose to 61.4% (95% CI 58.2 to 64.6)",
+        "the error rate fell from 0.32 to \u22120.05 on the held-out set",  # Unicode minus for the hyphen
+        "the error rate fell from 0.32 to \u20130.05 on the held-out set",  # an en dash, as PDFs render it
+        "significant at p < 0.05 and the gain was 2.5 \u00b1 0.3 points",
+        "ACCURACY ROSE TO 61.4 % (95 % CI 58.2 TO 64.6)",
+    ],
+)
+def test_the_same_numbers_written_with_other_glyphs_or_spacing_are_verbatim(quote):
+    assert match_citation(quote, RESULTS).grounded
+
+
+def test_hyphens_inside_words_and_ranges_are_still_noise():
+    paper = "COVID-19 cases rose in 10\u201320 districts of the state-wide survey."
+    assert match_citation("COVID 19 cases rose in 10-20 districts of the statewide survey", paper).grounded
+
+
+def test_the_diagnosis_shows_both_readings_of_a_moved_decimal_point():
+    found = match_citation("Accuracy rose to 6.14% (95% CI 58.2 to 64.6)", RESULTS)
+    departure = found.departure
+    assert departure.quote_after.startswith("6.14%") and departure.paper_after.startswith("61.4%")
+
+
+LINE_NUMBERED = "\n".join(
+    f"{number} {line}" for number, line in enumerate([
+        "We report the main result on the held-out set below. The model reached an accuracy, at",
+        "61.4% of the items, that no baseline matched; the margin was large and stable.",
+        "Errors were mostly confusions between similar classes, as the analysis shows.",
+    ] * 4, start=34))
+
+
+def test_a_leading_margin_number_never_becomes_the_quotes_number():
+    assert not match_citation("The model reached an accuracy, at 36", LINE_NUMBERED).grounded
+    assert not match_citation("The model reached an accuracy, at 35%", LINE_NUMBERED).grounded
+    assert match_citation("The model reached an accuracy, at 61.4% of the items", LINE_NUMBERED).grounded
+
+
+@pytest.fixture(scope="module")
+def index():
+    """llm_accuracy_inventivizes_hallucinations.pdf comes out of pypdf with each line's number glued to its end."""
+    paper = read_paper(shared_path("papers", "llm_accuracy_inventivizes_hallucinations.pdf"), "llm")
+    return MatchIndex(paper.text, paper.page_starts)
+
+
+@needs_shared
+class TestGluedMarginNumbers:
+
+    @pytest.mark.parametrize("quote", [
+        "We provide a case study using four frontier models, demonstrating how open rubrics incentivize adoption",
+        "We provide a case study using four frontier77 models, demonstrating how open rubrics",  # copied as glued
+        "fraction of prompts appearing just once in the training data, ignoring abstentions",
+        "We use thresholds t = 0, 0.5, 0.75, 0.9 corresponding to penalties L = 0, 1, 3, 9",
+    ])
+    def test_quotes_with_or_without_the_glued_number_between_words_are_grounded(self, index, quote):
+        assert index.match(quote).grounded
+
+    @pytest.mark.parametrize("quote", [
+        "We use thresholds t = 0, 0.5, 0.75, 0.9193 corresponding to penalties",  # 0.9 and the margin's 193
+        "ignoring abstentions.379",  # ends on the margin number: it reads as the sentence's number
+        "fraction of prompts appearing just once in the training data, ignoring abstentions 379",
+    ])
+    def test_a_glued_number_that_would_join_or_end_the_quotes_numbers_is_not_grounded(self, index, quote):
+        assert not index.match(quote).grounded
