@@ -18,11 +18,12 @@ found) is worked out lazily, only when someone reads the verdict.
 
 from __future__ import annotations
 
+import array
 import bisect
 import functools
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from .textkey import common_prefix_length, key_offsets, text_key
 
@@ -41,6 +42,10 @@ PAGE_HEAD_LIMIT = 300
 MIN_RESUMED_RUN = 12
 DIGIT_GAP_LIMIT = 6
 ELISION_WINDOW = 4000
+# Papers whose key is at least this long get a word-start index for exact look-ups.
+INDEX_MIN_KEY = 60_000
+GRAM = 8
+_GRAM_BASE = 1_000_003
 
 VERBATIM = "verbatim"
 VERBATIM_ELIDED = "verbatim_elided"
@@ -152,14 +157,59 @@ class MatchIndex:
         return windows
 
     @functools.cached_property
+    def _gram_index(self) -> tuple[array.array[int], array.array[int]] | None:
+        """Word starts of a long paper's key, sorted by a code of their first GRAM characters.
+
+        Quotes start at a word: looking one up by its first characters costs a binary search
+        instead of a scan of the whole paper. Built once, on first use, for long papers only.
+        """
+        key = self.key
+        if len(key) < INDEX_MIN_KEY:
+            return None
+        import numpy
+
+        offsets = self._masked_offsets
+        starts = numpy.concatenate(([0], numpy.flatnonzero(numpy.diff(offsets) > 1) + 1))
+        starts = starts[starts <= len(key) - GRAM]
+        points = numpy.frombuffer(key.encode("utf-32-le"), dtype=numpy.uint32).astype(numpy.uint64)
+        grams = numpy.stack([points[starts + i] for i in range(GRAM)])
+        packed = numpy.zeros(len(starts), dtype=numpy.uint64)
+        hashed = numpy.zeros(len(starts), dtype=numpy.uint64)
+        with numpy.errstate(over="ignore"):
+            for i in range(GRAM):
+                packed |= grams[i] << numpy.uint64(8 * i)
+                hashed = hashed * numpy.uint64(_GRAM_BASE) + grams[i]
+        # Latin-1 grams (nearly all) are packed exactly; others are hashed, top bit set.
+        codes = numpy.where((grams < 256).all(axis=0), packed, hashed | numpy.uint64(1 << 63))
+        order = numpy.argsort(codes, kind="stable")
+        # array.array: 8 bytes an entry (a list of ints costs ~4x), and bisect reads it in C.
+        return array.array("Q", codes[order].tobytes()), array.array("q", starts[order].astype(numpy.int64).tobytes())
+
+    def find(self, quote_key: str) -> int:
+        """Where ``quote_key`` first occurs in the (masked) key, or -1."""
+        index = self._gram_index
+        if index is None or len(quote_key) < GRAM:
+            return self.key.find(quote_key)
+        codes, starts = index
+        code = _gram_code(quote_key)
+        key = self.key
+        at = bisect.bisect_left(codes, code)
+        while at < len(codes) and codes[at] == code:  # positions ascend within a code
+            if key.startswith(quote_key, starts[at]):
+                return starts[at]
+            at += 1
+        return key.find(quote_key)  # a quote that does not start at a word
+
+    @functools.cached_property
     def masked_text(self) -> str:
         """The paper text with page furniture blanked (same length, same offsets)."""
         return _apply_mask(self.text, self.masked_ranges)
 
     # -- matching ---------------------------------------------------------------------
     def _match(self, citation: str) -> "CitationMatch":
-        parts = [p for p in _split_elisions(_strip_wrapping(citation)) if text_key(p)]
-        keys = [text_key(p) for p in parts]
+        pieces = [(p, text_key(p)) for p in _split_elisions(_strip_wrapping(citation))]
+        parts = [p for p, k in pieces if k]
+        keys = [k for _, k in pieces if k]
         total = sum(len(k) for k in keys)
         if total < MIN_QUOTE_KEY:
             return CitationMatch(citation, self, False, TOO_SHORT, ())
@@ -229,13 +279,14 @@ class MatchIndex:
     def _locate_parts(self, keys: list[str], unmasked: bool) -> tuple[tuple[int, int], ...] | None:
         key, pages = self._keys(unmasked)
         first = keys[0]
+        find = None if unmasked else self.find
         if len(keys) == 1:
-            found = _locate(key, pages, first, 0, len(key))
+            found = _locate(key, pages, first, 0, len(key), find)
             return tuple(found) if found else None
         # An elided quote: try each place its first part occurs.
         start = 0
         for _ in range(20):
-            head = _locate(key, pages, first, start, len(key))
+            head = _locate(key, pages, first, start, len(key), find)
             if head is None:
                 return None
             spans = list(head)
@@ -277,6 +328,18 @@ class MatchIndex:
                 return None  # the rest is real text from elsewhere: stitched
             return verbatim.key_spans, quote[boundary_raw:].strip()
         return None
+
+
+def _gram_code(key: str) -> int:
+    """The code :attr:`MatchIndex._gram_index` files a key's first GRAM characters under."""
+    gram = key[:GRAM]
+    try:
+        return int.from_bytes(gram.encode("latin-1"), "little")
+    except UnicodeEncodeError:
+        code = 0
+        for char in gram:
+            code = (code * _GRAM_BASE + ord(char)) & 0xFFFFFFFFFFFFFFFF
+        return code | (1 << 63)
 
 
 def _mostly_in(key: str, text_key_: str, width: int = 24) -> bool:
@@ -402,6 +465,7 @@ def _has_line_numbers(text: str) -> bool:
 
 
 _TRAILING_DIGITS = re.compile(r"(\d{1,7})[ \t]*$", re.MULTILINE)
+_DIGIT_AT_LINE_END = re.compile(r"\d[ \t]*\n")
 
 
 def _trailing_line_numbers(text: str) -> list[tuple[int, int]]:
@@ -413,6 +477,8 @@ def _trailing_line_numbers(text: str) -> list[tuple[int, int]]:
     digits that continues the count (a restart, as on a new page, takes the whole run).
     """
     lines = max(1, text.count("\n"))
+    if len(_DIGIT_AT_LINE_END.findall(text, 0, 20_000)) * 3 < min(lines, text.count("\n", 0, 20_000)):
+        return []  # cheap rejection: most papers have no numbers at their line ends
     found = list(_TRAILING_DIGITS.finditer(text))
     if len(found) * 2 < lines or len(found) < 8:
         return []
@@ -500,9 +566,12 @@ def _anchored_prefix(key: str, quote_key: str, low: int, high: int, tries: int =
     return best, position
 
 
-def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high: int):
-    """Key spans of ``quote_key`` in ``key[low:high]``, allowing furniture gaps."""
-    found = key.find(quote_key, low, high)
+def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high: int,
+            find: Callable[[str], int] | None = None):
+    """Key spans of ``quote_key`` in ``key[low:high]``, allowing furniture gaps.
+
+    ``find`` is the index's look-up for the whole key, used when the whole key is searched."""
+    found = find(quote_key) if find is not None and low == 0 and high == len(key) else key.find(quote_key, low, high)
     if found >= 0:
         return [(found, found + len(quote_key))]
     length, position = _anchored_prefix(key, quote_key, low, high)

@@ -5,7 +5,7 @@ A key keeps letters and digits, case-folded, with compatibility forms decomposed
 a number's meaning hangs on: a decimal point between digits (``61.4``, also
 written ``61·4``), a sign in front of a number (``-0.32``; any dash or the
 Unicode minus), and ``%``, ``<``, ``>``, ``=``, ``+`` (``≤``, ``≥``, ``±``, ``≠``
-become ``<=``, ``>=``, ``+-``, ``<>``). Everything else PDF extraction garbles
+become ``<=``, ``>=``, ``+``, ``<>``). Everything else PDF extraction garbles
 between words -- whitespace, line breaks, end-of-line hyphens, stray spaces
 inside words, quote and dash variants, non-breaking spaces, other punctuation --
 is absent from a key, so it cannot cause a mismatch, while every changed letter,
@@ -43,15 +43,20 @@ _FOLD = str.maketrans({
     "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2212": "-", "\u00ad": "",
     "\u00a0": " ", "\u2009": " ", "\u202f": " ", "\u2002": " ", "\u2003": " ", "\u200b": "", "\u2026": "...",
     "\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
-    "\u2264": "<=", "\u2265": ">=", "\u2266": "<=", "\u2267": ">=", "\u00b1": "+-", "\u2260": "<>",
+    "\u2264": "<=", "\u2265": ">=", "\u2266": "<=", "\u2267": ">=", "\u00b1": "+", "\u2260": "<>",
     "\u00d7": " ", "\u00b7": " ",
 })
 _NON_KEY = re.compile(r"[^\w%<>=+\x01\x02]|_")
 _MARKS_BACK = str.maketrans({_DECIMAL_MARK: ".", _SIGN_MARK: "-"})
 
 
+_DIGIT = re.compile(r"[0-9]")
+
+
 def _mark_context(text: str) -> str:
     """Replace decimal points and signs by markers (same length): they survive key building."""
+    if not _DIGIT.search(text):
+        return text  # no number, nothing to mark (most quotes): spare the two scans
     if "." in text or "\u00b7" in text:
         text = _DECIMAL.sub(_DECIMAL_MARK, text)
     if "-" in text or not text.isascii():
@@ -59,15 +64,33 @@ def _mark_context(text: str) -> str:
     return text
 
 
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_FOLD_CHARS = {chr(code): replacement for code, replacement in _FOLD.items()}
+
+
+def _fold_char(match: re.Match[str]) -> str:
+    char = match.group()
+    return _FOLD_CHARS.get(char, char)
+
+
+_NON_DIGIT_BYTES = bytes(c for c in range(256) if not chr(c).isdigit())
+_MARKS_BACK_BYTES = bytes.maketrans(_DECIMAL_MARK.encode() + _SIGN_MARK.encode(), b".-")
+
+
 def text_key(text: str) -> str:
     """Return the match key of ``text``."""
-    marked = _mark_context(text).translate(_FOLD)
-    if marked.isascii():
-        # bytes.translate deletes in C: the hot path for English papers and quotes.
-        key = marked.lower().encode("ascii").translate(None, _ASCII_DROPPED).decode("ascii")
-    else:
-        folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", marked).casefold())
-        key = _NON_KEY.sub("", folded)
+    if not text.isascii():
+        # Fold only the non-ASCII characters: str.translate costs per character, and most are ASCII.
+        # A middle dot is kept as a point here, so "61·4" still reads as a decimal below.
+        text = _NON_ASCII.sub(_fold_char, text.replace("\u00b7", "."))
+    if text.isascii():
+        # bytes operations run in C: the hot path for English papers and quotes.
+        raw = text.encode("ascii")
+        if raw.translate(None, _NON_DIGIT_BYTES):  # numbers: mark their points and signs first
+            raw = _mark_context(text).encode("ascii")
+        return raw.lower().translate(_MARKS_BACK_BYTES, _ASCII_DROPPED).decode("ascii")
+    folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", _mark_context(text)).casefold())
+    key = _NON_KEY.sub("", folded)
     if _DECIMAL_MARK in key or _SIGN_MARK in key:
         key = key.translate(_MARKS_BACK)
     return key
