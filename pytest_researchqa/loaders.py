@@ -5,6 +5,15 @@
   metadata, or a bare list of such rows, or the QASPER release (detected).
 * ``*.yaml`` / ``*.yml`` -- hand-written rows: a list, or ``{rows: [...]}``.
 
+Every shape goes through one normalization, so the files the original harness
+writes load whole: its generator puts ``required_sections``, ``reasoning_chain``
+and ``false_premise`` at the top of a row, its download script leaves
+``metadata_*`` keys at the top of wrapper rows, and rows written before their
+domain is backfilled carry ``domain: null`` (read as ``unknown``). A key the
+schema does not know is dropped and reported once per file as a
+:class:`DatasetWarning` (the row still runs: a new field in someone's export
+must not cost a benchmark its rows).
+
 A malformed row never stops the others: it becomes a :class:`RowProblem` that
 names the file, the line (or row index) and the field, and the plugin turns it
 into one erroring test while every other row runs.
@@ -22,6 +31,10 @@ from .rows import METADATA_FIELDS, Row
 
 class DatasetError(Exception):
     """The dataset as a whole cannot be read (missing file, broken syntax)."""
+
+
+class DatasetWarning(UserWarning):
+    """Something in a dataset file was ignored (an unknown key): the rows still load."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +158,7 @@ def _from_records(path: Path, records, flat: bool) -> Dataset:
     rows: list[Row] = []
     problems: list[RowProblem] = []
     seen: dict[str, str] = {}
+    unknown: dict[str, str] = {}  # key -> where it was first seen
     for location, record in records:
         if isinstance(record, _Unparsable):
             problems.append(RowProblem(str(path), location, "(row)", record.message))
@@ -153,8 +167,12 @@ def _from_records(path: Path, records, flat: bool) -> Dataset:
             problems.append(RowProblem(str(path), location, "(row)", f"expected an object, found {type(record).__name__}"))
             continue
         row_id = record.get("row_id")
+        normalized = _normalize(record)
+        for key in set(normalized) - _ROW_FIELDS:
+            unknown.setdefault(key, location)
+            del normalized[key]
         try:
-            row = Row.model_validate(_nest_metadata(record) if flat else record)
+            row = Row.model_validate(normalized)
         except ValidationError as error:
             first = error.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "(row)"
@@ -172,16 +190,37 @@ def _from_records(path: Path, records, flat: bool) -> Dataset:
             continue
         seen[row.row_id] = location
         rows.append(row)
+    if unknown:
+        import warnings
+
+        listed = ", ".join(f"{key!r} (first at {where})" for key, where in sorted(unknown.items()))
+        warnings.warn(DatasetWarning(f"{path}: ignored keys the row schema does not have: {listed}"), stacklevel=2)
     return Dataset(path=path, rows=rows, problems=problems)
 
 
-def _nest_metadata(record: dict) -> dict:
-    nested = {k: v for k, v in record.items() if not k.startswith("metadata_")}
-    metadata = {k[len("metadata_") :]: v for k, v in record.items() if k.startswith("metadata_")}
-    # The flat file writes absent sparse fields as null or empty strings.
-    metadata = {k: v for k, v in metadata.items() if v not in (None, "") or k not in METADATA_FIELDS}
-    if metadata:
+_ROW_FIELDS = frozenset(Row.model_fields)
+
+
+def _normalize(record: dict) -> dict:
+    """One row in the schema's shape, whichever file shape it came in (see the module docstring)."""
+    nested = {k: v for k, v in record.items() if not k.startswith("metadata_") and k not in METADATA_FIELDS}
+    metadata = dict(record["metadata"]) if isinstance(record.get("metadata"), dict) else {}
+    if "metadata" in record and not isinstance(record["metadata"], dict) and record["metadata"] is not None:
+        nested["metadata"] = record["metadata"]  # not a mapping: validation names the field
+    flat = {k[len("metadata_"):]: v for k, v in record.items() if k.startswith("metadata_")}
+    top = {k: v for k, v in record.items() if k in METADATA_FIELDS}
+    for source in (flat, top):
+        for key, value in source.items():
+            # The flat file writes absent sparse fields as null or empty strings.
+            if value in (None, "") and key in METADATA_FIELDS:
+                continue
+            metadata.setdefault(key, value)
+    for key in set(metadata) - set(METADATA_FIELDS):
+        nested[f"metadata_{key}"] = metadata.pop(key)  # unknown: dropped and reported by the caller
+    if metadata or isinstance(record.get("metadata"), dict):
         nested["metadata"] = metadata
+    elif record.get("metadata") is None:
+        nested.pop("metadata", None)
     if isinstance(nested.get("expected_references"), str):
         try:
             nested["expected_references"] = json.loads(nested["expected_references"])
