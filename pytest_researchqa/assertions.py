@@ -187,9 +187,26 @@ def judged(answer: Answer, row: Row, judges: Any, *, minimum: Optional[dict[str,
         low = {d: v for d, v in minimum.items()
                if result["consensus"].get(d) is not None and result["consensus"][d] < v}
         if low:
-            raise AssertionError("judge consensus below the minimum: " + ", ".join(
-                f"{d} {result['consensus'][d]:.2f} < {v}" for d, v in low.items()))
+            lines = ["judge consensus below the minimum: " + ", ".join(
+                f"{d} {result['consensus'][d]:.2f} < {v}" for d, v in low.items())]
+            lines += judge_reasons(result, dimensions=list(low))
+            raise AssertionError("\n".join(lines))
     return result
+
+
+def judge_reasons(result: dict[str, Any], dimensions: Optional[list[str]] = None) -> list[str]:
+    """Each judge's score and justification per dimension, as lines for a failure message."""
+    lines = []
+    for judge, scores in (result.get("by_judge") or {}).items():
+        if scores.get("error"):
+            lines.append(f"  {judge}: error: {scores['error']}")
+            continue
+        reasons = scores.get("justifications") or {}
+        for dimension in dimensions or [d for d in scores if d not in ("justifications", "error")]:
+            if dimension in scores:
+                reason = reasons.get(dimension)
+                lines.append(f"  {judge} {dimension} {scores[dimension]}" + (f": {reason}" if reason else ""))
+    return lines
 
 
 def check_answer(answer: Answer, row: Row, paper: PaperLike, *, recorder: Optional[Recorder] = None) -> None:

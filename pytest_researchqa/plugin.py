@@ -167,6 +167,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                       if usage.prompt_tokens is not None else "")
             cached = ", from the cache" if usage.cached else ""
             report.sections.append(("researchqa model input", f"context: {usage.context}{tokens}{cached}"))
+        if record.judge and (report.outcome != "passed" or record.outcome == "below_bar"):
+            from .assertions import judge_reasons
+
+            report.sections.append(("researchqa judges", "\n".join(judge_reasons(record.judge))))
         failures = record.judge_failures
         if failures:
             report.sections.append(("researchqa judge errors", "\n".join(failures)))

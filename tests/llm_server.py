@@ -51,7 +51,7 @@ def verdict_reply(model: str, prompt: str, attempt: int) -> str:
     answer = prompt.rsplit("<<<ANSWER", 1)[1].rsplit("ANSWER>>>", 1)[0]
     if "Step 1. List every factual claim" in prompt:
         sentences = [t for t in re.split(r"(?<=[.!?])\s+", answer.strip()) if t]
-        claims = [{"claim": t[:80], "status": "verified" if _overlap(t, expected) > 0.2 else "unverified"}
+        claims = [{"claim": t[:80], "status": "verified" if _overlap(t, expected) > 0.2 else "extra"}
                   for t in sentences[:4]]
         return json.dumps({"claims": claims, "missed_points": [] if _overlap(answer, expected) > 0.3 else ["the main point"]})
     if model == "judge-saturated":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import os
 
 import pytest
@@ -52,9 +54,10 @@ def test_the_prompt_hash_covers_template_and_guidance():
     ("statuses", "missed", "expected"),
     [
         (["verified", "verified"], 0, {"factual_accuracy": 5, "completeness": 5}),
-        (["verified", "unverified"], 1, {"factual_accuracy": 4, "completeness": 4}),
+        (["verified", "fabricated"], 1, {"factual_accuracy": 4, "completeness": 4}),
+        (["verified", "extra", "extra", "extra"], 0, {"factual_accuracy": 5, "completeness": 5}),
         (["verified", "contradicted"], 0, {"factual_accuracy": 3, "completeness": 5}),
-        (["contradicted", "contradicted", "unverified"], 5, {"factual_accuracy": 1, "completeness": 1}),
+        (["contradicted", "contradicted", "fabricated"], 5, {"factual_accuracy": 1, "completeness": 1}),
         ([], 2, {"factual_accuracy": 1, "completeness": 3}),
     ],
 )
@@ -178,3 +181,62 @@ def test_judging_starts_as_each_model_answer_arrives_and_is_not_repeated(pyteste
     assert judge_calls == 9, "each answer judged once, though both the chain and the test ask"
     assert in_flight >= 3, "answers and verdicts are in flight together"
     assert board(result)["openai/good"]["judge err"] == "0"
+
+
+def test_correct_detail_beyond_the_short_expected_answer_costs_nothing_in_claims_mode():
+    # The rubric judge gives a complete, correct answer 5; claims mode must agree (calibrated modes).
+    verdict = ClaimsVerdict(claims=[{"claim": "240 adults were enrolled", "status": "verified"},
+                                    {"claim": "they came from three clinics", "status": "extra"},
+                                    {"claim": "enrolment ran in 2021", "status": "extra"}])
+    assert claims_scores(verdict) == {"factual_accuracy": 5, "completeness": 5}
+
+
+def test_a_verdict_keeps_the_judges_reasons_per_dimension():
+    from pytest_researchqa.llm.judges import parse_verdict
+
+    rubric = parse_verdict('{"factual_accuracy": {"justification": "The 6 mmHg figure matches.", "score": 5}, '
+                           '"completeness": {"justification": "Omits the control group.", "score": 4}}', "rubric")
+    assert rubric["justifications"] == {"factual_accuracy": "The 6 mmHg figure matches.",
+                                        "completeness": "Omits the control group."}
+    claims = parse_verdict('{"claims": [{"claim": "n=250", "status": "contradicted"}], '
+                           '"missed_points": ["the control group"]}', "claims")
+    assert "contradicted: n=250" in claims["justifications"]["factual_accuracy"]
+    assert claims["justifications"]["completeness"] == "missed: the control group"
+
+
+def test_judges_ask_for_the_providers_json_schema_mode_through_structured_output():
+    from pytest_researchqa.llm.judges import verdict_schema
+    from pytest_researchqa.llm.system import ModelSpec, _structured_output
+
+    spec = ModelSpec("openai/local-judge", {"structured_output": "json_object"})
+    params = _structured_output(spec, verdict_schema("rubric"), "rubric_verdict")
+    assert params["response_format"]["type"] == "json_object"
+    assert set(params["response_format"]["schema"]["properties"]) == {"factual_accuracy", "completeness"}
+    schema_mode = _structured_output(ModelSpec("m", {"structured_output": "json_schema"}), verdict_schema("claims"),
+                                     "claims_verdict")
+    assert schema_mode["response_format"]["json_schema"]["name"] == "claims_verdict"
+
+
+def test_a_failing_rows_report_and_its_saved_record_carry_each_judges_reasons(pytester, server, tmp_path):
+    result = run(pytester, server, tmp_path, "--researchqa-system=bm25", "--researchqa-judge=openai/judge-a",
+                 "-k", "edu-lookup-1", "--researchqa-save=judged")
+    result.stdout.fnmatch_lines(["*researchqa judges*",
+                                 "  openai/judge-a factual_accuracy *: Checked the stated figures.",
+                                 "  openai/judge-a completeness *: Compared the key points."])
+    [folder] = (pytester.path / ".researchqa" / "runs").iterdir()
+    record = json.loads((folder / "rows.jsonl").read_text().splitlines()[0])
+    assert record["judge"]["by_judge"]["openai/judge-a"]["justifications"] == {
+        "factual_accuracy": "Checked the stated figures.", "completeness": "Compared the key points."}
+
+
+def test_a_re_check_that_succeeds_after_a_failed_first_verdict_does_not_break_the_guards():
+    from pytest_researchqa.families.citation import CITATION
+    from pytest_researchqa.records import RowRecord
+    from pytest_researchqa.reporting.guards import judge_guards
+
+    record = RowRecord(row_id="r", system="openai/x", judge={
+        "by_judge": {"j": {"error": "judge j: failed after 2 attempts"}},
+        "consensus": {"factual_accuracy": None, "completeness": None}, "spread": {},
+        "repeats": {"j": [{"error": "judge j: failed"}, {"factual_accuracy": 4, "completeness": 3}]}})
+    guards = judge_guards([record], CITATION)
+    assert [g.kind for g in guards] == ["flip_rate"]

@@ -21,7 +21,7 @@ from .cache import AnswerCache, cache_key
 from .contract import MalformedReply
 from .engine import CallResult, ModelRunner, ProviderError, with_retries
 from ..llm_params import model_family  # noqa: F401  (re-exported)
-from .system import ModelCaller, ModelSpec, _acompletion
+from .system import ModelCaller, ModelSpec, _acompletion, _structured_output
 
 DIMENSIONS = ("factual_accuracy", "completeness")
 JUDGE_MODES = ("rubric", "claims")
@@ -39,9 +39,12 @@ class RubricVerdict(BaseModel):
     completeness: Graded
 
 
+CLAIM_STATUSES = ("verified", "extra", "contradicted", "fabricated")
+
+
 class Claim(BaseModel):
     claim: str
-    status: Literal["verified", "unverified", "contradicted"]
+    status: Literal["verified", "extra", "contradicted", "fabricated"]
 
 
 class ClaimsVerdict(BaseModel):
@@ -52,13 +55,27 @@ class ClaimsVerdict(BaseModel):
 def claims_scores(verdict: ClaimsVerdict) -> dict[str, int]:
     """The claims mode's deterministic scores (docs/judges.md).
 
-    factual_accuracy = max(1, 5 - 2 x contradicted - 1 x unverified), and 1 when
+    factual_accuracy = max(1, 5 - 2 x contradicted - 1 x fabricated), and 1 when
     the answer makes no claim; completeness = max(1, 5 - missed key points).
+    A correct detail the short expected answer does not state ("extra") costs
+    nothing: only claims that contradict it, or specifics it gives no ground for
+    and that the answer presents as the paper's, do.
     """
-    counts = {status: sum(1 for c in verdict.claims if c.status == status)
-              for status in ("verified", "unverified", "contradicted")}
-    factual = 1 if not verdict.claims else max(1, 5 - 2 * counts["contradicted"] - counts["unverified"])
+    counts = {status: sum(1 for c in verdict.claims if c.status == status) for status in CLAIM_STATUSES}
+    factual = 1 if not verdict.claims else max(1, 5 - 2 * counts["contradicted"] - counts["fabricated"])
     return {"factual_accuracy": factual, "completeness": max(1, 5 - len(verdict.missed_points))}
+
+
+def claims_justifications(verdict: ClaimsVerdict) -> dict[str, str]:
+    """What the claims mode's scores rest on, in words, for the record and failure messages."""
+    counts = {status: [c.claim for c in verdict.claims if c.status == status] for status in CLAIM_STATUSES}
+    factual = ", ".join(f"{len(v)} {k}" for k, v in counts.items()) or "no claims"
+    for status in ("contradicted", "fabricated"):
+        if counts[status]:
+            factual += f"; {status}: " + "; ".join(counts[status])
+    missed = "; ".join(verdict.missed_points)
+    return {"factual_accuracy": factual,
+            "completeness": f"missed: {missed}" if missed else "every key point addressed"}
 
 
 def _parse_json_object(text: Optional[str]) -> dict:
@@ -71,16 +88,25 @@ def _parse_json_object(text: Optional[str]) -> dict:
         raise MalformedReply(f"the verdict is not valid JSON ({error.msg}); it began: {text.strip()[:120]!r}") from None
 
 
-def parse_verdict(text: Optional[str], mode: str) -> dict[str, int]:
+def parse_verdict(text: Optional[str], mode: str) -> dict:
+    """Scores by dimension, and under ``justifications`` the judge's reasons by dimension."""
     data = _parse_json_object(text)
     try:
         if mode == "claims":
-            return claims_scores(ClaimsVerdict.model_validate(data))
+            claims = ClaimsVerdict.model_validate(data)
+            return {**claims_scores(claims), "justifications": claims_justifications(claims)}
         verdict = RubricVerdict.model_validate(data)
     except ValidationError as error:
         first = error.errors()[0]
         raise MalformedReply(f"verdict field {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-    return {"factual_accuracy": verdict.factual_accuracy.score, "completeness": verdict.completeness.score}
+    return {"factual_accuracy": verdict.factual_accuracy.score, "completeness": verdict.completeness.score,
+            "justifications": {"factual_accuracy": verdict.factual_accuracy.justification,
+                               "completeness": verdict.completeness.justification}}
+
+
+def verdict_schema(mode: str) -> dict:
+    """The JSON schema a judge's verdict must follow (for providers' structured-output modes)."""
+    return (ClaimsVerdict if mode == "claims" else RubricVerdict).model_json_schema()
 
 
 # ------------------------------------------------------------------ prompts
@@ -167,6 +193,9 @@ class LlmJudge(ModelCaller):
     async def _call(self, row, answer, key: str) -> dict:
         messages = [{"role": "user", "content": self.prompt.render(row, answer)}]
         params = {**JUDGE_CALL_PARAMS, **self.spec.call_params}
+        if "response_format" not in params:
+            # The same structured_output parameter as systems: JSON-schema mode where supported.
+            params.update(_structured_output(self.spec, verdict_schema(self.mode), f"{self.mode}_verdict"))
 
         async def attempt() -> CallResult:
             await self.runner.pace(self.spec.provider)

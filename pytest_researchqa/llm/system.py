@@ -224,8 +224,8 @@ def _context_window(model: str) -> int:
         return DEFAULT_CONTEXT_TOKENS
 
 
-def _structured_output(spec: ModelSpec) -> dict:
-    """The provider's structured-output mode for the contract's schema.
+def _structured_output(spec: ModelSpec, schema: Optional[dict] = None, name: str = "cited_answer") -> dict:
+    """The provider's structured-output mode for a reply schema (the citation contract's by default).
 
     ``structured_output``: ``auto`` (JSON-schema mode where litellm knows the
     model supports it, else none: the reply is parsed robustly), ``json_schema``,
@@ -233,11 +233,11 @@ def _structured_output(spec: ModelSpec) -> dict:
     servers take it) or ``off``.
     """
     choice = spec.params.get("structured_output", "auto")
+    schema = schema if schema is not None else json_schema()
     if choice == "json_object":
-        return {"response_format": {"type": "json_object", "schema": json_schema()}}
+        return {"response_format": {"type": "json_object", "schema": schema}}
     if choice == "json_schema" or (choice == "auto" and _supports_schema(_import_litellm(), spec.name)):
-        return {"response_format": {"type": "json_schema",
-                                    "json_schema": {"name": "cited_answer", "schema": json_schema()}}}
+        return {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}}
     return {}
 
 
