@@ -85,6 +85,8 @@ OPTIONS: tuple[Option, ...] = (
            "(also appended to $GITHUB_STEP_SUMMARY when set)."),
     Option("--researchqa-cache-dir", "path", "Where extracted papers and downloads are cached."),
     Option("--researchqa-download-papers", "flag", "Download missing papers from paper_s3_url into the cache."),
+    Option("--researchqa-download-allow-private", "flag",
+           "Let downloads reach loopback, private and link-local addresses (refused by default)."),
     Option("--researchqa-audit", "flag",
            "Check the dataset against its papers (no system runs): per paper, the share of expected passages found."),
     Option("--researchqa-dataset-defects", "choice",
@@ -145,6 +147,7 @@ class Settings:
     results: Optional[str] = None  # None: the default folder; "off": save nothing
     save_name: str = "run"
     markdown: Optional[Path] = None
+    download_allow_private: bool = False
 
     @property
     def all_systems(self) -> tuple[str, ...]:
@@ -227,6 +230,7 @@ def read_settings(config: pytest.Config) -> Settings:
         results=resolved["researchqa_results"],
         save_name=resolved["researchqa_save"],
         markdown=resolved["researchqa_markdown"],
+        download_allow_private=resolved["researchqa_download_allow_private"],
     )
 
 

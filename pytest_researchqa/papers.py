@@ -87,11 +87,17 @@ class PaperStore:
         *,
         inline: dict[str, str] | None = None,
         allow_download: bool = False,
+        allow_private_downloads: bool = False,
+        confine_to: Path | None = None,
     ) -> None:
         self.papers_dir = papers_dir
         self.cache_dir = cache_dir
         self.inline = inline or {}
         self.allow_download = allow_download
+        self.allow_private_downloads = allow_private_downloads
+        # Reads never leave this folder. For a dataset's default papers/ it is that folder's path
+        # taken literally (not resolved), so a papers/ that is itself a symlink leads nowhere.
+        self.confine_to = confine_to if confine_to is not None else papers_dir.resolve()
         self._papers: dict[str, Paper | PaperUnavailable] = {}
 
     def get(self, paper_id: str, url: str | None = None) -> Paper:
@@ -102,6 +108,9 @@ class PaperStore:
                 known = self._load(paper_id, url)
             except PaperUnavailable as error:
                 known = error
+            except Exception as error:  # noqa: BLE001 -- a paper must fail its rows, never the run
+                known = PaperUnavailable(
+                    f"paper {paper_id!r}: unexpected error while reading it ({type(error).__name__}: {error})")
             self._papers[paper_id] = known
         if isinstance(known, PaperUnavailable):
             raise known
@@ -130,33 +139,33 @@ class PaperStore:
         """The local file of a paper, never outside the papers folder."""
         if not paper_id or "\x00" in paper_id:
             raise PaperUnavailable(f"paper id {paper_id!r} is not a usable file name")
-        root = self.papers_dir.resolve()
+        root = self.confine_to
         for suffix in PAPER_SUFFIXES:
             candidate = self.papers_dir / f"{paper_id}{suffix}"
             resolved = candidate.resolve()
             if not resolved.is_relative_to(root):
                 raise PaperUnavailable(
-                    f"paper id {paper_id!r} resolves to {resolved}, outside the papers folder {root}: refused"
+                    f"paper id {paper_id!r} resolves to {resolved}, outside the papers folder {root}: refused "
+                    "(a dataset's papers may not lead out of it, also not through a symlink)"
                 )
             if resolved.is_file():
                 return resolved
         return None
 
     def _download(self, paper_id: str, url: str) -> Path:
-        import urllib.error
-        import urllib.request
-
-        if not re.match(r"^https?://", url, re.IGNORECASE):
-            raise PaperUnavailable(f"paper {paper_id!r}: refusing to download non-HTTP URL {url!r}")
         target = self.cache_dir / "downloads" / f"{hashlib.sha256(url.encode()).hexdigest()[:32]}.pdf"
         if target.is_file():
             return target
+        from .downloads import DownloadRefused, fetch_pdf
+
         try:
-            with urllib.request.urlopen(url, timeout=60) as response:
-                body = response.read()
-        except (urllib.error.URLError, OSError, ValueError) as error:
-            raise PaperUnavailable(f"paper {paper_id!r}: download from {url} failed: {error}") from None
-        atomic_write(target, body)
+            body = fetch_pdf(url, allow_private=self.allow_private_downloads)
+        except DownloadRefused as error:
+            raise PaperUnavailable(f"paper {paper_id!r}: download from {url} refused: {error}") from None
+        try:
+            atomic_write(target, body)
+        except OSError:
+            pass  # an unwritable cache costs a second download next time, nothing else
         return target
 
 
@@ -177,7 +186,10 @@ def read_paper(path: Path, paper_id: str, cache_dir: Path | None = None) -> Pape
     if cached is None:
         cached = _extract_pdf(data, path, paper_id)
         if cache_dir:
-            atomic_write(_cache_file(cache_dir, digest), json.dumps(cached).encode())
+            try:
+                atomic_write(_cache_file(cache_dir, digest), json.dumps(cached).encode())
+            except OSError:
+                pass  # a read-only cache: the paper is read again next run, nothing is lost now
     return Paper(paper_id, cached["text"], tuple(cached["page_starts"]), str(path), digest)
 
 
@@ -197,8 +209,12 @@ def _cached_extraction(cache_dir: Path, digest: str) -> dict | None:
         cached = json.loads(_cache_file(cache_dir, digest).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    # A damaged entry is a miss: extracted again and rewritten.
     if isinstance(cached, dict) and isinstance(cached.get("text"), str):
-        return cached
+        starts = cached.get("page_starts")
+        if (isinstance(starts, list) and all(isinstance(s, int) for s in starts)
+                and starts == sorted(starts) and all(0 <= s <= len(cached["text"]) for s in starts)):
+            return cached
     return None
 
 
@@ -213,13 +229,17 @@ def _extract_pdf(data: bytes, path: Path, paper_id: str) -> dict:
         raise PaperUnavailable(f"{label}: not a PDF file (it does not start with %PDF)")
     try:
         reader = pypdf.PdfReader(io.BytesIO(data))
-        if reader.is_encrypted:
+        # An owner password alone (restrictions, no user password) opens with the empty password,
+        # as every viewer opens it.
+        if reader.is_encrypted and not reader.decrypt(""):
             raise PaperUnavailable(f"{label}: the PDF is encrypted; decrypt it first (e.g. qpdf --decrypt)")
         pages = [page.extract_text() or "" for page in reader.pages]
     except PaperUnavailable:
         raise
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, OSError) as error:
         raise PaperUnavailable(f"{label}: pypdf cannot read it ({type(error).__name__}: {error}); the file may be truncated or damaged") from None
+    except Exception as error:  # noqa: BLE001 -- decompression bombs and other pypdf limits
+        raise PaperUnavailable(f"{label}: pypdf gave up on it ({type(error).__name__}: {error})") from None
     if not pages:
         raise PaperUnavailable(f"{label}: the PDF has no pages")
     text_parts, starts, offset = [], [], 0

@@ -65,6 +65,10 @@ class RunState:
             cache_dir=self.settings.cache_dir or default_cache_dir(),
             inline=dataset.inline_papers,
             allow_download=self.settings.download_papers,
+            allow_private_downloads=self.settings.download_allow_private,
+            # A dataset's own papers/ may not lead anywhere else, not even as a symlink; a folder
+            # the user names on the command line is theirs to trust.
+            confine_to=None if self.settings.papers else dataset.root.resolve() / "papers",
         )
 
     def system(self, name: str) -> "System":

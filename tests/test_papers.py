@@ -178,21 +178,22 @@ def pdf_server():
 def test_missing_papers_are_downloaded_once_into_the_cache_when_allowed(tmp_path, pdf_server):
     base, requests = pdf_server
     url = f"{base}/papers/W42.pdf"
-    store = PaperStore(tmp_path / "papers", tmp_path / "cache", allow_download=True)
+    # The test server is on 127.0.0.1: a real dataset's URL on loopback would be refused.
+    store = PaperStore(tmp_path / "papers", tmp_path / "cache", allow_download=True, allow_private_downloads=True)
     paper = store.get("W42", url)
     assert "Street Tree Canopy" in paper.text
     assert requests == ["/papers/W42.pdf"]
-    fresh = PaperStore(tmp_path / "papers", tmp_path / "cache", allow_download=True)
+    fresh = PaperStore(tmp_path / "papers", tmp_path / "cache", allow_download=True, allow_private_downloads=True)
     assert fresh.get("W42", url).text == paper.text
     assert requests == ["/papers/W42.pdf"], "the second run reads the cache"
 
 
 def test_a_failed_download_is_the_row_error(tmp_path, pdf_server):
     base, _ = pdf_server
-    store = PaperStore(tmp_path / "papers", tmp_path / "cache", allow_download=True)
-    with pytest.raises(PaperUnavailable, match="download from .*missing.pdf failed: HTTP Error 404"):
+    store = PaperStore(tmp_path / "papers", tmp_path / "cache", allow_download=True, allow_private_downloads=True)
+    with pytest.raises(PaperUnavailable, match="download from .*missing.pdf refused: HTTP 404"):
         store.get("W404", f"{base}/missing.pdf")
-    with pytest.raises(PaperUnavailable, match="refusing to download non-HTTP URL"):
+    with pytest.raises(PaperUnavailable, match="only http and https are fetched, not 'file'"):
         store.get("W9", "file:///etc/passwd")
 
 
@@ -211,5 +212,10 @@ def test_the_plugin_downloads_only_with_the_flag(pytester, pdf_server, tmp_path)
               "-p", "no:cacheprovider")
     pytester.runpytest(*common).assert_outcomes(errors=1)
     assert requests == []
-    pytester.runpytest(*common, "--researchqa-download-papers").assert_outcomes(passed=1)
+    refused = pytester.runpytest(*common, "--researchqa-download-papers")
+    refused.assert_outcomes(errors=1)
+    refused.stdout.fnmatch_lines(["*resolves to 127.0.0.1, a loopback, private, link-local or reserved address*"])
+    assert requests == [], "a dataset cannot make the plugin fetch from this machine"
+    pytester.runpytest(*common, "--researchqa-download-papers",
+                       "--researchqa-download-allow-private").assert_outcomes(passed=1)
     assert len(requests) == 1
