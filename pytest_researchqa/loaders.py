@@ -81,18 +81,32 @@ def load_dataset(path: str | Path) -> Dataset:
         if isinstance(data, dict) and "rows" not in data and _looks_like_qasper(data):
             from .qasper import qasper_dataset
 
-            return qasper_dataset(path, data)
+            try:
+                return qasper_dataset(path, data)
+            except (KeyError, TypeError, AttributeError, ValueError) as error:
+                raise DatasetError(f"{path}: looks like a QASPER file but is malformed "
+                                   f"({type(error).__name__}: {error})") from None
         return _from_records(path, _wrapper_records(path, data), flat=False)
     raise DatasetError(f"{path}: unknown dataset format {suffix!r} (use .jsonl, .json or .yaml)")
 
 
+def _read_text(path: Path) -> str:
+    """The file as UTF-8 text (a byte-order mark is allowed); bad bytes are an error naming the line."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise DatasetError(f"{path}: line {line}: not UTF-8 text ({error.reason})") from None
+
+
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(_read_text(path))
     except json.JSONDecodeError as error:
         raise DatasetError(f"{path}: line {error.lineno}: not valid JSON: {error.msg}") from None
-    except UnicodeDecodeError as error:
-        raise DatasetError(f"{path}: not UTF-8 text ({error.reason})") from None
+    except RecursionError:
+        raise DatasetError(f"{path}: nested too deeply to be a dataset") from None
 
 
 def _looks_like_qasper(data: dict) -> bool:
@@ -101,14 +115,23 @@ def _looks_like_qasper(data: dict) -> bool:
 
 
 def _jsonl_records(path: Path) -> Iterator[tuple[str, Any]]:
-    with path.open(encoding="utf-8", errors="replace") as lines:
-        for number, line in enumerate(lines, start=1):
+    with path.open("rb") as lines:
+        for number, raw in enumerate(lines, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]  # a byte-order mark
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                yield f"line {number}", _Unparsable(f"not UTF-8 text ({error.reason} at byte {error.start})")
+                continue
             if not line.strip():
                 continue
             try:
                 yield f"line {number}", json.loads(line)
             except json.JSONDecodeError as error:
                 yield f"line {number}", _Unparsable(f"not valid JSON: {error.msg} (column {error.colno})")
+            except RecursionError:
+                yield f"line {number}", _Unparsable("nested too deeply to be a row")
 
 
 def _wrapper_records(path: Path, data: Any) -> Iterator[tuple[str, Any]]:
@@ -128,7 +151,9 @@ def _yaml_records(path: Path) -> Iterator[tuple[str, Any]]:
     import yaml
 
     try:
-        root = yaml.compose(path.read_text(encoding="utf-8"))
+        root = yaml.compose(_read_text(path), Loader=_loader())
+    except RecursionError:
+        raise DatasetError(f"{path}: nested too deeply to be a dataset") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark is not None else ""
@@ -143,8 +168,28 @@ def _yaml_records(path: Path) -> Iterator[tuple[str, Any]]:
     if not isinstance(root, yaml.SequenceNode):
         raise DatasetError(f"{path}: expected a list of rows")
     for index, node in enumerate(root.value):
-        record = yaml.safe_load(yaml.serialize(node))
-        yield f"row {index} (line {node.start_mark.line + 1})", record
+        location = f"row {index} (line {node.start_mark.line + 1})"
+        try:
+            record = yaml.load(yaml.serialize(node), Loader=_loader())
+        except (yaml.YAMLError, RecursionError) as error:
+            yield location, _Unparsable(f"not a row: {getattr(error, 'problem', None) or error}")
+            continue
+        yield location, record
+
+
+def _loader() -> type:
+    """A safe loader that refuses aliases: a 1 KB file of nested aliases expands to gigabytes."""
+    import yaml
+
+    class NoAliases(yaml.SafeLoader):
+        def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None, None, "aliases (*name) are not allowed in a dataset", event.start_mark)
+            return super().compose_node(parent, index)
+
+    return NoAliases
 
 
 class _Unparsable:

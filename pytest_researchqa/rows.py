@@ -83,8 +83,14 @@ class Row(BaseModel):
     @field_validator("row_id", "paper_id", mode="before")
     @classmethod
     def _ids_are_text(cls, value: object) -> object:
-        # Published ids are sometimes numeric; keep them as text.
-        return str(value) if isinstance(value, int) else value
+        # Published ids are sometimes numeric; keep them as text. true/false are no ids.
+        if isinstance(value, bool):
+            raise ValueError("an id must be text or a number, not true/false")
+        if isinstance(value, int):
+            return str(value)
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("an id must not be blank")
+        return value
 
     @field_validator("expected_references")
     @classmethod
