@@ -39,6 +39,7 @@ def researchqa_recorder(request: pytest.FixtureRequest, researchqa_case: Case) -
 
 
 def _error(request: pytest.FixtureRequest, message: str) -> NoReturn:
+    message = run_state(request.config).redact(message)  # a provider may echo a key back
     request.node.stash[RECORD].error = message
     pytest.fail(message, pytrace=False)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Optional
 
 
 def parse_model_params(entries: list[str], models: list[str]) -> dict[str, dict]:
@@ -52,3 +52,26 @@ def model_family(model: str) -> str:
             if re.search(pattern, text):
                 return family
     return lowered.split("/", 1)[0] if "/" in lowered else lowered
+
+
+_SECRET_NAME = re.compile(r"(api[_-]?key|token|secret|password|authorization|credential)", re.IGNORECASE)
+_SECRET_ENV = re.compile(r"(API_KEY|_TOKEN|_SECRET|_PASSWORD|ACCESS_KEY)$")
+
+
+def known_secrets(model_params: dict[str, dict[str, object]], environ: Optional[dict[str, str]] = None) -> list[str]:
+    """Values that must never appear in anything the plugin writes: credentials given as model
+    parameters, and provider keys in the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...)."""
+    import os
+
+    environ = dict(os.environ) if environ is None else environ
+    found = {str(v) for params in model_params.values() for k, v in params.items() if _SECRET_NAME.search(k)}
+    found |= {v for k, v in environ.items() if _SECRET_ENV.search(k)}
+    return sorted((s for s in found if len(s) >= 8), key=len, reverse=True)
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """``text`` with every known secret replaced (also when a provider echoes one back in an error)."""
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, "<redacted>")
+    return text

@@ -158,6 +158,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         else:
             record.outcome = "error" if record.error else _outcome_word(report)
         record.nodeid = item.nodeid
+        state = run_state(item.config)
+        if record.error:
+            record.error = state.redact(record.error)
+        for scores in ((record.judge or {}).get("by_judge") or {}).values():
+            if isinstance(scores, dict) and scores.get("error"):
+                scores["error"] = state.redact(str(scores["error"]))
         report.researchqa = record.to_plain()
         # JUnit writes the properties of the item (copied onto its teardown report), not of this report.
         item.user_properties.extend(record.junit_properties())
@@ -367,7 +373,7 @@ class RunHooks:
             "family": state.family.name,
             "started": self.started_at.isoformat(timespec="seconds"),
             "ended": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "command": list(self.config.invocation_params.args),
+            "command": [state.redact(str(arg)) for arg in self.config.invocation_params.args],
             "environment": environment(),
             "git_commit": git_commit(self.config.rootpath),
             "dataset": {"path": str(state.dataset_path), "sha256": file_sha256(state.dataset_path)},

@@ -71,6 +71,17 @@ class RunState:
             confine_to=None if self.settings.papers else dataset.root.resolve() / "papers",
         )
 
+    @functools.cached_property
+    def secrets(self) -> list[str]:
+        from .llm_params import known_secrets
+
+        return known_secrets(self.settings.model_params)
+
+    def redact(self, text: str) -> str:
+        from .llm_params import redact
+
+        return redact(text, self.secrets)
+
     def system(self, name: str) -> "System":
         """The named system; a bad spec is a usage error."""
         from .systems import SystemSpecError

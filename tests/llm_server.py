@@ -48,7 +48,9 @@ def _overlap(answer: str, expected: str) -> float:
 def verdict_reply(model: str, prompt: str, attempt: int) -> str:
     """A judge's verdict: scores from word overlap with the expected answer (``judge-*`` aliases)."""
     expected = prompt.split("EXPECTED ANSWER:", 1)[1].split("<<<ANSWER", 1)[0]
-    answer = prompt.rsplit("<<<ANSWER", 1)[1].rsplit("ANSWER>>>", 1)[0]
+    # The answer sits between markers that carry a per-call nonce: <<<ANSWER n ... ANSWER n>>>.
+    marked = re.search(r"<<<ANSWER (\w+)\n(.*)\nANSWER \1>>>", prompt, re.DOTALL)
+    answer = marked.group(2) if marked else prompt.rsplit("<<<ANSWER", 1)[1].rsplit("ANSWER>>>", 1)[0]
     if "Step 1. List every factual claim" in prompt:
         sentences = [t for t in re.split(r"(?<=[.!?])\s+", answer.strip()) if t]
         claims = [{"claim": t[:80], "status": "verified" if _overlap(t, expected) > 0.2 else "extra"}
@@ -90,6 +92,42 @@ class ScriptedLLM:
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                model = body.get("model", "")
+                if model == "trickle":  # headers, then one byte every 0.2 s: only a wall-clock deadline ends it
+                    server.requests.append(body)
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", "100000")
+                    self.end_headers()
+                    try:
+                        for _ in range(200):
+                            self.wfile.write(b" ")
+                            self.wfile.flush()
+                            time.sleep(0.2)
+                    except OSError:
+                        pass
+                    return
+                if model == "retry-after" and server.calls("retry-after") == 0:
+                    server.requests.append(body)
+                    data = json.dumps({"error": {"message": "slow down", "type": "rate_limit"}}).encode()
+                    self.send_response(429)
+                    self.send_header("Retry-After", "2")
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                if model == "echo-key":  # a provider that repeats the key it was sent in its error
+                    server.requests.append(body)
+                    data = json.dumps({"error": {"message": f"Incorrect API key provided: "
+                                                            f"{self.headers.get('Authorization', '')}",
+                                                 "type": "auth_error"}}).encode()
+                    self.send_response(401)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 status, payload, delay = server.respond(body)
                 with server.lock:
                     server.in_flight += 1

@@ -22,17 +22,55 @@ def cache_key(**parts: Any) -> str:
 
 
 class AnswerCache:
+    """Answers and verdicts on disk. An entry that does not validate is a miss (recomputed, and
+    counted in ``invalid``); a cache that cannot be written costs re-calls later, never this run's
+    answers (``unwritable`` says so once)."""
+
     def __init__(self, root: Path) -> None:
         self.root = root / "answers"
+        self.invalid = 0
+        self.unwritable: Optional[str] = None
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> Optional[dict]:
         try:
-            return json.loads(self._path(key).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            entry = json.loads(self._path(key).read_text(encoding="utf-8"))
+        except OSError:
             return None
+        except ValueError:
+            self.invalid += 1
+            return None
+        if not valid_entry(entry):
+            self.invalid += 1
+            return None
+        return entry
 
     def put(self, key: str, entry: dict) -> None:
-        atomic_write(self._path(key), json.dumps(entry, ensure_ascii=False).encode())
+        try:
+            atomic_write(self._path(key), json.dumps(entry, ensure_ascii=False).encode())
+        except OSError as error:
+            if self.unwritable is None:
+                self.unwritable = f"{self.root}: {error.strerror or error}"
+                import warnings
+
+                warnings.warn(f"researchqa: cannot write the answer cache ({self.unwritable}); answers are "
+                              "used but will be asked for again next run", stacklevel=2)
+
+
+def valid_entry(entry: Any) -> bool:
+    """An answer (text and citations) or a verdict (every score an integer from 1 to 5)."""
+    if not isinstance(entry, dict):
+        return False
+    if "scores" in entry:
+        scores = entry["scores"]
+        if not isinstance(scores, dict):
+            return False
+        numbers = [v for k, v in scores.items() if k != "justifications"]
+        return bool(numbers) and all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 5 for v in numbers)
+    if "answer" in entry:
+        citations = entry.get("citations", [])
+        return (isinstance(entry["answer"], (str, type(None))) and isinstance(citations, list)
+                and all(isinstance(c, str) for c in citations))
+    return False

@@ -120,6 +120,7 @@ async def with_retries(
     from .contract import MalformedReply
 
     failures: list[str] = []
+    last_error: Optional[BaseException] = None
     for attempt in range(retries + 1):
         try:
             result = await attempt_call()
@@ -127,13 +128,45 @@ async def with_retries(
             return result, validate(result)
         except MalformedReply as error:
             failures.append(f"malformed reply: {error}")
+            last_error = None
         except Exception as error:  # noqa: BLE001 -- provider SDKs raise many types
             if not is_transient(error):
                 raise ProviderError(f"{describe}: {_short(error)}") from None
             failures.append(_short(error))
+            last_error = error
         if attempt < retries:
-            await asyncio.sleep(backoff_s * (2**attempt) * (0.5 + random.random()))
+            delay = backoff_s * (2**attempt) * (0.5 + random.random())
+            wait = retry_after_s(last_error)
+            await asyncio.sleep(max(delay, min(wait, MAX_RETRY_AFTER_S)) if wait is not None else delay)
     raise ProviderError(f"{describe}: failed after {retries + 1} attempts; last: {failures[-1]}")
+
+
+# A provider's Retry-After is honoured up to this long per wait (the call's own deadline still holds).
+MAX_RETRY_AFTER_S = 60.0
+
+
+def retry_after_s(error: Optional[BaseException]) -> Optional[float]:
+    """Seconds a rate-limited or unavailable provider asked us to wait (Retry-After: seconds or an HTTP date)."""
+    if error is None:
+        return None
+    response = getattr(error, "response", None)
+    headers = getattr(response, "headers", None) or getattr(error, "headers", None)
+    value = headers.get("retry-after") if headers is not None else None
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    import datetime
+
+    return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
 
 
 def _short(error: BaseException) -> str:

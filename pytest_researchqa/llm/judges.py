@@ -11,6 +11,7 @@ import concurrent.futures
 import hashlib
 import json
 import re
+import secrets
 import statistics
 from typing import Literal, Optional
 
@@ -148,7 +149,13 @@ class JudgePrompt:
             "expected_answer": row.expected_answer,
             "answer": neutralize(answer_as_data(answer)),
         }
-        return _PLACEHOLDER.sub(lambda m: values[m.group(1)], self.template)
+        # The answer's delimiters carry a fresh random nonce on every call: an answer cannot close
+        # its block with a lookalike (lowercase, spaced, full-width, zero-width-joined...) because
+        # it cannot know the marker. The nonce is not part of the cache key.
+        nonce = secrets.token_hex(6)
+        template = self.template.replace("<<<ANSWER", f"<<<ANSWER {nonce}").replace(
+            "ANSWER>>>", f"ANSWER {nonce}>>>")
+        return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
 
 
 def answer_as_data(answer) -> str:

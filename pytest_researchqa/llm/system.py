@@ -8,6 +8,8 @@ answer on disk as it arrives, and never pays twice for the same answer.
 
 from __future__ import annotations
 
+import asyncio
+
 import concurrent.futures
 import json
 import threading
@@ -253,7 +255,10 @@ async def _acompletion(model: str, messages: list, timeout_s: float, kwargs: dic
 
     litellm = _import_litellm()
     started = time.perf_counter()
-    response = await litellm.acompletion(model=model, messages=messages, timeout=timeout_s, num_retries=0, **kwargs)
+    # A wall-clock deadline: litellm's own timeout is per socket read, and a server that trickles
+    # its reply a byte at a time never trips it.
+    response = await asyncio.wait_for(
+        litellm.acompletion(model=model, messages=messages, timeout=timeout_s, num_retries=0, **kwargs), timeout_s)
     latency = time.perf_counter() - started
     choices = getattr(response, "choices", None) or []
     content = choices[0].message.content if choices else None
