@@ -157,6 +157,13 @@ class MatchIndex:
         return windows
 
     @functools.cached_property
+    def _line_starts(self) -> list[int]:
+        """Key positions where a line of the (masked) text begins."""
+        offsets = self._masked_offsets
+        breaks = [m.end() for m in re.finditer(r"\n\s*", self.masked_text)]
+        return sorted(set(offsets.searchsorted(breaks).tolist())) if breaks else []
+
+    @functools.cached_property
     def _gram_index(self) -> tuple[array.array[int], array.array[int]] | None:
         """Word starts of a long paper's key, sorted by a code of their first GRAM characters.
 
@@ -280,8 +287,9 @@ class MatchIndex:
         key, pages = self._keys(unmasked)
         first = keys[0]
         find = None if unmasked else self.find
+        lines = () if unmasked else self._line_starts
         if len(keys) == 1:
-            found = _locate(key, pages, first, 0, len(key), find)
+            found = _locate(key, pages, first, 0, len(key), find, lines)
             return tuple(found) if found else None
         # An elided quote: try each place its first part occurs.
         start = 0
@@ -567,10 +575,13 @@ def _anchored_prefix(key: str, quote_key: str, low: int, high: int, tries: int =
 
 
 def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high: int,
-            find: Callable[[str], int] | None = None):
+            find: Callable[[str], int] | None = None, line_starts: Sequence[int] = ()):
     """Key spans of ``quote_key`` in ``key[low:high]``, allowing furniture gaps.
 
-    ``find`` is the index's look-up for the whole key, used when the whole key is searched."""
+    ``find`` is the index's look-up for the whole key, used when the whole key is searched;
+    ``line_starts`` (key positions where a text line begins) allows a jump from a line's end
+    to a later line's start on the same or the next page, where a figure, a table or the
+    other column sits between a sentence's two halves."""
     found = find(quote_key) if find is not None and low == 0 and high == len(key) else key.find(quote_key, low, high)
     if found >= 0:
         return [(found, found + len(quote_key))]
@@ -583,6 +594,8 @@ def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high
         resume = _after_digit_gap(key, quote_key, done, cursor)
         if resume is None and page_jumps < MAX_PAGE_JUMPS:
             resume = _after_page_break(key, page_starts, quote_key, done, cursor, high)
+            if resume is None and line_starts:
+                resume = _after_line_jump(key, page_starts, line_starts, quote_key, done, cursor, high)
             page_jumps += 1
         if resume is None:
             return None
@@ -590,6 +603,33 @@ def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high
         spans.append((resume, resume + run))
         done, cursor = done + run, resume + run
     return spans
+
+
+def _after_line_jump(key: str, page_starts: Sequence[int], line_starts: Sequence[int], quote_key: str,
+                     done: int, cursor: int, high: int) -> int | None:
+    """Where the quote resumes after text the reader skipped: a figure, table or the other column.
+
+    Extraction puts such text between a sentence's halves only at line boundaries, so the
+    quote must break exactly where a line ends and resume exactly where a later line
+    begins, forward, on the same page or the next, with a substantial run (at least
+    MIN_ANCHOR key characters, or the quote's whole rest). Splices of passages cut at
+    arbitrary words rarely meet all of that.
+    """
+    at = bisect.bisect_left(line_starts, cursor)
+    if at >= len(line_starts) or line_starts[at] != cursor:
+        return None  # the matched part does not end where a line ends
+    page = bisect.bisect_right(page_starts, cursor) - 1 if page_starts else 0
+    limit = page_starts[page + 2] if page + 2 < len(page_starts) else len(key)
+    limit = min(limit, high)
+    needed = min(MIN_ANCHOR, len(quote_key) - done)
+    probe = quote_key[done : done + needed]
+    found = key.find(probe, cursor + 1, limit)
+    while found >= 0:
+        line = bisect.bisect_left(line_starts, found)
+        if line < len(line_starts) and line_starts[line] == found:
+            return found
+        found = key.find(probe, found + 1, limit)
+    return None
 
 
 def _after_digit_gap(key: str, quote_key: str, done: int, cursor: int) -> int | None:
