@@ -77,6 +77,7 @@ _NUMBERED_LINE_START = re.compile(r"\n[ \t]*\d{1,4}[ \t]+\S")
 
 
 _DROP_DIGITS = str.maketrans("", "", "0123456789")
+_SIGN_CHARS = "-\u2212\u2010\u2011\u2012\u2013\u2014+\u00b1"
 
 # --------------------------------------------------------------------------- index
 
@@ -227,6 +228,8 @@ class MatchIndex:
             spans = self._locate_parts(keys, unmasked)
             if spans is not None and unmasked and self._absorbs_furniture_number(spans):
                 spans = None
+            if spans is not None and self._cuts_a_number(keys, spans, unmasked):
+                spans = None
             if spans is not None:
                 verdict = VERBATIM if len(keys) == 1 else VERBATIM_ELIDED
                 if unmasked:
@@ -240,6 +243,26 @@ class MatchIndex:
                     citation, self, True, VERBATIM_WITH_COMMENTARY, spans, commentary=comment
                 )
         return CitationMatch(citation, self, False, None, (), parts=tuple(parts))
+
+    def _cuts_a_number(self, keys: list[str], spans: Sequence[tuple[int, int]], unmasked: bool) -> bool:
+        """True when the quote begins or ends inside one of the paper's numbers as printed:
+        ``5.355`` cut from ``−5.355``, ``61`` from ``61.4%``. It then says another number."""
+        starts_with_digit, ends_with_digit = keys[0][:1].isdigit(), keys[-1][-1:].isdigit()
+        if not (starts_with_digit or ends_with_digit):
+            return False  # most quotes: no offsets needed
+        offsets = self._unmasked_offsets if unmasked else self._masked_offsets
+        text = self.text if unmasked else self.masked_text
+        if starts_with_digit:
+            first = int(offsets[spans[0][0]])
+            before = text[first - 1] if first > 0 else ""
+            if before.isdigit() or before in _SIGN_CHARS or (before in ".," and first > 1 and text[first - 2].isdigit()):
+                return True
+        if ends_with_digit:
+            last = int(offsets[spans[-1][1] - 1]) + 1
+            after = text[last:last + 2]
+            if after[:1].isdigit() or after[:1] == "%" or (after[:1] in ".," and after[1:].isdigit()):
+                return True
+        return False
 
     def _absorbs_furniture_number(self, spans: Sequence[tuple[int, int]]) -> bool:
         """True when a line or page number blanked from the paper would become part of the quote's

@@ -11,9 +11,10 @@ inside words, quote and dash variants, non-breaking spaces, other punctuation --
 is absent from a key, so it cannot cause a mismatch, while every changed letter,
 digit, decimal point, sign or comparison still does.
 
-A hyphen is a sign only when no letter, digit or closing bracket stands right
-before it and a digit follows (``COVID-19`` and ``10-20`` keep no hyphen); a full
-stop is a decimal point only between two digits.
+A hyphen or dash is a sign only when no letter, digit or closing bracket stands
+right before it and a digit follows (``COVID-19`` and ``10-20`` keep no hyphen);
+the Unicode minus sign before a digit always is (``14B−1`` in a table keeps its
+sign); a full stop is a decimal point only between two digits.
 
 :func:`key_offsets` gives, for every key character, the offset of the source
 character it came from, so key positions map back to the paper's text.
@@ -32,9 +33,10 @@ _ASCII_DROPPED = bytes(c for c in range(128)
                        if not chr(c).isalnum() and chr(c) not in _KEPT + _DECIMAL_MARK + _SIGN_MARK)
 _DECIMAL = re.compile(r"[.\u00b7](?<=\d[.\u00b7])(?=\d)")
 _SIGN = re.compile(
-    r"[-\u2212\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d]"
-    r"(?<![^\W_].)(?<![)\]].)"
-    r"(?=\s?\.?\d)"
+    # The Unicode minus sign is never a hyphen: before a number it is a sign wherever it stands.
+    r"\u2212(?=\s?\.?\d)"
+    # A hyphen or dash is a sign only where no letter, digit or closing bracket stands before it.
+    r"|[-\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d](?<![^\W_].)(?<![)\]].)(?=\s?\.?\d)"
 )
 # Non-ASCII characters with an ASCII reading, applied before the (fast) ASCII path.
 _FOLD = str.maketrans({
@@ -79,17 +81,16 @@ _MARKS_BACK_BYTES = bytes.maketrans(_DECIMAL_MARK.encode() + _SIGN_MARK.encode()
 
 def text_key(text: str) -> str:
     """Return the match key of ``text``."""
+    # Points and signs are read first, from the text as written (a Unicode minus is always a
+    # sign, a hyphen only in context); the markers are ASCII and survive what follows.
+    text = _mark_context(text)
     if not text.isascii():
         # Fold only the non-ASCII characters: str.translate costs per character, and most are ASCII.
-        # A middle dot is kept as a point here, so "61·4" still reads as a decimal below.
-        text = _NON_ASCII.sub(_fold_char, text.replace("\u00b7", "."))
+        text = _NON_ASCII.sub(_fold_char, text)
     if text.isascii():
         # bytes operations run in C: the hot path for English papers and quotes.
-        raw = text.encode("ascii")
-        if raw.translate(None, _NON_DIGIT_BYTES):  # numbers: mark their points and signs first
-            raw = _mark_context(text).encode("ascii")
-        return raw.lower().translate(_MARKS_BACK_BYTES, _ASCII_DROPPED).decode("ascii")
-    folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", _mark_context(text)).casefold())
+        return text.encode("ascii").lower().translate(_MARKS_BACK_BYTES, _ASCII_DROPPED).decode("ascii")
+    folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
     key = _NON_KEY.sub("", folded)
     if _DECIMAL_MARK in key or _SIGN_MARK in key:
         key = key.translate(_MARKS_BACK)

@@ -123,7 +123,28 @@ def fabricated(text: str, rng: random.Random, kind: str) -> str | None:
         return base + " " + far
     elif kind == "shuffled sentence":
         rng.shuffle(words)
+    elif kind == "decimal point moved":
+        decimals = [i for i, w in enumerate(words) if re.search(r"\d\.\d", w)]
+        if not decimals:
+            return None
+        i = rng.choice(decimals)
+        moved = re.sub(r"(\d)(\d)\.(\d)", r"\1.\2\3", words[i], count=1)
+        if moved == words[i]:
+            moved = re.sub(r"(\d)\.(\d)(\d)", r"\1\2.\3", words[i], count=1)
+        if moved == words[i]:
+            return None
+        words[i] = moved
+    elif kind == "sign or inequality changed":
+        flips = {"<": ">", ">": "<", "\u2264": "\u2265", "\u2265": "\u2264", "\u2212": "", "-": ""}
+        candidates = [i for i, w in enumerate(words) if w[:1] in flips and (w[:1] in "<>\u2264\u2265" or
+                                                                          re.match(r"[-\u2212]\d", w))]
+        if not candidates:
+            return None
+        i = rng.choice(candidates)
+        words[i] = flips[words[i][0]] + words[i][1:]
     return " ".join(words)
 
 
 FABRICATIONS = ("changed number", "negation", "changed word", "spliced", "shuffled sentence")
+# Edits that change only a symbol a number hangs on: rarer in a random window, so tested apart.
+SYMBOL_FABRICATIONS = ("decimal point moved", "sign or inequality changed")

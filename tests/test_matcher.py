@@ -14,7 +14,7 @@ from pytest_researchqa import match_citation
 from pytest_researchqa.matcher import MatchIndex, match_index
 from pytest_researchqa.papers import read_paper
 from pytest_researchqa.textkey import key_offsets, text_key
-from quotes import FABRICATIONS, NOISES, as_a_model_quotes_it, elided, fabricated, noisy, window
+from quotes import FABRICATIONS, SYMBOL_FABRICATIONS, NOISES, as_a_model_quotes_it, elided, fabricated, noisy, window
 
 PAGE_1 = (
     "Preprint. Under review.\n"
@@ -305,3 +305,20 @@ def test_fabricated_quotes_from_real_papers_are_rejected(papers, kind):
 
 def test_the_noise_catalogue_is_exercised():
     assert len(NOISES) >= 10
+
+
+@needs_shared
+@pytest.mark.parametrize("kind", SYMBOL_FABRICATIONS)
+def test_symbol_only_fabrications_from_real_papers_are_never_grounded(papers, kind):
+    rng = random.Random(7)
+    total, accepted = 0, []
+    for paper in papers:
+        for _ in range(400):
+            quote = fabricated(paper.text, rng, kind)
+            if quote is None:
+                continue
+            total += 1
+            if match_citation(quote, paper).grounded:
+                accepted.append(quote)
+    assert total >= 20
+    assert accepted == []
