@@ -182,7 +182,7 @@ def _loader() -> type:
     import yaml
 
     class NoAliases(yaml.SafeLoader):
-        def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+        def compose_node(self, parent: Any, index: Any) -> Any:
             if self.check_event(yaml.AliasEvent):
                 event = self.peek_event()
                 raise yaml.composer.ComposerError(
@@ -209,7 +209,8 @@ def _from_records(path: Path, records, flat: bool) -> Dataset:
             problems.append(RowProblem(str(path), location, "(row)", record.message))
             continue
         if not isinstance(record, dict):
-            problems.append(RowProblem(str(path), location, "(row)", f"expected an object, found {type(record).__name__}"))
+            found = type(record).__name__
+            problems.append(RowProblem(str(path), location, "(row)", f"expected an object, found {found}"))
             continue
         row_id = record.get("row_id")
         normalized = _normalize(record)

@@ -255,7 +255,8 @@ class MatchIndex:
         if starts_with_digit:
             first = int(offsets[spans[0][0]])
             before = text[first - 1] if first > 0 else ""
-            if before.isdigit() or before in _SIGN_CHARS or (before in ".," and first > 1 and text[first - 2].isdigit()):
+            decimal_before = before in ".," and first > 1 and text[first - 2].isdigit()
+            if before.isdigit() or before in _SIGN_CHARS or decimal_before:
                 return True
         if ends_with_digit:
             last = int(offsets[spans[-1][1] - 1]) + 1
@@ -281,7 +282,8 @@ class MatchIndex:
                 after = text[high:high + 2]
                 line_start = text.rfind("\n", 0, low) + 1
                 line_end = text.find("\n", high)
-                own_line = not text[line_start:low].strip() and not text[high:line_end if line_end >= 0 else None].strip()
+                rest_of_line = text[high:line_end if line_end >= 0 else None]
+                own_line = not text[line_start:low].strip() and not rest_of_line.strip()
                 if end == quote_end and int(offsets.searchsorted(high)) >= end and not own_line:
                     return True  # the quote ends on it: it reads as the sentence's number
                 if before[-1:].isdigit() or (before[-1:] in (".", ",") and before[:1].isdigit()):
@@ -446,8 +448,8 @@ def _mask_furniture(text: str, page_starts: Sequence[int]):
             if signature in repeated or _PAGE_NUMBER_LINE.match(line):
                 ranges.append((base + start, base + end))
         if numbered:
-            for line in _NUMBERED_LINE.finditer(page):
-                ranges.append((base + line.start(2), base + line.end(2)))
+            for numbered_line in _NUMBERED_LINE.finditer(page):
+                ranges.append((base + numbered_line.start(2), base + numbered_line.end(2)))
     ranges = _merge(ranges + trailing)
     return _split_pages(_apply_mask(text, ranges), page_starts), ranges
 
@@ -876,7 +878,8 @@ def _diagnose(index: MatchIndex, citation: str, parts: tuple[str, ...]) -> _Diag
         if _similarity(quote_key, segment[: len(quote_key)]) >= 0.75:
             from rapidfuzz.distance import Levenshtein
 
-            for tag, q_at, _, p_at, _ in Levenshtein.opcodes(quote_key, segment):
+            for operation in Levenshtein.opcodes(quote_key, segment):
+                tag, q_at, p_at = operation.tag, int(operation.src_start), int(operation.dest_start)
                 if tag != "equal":
                     return _Diagnosis(
                         ALTERED,

@@ -18,7 +18,6 @@ import functools
 import hashlib
 import json
 import os
-import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -237,7 +236,8 @@ def _extract_pdf(data: bytes, path: Path, paper_id: str) -> dict:
     except PaperUnavailable:
         raise
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, OSError) as error:
-        raise PaperUnavailable(f"{label}: pypdf cannot read it ({type(error).__name__}: {error}); the file may be truncated or damaged") from None
+        raise PaperUnavailable(f"{label}: pypdf cannot read it ({type(error).__name__}: {error}); "
+                               "the file may be truncated or damaged") from None
     except Exception as error:  # noqa: BLE001 -- decompression bombs and other pypdf limits
         raise PaperUnavailable(f"{label}: pypdf gave up on it ({type(error).__name__}: {error})") from None
     if not pages:

@@ -26,10 +26,10 @@ class Case:
     system: Optional[str]
 
 
-SETTINGS = pytest.StashKey["Settings"]()
-RUN_STATE = pytest.StashKey["RunState"]()
-RECORD = pytest.StashKey["RowRecord"]()
-RECORDER = pytest.StashKey["Recorder"]()
+SETTINGS: pytest.StashKey[Settings] = pytest.StashKey()
+RUN_STATE: pytest.StashKey[RunState] = pytest.StashKey()
+RECORD: pytest.StashKey[RowRecord] = pytest.StashKey()
+RECORDER: pytest.StashKey[Recorder] = pytest.StashKey()
 
 
 def run_state(config: pytest.Config) -> "RunState":

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-
 import os
 
 import pytest
-
 from helpers import leaderboard_table as board
 from llm_server import ScriptedLLM
+
 from pytest_researchqa import Answer, Row
 from pytest_researchqa.llm.contract import MalformedReply
 from pytest_researchqa.llm.judges import ClaimsVerdict, JudgePrompt, claims_scores, parse_verdict

@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from helpers import SAMPLE, leaderboard_table
 from llm_server import ScriptedLLM
+
 from pytest_researchqa.llm.cache import AnswerCache
 from pytest_researchqa.llm.contract import MalformedReply, parse_reply
 from pytest_researchqa.llm.engine import ModelRunner, ProviderError

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from helpers import SAMPLE
+
 from pytest_researchqa.loaders import DatasetError, load_dataset
 
 GOOD = {

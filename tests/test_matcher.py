@@ -6,15 +6,15 @@ import random
 import re
 
 import pytest
+from helpers import SAMPLE, needs_shared, shared_path
 from hypothesis import given
 from hypothesis import strategies as st
+from quotes import FABRICATIONS, NOISES, SYMBOL_FABRICATIONS, as_a_model_quotes_it, elided, fabricated, noisy, window
 
-from helpers import SAMPLE, needs_shared, shared_path
 from pytest_researchqa import match_citation
 from pytest_researchqa.matcher import MatchIndex, match_index
 from pytest_researchqa.papers import read_paper
 from pytest_researchqa.textkey import key_offsets, text_key
-from quotes import FABRICATIONS, SYMBOL_FABRICATIONS, NOISES, as_a_model_quotes_it, elided, fabricated, noisy, window
 
 PAGE_1 = (
     "Preprint. Under review.\n"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from helpers import needs_shared, shared_path
+
 from pytest_researchqa.matcher import MatchIndex, match_citation
 from pytest_researchqa.papers import read_paper
 

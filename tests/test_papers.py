@@ -8,8 +8,8 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from helpers import SAMPLE, needs_shared, shared_path
+
 from pytest_researchqa import papers
 from pytest_researchqa.papers import PaperStore, PaperUnavailable, read_paper
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from helpers import shared_path
+
 from pytest_researchqa.loaders import load_dataset
 from pytest_researchqa.matcher import MatchIndex
 from pytest_researchqa.qasper import FLOAT_PREFIX

@@ -18,10 +18,10 @@ from typing import Literal, Optional
 from pydantic import BaseModel, Field, ValidationError
 
 from ..bundled import bundled_path
+from ..llm_params import model_family  # noqa: F401  (re-exported)
 from .cache import AnswerCache, cache_key
 from .contract import MalformedReply
 from .engine import CallResult, ModelRunner, ProviderError, with_retries
-from ..llm_params import model_family  # noqa: F401  (re-exported)
 from .system import ModelCaller, ModelSpec, _acompletion, _structured_output
 
 DIMENSIONS = ("factual_accuracy", "completeness")
@@ -249,7 +249,8 @@ def judge_all(judges: list[LlmJudge], row, answer, timeout_s: Optional[float] = 
         result["repeats"] = {}
         for name, pending in extra.items():
             try:
-                result["repeats"][name] = [by_judge[name]] + [dict(f.result(timeout=timeout_s)["scores"]) for f in pending]
+                again = [dict(f.result(timeout=timeout_s)["scores"]) for f in pending]
+                result["repeats"][name] = [by_judge[name], *again]
             except ProviderError:
                 pass  # a probe that errors tells nothing about flips
     return result

@@ -9,19 +9,17 @@ answer on disk as it arrives, and never pays twice for the same answer.
 from __future__ import annotations
 
 import asyncio
-
 import concurrent.futures
-import json
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 from ..answers import Answer
+from ..llm_params import parse_model_params  # noqa: F401  (re-exported)
 from .cache import AnswerCache, cache_key
 from .contract import json_schema, parse_reply
 from .engine import CallResult, ModelRunner, ProviderError, with_retries
 from .prompts import load_prompt
-from ..llm_params import parse_model_params  # noqa: F401  (re-exported)
 
 CHARS_PER_TOKEN = 4  # a conservative estimate for English text
 PROMPT_RESERVE_TOKENS = 2000
@@ -172,7 +170,8 @@ class LlmSystem(ModelCaller):
                 self._priced = False  # litellm has no price for this model: stop asking
             return result
 
-        validate = (lambda result: result.content or "") if self.baseline else (lambda result: parse_reply(result.content))
+        validate = ((lambda result: result.content or "") if self.baseline
+                    else (lambda result: parse_reply(result.content)))
         result, parsed = await with_retries(attempt, retries=self.retries, validate=validate, describe=self.name)
         entry = {
             "row_id": row.row_id,

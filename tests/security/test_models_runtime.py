@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from llm_server import ScriptedLLM  # noqa: E402
-
 # pytester's in-process runs restore sys.modules after each run; litellm, loaded by a first run
 # and unloaded after it, breaks the plugin's loading in a second. Loaded here, it stays.
 import litellm  # noqa: E402,F401
+from llm_server import ScriptedLLM  # noqa: E402
 
 
 @pytest.fixture

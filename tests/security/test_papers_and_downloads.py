@@ -7,15 +7,14 @@ import io
 import os
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from pathlib import Path
-
-SAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "sample"
 from pytest_researchqa.downloads import DownloadRefused, fetch_pdf
 from pytest_researchqa.papers import PaperStore, PaperUnavailable, read_paper
 
+SAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "sample"
 SAMPLE_PDF = SAMPLE / "papers" / "sample-edu.pdf"
 
 
