@@ -108,6 +108,7 @@ class ScriptedLLM:
                         pass
                     return
                 if model == "retry-after" and server.calls("retry-after") == 0:
+                    body["_received"] = time.monotonic()
                     server.requests.append(body)
                     data = json.dumps({"error": {"message": "slow down", "type": "rate_limit"}}).encode()
                     self.send_response(429)

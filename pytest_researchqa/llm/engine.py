@@ -149,9 +149,14 @@ def retry_after_s(error: Optional[BaseException]) -> Optional[float]:
     """Seconds a rate-limited or unavailable provider asked us to wait (Retry-After: seconds or an HTTP date)."""
     if error is None:
         return None
-    response = getattr(error, "response", None)
-    headers = getattr(response, "headers", None) or getattr(error, "headers", None)
-    value = headers.get("retry-after") if headers is not None else None
+    # litellm keeps the provider's headers on the exception; its .response is one it built itself.
+    value = None
+    for headers in (getattr(error, "litellm_response_headers", None),
+                    getattr(getattr(error, "response", None), "headers", None), getattr(error, "headers", None)):
+        if headers:
+            value = headers.get("retry-after") or headers.get("Retry-After")
+            if value:
+                break
     if not value:
         return None
     try:
