@@ -22,48 +22,13 @@ into one erroring test while every other row runs.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from .dataset import Dataset, DatasetError, DatasetWarning, RowProblem
 from .rows import METADATA_FIELDS, Row
 
-
-class DatasetError(Exception):
-    """The dataset as a whole cannot be read (missing file, broken syntax)."""
-
-
-class DatasetWarning(UserWarning):
-    """Something in a dataset file was ignored (an unknown key): the rows still load."""
-
-
-@dataclass(frozen=True)
-class RowProblem:
-    """A row that failed validation, located precisely."""
-
-    file: str
-    location: str  # "line 12" or "row 3"
-    field: str
-    message: str
-    row_id: str | None = None
-
-    def __str__(self) -> str:
-        return f"{self.file}, {self.location}, field {self.field!r}: {self.message}"
-
-
-@dataclass
-class Dataset:
-    """Rows in file order, the rows that failed, and where papers live."""
-
-    path: Path
-    rows: list[Row]
-    problems: list[RowProblem] = field(default_factory=list)
-    # paper_id -> text for datasets that carry their papers inline (QASPER).
-    inline_papers: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def root(self) -> Path:
-        return self.path.parent
+__all__ = ["Dataset", "DatasetError", "DatasetWarning", "RowProblem", "load_dataset"]
 
 
 def load_dataset(path: str | Path) -> Dataset:

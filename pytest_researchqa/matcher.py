@@ -23,12 +23,16 @@ import bisect
 import functools
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import Callable, Iterable, Protocol, Sequence, Union
 
 from .textkey import common_prefix_length, key_offsets, text_key
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .papers import Paper
+
+class HasMatchIndex(Protocol):
+    """A paper as the fixtures give it (:class:`~pytest_researchqa.papers.Paper`): prepared once."""
+
+    @property
+    def match_index(self) -> "MatchIndex": ...
 
 # Quotes shorter than this (in key characters) prove nothing about a paper.
 MIN_QUOTE_KEY = 10
@@ -935,7 +939,7 @@ def _index_for_text(text: str) -> MatchIndex:
     return MatchIndex(text)
 
 
-def match_index(paper: "str | Paper | MatchIndex") -> MatchIndex:
+def match_index(paper: Union[str, HasMatchIndex, "MatchIndex"]) -> MatchIndex:
     """The prepared index of a paper given as text, a Paper, or an index."""
     if isinstance(paper, MatchIndex):
         return paper
@@ -944,7 +948,7 @@ def match_index(paper: "str | Paper | MatchIndex") -> MatchIndex:
     return paper.match_index
 
 
-def match_citation(citation: str, paper: "str | Paper | MatchIndex") -> CitationMatch:
+def match_citation(citation: str, paper: Union[str, HasMatchIndex, "MatchIndex"]) -> CitationMatch:
     """Decide whether ``citation`` is grounded in ``paper``.
 
     ``paper`` is plain text, a :class:`~pytest_researchqa.papers.Paper` (as the

@@ -30,7 +30,7 @@ from .fixtures import (  # noqa: F401  (fixtures are found as attributes of the 
     researchqa_system,
 )
 from .options import add_options, read_settings
-from .stash import RECORD, RECORDER, SETTINGS, case_of, run_state, started
+from .stash import RECORD, RECORDER, SETTINGS, STATE_FACTORY, case_of, run_state, started
 from .xdist_compat import ControllerHooks, is_worker, upcoming_items
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,6 +50,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     settings = read_settings(config)
     config.stash[SETTINGS] = settings
+    config.stash[STATE_FACTORY] = lambda: _new_state(settings)
     for question_type in settings.question_types:
         config.addinivalue_line("markers", f"{question_type}: researchqa rows of question type {question_type}")
     if settings.models:
@@ -74,6 +75,12 @@ def pytest_configure(config: pytest.Config) -> None:
         state = run_state(config)
         for spec in settings.systems:
             state.system(spec)  # a bad spec is a usage error now, not N failing rows
+
+
+def _new_state(settings: Any) -> "RunState":
+    from .state import RunState  # on first use: a project that never runs a row never loads it
+
+    return RunState(settings)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .loaders import Dataset, RowProblem
+from .dataset import Dataset, RowProblem
 from .rows import Row
 
 FLOAT_PREFIX = "FLOAT SELECTED:"

@@ -7,14 +7,13 @@ state is built on first use, so a project that never runs a row pays nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import pytest
 
 if TYPE_CHECKING:  # pragma: no cover
     from .options import Settings
     from .records import Recorder, RowRecord
-    from .state import RunState
 
 
 @dataclass(frozen=True)
@@ -27,23 +26,24 @@ class Case:
 
 
 SETTINGS: pytest.StashKey[Settings] = pytest.StashKey()
-RUN_STATE: pytest.StashKey[RunState] = pytest.StashKey()
+# The run's state (a state.RunState) and the function that builds it, which the plugin puts here:
+# so this module, imported by everything, imports nothing above it.
+RUN_STATE: pytest.StashKey[Any] = pytest.StashKey()
+STATE_FACTORY: pytest.StashKey[Callable[[], Any]] = pytest.StashKey()
 RECORD: pytest.StashKey[RowRecord] = pytest.StashKey()
 RECORDER: pytest.StashKey[Recorder] = pytest.StashKey()
 
 
-def run_state(config: pytest.Config) -> "RunState":
-    """The run's state, built on first use from the settings read at configure time."""
+def run_state(config: pytest.Config) -> Any:
+    """The run's state (a :class:`~pytest_researchqa.state.RunState`), built on first use."""
     state = config.stash.get(RUN_STATE, None)
     if state is None:
-        from .state import RunState
-
-        state = RunState(config.stash[SETTINGS])
+        state = config.stash[STATE_FACTORY]()
         config.stash[RUN_STATE] = state
     return state
 
 
-def started(config: pytest.Config) -> Optional["RunState"]:
+def started(config: pytest.Config) -> Any:
     """The run's state if anything has used it yet, else None (nothing to report or close)."""
     return config.stash.get(RUN_STATE, None)
 
