@@ -59,6 +59,8 @@ STITCHED = "stitched"
 PARAPHRASE = "paraphrase"
 NOT_FOUND = "not_found"
 TOO_SHORT = "too_short"
+NOT_EVIDENCE = "not_evidence"
+NON_EVIDENCE_VERDICTS = frozenset({TOO_SHORT, NOT_EVIDENCE})
 GROUNDED_VERDICTS = frozenset({VERBATIM, VERBATIM_ELIDED, VERBATIM_WITH_COMMENTARY})
 
 _ELISION = re.compile(
@@ -81,6 +83,31 @@ _NUMBERED_LINE_START = re.compile(r"\n[ \t]*\d{1,4}[ \t]+\S")
 
 
 _DROP_DIGITS = str.maketrans("", "", "0123456789")
+# Citations that only point somewhere: an author-year or numbered reference, a DOI, a URL, an
+# arXiv id, a figure or table label. They cannot support a claim, so they never count.
+_REFERENCE_ONLY = re.compile(
+    r"\(?\s*(?:[A-Z][\w'\-]+(?:\s+(?:and|&)\s+[A-Z][\w'\-]+)?(?:\s+et\s+al\.?)?,?\s+\(?(?:19|20)\d\d[a-z]?\)?"
+    r"(?:\s*[;,]\s*[A-Z][\w'\-]+(?:\s+et\s+al\.?)?,?\s+(?:19|20)\d\d[a-z]?)*"
+    r"|\[\s*\d+(?:\s*[-–,]\s*\d+)*\s*\]"
+    r"|(?:https?://|www\.|doi\.org/|doi:\s*)\S+"
+    r"|10\.\d{4,9}/\S+"
+    r"|arXiv:\s*\d{4}\.\d{4,5}(?:v\d+)?"
+    r"|(?:Figure|Fig\.|Table|Tab\.|Algorithm|Equation|Eq\.|Section|Appendix)\s*[A-Z]?\d+(?:\.\d+)*[a-z]?:?"
+    r")\s*\)?",
+    re.IGNORECASE,
+)
+_REFERENCES_HEADING = re.compile(
+    r"(?m)^\s*(?:\d+\.?\s+)?(?:References|REFERENCES|Bibliography|BIBLIOGRAPHY|Works Cited)\s*$")
+_APPENDIX_HEADING = re.compile(
+    r"(?m)^\s*(?:Appendix|APPENDIX|Appendices|Supplementary|[A-H]\.?\s+[A-Z][a-z]+(?:\s+[A-Za-z]+){0,6})\s*$")
+# A bibliography entry names authors and a year, a venue or an identifier.
+_LOOKS_LIKE_REFERENCE = re.compile(
+    r"\bet al\.|\b(?:19|20)\d\d[a-z]?\b.*(?:Proceedings|Conference|Journal|arXiv|preprint|URL|doi|Press|pp\.|vol\.)"
+    r"|(?:Proceedings|arXiv|preprint|doi|URL)\b.*\b(?:19|20)\d\d\b|[A-Z][a-z]+,\s+[A-Z]\.(?:\s*[A-Z]\.)*,?\s+(?:&|and)\s",
+    re.DOTALL,
+)
+BIBLIOGRAPHY_LIMIT = 60_000
+_REFERENCE_MAX_LENGTH = 160  # a pointer is short: longer citations skip the check
 _SIGN_CHARS = "-\u2212\u2010\u2011\u2012\u2013\u2014+\u00b1"
 
 # --------------------------------------------------------------------------- index
@@ -223,6 +250,8 @@ class MatchIndex:
         parts = [p for p, k in pieces if k]
         keys = [k for _, k in pieces if k]
         total = sum(len(k) for k in keys)
+        if len(citation) < _REFERENCE_MAX_LENGTH and _REFERENCE_ONLY.fullmatch(_strip_wrapping(citation).rstrip(".;,")):
+            return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
         if total < MIN_QUOTE_KEY:
             return CitationMatch(citation, self, False, TOO_SHORT, ())
         for unmasked in (False, True):
@@ -238,6 +267,10 @@ class MatchIndex:
                 verdict = VERBATIM if len(keys) == 1 else VERBATIM_ELIDED
                 if unmasked:
                     spans = self._unmasked_to_masked(spans)
+                    if not spans:  # the whole quote is page furniture (a running header or footer)
+                        return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
+                if self._in_bibliography(spans) and _LOOKS_LIKE_REFERENCE.search(citation):
+                    return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
                 return CitationMatch(citation, self, True, verdict, spans)
         if len(parts) == 1:
             commented = self._split_commentary(parts[0])
@@ -247,6 +280,24 @@ class MatchIndex:
                     citation, self, True, VERBATIM_WITH_COMMENTARY, spans, commentary=comment
                 )
         return CitationMatch(citation, self, False, None, (), parts=tuple(parts))
+
+    @functools.cached_property
+    def _bibliography(self) -> tuple[int, int] | None:
+        """Key span of the reference list: from the last References heading to the next appendix
+        heading (or at most BIBLIOGRAPHY_LIMIT characters on)."""
+        headings = list(_REFERENCES_HEADING.finditer(self.masked_text))
+        if not headings:
+            return None
+        start = headings[-1].end()
+        following = _APPENDIX_HEADING.search(self.masked_text, start)
+        end = min(following.start() if following else len(self.masked_text), start + BIBLIOGRAPHY_LIMIT)
+        # Key positions by the length of the key before them (cheaper than the offset map).
+        before = len(text_key(self.masked_text[:start]))
+        return before, before + len(text_key(self.masked_text[start:end]))
+
+    def _in_bibliography(self, spans: Sequence[tuple[int, int]]) -> bool:
+        region = self._bibliography
+        return region is not None and all(region[0] <= a and b <= region[1] for a, b in spans)
 
     def _cuts_a_number(self, keys: list[str], spans: Sequence[tuple[int, int]], unmasked: bool) -> bool:
         """True when the quote begins or ends inside one of the paper's numbers as printed:
@@ -767,8 +818,9 @@ class CitationMatch:
 
     @property
     def is_evidence(self) -> bool:
-        """False for citations that cannot be evidence either way (too short to verify)."""
-        return self._verdict != TOO_SHORT
+        """False for citations that cannot be evidence either way: too short to verify, or only a
+        reference, a running header or footer, a caption label or a bibliography entry."""
+        return self._verdict not in NON_EVIDENCE_VERDICTS
 
     @property
     def spans(self) -> list[tuple[int, int]]:
@@ -821,6 +873,12 @@ class CitationMatch:
                     TOO_SHORT,
                     f"too short to verify: {len(text_key(self.citation))} letters and digits "
                     f"(a citation needs at least {MIN_QUOTE_KEY})",
+                )
+            elif self._verdict == NOT_EVIDENCE:
+                self._diagnosis = _Diagnosis(
+                    NOT_EVIDENCE,
+                    "not evidence: only a reference, a link, a label, a running header or footer, or a "
+                    "bibliography entry; it supports no claim, so it is reported and not counted",
                 )
             else:
                 self._diagnosis = _diagnose(self._index, self.citation, self._parts)

@@ -177,8 +177,34 @@ def _continues(first: Box, second: Box) -> bool:
             and second.text[:1].islower() and not first.text.rstrip().endswith("-"))
 
 
+_REFERENCES = re.compile(r"^\s*(?:\d+\.?\s+)?(?:references|bibliography)\s*$", re.IGNORECASE)
+_APPENDIX = re.compile(r"^\s*(?:appendix|appendices|supplementary|[A-H]\.?\s+[A-Z][a-z]+)", re.IGNORECASE)
+
+
+def _outside_bibliography(paper: Layout) -> list[Box]:
+    """Every box but those of the reference list and the running headers and footers (text that
+    recurs, numbers aside, on several pages): neither is evidence a model would quote for a claim."""
+    recurring: dict[str, set[int]] = {}
+    for page in paper.pages:
+        for box in page:
+            recurring.setdefault(re.sub(r"\d+", "#", box.text.strip()), set()).add(box.page)
+    furniture = {text for text, pages in recurring.items() if len(pages) >= 3}
+    kept, inside = [], False
+    for page in paper.pages:
+        for box in page:
+            first = box.text.split("\n", 1)[0]
+            if _REFERENCES.match(first):
+                inside = True
+            elif inside and _APPENDIX.match(first) and len(first) < 80:
+                inside = False
+            if not inside and re.sub(r"\d+", "#", box.text.strip()) not in furniture:
+                kept.append(box)
+    return kept
+
+
 def genuine(paper: Layout, rng: random.Random, per_kind: int) -> dict[str, list[str]]:
-    prose = [b for page in paper.pages for b in page if _prose(b)]
+    allowed = {id(b) for b in _outside_bibliography(paper)}
+    prose = [b for page in paper.pages for b in page if _prose(b) and id(b) in allowed]
     found: dict[str, list[str]] = {}
     if not prose:
         return found

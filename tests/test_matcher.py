@@ -263,8 +263,11 @@ def _ungrounded(papers, make_quote, per_paper: int) -> tuple[int, list]:
             quote = make_quote(paper)
             if quote is None:
                 continue
+            found = match_citation(quote, paper)
+            if not found.is_evidence:
+                continue  # a window of the reference list or of furniture: no evidence to ground
             total += 1
-            if not match_citation(quote, paper).grounded:
+            if not found.grounded:
                 missed.append((paper.paper_id, quote))
     return total, missed
 

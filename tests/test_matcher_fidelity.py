@@ -96,3 +96,24 @@ class TestGluedMarginNumbers:
     ])
     def test_a_glued_number_that_would_join_or_end_the_quotes_numbers_is_not_grounded(self, index, quote):
         assert not index.match(quote).grounded
+
+
+@pytest.mark.parametrize("citation", ["Baker et al., 2025", "(Smith and Jones, 2020)", "[12]", "[3, 5-7]",
+                                      "https://arxiv.org/abs/2406.01574", "doi:10.1038/s44360-026-00117-x",
+                                      "Figure 3", "Table 2:", "arXiv:2406.01574"])
+def test_a_citation_that_only_points_somewhere_is_not_evidence(citation):
+    found = match_citation(citation, RESULTS + " As Baker et al., 2025 showed (Figure 3; Table 2:).")
+    assert not found.grounded and not found.is_evidence and found.verdict == "not_evidence"
+
+
+@needs_shared
+def test_bibliography_entries_and_running_headers_of_a_real_paper_are_not_evidence():
+    paper = read_paper(shared_path("papers", "chain_of_thought.pdf"), "cot")
+    text = paper.text
+    entry_start = text.index("Dario Amodei. The urgency of interpretability")
+    entry = " ".join(text[entry_start:entry_start + 120].split())
+    found = paper.match_index.match(entry)
+    assert found.verdict == "not_evidence", found.explain()
+    prose_start = text.index("reasoning")
+    prose = " ".join(text[prose_start:prose_start + 150].split())
+    assert paper.match_index.match(prose).grounded, "prose outside the reference list stays evidence"

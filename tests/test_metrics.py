@@ -250,12 +250,12 @@ def test_an_adversarial_row_the_paper_does_answer_is_graded_as_answerable():
     assert "refusal_correctness" not in values and "premise_flagged" not in values
 
 
-def test_too_short_citations_are_reported_not_counted_as_fabrications():
-    answer = Answer("There was no placebo arm.", ["Table 2", METHODS])
+def test_too_short_and_pointer_citations_are_reported_not_counted_as_fabrications():
+    answer = Answer("There was no placebo arm.", ["p < 0.05", "Table 2", METHODS])
     values = recorded(answer)
     check_answer(answer, false_premise_row(), PAPER)
     assert values["refusal_correctness"] == 1.0
-    assert [c["verdict"] for c in values["citations"]] == ["too_short", "verbatim"]
+    assert [c["verdict"] for c in values["citations"]] == ["too_short", "not_evidence", "verbatim"]
     assert metrics.citation_accuracy(metrics.match_citations(answer, MatchIndex(PAPER))) == 1.0
 
 
