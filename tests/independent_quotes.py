@@ -26,6 +26,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from quotes import change_a_digit
+
 CACHE = Path(tempfile.gettempdir()) / "researchqa-pdfminer-cache"
 _WORD = re.compile(r"\S+")
 _SENTENCE_END = re.compile(r"[.!?:][\"'”’)\]]*$")
@@ -294,11 +296,8 @@ def fabricate(quote: str, other: str, rng: random.Random, kind: str) -> str | No
     if len(words) < 8:
         return None
     if kind == "changed number":
-        digits = [i for i, w in enumerate(words) if re.search(r"\d", w)]
-        if not digits:
+        if not change_a_digit(words, rng):
             return None
-        i = rng.choice(digits)
-        words[i] = re.sub(r"\d", lambda m: str((int(m.group()) + rng.randint(1, 8)) % 10), words[i], count=1)
     elif kind == "negation":
         words.insert(rng.randrange(2, len(words) - 1), "not")
     elif kind == "changed word":

@@ -93,6 +93,16 @@ def elided(text: str, rng: random.Random) -> str | None:
     return as_a_model_quotes_it(first) + mark + as_a_model_quotes_it(second)
 
 
+def change_a_digit(words: list[str], rng: random.Random) -> bool:
+    """Change one digit of one word that has digits (in place); False when none has."""
+    digits = [i for i, w in enumerate(words) if re.search(r"\d", w)]
+    if not digits:
+        return False
+    i = rng.choice(digits)
+    words[i] = re.sub(r"\d", lambda m: str((int(m.group()) + rng.randint(1, 8)) % 10), words[i], count=1)
+    return True
+
+
 _CONTENT_SWAPS = ["significantly", "model", "increase", "decrease", "dataset", "baseline", "sample", "training"]
 
 
@@ -101,11 +111,8 @@ def fabricated(text: str, rng: random.Random, kind: str) -> str | None:
     base = as_a_model_quotes_it(window(text, rng, 15, 35))
     words = base.split(" ")
     if kind == "changed number":
-        digits = [i for i, w in enumerate(words) if re.search(r"\d", w)]
-        if not digits:
+        if not change_a_digit(words, rng):
             return None
-        i = rng.choice(digits)
-        words[i] = re.sub(r"\d", lambda m: str((int(m.group()) + rng.randint(1, 8)) % 10), words[i], count=1)
     elif kind == "negation":
         i = rng.randrange(1, len(words) - 1)
         words.insert(i, "not")
