@@ -276,6 +276,8 @@ class RunHooks:
     # -- results -------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect records on the process that prints (the controller under xdist)."""
+        if is_worker(self.config):
+            return  # a worker's reports reach the controller, which records (and saves) them once
         plain = getattr(report, "researchqa", None)
         if plain is not None:
             from .records import RowRecord

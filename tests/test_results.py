@@ -43,7 +43,9 @@ def test_a_serial_and_a_parallel_run_save_the_same_rows(pytester, tmp_path):
             "-p", "no:cacheprovider")
     pytester.runpytest_subprocess(*args, "--researchqa-save=serial", "-p", "no:xdist")
     pytester.runpytest_subprocess(*args, "--researchqa-save=parallel", "-n", "2")
-    runs = {p.name.rsplit("-", 1)[1]: p for p in (pytester.path / ".researchqa" / "runs").iterdir()}
+    folders = list((pytester.path / ".researchqa" / "runs").iterdir())
+    assert len(folders) == 2, "one folder a run: xdist workers save nothing of their own"
+    runs = {p.name.rsplit("-", 1)[1]: p for p in folders}
 
     def comparable(folder):
         return [{k: v for k, v in row.items() if k != "usage"} for row in rows_of(folder)]
