@@ -8,7 +8,7 @@ from ..families import Family
 from .terminal import Table, defects_line, leaderboard_tables
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..session import RunOutcome
+    from .outcome import RunOutcome
 
 
 def _escape(value: object) -> str:
