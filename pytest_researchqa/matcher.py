@@ -188,6 +188,17 @@ class MatchIndex:
             windows.append((bounds[i], end))
         return windows
 
+    def _reads_on(self, end: int, resume: int) -> bool:
+        """Whether the text at key position ``resume`` reads on from the text ending at ``end``: a
+        sentence left open carries on in lower case; after a full stop the next one starts with a
+        capital. A splice of two windows cut at arbitrary words rarely does both."""
+        offsets, text = self._masked_offsets, self.masked_text
+        last = text[int(offsets[end - 1])] if end > 0 else ""
+        following = text[int(offsets[resume])] if resume < len(offsets) else ""
+        if last in ".!?":
+            return following.isupper()
+        return following.islower()
+
     @functools.cached_property
     def _line_starts(self) -> list[int]:
         """Key positions where a line of the (masked) text begins."""
@@ -369,7 +380,7 @@ class MatchIndex:
         find = None if unmasked else self.find
         lines = () if unmasked else self._line_starts
         if len(keys) == 1:
-            found = _locate(key, pages, first, 0, len(key), find, lines)
+            found = _locate(key, pages, first, 0, len(key), find, lines, self._reads_on)
             return tuple(found) if found else None
         # An elided quote: try each place its first part occurs.
         start = 0
@@ -655,7 +666,8 @@ def _anchored_prefix(key: str, quote_key: str, low: int, high: int, tries: int =
 
 
 def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high: int,
-            find: Callable[[str], int] | None = None, line_starts: Sequence[int] = ()):
+            find: Callable[[str], int] | None = None, line_starts: Sequence[int] = (),
+            continues: Callable[[int, int], bool] | None = None):
     """Key spans of ``quote_key`` in ``key[low:high]``, allowing furniture gaps.
 
     ``find`` is the index's look-up for the whole key, used when the whole key is searched;
@@ -674,8 +686,8 @@ def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high
         resume = _after_digit_gap(key, quote_key, done, cursor)
         if resume is None and page_jumps < MAX_PAGE_JUMPS:
             resume = _after_page_break(key, page_starts, quote_key, done, cursor, high)
-            if resume is None and line_starts:
-                resume = _after_line_jump(key, page_starts, line_starts, quote_key, done, cursor, high)
+            if resume is None and line_starts and continues is not None:
+                resume = _after_line_jump(key, page_starts, line_starts, quote_key, done, cursor, high, continues)
             page_jumps += 1
         if resume is None:
             return None
@@ -686,7 +698,7 @@ def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high
 
 
 def _after_line_jump(key: str, page_starts: Sequence[int], line_starts: Sequence[int], quote_key: str,
-                     done: int, cursor: int, high: int) -> int | None:
+                     done: int, cursor: int, high: int, continues: Callable[[int, int], bool]) -> int | None:
     """Where the quote resumes after text the reader skipped: a figure, table or the other column.
 
     Extraction puts such text between a sentence's halves only at line boundaries, so the
@@ -706,7 +718,7 @@ def _after_line_jump(key: str, page_starts: Sequence[int], line_starts: Sequence
     found = key.find(probe, cursor + 1, limit)
     while found >= 0:
         line = bisect.bisect_left(line_starts, found)
-        if line < len(line_starts) and line_starts[line] == found:
+        if line < len(line_starts) and line_starts[line] == found and continues(cursor, found):
             return found
         found = key.find(probe, found + 1, limit)
     return None

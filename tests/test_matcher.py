@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import re
+import zlib
 
 import pytest
 from helpers import SAMPLE, needs_shared, shared_path
@@ -291,7 +292,7 @@ def test_quotes_across_real_page_breaks_are_grounded(papers):
 @needs_shared
 @pytest.mark.parametrize("kind", FABRICATIONS)
 def test_fabricated_quotes_from_real_papers_are_rejected(papers, kind):
-    rng = random.Random(hash(kind) % 1000)
+    rng = random.Random(zlib.crc32(kind.encode()))  # hash() of a str changes from process to process
     total, accepted = 0, []
     for paper in papers:
         for _ in range(40):
