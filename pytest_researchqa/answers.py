@@ -25,9 +25,25 @@ _CORRECTION = re.compile(
     r"assessed|available|part of|used|considered|recorded)\b|no such\b|"
     r"neither\b.{0,80}\bnor\b|not (?:one|two|three|four|five|six|seven|eight|nine|ten|\d+)\b.{0,40}\bbut\b|"
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|\d+)\b[^.;]{0,60}, not\b|"
-    r"(?:isn't|wasn't|weren't|aren't|didn't|doesn't) (?:report|measure|include|use|study|address|mention))",
+    r"(?:isn't|wasn't|weren't|aren't|didn't|doesn't) (?:report|measure|include|use|study|address|mention)|"
+    r"(?:cannot|can't|could not|couldn't|unable to) find|no mention|not applicable|"
+    r"(?:reports|includes|contains|mentions|describes|presents|has|had|uses|used|analy[sz]es|analy[sz]ed) no\b|"
+    r"(?:is|was) (?:incorrect|wrong|mistaken|false|unfounded)\b|^no\b)",
     re.IGNORECASE | re.DOTALL,
 )
+# Contrasts that correct only when they are about what the question asks ("Copilot, not
+# ChatGPT"); about anything else they are ordinary prose ("accurate, not fast").
+_CONTRAST = re.compile(r"(?:, not (?:a |an |the )?\w|\brather than\b|\binstead of\b|\bnever\b)", re.IGNORECASE)
+# A cue after one of these is a hedge inside a confident answer ("87%, though the paper does
+# not report the variance") unless it is about what the question asks.
+_HEDGE = re.compile(r"\b(?:though|although|while|whereas|but|however|except)\b", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?;:])\s+")
+_WORD = re.compile(r"[a-z0-9][a-z0-9-]{3,}")
+# Words every question and answer about a paper shares: they tie nothing to the premise.
+_GENERIC = frozenset(
+    "paper study studies authors author report reports reported what which when where their there this that these "
+    "those with from were have does into used using about results data work section they them than also only "
+    "much many some more most such other each both".split())
 
 
 @dataclass
@@ -56,13 +72,42 @@ def looks_like_refusal(text: str) -> bool:
     return bool(_REFUSAL.search(text or ""))
 
 
-def flags_false_premise(answer: "Answer") -> bool:
-    """Did the answer refuse, or correct the premise? The system's own ``refused=True`` is
-    trusted; otherwise (and when it says False: a refutation is not a refusal) the text is read."""
+def flags_false_premise(answer: "Answer", premise: str = "") -> bool:
+    """Did the answer refuse, or correct the premise?
+
+    The system's own ``refused=True`` is trusted; otherwise (and when it says False: a
+    refutation is not a refusal) the text is read, sentence by sentence. ``premise`` is what
+    the question takes for granted (the row's question and its stated false premise). A
+    refusal or correction counts when it opens the answer, or when it is about the premise
+    (it shares a content word with it); a contrast ("Copilot, not ChatGPT", "rather than")
+    counts when it opens the answer and what it sets against is the premise's; a cue inside
+    a hedge ("..., though the paper does not report the variance") counts only when it is
+    about the premise.
+    """
     if answer.refused is True:
         return True
-    text = answer.text or ""
-    return bool(_REFUSAL.search(text) or _CORRECTION.search(text))
+    topic = _content_words(premise)
+    for position, sentence in enumerate(s for s in _SENTENCE.split((answer.text or "").strip()) if s):
+        for cue in (_REFUSAL, _CORRECTION):
+            for found in cue.finditer(sentence):
+                hedge = _last_hedge_before(sentence, found.start())
+                clause = sentence[hedge:] if hedge is not None else sentence
+                if (position == 0 and hedge is None) or _content_words(clause) & topic:
+                    return True
+        for contrast in _CONTRAST.finditer(sentence if position == 0 else ""):
+            if _content_words(sentence[contrast.start():]) & topic:  # what it sets against: "not ChatGPT"
+                return True
+    return False
+
+
+def _last_hedge_before(sentence: str, end: int) -> Optional[int]:
+    starts = [m.start() for m in _HEDGE.finditer(sentence, 0, end)]
+    return starts[-1] if starts else None
+
+
+def _content_words(text: str) -> set[str]:
+    """Content words, cut to five letters so "analysed" meets "analyzed" and "conversation"."""
+    return {w[:5] for w in _WORD.findall(text.lower()) if w not in _GENERIC}
 
 
 def coerce_answer(value: Any, where: str) -> Answer:

@@ -69,7 +69,8 @@ def refusal_correctness(row: Row, matches: Sequence[CitationMatch]) -> Optional[
 def premise_flagged(row: Row, answer: Answer) -> Optional[float]:
     if not expects_refusal(row):
         return None
-    return 1.0 if flags_false_premise(answer) else 0.0
+    premise = f"{row.question} {row.metadata.false_premise or ''}"
+    return 1.0 if flags_false_premise(answer, premise) else 0.0
 
 
 @dataclass(frozen=True)

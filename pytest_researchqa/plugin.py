@@ -236,8 +236,12 @@ class RunHooks:
         settings = self.config.stash[SETTINGS]
         if not row_items and not settings.requested:
             return  # a run without the benchmark: nothing to count, nothing to start
-        if settings.requested and self.selected == 0 and not session.config.option.collectonly:
+        invalid_rows = any((c := case_of(i)) is not None and c.kind == "problem" for i in session.items)
+        if settings.requested and self.selected == 0 and not invalid_rows and not session.config.option.collectonly:
             if self.generated == 0:
+                # pytest calls this hook from a `finally`: a load error raised during collection would
+                # be replaced by ours, so load again here and let its own message stand.
+                _ = self.state.dataset
                 raise pytest.UsageError(f"researchqa: the dataset {self.state.dataset_path} has no rows to run")
             raise pytest.UsageError(f"researchqa: no row of {self.state.dataset_path} matches the selection "
                                     f"({self._selection().slice_description or 'deselected'})")

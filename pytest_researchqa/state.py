@@ -47,12 +47,17 @@ class RunState:
 
     @functools.cached_property
     def dataset(self) -> "Dataset":
-        from .loaders import DatasetError
+        from .dataset import DatasetError, DatasetWarning
 
         try:
             dataset: "Dataset" = self.family.load(self.dataset_path)
         except DatasetError as error:
             raise pytest.UsageError(f"researchqa: {error}") from None
+        except DatasetWarning as warning:
+            # Warning filters made it an exception (filterwarnings = error): stop with its words,
+            # never let it escape a collection hook, where pytest would swallow it.
+            raise pytest.UsageError(f"researchqa: {warning} (a DatasetWarning, which this project's "
+                                    "warning filters make an error)") from None
         return dataset
 
     @functools.cached_property

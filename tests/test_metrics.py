@@ -264,3 +264,40 @@ def test_a_number_given_as_the_answer_becomes_its_text(value):
     from pytest_researchqa.answers import coerce_answer
 
     assert coerce_answer(value, "system 's'").text in ("412", "6.14")
+
+
+def chatgpt_premise_row() -> Row:
+    """A false-premise row from a real paper (a study of Microsoft Copilot conversations)."""
+    return Row(row_id="health-adv-1", paper_id="p", question_type="adversarial", expected_refusal=True,
+               question="How did the authors validate their taxonomy on ChatGPT conversations?",
+               metadata={"false_premise": "The study analysed ChatGPT conversations."}, expected_references=[])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The study used Copilot, not ChatGPT.",
+        "The conversations were from Copilot rather than ChatGPT.",
+        "No ChatGPT conversations were analysed.",
+        "I cannot find any mention of ChatGPT conversations in the paper.",
+        "Not applicable: the data are from Copilot.",
+        "The authors never analysed ChatGPT data; all conversations came from Copilot.",
+        "Validation is described in the methods. However, the paper does not report any ChatGPT conversations.",
+    ],
+)
+def test_corrections_of_a_real_premise_count_as_flagged_however_they_are_worded(text):
+    assert metrics.premise_flagged(chatgpt_premise_row(), Answer(text, [])) == 1.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "They validated the taxonomy against expert human annotation on the ChatGPT conversations.",
+        "The validation on ChatGPT conversations was not described in detail, but they used expert annotation.",
+        "Validation was done with expert human annotation. The paper does not report the annotators' names.",
+        "They validated it with expert annotation on ChatGPT logs, though the paper does not report the kappa.",
+        "Expert annotators checked the taxonomy, not a crowd.",
+    ],
+)
+def test_answers_that_accept_the_premise_are_not_flagged_by_a_hedge_about_something_else(text):
+    assert metrics.premise_flagged(chatgpt_premise_row(), Answer(text, [])) == 0.0
