@@ -217,6 +217,22 @@ def test_a_bad_row_errors_with_file_line_and_field_and_the_others_run(run, pytes
     ])
 
 
+def test_a_dataset_whose_every_row_is_invalid_shows_each_row_error_not_an_empty_dataset(run, pytester):
+    option = write_rows(pytester, [flat_row("r1", question=None), flat_row("r2", question_type="trivia")], {"p1": PAPER})
+    result = run(option, "--researchqa-system=oracle", "-rE")
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(["*rows.jsonl, line 1, field 'question'*", "*rows.jsonl, line 2, field 'question_type'*"])
+    result.stdout.no_fnmatch_line("*has no rows to run*")
+
+
+def test_a_dataset_warning_made_an_error_by_the_projects_filters_stops_the_run_with_its_words(run, pytester):
+    option = write_rows(pytester, [flat_row("r1", paper_title="A title the schema does not have")], {"p1": PAPER})
+    pytester.makeini("[pytest]\nfilterwarnings =\n    error::pytest_researchqa.loaders.DatasetWarning\n")
+    result = run(option, "--researchqa-system=oracle")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ignored keys the row schema does not have: 'paper_title'*warning filters make an error*"])
+
+
 def test_a_missing_paper_errors_its_rows_with_the_cause(run, pytester):
     option = write_rows(pytester, [flat_row("r1"), flat_row("r2", paper_id="ghost")], {"p1": PAPER})
     result = run(option, "--researchqa-system=oracle")
