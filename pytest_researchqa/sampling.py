@@ -18,8 +18,8 @@ def centred(total: int, count: int) -> list[int]:
 def stratified_sample(strata: Sequence[str], size: Optional[int]) -> list[int]:
     """Positions of a sample that represents every stratum (question type) present.
 
-    Each stratum gets a share proportional to its size, at least one row while the
-    sample can afford one per stratum (largest remainders settle the rest); within
+    Each stratum gets a share proportional to its size (largest remainders settle the
+    rounding), at least one row while the sample can afford one per stratum; within
     a stratum the rows are evenly spaced, each in the middle of its share (so one row of
     six is the fourth, not always the first paper's). Returned in file order.
     """
@@ -32,21 +32,17 @@ def stratified_sample(strata: Sequence[str], size: Optional[int]) -> list[int]:
     names = list(groups)  # first-seen order: deterministic
     if size < len(names):  # too small for one row per stratum: plain even spacing
         return evenly_spaced(total, size)
-    quotas = {name: 1 for name in names}
-    spare = size - len(names)
-    exact = {name: spare * len(groups[name]) / total for name in names}
-    for name in names:
-        quotas[name] += min(int(exact[name]), len(groups[name]) - 1)
-    left = size - sum(quotas.values())
-    by_remainder = sorted(names, key=lambda n: (-(exact[n] - int(exact[n])), names.index(n)))
-    while left > 0:
-        grew = False
-        for name in by_remainder:
-            if left and quotas[name] < len(groups[name]):
-                quotas[name] += 1
-                left -= 1
-                grew = True
-        if not grew:
-            break
+    # Hamilton's method on the whole sample: floor of each exact share (at least one row),
+    # then the largest remainders; a stratum lifted to one row is paid for by the stratum
+    # furthest over its exact share.
+    exact = {name: size * len(groups[name]) / total for name in names}
+    quotas = {name: max(1, int(exact[name])) for name in names}
+    while sum(quotas.values()) > size:
+        over = max((n for n in names if quotas[n] > 1), key=lambda n: (quotas[n] - exact[n], -names.index(n)))
+        quotas[over] -= 1
+    while sum(quotas.values()) < size:
+        room = [n for n in names if quotas[n] < len(groups[n])]
+        under = max(room, key=lambda n: (exact[n] - quotas[n], -names.index(n)))
+        quotas[under] += 1
     chosen = [groups[name][i] for name in names for i in centred(len(groups[name]), quotas[name])]
     return sorted(chosen)

@@ -30,3 +30,12 @@ def test_a_sample_has_the_requested_size_distinct_rows_in_file_order_and_every_t
     if size >= len(set(strata)):
         assert {strata[p] for p in picked} == set(strata)
     assert picked == stratified_sample(strata, size), "deterministic"
+
+
+def test_shares_follow_each_question_types_size_with_largest_remainders():
+    # The QASPER test split's mix: 796 lookup, 265 comprehension, 251 multi-hop, 139 adversarial.
+    strata = ["lookup"] * 796 + ["comprehension"] * 265 + ["multi_hop"] * 251 + ["adversarial"] * 139
+    for size, expected in [(10, {"lookup": 5, "comprehension": 2, "multi_hop": 2, "adversarial": 1}),
+                           (100, {"lookup": 55, "comprehension": 18, "multi_hop": 17, "adversarial": 10})]:
+        chosen = [strata[i] for i in stratified_sample(strata, size)]
+        assert {name: chosen.count(name) for name in expected} == expected
