@@ -50,7 +50,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     settings = read_settings(config)
     config.stash[SETTINGS] = settings
-    config.stash[STATE_FACTORY] = lambda: _new_state(settings)
+    selects = bool(config.option.keyword or config.option.markexpr)
+    config.stash[STATE_FACTORY] = lambda: _new_state(settings, sample_after_selection=selects)
     for question_type in settings.question_types:
         config.addinivalue_line("markers", f"{question_type}: researchqa rows of question type {question_type}")
     if settings.models:
@@ -77,10 +78,10 @@ def pytest_configure(config: pytest.Config) -> None:
             state.system(spec)  # a bad spec is a usage error now, not N failing rows
 
 
-def _new_state(settings: Any) -> "RunState":
+def _new_state(settings: Any, sample_after_selection: bool) -> "RunState":
     from .state import RunState  # on first use: a project that never runs a row never loads it
 
-    return RunState(settings)
+    return RunState(settings, sample_after_selection=sample_after_selection)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -227,6 +228,19 @@ class RunHooks:
         return self.writer
 
     # -- collection ----------------------------------------------------------------------
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """``--researchqa-sample`` with ``-k``/``-m``: sample the rows they kept (runs after their deselection)."""
+        state = started(config)
+        if state is None or not state.sample_after_selection:
+            return
+        left_out = state.sample_leaves_out([c for i in items if (c := case_of(i)) is not None])
+        if left_out:
+            deselected = [i for i in items if (c := case_of(i)) is not None and c.kind == "row" and c.position in left_out]
+            config.hook.pytest_deselected(items=deselected)
+            dropped = set(map(id, deselected))
+            items[:] = [i for i in items if id(i) not in dropped]
+
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Count the selected rows; put every selected model row's call in flight now."""

@@ -30,8 +30,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class RunState:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, sample_after_selection: bool = False) -> None:
         self.settings = settings
+        # With -k or -m, --researchqa-sample draws from the rows they keep (see sample_leaves_out);
+        # without, it is drawn here, before any item exists (a 6,211-row dataset stays cheap).
+        self.sample_after_selection = sample_after_selection and settings.sample is not None
         self.family: Family = settings.benchmark_family
         self.services = Services(settings)
         self.session = ResearchSession(
@@ -102,7 +105,17 @@ class RunState:
         from .sampling import stratified_sample
 
         rows = self.dataset.rows
+        if self.sample_after_selection:
+            return list(range(len(rows)))
         return stratified_sample([row.question_type for row in rows], self.settings.sample)
+
+    def sample_leaves_out(self, cases: list[Case]) -> set[int]:
+        """Row positions outside the sample when it is drawn from the rows -k / -m kept."""
+        from .sampling import stratified_sample
+
+        positions = sorted({case.position for case in cases if case.kind == "row"})
+        kept = stratified_sample([self.dataset.rows[p].question_type for p in positions], self.settings.sample)
+        return set(positions) - {positions[i] for i in kept}
 
     def cases(self, with_systems: bool) -> list[tuple[Case, str, list[str]]]:
         """(case, id, marks) for every selected row, per system when asked."""

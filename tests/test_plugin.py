@@ -91,6 +91,16 @@ def test_sample_picks_every_question_type_evenly_spaced_and_deterministically(ru
     ]
 
 
+def test_sample_is_drawn_from_the_rows_k_and_m_keep(run):
+    result = run("--researchqa-system=oracle", "--researchqa-system=bm25", "--researchqa-sample=4", "-k", "ml and not adv",
+                 "--collect-only", "-q")
+    ids = [l for l in result.stdout.lines if l.startswith("researchqa::")]
+    assert len(ids) == 8 and all("-ml-" in i and "adversarial" not in i for i in ids)
+    assert {i.split("[", 1)[1].split("-", 1)[0] for i in ids} == {"oracle", "bm25"}, "the same rows for every system"
+    marked = run("--researchqa-system=oracle", "--researchqa-sample=2", "-m", "multi_hop", "--collect-only", "-q")
+    assert len([l for l in marked.stdout.lines if "multi_hop" in l]) == 2
+
+
 def test_xdist_gives_the_same_leaderboard_as_a_serial_run(run):
     serial = run("--researchqa-system=bm25", "--researchqa-system=oracle", "-p", "no:xdist", subprocess_=True)
     parallel = run("--researchqa-system=bm25", "--researchqa-system=oracle", "-n", "2", subprocess_=True)
