@@ -236,8 +236,10 @@ def _extract_pdf(data: bytes, path: Path, paper_id: str) -> dict:
     except PaperUnavailable:
         raise
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, OSError) as error:
-        raise PaperUnavailable(f"{label}: pypdf cannot read it ({type(error).__name__}: {error}); "
-                               "the file may be truncated or damaged") from None
+        raise PaperUnavailable(f"{label}: pypdf cannot read it ({type(error).__name__}: {error}); the file is "
+                               "damaged or its structure is one pypdf does not accept (other viewers may still open "
+                               "it): re-save it (e.g. qpdf in.pdf out.pdf, or print to PDF) or replace it with its "
+                               f"text as {paper_id}.txt") from None
     except Exception as error:  # noqa: BLE001 -- decompression bombs and other pypdf limits
         raise PaperUnavailable(f"{label}: pypdf gave up on it ({type(error).__name__}: {error})") from None
     if not pages:
