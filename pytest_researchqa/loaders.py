@@ -42,7 +42,8 @@ def load_dataset(path: str | Path) -> Dataset:
     if suffix in (".yaml", ".yml"):
         return _from_records(path, _yaml_records(path), flat=False)
     if suffix == ".json":
-        data = _read_json(path)
+        text = _read_text(path)
+        data = _read_json(path, text)
         if isinstance(data, dict) and "rows" not in data and _looks_like_qasper(data):
             from .qasper import qasper_dataset
 
@@ -51,7 +52,7 @@ def load_dataset(path: str | Path) -> Dataset:
             except (KeyError, TypeError, AttributeError, ValueError) as error:
                 raise DatasetError(f"{path}: looks like a QASPER file but is malformed "
                                    f"({type(error).__name__}: {error})") from None
-        return _from_records(path, _wrapper_records(path, data), flat=False)
+        return _from_records(path, _wrapper_records(path, data, text), flat=False)
     raise DatasetError(f"{path}: unknown dataset format {suffix!r} (use .jsonl, .json or .yaml)")
 
 
@@ -65,9 +66,9 @@ def _read_text(path: Path) -> str:
         raise DatasetError(f"{path}: line {line}: not UTF-8 text ({error.reason})") from None
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path, text: str) -> Any:
     try:
-        return json.loads(_read_text(path))
+        return json.loads(text)
     except json.JSONDecodeError as error:
         raise DatasetError(f"{path}: line {error.lineno}: not valid JSON: {error.msg}") from None
     except RecursionError:
@@ -99,17 +100,57 @@ def _jsonl_records(path: Path) -> Iterator[tuple[str, Any]]:
                 yield f"line {number}", _Unparsable("nested too deeply to be a row")
 
 
-def _wrapper_records(path: Path, data: Any) -> Iterator[tuple[str, Any]]:
+def _wrapper_records(path: Path, data: Any, text: str) -> Iterator[tuple[str, Any]]:
     if isinstance(data, dict):
         rows = data.get("rows")
         if not isinstance(rows, list):
-            raise DatasetError(f'{path}: expected {{"version": ..., "rows": [...]}} or a list of rows')
+            keys = ", ".join(map(repr, list(data)[:5])) or "none"
+            raise DatasetError(f'{path}: not a dataset shape this plugin reads: expected {{"version": ..., '
+                               f'"rows": [...]}}, a list of rows or the QASPER release; found an object with keys '
+                               f"{keys} (see docs/datasets.md)")
     elif isinstance(data, list):
         rows = data
     else:
         raise DatasetError(f"{path}: expected a list of rows, found {type(data).__name__}")
+    lines = _json_row_lines(text, in_key="rows" if isinstance(data, dict) else None)
     for index, record in enumerate(rows):
-        yield f"row {index}", record
+        line = f" (line {lines[index]})" if index < len(lines) else ""
+        yield f"row {index + 1}{line}", record
+
+
+def _json_row_lines(text: str, in_key: str | None) -> list[int]:
+    """The line each element of the rows array starts on (the text is already known to be valid JSON)."""
+    if "\n" not in text.strip():
+        return []  # one line: the row number says it all
+    decoder = json.JSONDecoder()
+
+    def skip(at: int) -> int:
+        while at < len(text) and text[at] in " \t\r\n,:":
+            at += 1
+        return at
+
+    at = skip(0)
+    if in_key is not None:  # walk the top-level object to the key's value
+        at = skip(at + 1)
+        while text[at] != "}":
+            key, at = decoder.raw_decode(text, at)
+            at = skip(at)
+            if key == in_key:
+                break
+            _, at = decoder.raw_decode(text, at)
+            at = skip(at)
+        else:
+            return []
+    if text[at] != "[":
+        return []
+    lines, at = [], skip(at + 1)
+    line, counted = 1, 0
+    while text[at] != "]":
+        line, counted = line + text.count("\n", counted, at), at
+        lines.append(line)
+        _, at = decoder.raw_decode(text, at)
+        at = skip(at)
+    return lines
 
 
 def _yaml_records(path: Path) -> Iterator[tuple[str, Any]]:
@@ -133,7 +174,7 @@ def _yaml_records(path: Path) -> Iterator[tuple[str, Any]]:
     if not isinstance(root, yaml.SequenceNode):
         raise DatasetError(f"{path}: expected a list of rows")
     for index, node in enumerate(root.value):
-        location = f"row {index} (line {node.start_mark.line + 1})"
+        location = f"row {index + 1} (line {node.start_mark.line + 1})"
         try:
             record = yaml.load(yaml.serialize(node), Loader=_loader())
         except (yaml.YAMLError, RecursionError) as error:

@@ -104,5 +104,5 @@ def test_a_key_the_schema_does_not_know_is_reported_once_and_the_row_still_loads
         dataset = load_dataset(path)
     assert len(dataset.rows) == 3 and not dataset.problems
     [warning] = [w for w in caught if issubclass(w.category, DatasetWarning)]
-    assert "'paper_title' (first at row 0)" in str(warning.message)
+    assert "'paper_title' (first at row 1)" in str(warning.message)
     assert "'metadata_generator_model'" in str(warning.message)

@@ -84,7 +84,7 @@ def test_a_bad_yaml_row_names_its_index_and_line(tmp_path):
     )
     dataset = load_dataset(path)
     assert [r.row_id for r in dataset.rows] == ["a"]
-    assert str(dataset.problems[0]).startswith(f"{path}, row 1 (line 3), field 'expected_references.0.alternatives'")
+    assert str(dataset.problems[0]).startswith(f"{path}, row 2 (line 3), field 'expected_references.0.alternatives'")
 
 
 def test_multi_hop_rows_need_two_sections(tmp_path):
@@ -99,7 +99,7 @@ def test_duplicate_row_ids_are_reported_not_silently_merged(tmp_path):
     path.write_text(json.dumps([GOOD, GOOD]))
     dataset = load_dataset(path)
     assert len(dataset.rows) == 1
-    assert "duplicate of row 0" in str(dataset.problems[0])
+    assert "row 2, field 'row_id': duplicate of row 1" in str(dataset.problems[0])
 
 
 @pytest.mark.parametrize(
@@ -122,3 +122,16 @@ def test_an_unreadable_file_is_one_clear_error(tmp_path, name, content, message)
 def test_a_missing_file_is_named(tmp_path):
     with pytest.raises(DatasetError, match="dataset file not found"):
         load_dataset(tmp_path / "nope.jsonl")
+
+
+@pytest.mark.parametrize("wrapped", [True, False], ids=["wrapper", "bare-list"])
+def test_a_bad_json_row_names_its_position_from_one_and_its_line(tmp_path, wrapped):
+    good = {"row_id": "a", "paper_id": "p", "question_type": "lookup", "question": "Q?"}
+    bad = {"row_id": "b", "paper_id": "p", "question_type": "trivia", "question": "Q?"}
+    rows = json.dumps([good, bad], indent=2)
+    text = json.dumps({"version": "1", "note": {"rows": []}}, indent=2)[:-2] + ',\n  "rows": ' + rows + "\n}" if wrapped else rows
+    path = tmp_path / "rows.json"
+    path.write_text(text)
+    dataset = load_dataset(path)
+    line = text.splitlines().index(next(l for l in text.splitlines() if '"b"' in l)) + 1 - 1  # the row opens a line above its id
+    assert str(dataset.problems[0]).startswith(f"{path}, row 2 (line {line}), field 'question_type'")

@@ -54,7 +54,7 @@ def test_an_unknown_yaml_tag_fails_that_row_only(tmp_path):
     path.write_text(f"- !!python/object:os.system {{}}\n-\n{good}\n")
     dataset = load_dataset(path)
     assert [r.row_id for r in dataset.rows] == ["r1"]
-    assert "row 0" in str(dataset.problems[0])
+    assert "row 1 (line 1)" in str(dataset.problems[0])
 
 
 @pytest.mark.parametrize("suffix", [".json", ".jsonl", ".yaml"])
