@@ -281,6 +281,7 @@ def finish(candidates: list[Candidate], paper_id: str, domain: str, index: Match
         "paper_id": paper_id,
         "rows_generated": len(candidates),
         "rows_kept": len(rows),
+        "passages_written": sum(len(s["alternatives"]) for row in rows for s in row["expected_references"]),
         "passages": {
             "checked": len(statuses),
             "verbatim": sum(p.status == VERBATIM_STATUS for p in statuses),

@@ -397,7 +397,7 @@ def _flat(row: dict) -> dict:
 
 
 def generate(papers_dir: Path, out: Path, options: GenerateOptions, *, report: Optional[Path] = None,
-             stream: TextIO = sys.stdout) -> int:
+             stream: Optional[TextIO] = None) -> int:
     """Run generation; 0 when every paper gave its rows, 1 when some paper failed (the others are written)."""
     if out.suffix.lower() not in OUTPUT_SUFFIXES:
         raise GenerateError(f"{out}: the output must end in .yaml, .jsonl or .json")
@@ -406,7 +406,7 @@ def generate(papers_dir: Path, out: Path, options: GenerateOptions, *, report: O
             raise GenerateError(f"unknown question type {kind!r} (use {', '.join(checking.QUESTION_TYPES)})")
         if count < 0:
             raise GenerateError(f"{kind}={count}: a count cannot be negative")
-    run = GenerationRun(papers_dir, options, stream)
+    run = GenerationRun(papers_dir, options, stream or sys.stdout)
     jobs = run.run()
     rows = [row for job in jobs for row in job.rows]
     header = {"by": "python -m pytest_researchqa generate", "model": options.model,
@@ -430,6 +430,7 @@ def generate(papers_dir: Path, out: Path, options: GenerateOptions, *, report: O
               "rows_generated": sum(j.report.get("rows_generated", 0) for j in jobs),
               **{k: sum(j.report.get("passages", {}).get(k, 0) for j in jobs)
                  for k in ("checked", "verbatim", "repaired", "dropped")},
+              "passages_written": sum(j.report.get("passages_written", 0) for j in jobs),
               "usage": usage.to_plain()}
     document = {"output": str(out), **header, "totals": totals, "papers": papers}
     atomic_write(report_file, (json.dumps(document, ensure_ascii=False, indent=1) + "\n").encode())
