@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from helpers import SAMPLE, leaderboard_table, shared_path
 from llm_server import FABRICATED, REJECTED_PAPER, ScriptedLLM
+from test_e2e_small_model import llama_server  # noqa: F401  (the opt-in real-model test's server)
 
 from pytest_researchqa.__main__ import main
 from pytest_researchqa.generation.checking import DEFAULT_COUNTS
@@ -349,3 +350,78 @@ def test_passages_from_a_real_pdf_survive_pypdf_noise(generate, tmp_path):
     mixed = paper_report(report, "chain_of_thought")
     assert mixed["passages"]["dropped"] >= 2 and mixed["passages"]["repaired"] >= 1
     assert_every_passage_verbatim(tmp_path / "mixed.yaml", papers, tmp_path / "cache")
+
+
+# --------------------------------------------------------------------------- checking, without a model
+
+
+def test_a_failed_repair_call_drops_the_passages_with_its_cause_and_a_false_premise_row_stays_without_evidence():
+    from pytest_researchqa.generation import checking
+    from pytest_researchqa.matcher import MatchIndex
+
+    verbatim = "Survival to October was 81 percent in the strongly mixed estuary and 77 percent in the weakly mixed estuary"
+    reply = json.dumps({"chunks": [{"section": "Results", "source_text": "A summary in the model's own words here.",
+                                    "lookup": {"question": "What was survival?", "expected_answer": "81 and 77 percent",
+                                               "expected_references": [{"section_label": "Results",
+                                                                        "alternatives": [verbatim, FABRICATED[0]]}]}}],
+                        "adversarial_questions": [{"question": "Why was the placebo raft better?",
+                                                   "false_premise": "There was no placebo raft.",
+                                                   "expected_answer": "There was no placebo raft.",
+                                                   "expected_references": [{"section_label": "Methods",
+                                                                            "alternatives": [FABRICATED[1]]}]}]})
+    index = MatchIndex(TIDES)
+    counts = {"lookup": 1, "comprehension": 0, "multi_hop": 0, "adversarial": 1}
+    candidates, notes = checking.candidates_from(parse_generation(reply), "tides", counts)
+    assert notes == {"shortfalls": [], "malformed": []}
+    checking.check_passages(candidates, index)
+    assert [item["quotation"] for item in checking.repair_requests(candidates)] == list(FABRICATED)
+    checking.apply_repairs(candidates, None, index, failure="openai/x (tides): failed after 4 attempts")
+    result = checking.finish(candidates, "tides", "ecology", index)
+    rows = {row["row_id"]: row for row in result.rows}
+    assert rows["tides-lookup-1"]["expected_references"][0]["alternatives"] == [verbatim]
+    assert "source_text" not in rows["tides-lookup-1"]["metadata"] and result.report["excerpts_left_out"] == 1
+    assert rows["tides-adversarial-1"]["expected_references"] == []
+    assert rows["tides-adversarial-1"]["expected_refusal"] is True
+    assert [p["reason"] for p in result.report["dropped_passages"]] == [
+        "not found: no passage of the paper says this; not repaired: openai/x (tides): failed after 4 attempts"] * 2
+    assert result.report["passages"] == {"checked": 3, "verbatim": 1, "repaired": 0, "dropped": 2}
+
+
+def test_a_multi_hop_question_without_evidence_for_a_required_section_is_dropped_before_any_check():
+    from pytest_researchqa.generation import checking
+
+    block = {"section_label": "Methods", "alternatives": ["Each raft carried 150 hatchery-reared spat of the same cohort"]}
+    reply = json.dumps({"multi_hop_questions": [
+        {"question": "Q1?", "required_sections": ["Methods", "Discussion"], "expected_references": [block]},
+        {"question": "Q2?", "required_sections": [], "expected_references": [block, block]}]})
+    candidates, _ = checking.candidates_from(parse_generation(reply), "tides", {"multi_hop": 2})
+    assert [c.dropped for c in candidates] == [
+        "required section(s) 'Discussion' have no evidence block",
+        "a multi-hop question needs evidence from two distinct sections"]
+
+
+# --------------------------------------------------------------------------- opt-in: a real small model
+
+
+@pytest.mark.e2e
+def test_a_real_small_model_generates_rows_whose_kept_passages_are_all_verbatim(request, tmp_path):
+    """``python -m pytest -m e2e``: the llama.cpp server of test_e2e_small_model (skips when not installed)."""
+    url = request.getfixturevalue("llama_server")
+    papers = tmp_path / "papers"
+    papers.mkdir()
+    shutil.copy(SAMPLE / "papers" / "sample-edu.pdf", papers)
+    argv = ["generate", str(papers), "--model", "openai/smollm2", "--out", str(tmp_path / "rows.yaml"),
+            "--param", f"api_base={url}", "--param", "api_key=local", "--param", "structured_output=json_object",
+            "--param", "temperature=0", "--param", "max_input_tokens=3500", "--count", "lookup=2",
+            "--count", "comprehension=0", "--count", "multi_hop=0", "--count", "adversarial=1",
+            "--concurrency", "1", "--timeout", "600", "--cache-dir", str(tmp_path / "cache")]
+    status = main(argv)
+    report = json.loads((tmp_path / "rows.report.json").read_text())
+    entry = paper_report(report, "sample-edu")
+    print(json.dumps(entry, indent=1)[:4000])
+    if status == 0:  # a 135M model may never write the JSON asked for: then the paper fails, reported
+        passages = entry["passages"]
+        assert passages["checked"] == passages["verbatim"] + passages["repaired"] + passages["dropped"]
+        assert_every_passage_verbatim(tmp_path / "rows.yaml", papers, tmp_path / "cache")
+    else:
+        assert entry["status"] == "failed" and entry["error"]
