@@ -16,8 +16,9 @@ verdict; ``judge-refuses`` returns prose. ``fault-*`` aliases fault first, then 
 
 Generation prompts (they ask for ``"multi_hop_questions"``) get benchmark rows built from the
 paper's own sentences: ``gen-mixed`` writes a verbatim quote, a paraphrased one, one with a word
-changed and two fabricated ones among verbatim quotes; any other alias writes verbatim quotes
-only. Repair prompts (they hold ``<<<PASSAGES``) are answered from the diagnosis they carry: the
+changed and two fabricated ones among verbatim quotes; ``gen-truncated`` first replies with the
+rows' JSON cut off halfway (as a model stopped by max_tokens), then whole; any other alias
+writes verbatim quotes only. Repair prompts (they hold ``<<<PASSAGES``) are answered from the diagnosis they carry: the
 nearest passage, or the quote up to its departure point followed by what the paper says there;
 of the fabricated quotes one gets ``null`` and the other a new fabrication. A paper that
 contains ``[[provider-rejects-this-paper]]`` gets a 400 error (a provider refusing one paper).
@@ -322,7 +323,10 @@ class ScriptedLLM:
         if REJECTED_PAPER in prompt:
             return 400, {"error": {"message": "this document violates the usage policy", "type": "invalid_request"}}, 0.0
         if '"multi_hop_questions"' in prompt:
-            return 200, completion(model, generation_reply(model, prompt)), delay
+            reply = generation_reply(model, prompt)
+            if model == "gen-truncated" and attempt == 0:  # the reply cut off mid-string, as at max_tokens
+                reply = reply[: len(reply) // 2]
+            return 200, completion(model, reply), delay
         if "<<<PASSAGES" in prompt:
             return 200, completion(model, repair_reply(prompt)), delay
         reply = good_reply(prompt)

@@ -242,9 +242,9 @@ def test_a_changed_question_mix_asks_again_and_writes_that_mix(generate, tides, 
 
 def test_a_broken_json_reply_is_retried_and_a_reply_that_never_parses_fails_only_its_paper(generate, tides, tmp_path,
                                                                                             server):
-    status, _, report = generate(tides, tmp_path / "rows.yaml", model="fault-truncated")
+    status, _, report = generate(tides, tmp_path / "rows.yaml", model="gen-truncated")
     assert status == 0 and report["totals"]["rows_kept"] == ROWS_PER_PAPER
-    assert server.calls("fault-truncated") == 2, "a truncated JSON reply, then a good one"
+    assert server.calls("gen-truncated") == 2, "a reply cut off halfway, then a whole one"
     status, printed, report = generate(tides, tmp_path / "garbage.yaml", model="garbage")
     assert status == 1
     assert paper_report(report, "tides")["status"] == "failed"
