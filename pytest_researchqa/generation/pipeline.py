@@ -33,6 +33,8 @@ GENERATE_PROMPT, REPAIR_PROMPT = "generate_rows", "repair_passages"
 # Tokens kept free for the prompt's own text and the long reply (a dozen questions with passages).
 REPLY_RESERVE_TOKENS = 8000
 REPORT_EVERY_S = 15.0
+MALFORMED_HINT = (" (a reply cut off mid-JSON is usually the provider's output limit: raise it with "
+                  "--param max_tokens=N, or ask for fewer questions with --count)")
 OUTPUT_SUFFIXES = (".yaml", ".yml", ".jsonl", ".json")
 
 
@@ -292,7 +294,7 @@ class GenerationRun:
                     parsed, call = future.result()
                 except ProviderError as error:
                     if stage == "generate":
-                        self._fail(job, str(error))
+                        self._fail(job, str(error) + (MALFORMED_HINT if "malformed reply" in str(error) else ""))
                     else:  # the passages stay unrepaired; the paper's rows go on without them
                         self._after_repair(job, None, failure=str(error))
                     continue
