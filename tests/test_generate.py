@@ -429,3 +429,24 @@ def test_a_real_small_model_generates_rows_whose_kept_passages_are_all_verbatim(
         assert_every_passage_verbatim(tmp_path / "rows.yaml", papers, tmp_path / "cache")
     else:
         assert entry["status"] == "failed" and entry["error"]
+
+
+def test_a_multi_hop_row_whose_sections_quote_the_same_passage_is_dropped():
+    from pytest_researchqa.generation import checking
+    from pytest_researchqa.matcher import MatchIndex
+
+    same = "Each raft carried 150 hatchery-reared spat of the same cohort, weighed and measured at deployment"
+    overlapping = "spat of the same cohort, weighed and measured at deployment in early May."
+    other = "Growth differences between the estuaries appeared within the first four weeks"
+    reply = json.dumps({"multi_hop_questions": [
+        {"question": "Q1?", "expected_references": [{"section_label": "Methods", "alternatives": [same]},
+                                                    {"section_label": "Setup", "alternatives": [overlapping]}]},
+        {"question": "Q2?", "expected_references": [{"section_label": "Methods", "alternatives": [same]},
+                                                    {"section_label": "Results", "alternatives": [other]}]}]})
+    index = MatchIndex(TIDES)
+    candidates, _ = checking.candidates_from(parse_generation(reply), "tides", {"multi_hop": 2})
+    checking.check_passages(candidates, index)
+    result = checking.finish(candidates, "tides", "ecology", index)
+    assert [row["row_id"] for row in result.rows] == ["tides-multi_hop-2"]
+    assert result.report["dropped_rows"][0]["reason"] == (
+        "sections 'Methods' and 'Setup' quote the same passage: it is no multi-hop question")

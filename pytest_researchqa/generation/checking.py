@@ -263,7 +263,7 @@ def finish(candidates: list[Candidate], paper_id: str, domain: str, index: Match
     dropped_rows: list[dict] = []
     excerpts_left_out = 0  # chunk excerpts (metadata, not evidence) that were not verbatim
     for candidate in candidates:
-        reason = candidate.dropped or _lost_section(candidate)
+        reason = candidate.dropped or _lost_section(candidate) or _shared_passage(candidate, index)
         row = None if reason else _row(candidate, paper_id, domain, index)
         if row is not None:
             try:
@@ -307,6 +307,21 @@ def _lost_section(candidate: Candidate) -> Optional[str]:
         return f"section(s) {', '.join(map(repr, lost))} kept no verbatim passage"
     if candidate.evidence_required and not candidate.sections:
         return "the model gave no evidence for it"
+    return None
+
+
+def _shared_passage(candidate: Candidate, index: MatchIndex) -> Optional[str]:
+    """Two sections of a multi-hop row that quote the same passage are one hop: one citation would cover both."""
+    from ..metrics import spans_overlap
+
+    if candidate.question_type != "multi_hop":
+        return None
+    spans = [[index.passage_spans(p.text) or () for p in section.kept] for section in candidate.sections]
+    for first in range(len(spans)):
+        for second in range(first + 1, len(spans)):
+            if any(spans_overlap(a, b) for a in spans[first] for b in spans[second]):
+                labels = candidate.sections[first].label, candidate.sections[second].label
+                return f"sections {labels[0]!r} and {labels[1]!r} quote the same passage: it is no multi-hop question"
     return None
 
 
