@@ -450,3 +450,14 @@ def test_a_multi_hop_row_whose_sections_quote_the_same_passage_is_dropped():
     assert [row["row_id"] for row in result.rows] == ["tides-multi_hop-2"]
     assert result.report["dropped_rows"][0]["reason"] == (
         "sections 'Methods' and 'Setup' quote the same passage: it is no multi-hop question")
+
+
+def test_a_paper_longer_than_the_context_window_is_cut_and_the_report_says_so(generate, tides, tmp_path, server):
+    appendix = "\n".join(f"Appendix note {n} repeats that raft {n} was inspected weekly by two observers." for n in range(400))
+    (tides / "tides.txt").write_text(TIDES + "\nAppendix\n" + appendix)
+    _, printed, report = generate(tides, tmp_path / "rows.yaml", model="gen-good", params=("max_input_tokens=3000",))
+    note = paper_report(report, "tides")["notes"]["cut"]
+    assert note.startswith("the model saw the first 6000 of ")
+    assert f"note: {note}" in printed
+    sent = server.requests[0]["messages"][-1]["content"]
+    assert "Appendix note 1 repeats" in sent and "Appendix note 399" not in sent

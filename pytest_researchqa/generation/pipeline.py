@@ -278,8 +278,9 @@ class GenerationRun:
                 continue
             job.text = writer.model_text(job.paper)
             if len(job.text) < len(job.paper.text):
-                job.notes["cut"] = (f"the model saw the first {len(job.text)} of {len(job.paper.text)} characters "
-                                    "(its context window is smaller than the paper; set max_input_tokens to change it)")
+                job.notes["cut"] = (f"the model saw the first {len(job.text)} of {len(job.paper.text)} "
+                                    "characters (the context window is smaller than the paper; "
+                                    "--param max_input_tokens=N sets it)")
             pending[writer.generation(job, self.options.counts)] = (job, "generate")
         last_line = time.monotonic()
         while pending:
@@ -291,26 +292,29 @@ class GenerationRun:
             for future in finished:
                 job, stage = pending.pop(future)
                 try:
-                    parsed, call = future.result()
-                except ProviderError as error:
-                    if stage == "generate":
-                        self._fail(job, str(error) + (MALFORMED_HINT if "malformed reply" in str(error) else ""))
-                    else:  # the passages stay unrepaired; the paper's rows go on without them
-                        self._after_repair(job, None, failure=str(error))
-                    continue
+                    follow_up = self._advance(job, stage, future, writer)
                 except Exception as error:  # noqa: BLE001 -- one paper's trouble must not end the run
                     self._fail(job, f"{type(error).__name__}: {error}")
                     continue
-                job.usage.add(call)
-                try:
-                    if stage == "generate":
-                        follow_up = self._after_generation(job, parsed, writer)
-                        if follow_up is not None:
-                            pending[follow_up] = (job, "repair")
-                    else:
-                        self._after_repair(job, parsed)
-                except Exception as error:  # noqa: BLE001
-                    self._fail(job, f"{type(error).__name__} while checking its rows: {error}")
+                if follow_up is not None:
+                    pending[follow_up] = (job, "repair")
+
+    def _advance(self, job: PaperJob, stage: str, future: concurrent.futures.Future,
+                 writer: RowWriter) -> Optional[concurrent.futures.Future]:
+        """Take a finished call further: check the generated rows (maybe asking for repairs), or finish."""
+        try:
+            parsed, call = future.result()
+        except ProviderError as error:
+            if stage == "generate":
+                self._fail(job, str(error) + (MALFORMED_HINT if "malformed reply" in str(error) else ""))
+            else:  # the passages stay unrepaired: dropped with this cause, the paper's other rows go on
+                self._after_repair(job, None, failure=str(error))
+            return None
+        job.usage.add(call)
+        if stage == "generate":
+            return self._after_generation(job, parsed, writer)
+        self._after_repair(job, parsed)
+        return None
 
     def _after_generation(self, job: PaperJob, parsed, writer: RowWriter) -> Optional[concurrent.futures.Future]:
         assert job.paper is not None
