@@ -201,13 +201,17 @@ def test_the_oracle_scores_one_and_the_audit_finds_every_passage_on_generated_ro
     audit.stdout.fnmatch_lines(["*researchqa dataset audit*", f"| (all) * | {total}/{total} * | 1.000 * | 0 *"])
 
 
-def test_jsonl_output_is_the_published_flat_file_and_loads_whole(generate, tides, tmp_path, pytester):
+def test_jsonl_and_json_outputs_are_the_published_shapes_and_load_whole(generate, tides, tmp_path):
     status, _, report = generate(tides, tmp_path / "rows.jsonl")
     lines = (tmp_path / "rows.jsonl").read_text().splitlines()
     first = json.loads(lines[0])
     assert "metadata" not in first and first["metadata_section"] == "Part 1"
     assert len(lines) == report["totals"]["rows_kept"] == len(load_dataset(tmp_path / "rows.jsonl").rows)
     assert_every_passage_verbatim(tmp_path / "rows.jsonl", tides, tmp_path / "cache")
+    generate(tides, tmp_path / "rows.json")
+    wrapper = json.loads((tmp_path / "rows.json").read_text())
+    assert wrapper["generated"]["counts"] == DEFAULT_COUNTS and len(wrapper["rows"]) == len(lines)
+    assert [r.row_id for r in load_dataset(tmp_path / "rows.json").rows] == [json.loads(line)["row_id"] for line in lines]
 
 
 # --------------------------------------------------------------------------- runs, cache, failures

@@ -417,7 +417,7 @@ def generate(papers_dir: Path, out: Path, options: GenerateOptions, *, report: O
     rows = [row for job in jobs for row in job.rows]
     header = {"by": "python -m pytest_researchqa generate", "model": options.model,
               "prompts": {name: load_prompt(name).sha for name in (GENERATE_PROMPT, REPAIR_PROMPT)},
-              "papers": len(jobs)}
+              "counts": dict(options.counts), "papers": len(jobs)}
     write_rows(out, rows, header)
     report_file = report or report_path_for(out)
     usage = Usage()
