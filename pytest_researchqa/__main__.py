@@ -2,6 +2,9 @@
 
     python -m pytest_researchqa show [RUN]        the leaderboard of a saved run (default: last)
     python -m pytest_researchqa list              the saved runs, newest last
+    python -m pytest_researchqa generate PAPERS_DIR --model MODEL --out rows.yaml
+                                                  benchmark rows from your own papers, every
+                                                  expected passage verified verbatim
 
 RUN is a run folder, a folder name, its name suffix (``--researchqa-save=NAME``) or ``last``.
 """
@@ -26,8 +29,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     show.add_argument("run", nargs="?", default="last")
     show.add_argument("--markdown", action="store_true", help="as GitHub-flavoured Markdown")
     commands.add_parser("list", help="list saved runs")
+    _add_generate(commands)
     args = parser.parse_args(argv)
     try:
+        if args.command == "generate":
+            return _generate(args, parser)
         if args.command == "list":
             return _list(args.runs)
         return _show(args.run, args.runs, markdown=args.markdown)
@@ -61,6 +67,75 @@ def _show(spec: str, runs_dir: Path, *, markdown: bool) -> int:
     print(f"run {saved.name} ({len(saved.records)} rows)")
     print(terminal.leaderboard(saved.records, family))
     return 0
+
+
+def _add_generate(commands) -> None:
+    generate = commands.add_parser(
+        "generate", help="write benchmark rows from a folder of papers (every expected passage verified verbatim)",
+        description="One structured model call per paper writes lookup, comprehension, multi-hop and false-premise "
+                    "questions with verbatim evidence; the citation matcher checks every passage against the "
+                    "paper's extracted text, a passage that is not verbatim is re-asked once with the matcher's "
+                    "diagnosis and dropped if still wrong. Replies are cached: a re-run makes no call. Exit status: "
+                    "0, or 1 when a paper failed (the others are written), 2 for a usage error.")
+    generate.add_argument("papers", type=Path, metavar="PAPERS_DIR", help="folder of <paper_id>.pdf/.txt/.md")
+    generate.add_argument("--model", required=True, help="a litellm model (gpt-5.4, openai/<alias> with api_base ...)")
+    generate.add_argument("--out", required=True, type=Path, help="the rows file: .yaml, .jsonl or .json")
+    generate.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                          help="passed to litellm (api_base, temperature ...; values parse as JSON when they can; "
+                               "max_input_tokens and structured_output=auto|json_schema|json_object|off steer the "
+                               "call). Repeatable.")
+    generate.add_argument("--count", action="append", default=[], metavar="TYPE=N",
+                          help="questions per paper of a type: lookup, comprehension, multi_hop, adversarial "
+                               "(default lookup=4 comprehension=4 multi_hop=2 adversarial=2; 0 leaves a type out). "
+                               "Repeatable.")
+    generate.add_argument("--domain", help="the rows' domain (default: the model names the paper's field)")
+    generate.add_argument("--report", type=Path, help="the JSON report (default: beside --out, <name>.report.json)")
+    generate.add_argument("--concurrency", type=int, default=5, help="calls in flight per provider (default 5)")
+    generate.add_argument("--rows-per-minute", type=int, help="start at most N calls per minute per provider")
+    generate.add_argument("--timeout", type=float, default=600.0, help="seconds per call (default 600)")
+    generate.add_argument("--retries", type=int, default=3,
+                          help="retries of a failed, rate-limited or malformed call (default 3)")
+    generate.add_argument("--cache-dir", type=Path, help="cache of extracted papers and replies "
+                                                         "(default: the plugin's, as --researchqa-cache-dir)")
+    generate.add_argument("--refresh", action="store_true", help="ignore cached replies (new ones are still cached)")
+
+
+def _generate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    import importlib.util
+
+    from .llm_params import parse_model_params
+
+    if importlib.util.find_spec("litellm") is None:
+        print("error: generate calls models through litellm: pip install 'pytest-researchqa[llm]'", file=sys.stderr)
+        return 2
+    from .generation import GenerateError, GenerateOptions, generate
+    from .generation.checking import DEFAULT_COUNTS
+
+    try:
+        params = parse_model_params([f"{args.model}:{entry}" for entry in args.param], [args.model])[args.model]
+    except ValueError:
+        parser.error(f"--param: expected KEY=VALUE, e.g. api_base=http://127.0.0.1:8000/v1; got {args.param}")
+    counts = dict(DEFAULT_COUNTS)
+    for entry in args.count:
+        kind, _, number = entry.partition("=")
+        if not number.strip().isdigit():
+            parser.error(f"--count {entry!r}: expected TYPE=N, e.g. multi_hop=3")
+        counts[kind.strip()] = int(number)
+    for name in ("concurrency", "retries", "rows_per_minute"):
+        value = getattr(args, name)
+        if value is not None and value < (0 if name == "retries" else 1):
+            parser.error(f"--{name.replace('_', '-')} must be at least {0 if name == 'retries' else 1}")
+    if args.timeout <= 0:
+        parser.error("--timeout must be positive")
+    options = GenerateOptions(model=args.model, params=params, counts=counts, domain=args.domain,
+                              concurrency=args.concurrency, rows_per_minute=args.rows_per_minute,
+                              timeout_s=args.timeout, retries=args.retries, cache_dir=args.cache_dir,
+                              refresh=args.refresh)
+    try:
+        return generate(args.papers, args.out, options, report=args.report)
+    except GenerateError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -14,6 +14,15 @@ overlap with the expected answer; ``judge-saturated`` gives 5 to everything;
 ``judge-flaky`` changes its mind between calls; ``judge-broken`` returns an invalid
 verdict; ``judge-refuses`` returns prose. ``fault-*`` aliases fault first, then judge.
 
+Generation prompts (they ask for ``"multi_hop_questions"``) get benchmark rows built from the
+paper's own sentences: ``gen-mixed`` writes a verbatim quote, a paraphrased one, one with a word
+changed and two fabricated ones among verbatim quotes; ``gen-truncated`` first replies with the
+rows' JSON cut off halfway (as a model stopped by max_tokens), then whole; any other alias
+writes verbatim quotes only. Repair prompts (they hold ``<<<PASSAGES``) are answered from the diagnosis they carry: the
+nearest passage, or the quote up to its departure point followed by what the paper says there;
+of the fabricated quotes one gets ``null`` and the other a new fabrication. A paper that
+contains ``[[provider-rejects-this-paper]]`` gets a 400 error (a provider refusing one paper).
+
 Every request is recorded (``requests``) so tests can count calls.
 """
 
@@ -72,6 +81,101 @@ def good_reply(prompt: str) -> dict:
     question = prompt.rsplit("QUESTION:", 1)[1].strip()
     quote = best_sentence(paper, question)
     return {"answer": f"According to the paper: {quote}", "citations": [quote], "refused": False}
+
+
+# Quotes no paper of the tests contains: the first gets null on repair, the second a new fabrication.
+FABRICATED = ("The follow-up survey of 9,999 alumni confirmed that every participant preferred the placebo "
+              "condition by a wide margin.",
+              "Our secondary analysis across 4,321 households showed that the effect vanished entirely in the "
+              "rural subsample.")
+REJECTED_PAPER = "[[provider-rejects-this-paper]]"
+
+
+def _body_sentences(paper: str) -> list[str]:
+    """Sentences a model would quote: prose of 12 to 60 words, none from the reference list."""
+    body = re.split(r"\n\s*(?:\d+\.?\s*)?References\s*\n", paper)[0]
+    return [s for s in _sentences(body) if 12 <= len(s.split()) <= 60 and "http" not in s and "et al" not in s
+            and sum(c.isalpha() for c in s) > 0.7 * len(s)]
+
+
+def _paraphrase(sentence: str) -> str:
+    words = sentence.rstrip(".").split()
+    kept = [w for i, w in enumerate(words) if i % 5 != 3]  # drop every fifth word: the gist, not the text
+    return "In other words, " + " ".join(kept).lower() + "."
+
+
+def _alter(sentence: str) -> str:
+    words = sentence.split()
+    position = next((i for i, w in enumerate(words) if i >= len(words) // 2 and w.isalpha() and len(w) > 4),
+                    len(words) // 2)
+    words[position] = "remarkably"
+    return " ".join(words)
+
+
+def generation_reply(model: str, prompt: str) -> str:
+    """Benchmark rows for the paper in a generation prompt, quoting its own sentences."""
+    paper = prompt.split("<<<PAPER", 1)[1].split("PAPER>>>", 1)[0]
+    pool = _body_sentences(paper)
+    step = max(1, len(pool) // 14)
+    picked = [pool[(i * step) % len(pool)] for i in range(14)]
+
+    def block(label: str, *quotes: str) -> dict:
+        return {"section_label": label, "alternatives": list(quotes)}
+
+    def topic(sentence: str) -> str:
+        return " ".join(sentence.split()[:6])
+
+    chunks = []
+    for n in range(4):
+        first, second = picked[2 * n], picked[2 * n + 1]
+        chunks.append({
+            "section": f"Part {n + 1}", "page_hint": None, "chunk_description": f"about {topic(first)}",
+            "source_text": first,
+            "lookup": {"question": f"What does the paper state about {topic(first)}?", "expected_answer": first,
+                       "expected_references": [block(f"Part {n + 1}", first)]},
+            "comprehension": {"question": f"Why does it matter that {topic(second)}?", "expected_answer": second,
+                              "expected_references": [block(f"Part {n + 1}", second)],
+                              "judge_rubric": "States the point; explains why it matters."}})
+    hops = [{"question": f"How do {topic(picked[8])} and {topic(picked[9 + n])} relate?",
+             "expected_answer": f"{picked[8]} {picked[9 + n]}", "required_sections": ["Methods", "Results"],
+             "expected_references": [block("Methods", picked[8]), block("Results", picked[9 + n])],
+             "reasoning_chain": "The method explains the result.",
+             "judge_rubric": "integrates information from every required section"} for n in range(2)]
+    adversarial = [{"question": "Why did the authors include a placebo arm?",
+                    "false_premise": "The paper describes no placebo arm.",
+                    "expected_answer": "The paper does not describe a placebo arm; the premise is false.",
+                    "expected_references": [], "judge_rubric": "identifies the false premise"},
+                   {"question": f"Why do the authors deny that {topic(picked[12])}?",
+                    "false_premise": "The authors state it; they do not deny it.",
+                    "expected_answer": f"They do not deny it: {picked[12]}",
+                    "expected_references": [block("Results", picked[12])],
+                    "judge_rubric": "identifies the false premise"}]
+    if model == "gen-mixed":
+        chunks[0]["lookup"]["expected_references"][0]["alternatives"].append(FABRICATED[0])
+        chunks[0]["comprehension"]["expected_references"][0]["alternatives"] = [_paraphrase(picked[1])]
+        chunks[1]["lookup"]["expected_references"][0]["alternatives"] = [_alter(picked[2])]
+        hops[0]["expected_references"][1]["alternatives"] = [FABRICATED[1]]
+    return json.dumps({"domain": "test studies", "chunks": chunks, "multi_hop_questions": hops,
+                       "adversarial_questions": adversarial})
+
+
+def repair_reply(prompt: str) -> str:
+    """Repairs that use the diagnosis in the prompt, as a careful model would."""
+    listed = json.loads(prompt.split("<<<PASSAGES", 1)[1].split("PASSAGES>>>", 1)[0])
+    repairs = []
+    for item in listed:
+        quote = item["quotation"]
+        if "nearest_passage" in item:
+            passage = item["nearest_passage"]
+        elif "paper_goes_on" in item:
+            cut = quote.find(item["quotation_goes_on"][:30])
+            passage = quote[: max(cut, 0)] + re.split(r"(?<=[.!?])\s", item["paper_goes_on"])[0]
+        elif quote == FABRICATED[0]:
+            passage = None
+        else:
+            passage = "A different claim the paper never makes about 17 unnamed cohorts in three unnamed regions."
+        repairs.append({"id": item["id"], "passage": passage})
+    return json.dumps({"repairs": repairs})
 
 
 class ScriptedLLM:
@@ -216,6 +320,15 @@ class ScriptedLLM:
                              "usage": {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1}}, 0.0
         if judging:
             return 200, completion(model, verdict_reply(model, prompt, len(self.requests))), delay
+        if REJECTED_PAPER in prompt:
+            return 400, {"error": {"message": "this document violates the usage policy", "type": "invalid_request"}}, 0.0
+        if '"multi_hop_questions"' in prompt:
+            reply = generation_reply(model, prompt)
+            if model == "gen-truncated" and attempt == 0:  # the reply cut off mid-string, as at max_tokens
+                reply = reply[: len(reply) // 2]
+            return 200, completion(model, reply), delay
+        if "<<<PASSAGES" in prompt:
+            return 200, completion(model, repair_reply(prompt)), delay
         reply = good_reply(prompt)
         if model == "sloppy":
             reply["citations"] = [re.sub(r"\d", lambda m: str((int(m.group()) + 1) % 10), c, count=1)

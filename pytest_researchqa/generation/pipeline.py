@@ -1,0 +1,448 @@
+"""The generation run: papers in, verified rows and a report out.
+
+Model calls go through the answer pipeline's machinery: one
+:class:`~pytest_researchqa.llm.engine.ModelRunner` (slots per provider,
+pacing, retries), the on-disk :class:`~pytest_researchqa.llm.cache.AnswerCache`
+(keys hold the prompt's hash, so a re-run makes no call and a changed prompt
+asks again) and litellm through the same call path as systems and judges.
+Per paper: one generation call, then at most one repair call for the passages
+the matcher did not find verbatim. A paper that fails is reported; the others
+go on. The output file and its report are written atomically at the end.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, TextIO
+
+from ..llm.cache import AnswerCache, cache_key
+from ..llm.engine import CallResult, ModelRunner, ProviderError, with_retries
+from ..llm.prompts import Prompt, load_prompt
+from ..llm.system import CHARS_PER_TOKEN, ModelCaller, ModelSpec, _acompletion, _context_window, _structured_output
+from ..llm_params import known_secrets, redact
+from ..papers import PAPER_SUFFIXES, Paper, PaperStore, PaperUnavailable, atomic_write, default_cache_dir
+from . import checking
+from .reply import generation_schema, parse_generation, parse_repairs, repair_schema
+
+GENERATE_PROMPT, REPAIR_PROMPT = "generate_rows", "repair_passages"
+# Tokens kept free for the prompt's own text and the long reply (a dozen questions with passages).
+REPLY_RESERVE_TOKENS = 8000
+REPORT_EVERY_S = 15.0
+MALFORMED_HINT = (" (a reply cut off mid-JSON is usually the provider's output limit: raise it with "
+                  "--param max_tokens=N, or ask for fewer questions with --count)")
+OUTPUT_SUFFIXES = (".yaml", ".yml", ".jsonl", ".json")
+
+
+class GenerateError(Exception):
+    """A usage problem that stops the run before any call (exit status 2)."""
+
+
+@dataclass(frozen=True)
+class GenerateOptions:
+    model: str
+    params: dict = field(default_factory=dict)
+    counts: dict = field(default_factory=lambda: dict(checking.DEFAULT_COUNTS))
+    domain: Optional[str] = None
+    concurrency: int = 5
+    rows_per_minute: Optional[int] = None
+    timeout_s: float = 600.0
+    retries: int = 3
+    cache_dir: Optional[Path] = None
+    refresh: bool = False
+
+
+@dataclass
+class Usage:
+    calls: int = 0
+    cached: int = 0
+    cost_usd: Optional[float] = 0.0  # None once any call's price is unknown: "—", never $0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, call: dict) -> None:
+        if call["cached"]:
+            self.cached += 1
+            return
+        self.calls += 1
+        self.prompt_tokens += call.get("prompt_tokens") or 0
+        self.completion_tokens += call.get("completion_tokens") or 0
+        cost = call.get("cost_usd")
+        self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
+
+    def merge(self, other: "Usage") -> None:
+        self.calls += other.calls
+        self.cached += other.cached
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        if other.calls:
+            self.cost_usd = None if other.cost_usd is None or self.cost_usd is None else self.cost_usd + other.cost_usd
+
+    @property
+    def spend(self) -> str:
+        return "—" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+
+    def to_plain(self) -> dict:
+        return {"calls": self.calls, "from_cache": self.cached, "cost_usd": self.cost_usd,
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+
+
+@dataclass
+class PaperJob:
+    """One paper's way through the run."""
+
+    paper_id: str
+    source: Path
+    paper: Optional[Paper] = None
+    text: str = ""  # what the model sees (the whole paper unless it had to be cut)
+    candidates: list = field(default_factory=list)
+    domain: str = "unknown"
+    notes: dict = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    rows: list = field(default_factory=list)
+    report: dict = field(default_factory=dict)
+    error: Optional[str] = None
+
+
+# --------------------------------------------------------------------------- papers
+
+
+def find_papers(folder: Path) -> tuple[list[Path], list[str]]:
+    """The papers of a folder (``.pdf``, ``.txt``, ``.md``), one per name, and what was passed over."""
+    if not folder.is_dir():
+        raise GenerateError(f"{folder}: not a folder of papers")
+    chosen: dict[str, Path] = {}
+    skipped: list[str] = []
+    for path in sorted(folder.iterdir(), key=lambda p: (p.stem, PAPER_SUFFIXES.index(p.suffix)
+                                                         if p.suffix in PAPER_SUFFIXES else 9)):
+        if not path.is_file() or path.name.startswith("."):
+            continue
+        if path.suffix not in PAPER_SUFFIXES:
+            if path.suffix.lower() in PAPER_SUFFIXES:
+                skipped.append(f"{path.name}: rename it to {path.stem}{path.suffix.lower()} (paper files end in "
+                               f"{', '.join(PAPER_SUFFIXES)}, in lower case)")
+            continue
+        if path.stem in chosen:
+            # The plugin resolves a paper id to .pdf, then .txt, then .md: the same order here.
+            skipped.append(f"{path.name}: {chosen[path.stem].name} has the same paper id and is used")
+            continue
+        chosen[path.stem] = path
+    return list(chosen.values()), skipped
+
+
+# --------------------------------------------------------------------------- model calls
+
+
+def fill(template: str, **values: str) -> str:
+    """Fill ``{name}`` placeholders in one pass: text inserted (a paper full of braces) is never read as one."""
+    import re
+
+    return re.sub(r"\{(" + "|".join(map(re.escape, values)) + r")\}", lambda m: values[m.group(1)], template)
+
+
+class RowWriter(ModelCaller):
+    """Asks the model for a paper's questions, and for repairs; every reply is cached as it arrives."""
+
+    def __init__(self, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, *, refresh: bool = False,
+                 timeout_s: float = 600.0, retries: int = 3) -> None:
+        super().__init__(spec, runner, cache, timeout_s=timeout_s, retries=retries)
+        self.refresh = refresh
+        self.generate_prompt: Prompt = load_prompt(GENERATE_PROMPT)
+        self.repair_prompt: Prompt = load_prompt(REPAIR_PROMPT)
+        self._priced = True
+
+    def model_text(self, paper: Paper) -> str:
+        """The paper as the model sees it: whole, unless the context window is too small for it."""
+        limit = int(self.spec.params.get("max_input_tokens") or _context_window(self.spec.name))
+        budget = max(limit // 2, limit - REPLY_RESERVE_TOKENS) * CHARS_PER_TOKEN
+        return paper.text if len(paper.text) <= budget else paper.text[:budget]
+
+    def generation(self, job: PaperJob, counts: dict[str, int]) -> concurrent.futures.Future:
+        assert job.paper is not None
+        chunks = max(counts.get("lookup", 0), counts.get("comprehension", 0))
+        prompt = fill(self.generate_prompt.template, paper=job.text, source=job.paper_id, chunks=str(chunks),
+                      chunk_questions=_chunk_questions(counts), multi_hop=str(counts.get("multi_hop", 0)),
+                      adversarial=str(counts.get("adversarial", 0)))
+        key = cache_key(task="generate_rows", model=self.spec.name, params=self.spec.call_params,
+                        prompt=self.generate_prompt.sha, paper=job.paper.content_hash, counts=counts,
+                        seen=len(job.text))
+        return self.runner.submit(self.spec.provider, lambda: self._ask(
+            key, prompt, self.generate_prompt, parse_generation, generation_schema(), job.paper_id))
+
+    def repair(self, job: PaperJob, items: list[dict]) -> concurrent.futures.Future:
+        assert job.paper is not None
+        listed = json.dumps(items, ensure_ascii=False, indent=1)
+        prompt = fill(self.repair_prompt.template, paper=job.text, source=job.paper_id, items=listed)
+        key = cache_key(task="repair_passages", model=self.spec.name, params=self.spec.call_params,
+                        prompt=self.repair_prompt.sha, paper=job.paper.content_hash, items=items, seen=len(job.text))
+        return self.runner.submit(self.spec.provider, lambda: self._ask(
+            key, prompt, self.repair_prompt, parse_repairs, repair_schema(), job.paper_id))
+
+    async def _ask(self, key: str, prompt: str, template: Prompt, parse: Callable[[Optional[str]], Any],
+                   schema: dict, paper_id: str) -> tuple[Any, dict]:
+        from ..llm.contract import MalformedReply
+
+        if not self.refresh:
+            entry = self.cache.get(key)
+            if entry is not None:
+                try:
+                    return parse(entry["answer"]), {"cached": True}
+                except MalformedReply:
+                    pass  # stored by an older parser that accepted it: ask again
+        messages = [{"role": "user", "content": prompt}]
+        kwargs = dict(self.spec.call_params)
+        if "response_format" not in kwargs:
+            kwargs.update(_structured_output(self.spec, schema, template.name))
+
+        async def attempt() -> CallResult:
+            await self.runner.pace(self.spec.provider)
+            result = await _acompletion(self.spec.name, messages, self.timeout_s, kwargs, priced=self._priced)
+            if result.cost_usd is None:
+                self._priced = False  # litellm has no price for this model: stop asking
+            return result
+
+        result, parsed = await with_retries(attempt, retries=self.retries, describe=f"{self.name} ({paper_id})",
+                                            validate=lambda r: parse(r.content))
+        call = {"cached": False, "latency_s": result.latency_s, "prompt_tokens": result.prompt_tokens,
+                "completion_tokens": result.completion_tokens, "cost_usd": result.cost_usd,
+                "attempts": result.attempts}
+        # Stored as an answer entry of the shared cache: the reply's text, parsed again when reused.
+        self.cache.put(key, {"answer": result.content or "", "citations": [], "task": template.name,
+                             "model": self.name, "prompt_sha": template.sha,
+                             **{k: v for k, v in call.items() if k != "cached"}})
+        return parsed, call
+
+
+def _chunk_questions(counts: dict[str, int]) -> str:
+    lookup, comprehension = counts.get("lookup", 0), counts.get("comprehension", 0)
+    if lookup and comprehension:
+        if lookup == comprehension:
+            return 'one "lookup" question and one "comprehension" question.'
+        fewer = "comprehension" if comprehension < lookup else "lookup"
+        return (f'one "lookup" question and one "comprehension" question, except that only the first '
+                f'{min(lookup, comprehension)} chunks get a "{fewer}" question (null in the others).')
+    if lookup:
+        return 'one "lookup" question ("comprehension": null).'
+    if comprehension:
+        return 'one "comprehension" question ("lookup": null).'
+    return "nothing (no chunks were asked for: return [])."
+
+
+# --------------------------------------------------------------------------- the run
+
+
+class GenerationRun:
+    def __init__(self, papers_dir: Path, options: GenerateOptions, stream: TextIO) -> None:
+        self.papers_dir = papers_dir
+        self.options = options
+        self.stream = stream
+        self.secrets = known_secrets({options.model: options.params})
+        self.cache_dir = options.cache_dir or default_cache_dir()
+        self.store = PaperStore(papers_dir, self.cache_dir)
+        self.started = time.monotonic()
+        self.done = 0
+        self.total = 0
+
+    def say(self, line: str = "") -> None:
+        print(redact(line, self.secrets), file=self.stream, flush=True)
+
+    def run(self) -> list[PaperJob]:
+        sources, skipped = find_papers(self.papers_dir)
+        for note in skipped:
+            self.say(f"skipped {note}")
+        if not sources:
+            raise GenerateError(f"{self.papers_dir}: no papers (.pdf, .txt or .md files) in it")
+        jobs = [PaperJob(path.stem, path) for path in sources]
+        self.total = len(jobs)
+        runner = ModelRunner(self.options.concurrency, self.options.rows_per_minute)
+        try:
+            writer = RowWriter(ModelSpec(self.options.model, dict(self.options.params)), runner,
+                               AnswerCache(self.cache_dir), refresh=self.options.refresh,
+                               timeout_s=self.options.timeout_s, retries=self.options.retries)
+            self._run(jobs, writer)
+        finally:
+            runner.close()
+        return jobs
+
+    def _run(self, jobs: list[PaperJob], writer: RowWriter) -> None:
+        pending: dict[concurrent.futures.Future, tuple[PaperJob, str]] = {}
+        for job in jobs:
+            try:
+                job.paper = self.store.get(job.paper_id)
+            except PaperUnavailable as error:
+                self._fail(job, str(error))
+                continue
+            job.text = writer.model_text(job.paper)
+            if len(job.text) < len(job.paper.text):
+                job.notes["cut"] = (f"the model saw the first {len(job.text)} of {len(job.paper.text)} "
+                                    "characters (the context window is smaller than the paper; "
+                                    "--param max_input_tokens=N sets it)")
+            pending[writer.generation(job, self.options.counts)] = (job, "generate")
+        last_line = time.monotonic()
+        while pending:
+            finished, _ = concurrent.futures.wait(pending, timeout=REPORT_EVERY_S,
+                                                  return_when=concurrent.futures.FIRST_COMPLETED)
+            if not finished and time.monotonic() - last_line >= REPORT_EVERY_S:
+                last_line = time.monotonic()
+                self.say(f"generate: {self.progress(jobs)}, {len(pending)} calls in flight")
+            for future in finished:
+                job, stage = pending.pop(future)
+                try:
+                    follow_up = self._advance(job, stage, future, writer)
+                except Exception as error:  # noqa: BLE001 -- one paper's trouble must not end the run
+                    self._fail(job, f"{type(error).__name__}: {error}")
+                    continue
+                if follow_up is not None:
+                    pending[follow_up] = (job, "repair")
+
+    def _advance(self, job: PaperJob, stage: str, future: concurrent.futures.Future,
+                 writer: RowWriter) -> Optional[concurrent.futures.Future]:
+        """Take a finished call further: check the generated rows (maybe asking for repairs), or finish."""
+        try:
+            parsed, call = future.result()
+        except ProviderError as error:
+            if stage == "generate":
+                self._fail(job, str(error) + (MALFORMED_HINT if "malformed reply" in str(error) else ""))
+            else:  # the passages stay unrepaired: dropped with this cause, the paper's other rows go on
+                self._after_repair(job, None, failure=str(error))
+            return None
+        job.usage.add(call)
+        if stage == "generate":
+            return self._after_generation(job, parsed, writer)
+        self._after_repair(job, parsed)
+        return None
+
+    def _after_generation(self, job: PaperJob, parsed, writer: RowWriter) -> Optional[concurrent.futures.Future]:
+        assert job.paper is not None
+        job.domain = self.options.domain or parsed.domain or "unknown"
+        job.candidates, notes = checking.candidates_from(parsed, job.paper_id, self.options.counts)
+        job.notes.update({k: v for k, v in notes.items() if v})
+        checking.check_passages(job.candidates, job.paper.match_index)
+        items = checking.repair_requests(job.candidates)
+        if items:
+            return writer.repair(job, items)
+        self._after_repair(job, {})
+        return None
+
+    def _after_repair(self, job: PaperJob, repairs: Optional[dict], failure: Optional[str] = None) -> None:
+        assert job.paper is not None
+        checking.apply_repairs(job.candidates, repairs, job.paper.match_index,
+                               failure=redact(failure, self.secrets) if failure else None)
+        result = checking.finish(job.candidates, job.paper_id, job.domain, job.paper.match_index)
+        job.rows, job.report = result.rows, result.report
+        self._finished(job)
+
+    def _fail(self, job: PaperJob, message: str) -> None:
+        job.error = redact(message, self.secrets)
+        self._finished(job)
+
+    def _finished(self, job: PaperJob) -> None:
+        self.done += 1
+        prefix = f"[{self.done}/{self.total}] {job.paper_id}"
+        if job.error:
+            self.say(f"{prefix}: FAILED: {job.error}")
+            return
+        passages = job.report["passages"]
+        calls = f"{job.usage.calls} calls" + (f", {job.usage.cached} from cache" if job.usage.cached else "")
+        self.say(f"{prefix}: {job.report['rows_kept']} of {job.report['rows_generated']} rows kept; passages: "
+                 f"{passages['verbatim']} verbatim, {passages['repaired']} repaired, {passages['dropped']} dropped "
+                 f"({calls}, spend {job.usage.spend})")
+        for note in job.notes.get("shortfalls", []) + job.notes.get("malformed", []) + (
+                [job.notes["cut"]] if "cut" in job.notes else []):
+            self.say(f"    note: {note}")
+        for dropped in job.report["dropped_passages"]:
+            self.say(f"    dropped passage of {dropped['row_id']} ({dropped['section']}): {dropped['reason']}")
+        for dropped in job.report["dropped_rows"]:
+            self.say(f"    dropped row {dropped['row_id']}: {dropped['reason']}")
+
+    def progress(self, jobs: list[PaperJob]) -> str:
+        usage = Usage()
+        for job in jobs:
+            usage.merge(job.usage)
+        failed = sum(1 for job in jobs if job.error)
+        elapsed = time.monotonic() - self.started
+        return (f"{self.done}/{self.total} papers, {failed} failed, {usage.calls} calls, {usage.cached} from cache, "
+                f"spend {usage.spend}, elapsed {elapsed:.0f}s")
+
+
+# --------------------------------------------------------------------------- output
+
+
+def report_path_for(out: Path) -> Path:
+    return out.with_name(f"{out.name.rsplit('.', 1)[0]}.report.json")
+
+
+def write_rows(out: Path, rows: list[dict], header: dict) -> None:
+    """The rows in the file shape the suffix names, written atomically."""
+    suffix = out.suffix.lower()
+    if suffix == ".jsonl":
+        lines = [json.dumps(_flat(row), ensure_ascii=False) for row in rows]
+        data = ("\n".join(lines) + "\n" if lines else "").encode()
+    elif suffix == ".json":
+        data = (json.dumps({"version": "1", "generated": header, "rows": rows}, ensure_ascii=False, indent=1)
+                + "\n").encode()
+    else:
+        import yaml
+
+        body = yaml.safe_dump({"version": "1", "generated": header, "rows": rows}, sort_keys=False,
+                              allow_unicode=True, width=110)
+        data = ("# Benchmark rows written by `python -m pytest_researchqa generate`: every expected passage\n"
+                "# was checked verbatim against its paper's extracted text.\n" + body).encode()
+    atomic_write(out, data)
+
+
+def _flat(row: dict) -> dict:
+    """The published flat shape: metadata as top-level ``metadata_*`` keys."""
+    flat = {k: v for k, v in row.items() if k != "metadata"}
+    flat.update({f"metadata_{k}": v for k, v in row.get("metadata", {}).items()})
+    return flat
+
+
+def generate(papers_dir: Path, out: Path, options: GenerateOptions, *, report: Optional[Path] = None,
+             stream: Optional[TextIO] = None) -> int:
+    """Run generation; 0 when every paper gave its rows, 1 when some paper failed (the others are written)."""
+    if out.suffix.lower() not in OUTPUT_SUFFIXES:
+        raise GenerateError(f"{out}: the output must end in .yaml, .jsonl or .json")
+    for kind, count in options.counts.items():
+        if kind not in checking.QUESTION_TYPES:
+            raise GenerateError(f"unknown question type {kind!r} (use {', '.join(checking.QUESTION_TYPES)})")
+        if count < 0:
+            raise GenerateError(f"{kind}={count}: a count cannot be negative")
+    run = GenerationRun(papers_dir, options, stream or sys.stdout)
+    jobs = run.run()
+    rows = [row for job in jobs for row in job.rows]
+    header = {"by": "python -m pytest_researchqa generate", "model": options.model,
+              "prompts": {name: load_prompt(name).sha for name in (GENERATE_PROMPT, REPAIR_PROMPT)},
+              "counts": dict(options.counts), "papers": len(jobs)}
+    write_rows(out, rows, header)
+    report_file = report or report_path_for(out)
+    usage = Usage()
+    for job in jobs:
+        usage.merge(job.usage)
+    papers = []
+    for job in jobs:
+        entry: dict[str, Any] = {"paper_id": job.paper_id, "source": str(job.source)}
+        if job.error:
+            entry.update(status="failed", error=job.error)
+        else:
+            entry.update(status="ok", domain=job.domain, **job.report, notes=job.notes)
+        entry["usage"] = job.usage.to_plain()
+        papers.append(entry)
+    totals = {"papers": len(jobs), "failed": sum(1 for j in jobs if j.error), "rows_kept": len(rows),
+              "rows_generated": sum(j.report.get("rows_generated", 0) for j in jobs),
+              **{k: sum(j.report.get("passages", {}).get(k, 0) for j in jobs)
+                 for k in ("checked", "verbatim", "repaired", "dropped")},
+              "passages_written": sum(j.report.get("passages_written", 0) for j in jobs),
+              "usage": usage.to_plain()}
+    document = {"output": str(out), **header, "totals": totals, "papers": papers}
+    atomic_write(report_file, (json.dumps(document, ensure_ascii=False, indent=1) + "\n").encode())
+    run.say(f"generate: {run.progress(jobs)}")
+    kept_from = sum(1 for j in jobs if not j.error)
+    run.say(f"wrote {len(rows)} rows from {kept_from} of {len(jobs)} papers to {out} (report: {report_file})")
+    run.say(f"self-test: python -m pytest --researchqa-dataset={out} --researchqa-papers={papers_dir} "
+            "--researchqa-system=oracle")
+    return 1 if totals["failed"] else 0

@@ -1,0 +1,171 @@
+"""What the generating model must reply, and lenient parsing of it.
+
+The reply's question items use the row schema's own field names
+(``expected_answer``, ``expected_references`` of ``section_label`` and
+``alternatives``, ``judge_rubric``, ``reasoning_chain``, ``false_premise``),
+so a parsed item becomes a row with no renaming. The whole reply must be one
+JSON object (else it is malformed and the call is retried); each question
+item is validated on its own, so one bad item costs that question only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from pydantic import BaseModel, Field, ValidationError
+
+from ..llm.contract import MalformedReply
+
+
+class EvidenceBlock(BaseModel):
+    section_label: str = Field(min_length=1)
+    alternatives: list[str] = Field(default_factory=list)
+
+
+class LookupItem(BaseModel):
+    question: str = Field(min_length=1)
+    expected_answer: str = ""
+    expected_references: list[EvidenceBlock] = Field(default_factory=list)
+
+
+class ComprehensionItem(LookupItem):
+    judge_rubric: Optional[str] = None
+
+
+class Chunk(BaseModel):
+    section: Optional[str] = None
+    page_hint: Optional[int] = None
+    chunk_description: Optional[str] = None
+    source_text: Optional[str] = None
+    lookup: Optional[LookupItem] = None
+    comprehension: Optional[ComprehensionItem] = None
+
+
+class MultiHopItem(ComprehensionItem):
+    required_sections: list[str] = Field(default_factory=list)
+    reasoning_chain: Optional[str] = None
+
+
+class AdversarialItem(ComprehensionItem):
+    false_premise: Optional[str] = None
+
+
+class GenerationReply(BaseModel):
+    """The reply schema as a whole: for providers' JSON-schema modes."""
+
+    domain: Optional[str] = None
+    chunks: list[Chunk] = Field(default_factory=list)
+    multi_hop_questions: list[MultiHopItem] = Field(default_factory=list)
+    adversarial_questions: list[AdversarialItem] = Field(default_factory=list)
+
+
+class RepairItem(BaseModel):
+    id: str
+    passage: Optional[str] = None
+
+
+class RepairReply(BaseModel):
+    repairs: list[RepairItem] = Field(default_factory=list)
+
+
+@dataclass
+class ParsedGeneration:
+    """The items that validated, and a note for each one that did not."""
+
+    domain: Optional[str]
+    chunks: list[tuple[Chunk, list[str]]] = field(default_factory=list)  # (chunk, its own problems)
+    multi_hop: list[MultiHopItem | str] = field(default_factory=list)  # an item, or why it is unusable
+    adversarial: list[AdversarialItem | str] = field(default_factory=list)
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+_LISTS = ("chunks", "multi_hop_questions", "adversarial_questions")
+
+
+def json_object(text: Optional[str]) -> dict:
+    """The one JSON object in a reply, tolerating code fences and prose around it."""
+    if not text or not text.strip():
+        raise MalformedReply("the model returned an empty reply")
+    body = _FENCE.sub("", text.strip())
+    start, end = body.find("{"), body.rfind("}")
+    if start < 0 or end <= start:
+        raise MalformedReply(f"no JSON object in the reply; it began: {text.strip()[:120]!r}")
+    try:
+        data = json.loads(body[start : end + 1], strict=False)  # raw newlines inside strings are common
+    except json.JSONDecodeError as error:
+        raise MalformedReply(f"not valid JSON ({error.msg} at character {error.pos}); "
+                             f"it began: {text.strip()[:120]!r}") from None
+    except RecursionError:
+        raise MalformedReply("the reply is nested too deeply") from None
+    if not isinstance(data, dict):
+        raise MalformedReply(f"the reply is a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def _problem(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(item)"
+    return f"field {where}: {first['msg']}"
+
+
+def _validated(model: type[BaseModel], value: Any) -> Any:
+    try:
+        return model.model_validate(value)
+    except ValidationError as error:
+        return _problem(error)
+
+
+def parse_generation(text: Optional[str]) -> ParsedGeneration:
+    """A generation reply; raises :class:`MalformedReply` (retried) when it is no usable object."""
+    data = json_object(text)
+    if not any(isinstance(data.get(name), list) for name in _LISTS):
+        raise MalformedReply(f"the reply has none of {', '.join(_LISTS)} as a list; keys: {sorted(data)[:8]}")
+    domain = data.get("domain")
+    parsed = ParsedGeneration(domain=domain.strip().lower() or None if isinstance(domain, str) else None)
+    for raw in _as_list(data.get("chunks")):
+        if not isinstance(raw, dict):
+            parsed.chunks.append((Chunk(), [f"the chunk is a {type(raw).__name__}, not an object"]))
+            continue
+        problems = []
+        questions = {}
+        for name, model in (("lookup", LookupItem), ("comprehension", ComprehensionItem)):
+            item = raw.get(name)
+            checked = None if item is None else _validated(model, item)
+            if isinstance(checked, str):
+                problems.append(f"its {name} question: {checked}")
+                checked = None
+            questions[name] = checked
+        rest = {k: v for k, v in raw.items() if k in ("section", "chunk_description", "source_text", "page_hint")}
+        chunk = _validated(Chunk, rest)
+        if isinstance(chunk, str):  # a page hint that is no number, say: keep the questions
+            problems.append(f"its description: {chunk}")
+            chunk = Chunk()
+        parsed.chunks.append((chunk.model_copy(update=questions), problems))
+    parsed.multi_hop = [_validated(MultiHopItem, raw) for raw in _as_list(data.get("multi_hop_questions"))]
+    parsed.adversarial = [_validated(AdversarialItem, raw) for raw in _as_list(data.get("adversarial_questions"))]
+    return parsed
+
+
+def parse_repairs(text: Optional[str]) -> dict[str, Optional[str]]:
+    """A repair reply: item id -> the new passage (None: the model found none)."""
+    data = json_object(text)
+    try:
+        reply = RepairReply.model_validate(data)
+    except ValidationError as error:
+        raise MalformedReply(f"repair reply {_problem(error)}") from None
+    return {item.id: (item.passage if item.passage and item.passage.strip() else None) for item in reply.repairs}
+
+
+def _as_list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def generation_schema() -> dict:
+    return GenerationReply.model_json_schema()
+
+
+def repair_schema() -> dict:
+    return RepairReply.model_json_schema()

@@ -1,0 +1,467 @@
+"""``python -m pytest_researchqa generate``: rows from papers, every expected passage verified.
+
+Generation runs for real through litellm against the scripted server (tests/llm_server.py),
+whose ``gen-mixed`` model writes verbatim, paraphrased, altered and fabricated quotes and
+answers repair requests from the diagnosis they carry. Papers are the bundled sample PDFs,
+a text paper written here, and (shared_data) a real PDF with real pypdf noise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import SAMPLE, leaderboard_table, shared_path
+from llm_server import FABRICATED, REJECTED_PAPER, ScriptedLLM
+from test_e2e_small_model import llama_server  # noqa: F401  (the opt-in real-model test's server)
+
+from pytest_researchqa.__main__ import main
+from pytest_researchqa.generation.checking import DEFAULT_COUNTS
+from pytest_researchqa.generation.reply import parse_generation
+from pytest_researchqa.llm.contract import MalformedReply
+from pytest_researchqa.loaders import load_dataset
+from pytest_researchqa.metrics import check_expected_passages
+from pytest_researchqa.papers import PaperStore
+
+TIDES = """Tidal Mixing and Juvenile Oyster Growth in Two Estuaries
+
+Abstract
+We measured the growth of juvenile oysters on 64 rafts placed in two estuaries with contrasting tidal regimes over one full season.
+Oysters on rafts in the strongly mixed estuary grew 2.4 millimetres per month on average, compared with 1.7 millimetres in the weakly mixed one.
+
+Methods
+Each raft carried 150 hatchery-reared spat of the same cohort, weighed and measured at deployment in early May.
+Rafts were anchored at four stations per estuary, with eight rafts per station, so that depth and distance from shore matched across sites.
+Salinity, temperature and chlorophyll were logged every ten minutes by a sonde fixed to the central raft of each station.
+Shell height was measured with digital calipers on a random subsample of thirty oysters per raft every four weeks until October.
+
+Results
+Mean chlorophyll concentration was higher in the strongly mixed estuary, at 6.8 micrograms per litre against 4.1 in the other.
+Survival to October was 81 percent in the strongly mixed estuary and 77 percent in the weakly mixed estuary, a difference that was not significant.
+Growth differences between the estuaries appeared within the first four weeks and persisted through the rest of the season.
+Within each estuary, stations closer to the mouth showed faster growth than stations further upstream.
+
+Discussion
+We attribute the faster growth mainly to the greater supply of suspended food that vigorous tidal mixing brings to the rafts.
+Because temperatures in the two estuaries differed by less than one degree, temperature is unlikely to explain the growth difference.
+A limitation of the design is that only two estuaries were compared, so estuary identity and tidal regime cannot be fully separated.
+Future work should replicate the comparison across several estuaries of each type before the result is used to site new farms.
+"""
+ROWS_PER_PAPER = sum(DEFAULT_COUNTS.values())
+
+
+@pytest.fixture(scope="module", autouse=True)
+def litellm_loaded():
+    """Import litellm once: pytester's in-process runs would otherwise re-import it (seconds each)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm  # noqa: F401
+
+
+@pytest.fixture
+def server():
+    with ScriptedLLM() as scripted:
+        yield scripted
+
+
+@pytest.fixture
+def tides(tmp_path) -> Path:
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    (folder / "tides.txt").write_text(TIDES)
+    return folder
+
+
+@pytest.fixture
+def generate(server, tmp_path, capsys):
+    """Run the subcommand in-process; returns (exit status, printed lines, report)."""
+
+    def run(papers: Path, out: Path, *extra: str, model: str = "gen-mixed", params: tuple[str, ...] = ()):
+        argv = ["generate", str(papers), "--model", f"openai/{model}", "--out", str(out),
+                "--param", f"api_base={server.url}", "--param", "api_key=test-key", *[f"--param={p}" for p in params],
+                "--cache-dir", str(tmp_path / "cache"), "--retries", "1", "--timeout", "20", *extra]
+        status = main(argv)
+        printed = capsys.readouterr().out
+        report_file = out.with_name(out.name.rsplit(".", 1)[0] + ".report.json")
+        report = json.loads(report_file.read_text()) if report_file.exists() else None
+        return status, printed, report
+
+    return run
+
+
+def paper_report(report: dict, paper_id: str) -> dict:
+    return next(p for p in report["papers"] if p["paper_id"] == paper_id)
+
+
+def assert_every_passage_verbatim(rows_file: Path, papers: Path, cache: Path) -> int:
+    """Every expected passage of the written file is in its paper, as the plugin reads it."""
+    dataset = load_dataset(rows_file)
+    assert not dataset.problems
+    store = PaperStore(papers, cache)
+    found = total = 0
+    for row in dataset.rows:
+        check = check_expected_passages(row, store.get(row.paper_id).match_index)
+        assert not check.missing_sections, (row.row_id, check.missing_sections)
+        hits, count = check.counts
+        found, total = found + hits, total + count
+    assert found == total
+    return total
+
+
+# --------------------------------------------------------------------------- repair and drop
+
+
+def test_paraphrased_and_altered_quotes_are_repaired_from_the_matchers_diagnosis(generate, tides, tmp_path, server):
+    status, printed, report = generate(tides, tmp_path / "rows.yaml")
+    assert status == 0
+    tides_report = paper_report(report, "tides")
+    repaired = {p["row_id"]: p for p in tides_report["repaired_passages"]}
+    assert repaired["tides-comprehension-1"]["verdict"] == "paraphrase"
+    assert repaired["tides-lookup-2"]["verdict"] == "altered"
+    assert repaired["tides-lookup-2"]["now"].endswith(
+        "150 hatchery-reared spat of the same cohort, weighed and measured at deployment in early May.")
+    # One repair call carried the diagnosis: the nearest passage of a paraphrase, the departure point of an edit.
+    repair_prompts = [r["messages"][-1]["content"] for r in server.requests if "<<<PASSAGES" in r["messages"][-1]["content"]]
+    assert len(repair_prompts) == 1
+    items = {i["id"]: i for i in json.loads(repair_prompts[0].split("<<<PASSAGES", 1)[1].split("PASSAGES>>>", 1)[0])}
+    assert "Oysters on rafts in the strongly mixed estuary grew 2.4" in items["tides-comprehension-1#1"]["nearest_passage"]
+    altered = items["tides-lookup-2#1"]
+    assert altered["quotation_goes_on"].startswith("remarkably")
+    assert altered["paper_goes_on"].startswith("weighed and measured")
+    # A quote the paper does not contain at all gets no "nearest passage": that would invite any verbatim text.
+    assert "nearest_passage" not in items["tides-lookup-1#2"]
+    assert "2 repaired" in printed
+
+
+def test_fabricated_quotes_are_dropped_with_the_reason_and_rows_keep_only_covered_sections(generate, tides, tmp_path):
+    status, printed, report = generate(tides, tmp_path / "rows.yaml")
+    tides_report = paper_report(report, "tides")
+    dropped = {p["passage"]: p for p in tides_report["dropped_passages"]}
+    assert dropped[FABRICATED[0]]["reason"] == ("not found: no passage of the paper says this; "
+                                               "on repair the model found no passage")
+    assert dropped[FABRICATED[1]]["reason"].startswith("not found: no passage of the paper says this; "
+                                                      "the repair is still not verbatim (not found")
+    # The lookup row loses its fabricated alternative and keeps its verbatim one ...
+    rows = {row.row_id: row for row in load_dataset(tmp_path / "rows.yaml").rows}
+    assert [len(s.alternatives) for s in rows["tides-lookup-1"].expected_references] == [1]
+    # ... the multi-hop row whose 'Results' section kept nothing is dropped, and says why.
+    assert "tides-multi_hop-1" not in rows
+    assert tides_report["dropped_rows"] == [{
+        "row_id": "tides-multi_hop-1", "question_type": "multi_hop",
+        "question": tides_report["dropped_rows"][0]["question"],
+        "reason": "section(s) 'Results' kept no verbatim passage"}]
+    assert tides_report["passages"] == {"checked": 14, "verbatim": 10, "repaired": 2, "dropped": 2}
+    assert tides_report["rows_kept"] == ROWS_PER_PAPER - 1 == len(rows)
+    assert "dropped row tides-multi_hop-1: section(s) 'Results' kept no verbatim passage" in printed
+    assert_every_passage_verbatim(tmp_path / "rows.yaml", tides, tmp_path / "cache")
+
+
+def test_the_rows_carry_each_type_s_own_fields(generate, tides, tmp_path):
+    generate(tides, tmp_path / "rows.yaml")
+    rows = {row.row_id: row for row in load_dataset(tmp_path / "rows.yaml").rows}
+    hop = rows["tides-multi_hop-2"]
+    assert hop.metadata.required_sections == ["Methods", "Results"] == [s.section_label for s in hop.expected_references]
+    assert hop.metadata.reasoning_chain and hop.judge_rubric
+    adversarial = rows["tides-adversarial-1"]
+    assert adversarial.expected_refusal is True and adversarial.metadata.false_premise
+    assert adversarial.expected_references == []
+    lookup = rows["tides-lookup-3"]
+    assert lookup.metadata.section == "Part 3" and lookup.metadata.source_text
+    assert {row.domain for row in rows.values()} == {"test studies"}
+
+
+# --------------------------------------------------------------------------- the self-test
+
+
+def test_the_oracle_scores_one_and_the_audit_finds_every_passage_on_generated_rows(
+        generate, tmp_path, pytester: pytest.Pytester):
+    papers = pytester.path / "papers"
+    shutil.copytree(SAMPLE / "papers", papers)
+    status, printed, report = generate(papers, pytester.path / "rows.yaml")
+    assert status == 0 and report["totals"]["failed"] == 0
+    assert report["totals"]["repaired"] > 0 and report["totals"]["dropped"] > 0, "the mixed model needs repairs"
+    kept = report["totals"]["rows_kept"]
+    assert kept >= 3 * (ROWS_PER_PAPER - 2)
+    assert "self-test: python -m pytest --researchqa-dataset=" in printed
+
+    common = ("-p", "no:cacheprovider", f"--researchqa-cache-dir={tmp_path / 'plugin-cache'}",
+              "--researchqa-dataset=rows.yaml")
+    result = pytester.runpytest(*common, "--researchqa-system=oracle")
+    result.assert_outcomes(passed=kept)
+    oracle = leaderboard_table(result)["oracle"]
+    assert [oracle[c] for c in ("cite prec", "sect cov", "cite acc", "refusal", "flagged")] == ["1.000"] * 5
+    assert oracle["rows"] == str(kept)
+
+    audit = pytester.runpytest(*common, "--researchqa-audit")
+    total = report["totals"]["passages_written"]
+    audit.stdout.fnmatch_lines(["*researchqa dataset audit*", f"| (all) * | {total}/{total} * | 1.000 * | 0 *"])
+
+
+def test_jsonl_and_json_outputs_are_the_published_shapes_and_load_whole(generate, tides, tmp_path):
+    status, _, report = generate(tides, tmp_path / "rows.jsonl")
+    lines = (tmp_path / "rows.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    assert "metadata" not in first and first["metadata_section"] == "Part 1"
+    assert len(lines) == report["totals"]["rows_kept"] == len(load_dataset(tmp_path / "rows.jsonl").rows)
+    assert_every_passage_verbatim(tmp_path / "rows.jsonl", tides, tmp_path / "cache")
+    generate(tides, tmp_path / "rows.json")
+    wrapper = json.loads((tmp_path / "rows.json").read_text())
+    assert wrapper["generated"]["counts"] == DEFAULT_COUNTS and len(wrapper["rows"]) == len(lines)
+    assert [r.row_id for r in load_dataset(tmp_path / "rows.json").rows] == [json.loads(line)["row_id"] for line in lines]
+
+
+# --------------------------------------------------------------------------- runs, cache, failures
+
+
+def test_a_rerun_makes_no_call_and_writes_the_same_rows(generate, tides, tmp_path, server):
+    generate(tides, tmp_path / "rows.yaml")
+    calls = server.calls()
+    assert calls == 2, "one generation call and one repair call for the paper"
+    first = (tmp_path / "rows.yaml").read_bytes()
+    status, printed, report = generate(tides, tmp_path / "rows.yaml")
+    assert server.calls() == calls, "the cached replies answer everything"
+    assert (tmp_path / "rows.yaml").read_bytes() == first
+    assert report["totals"]["usage"]["calls"] == 0 and report["totals"]["usage"]["from_cache"] == 2
+    assert "0 calls, 2 from cache" in printed
+    generate(tides, tmp_path / "rows.yaml", "--refresh")
+    assert server.calls() == 2 * calls
+
+
+def test_a_changed_question_mix_asks_again_and_writes_that_mix(generate, tides, tmp_path, server):
+    generate(tides, tmp_path / "rows.yaml", "--count", "lookup=2", "--count", "comprehension=0",
+             "--count", "multi_hop=1", "--count", "adversarial=1")
+    rows = load_dataset(tmp_path / "rows.yaml").rows
+    assert sorted(r.row_id for r in rows) == ["tides-adversarial-1", "tides-lookup-1", "tides-lookup-2"]
+    prompt = server.requests[0]["messages"][-1]["content"]
+    assert "- 2 chunks" in prompt and '"comprehension": null' in prompt and "- 1 multi-hop questions" in prompt
+    # multi_hop-1 was asked for but its Results quote is fabricated: dropped, so one row fewer.
+    _, printed, report = generate(tides, tmp_path / "rows.yaml", "--count", "lookup=6")
+    assert "note: asked for 6 lookup questions, the reply had 4 usable" in printed
+    assert paper_report(report, "tides")["notes"]["shortfalls"] == ["asked for 6 lookup questions, the reply had 4 usable"]
+
+
+def test_a_broken_json_reply_is_retried_and_a_reply_that_never_parses_fails_only_its_paper(generate, tides, tmp_path,
+                                                                                            server):
+    status, _, report = generate(tides, tmp_path / "rows.yaml", model="gen-truncated")
+    assert status == 0 and report["totals"]["rows_kept"] == ROWS_PER_PAPER
+    assert server.calls("gen-truncated") == 2, "a reply cut off halfway, then a whole one"
+    status, printed, report = generate(tides, tmp_path / "garbage.yaml", model="garbage")
+    assert status == 1
+    assert paper_report(report, "tides")["status"] == "failed"
+    error = paper_report(report, "tides")["error"]
+    assert "malformed reply: no JSON object in the reply" in error and "--param max_tokens=N" in error
+    assert "[1/1] tides: FAILED: openai/garbage (tides): failed after 2 attempts" in printed
+
+
+def test_an_unreadable_pdf_and_a_provider_error_are_reported_and_the_other_papers_go_on(generate, tides, tmp_path):
+    (tides / "damaged.pdf").write_bytes(b"%PDF-1.7\n1 0 obj <<")
+    (tides / "rejected.txt").write_text(f"{TIDES}\n{REJECTED_PAPER}\n")
+    (tides / "Upper.PDF").write_bytes(b"%PDF-1.7")
+    status, printed, report = generate(tides, tmp_path / "rows.yaml")
+    assert status == 1
+    assert paper_report(report, "damaged")["error"].startswith("paper 'damaged' (damaged.pdf): pypdf cannot read it")
+    assert "this document violates the usage policy" in paper_report(report, "rejected")["error"]
+    assert paper_report(report, "tides")["status"] == "ok"
+    assert {r.paper_id for r in load_dataset(tmp_path / "rows.yaml").rows} == {"tides"}
+    assert "skipped Upper.PDF: rename it to Upper.pdf" in printed
+    assert "wrote 11 rows from 1 of 3 papers" in printed
+
+
+def test_a_key_echoed_back_by_the_provider_is_never_printed_or_written(generate, tides, tmp_path):
+    status, printed, report = generate(tides, tmp_path / "rows.yaml", model="echo-key",
+                                       params=("api_key=sk-generate-secret-123",))
+    assert status == 1
+    text = printed + (tmp_path / "rows.report.json").read_text()
+    assert "sk-generate-secret-123" not in text and "<redacted>" in text
+
+
+def test_the_json_schema_mode_sends_the_reply_schema(generate, tides, tmp_path, server):
+    generate(tides, tmp_path / "rows.yaml", params=("structured_output=json_schema",))
+    first, repair = server.requests[0], server.requests[1]
+    assert first["response_format"]["type"] == "json_schema"
+    schema = first["response_format"]["json_schema"]
+    assert schema["name"] == "generate_rows" and "multi_hop_questions" in schema["schema"]["properties"]
+    assert repair["response_format"]["json_schema"]["name"] == "repair_passages"
+
+
+def test_usage_errors_exit_2_before_any_call(generate, tmp_path, server, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert generate(empty, tmp_path / "rows.yaml")[0] == 2
+    assert generate(tmp_path / "missing", tmp_path / "rows.yaml")[0] == 2
+    assert generate(empty, tmp_path / "rows.csv")[0] == 2
+    assert generate(empty, tmp_path / "rows.yaml", "--count", "trivia=3")[0] == 2
+    with pytest.raises(SystemExit) as exit_:
+        main(["generate", str(empty), "--model", "m", "--out", "x.yaml", "--count", "lookup=many"])
+    assert exit_.value.code == 2 and "expected TYPE=N" in capsys.readouterr().err
+    assert server.calls() == 0
+
+
+def test_help_lists_the_generate_subcommand():
+    shown = subprocess.run([sys.executable, "-m", "pytest_researchqa", "--help"], capture_output=True, text=True)
+    assert "generate PAPERS_DIR --model MODEL --out rows.yaml" in shown.stdout
+    detail = subprocess.run([sys.executable, "-m", "pytest_researchqa", "generate", "--help"], capture_output=True,
+                            text=True)
+    assert "--count TYPE=N" in detail.stdout and "--param KEY=VALUE" in detail.stdout
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def test_one_malformed_question_costs_only_that_question():
+    reply = json.dumps({"domain": "Ecology", "chunks": [{"section": "Results", "page_hint": "two",
+                                                         "lookup": {"question": "Q?", "expected_answer": "A",
+                                                                    "expected_references": []}}],
+                        "multi_hop_questions": [{"expected_answer": "no question"},
+                                                {"question": "Q2?", "expected_references": []}],
+                        "adversarial_questions": "none"})
+    parsed = parse_generation(f"```json\n{reply}\n```")
+    assert parsed.domain == "ecology"
+    chunk, problems = parsed.chunks[0]
+    assert chunk.lookup is not None and chunk.lookup.question == "Q?"
+    assert problems == ["its description: field page_hint: Input should be a valid integer, unable to parse string "
+                        "as an integer"]
+    assert isinstance(parsed.multi_hop[0], str) and "field question: Field required" in parsed.multi_hop[0]
+    assert not isinstance(parsed.multi_hop[1], str)
+    assert parsed.adversarial == []
+
+
+@pytest.mark.parametrize("reply", ["", "Here are your questions!", '{"chunks": [', "[1, 2]", '{"answer": "x"}'])
+def test_a_reply_that_is_no_generation_is_malformed_and_retried(reply):
+    with pytest.raises(MalformedReply):
+        parse_generation(reply)
+
+
+# --------------------------------------------------------------------------- a real paper
+
+
+@pytest.mark.shared_data
+def test_passages_from_a_real_pdf_survive_pypdf_noise(generate, tmp_path):
+    source = shared_path("papers", "chain_of_thought.pdf")
+    papers = tmp_path / "papers"
+    papers.mkdir()
+    shutil.copy(source, papers / source.name)
+    status, printed, report = generate(papers, tmp_path / "rows.yaml", model="gen-good")
+    entry = paper_report(report, "chain_of_thought")
+    assert status == 0 and entry["rows_kept"] == ROWS_PER_PAPER
+    # The scripted model copies sentences from pypdf's text, line breaks, hyphenation and all.
+    assert entry["passages"]["verbatim"] == entry["passages"]["checked"]
+    assert assert_every_passage_verbatim(tmp_path / "rows.yaml", papers, tmp_path / "cache") == entry["passages"]["checked"]
+    status, _, report = generate(papers, tmp_path / "mixed.yaml", model="gen-mixed")
+    mixed = paper_report(report, "chain_of_thought")
+    assert mixed["passages"]["dropped"] >= 2 and mixed["passages"]["repaired"] >= 1
+    assert_every_passage_verbatim(tmp_path / "mixed.yaml", papers, tmp_path / "cache")
+
+
+# --------------------------------------------------------------------------- checking, without a model
+
+
+def test_a_failed_repair_call_drops_the_passages_with_its_cause_and_a_false_premise_row_stays_without_evidence():
+    from pytest_researchqa.generation import checking
+    from pytest_researchqa.matcher import MatchIndex
+
+    verbatim = "Survival to October was 81 percent in the strongly mixed estuary and 77 percent in the weakly mixed estuary"
+    reply = json.dumps({"chunks": [{"section": "Results", "source_text": "A summary in the model's own words here.",
+                                    "lookup": {"question": "What was survival?", "expected_answer": "81 and 77 percent",
+                                               "expected_references": [{"section_label": "Results",
+                                                                        "alternatives": [verbatim, FABRICATED[0]]}]}}],
+                        "adversarial_questions": [{"question": "Why was the placebo raft better?",
+                                                   "false_premise": "There was no placebo raft.",
+                                                   "expected_answer": "There was no placebo raft.",
+                                                   "expected_references": [{"section_label": "Methods",
+                                                                            "alternatives": [FABRICATED[1]]}]}]})
+    index = MatchIndex(TIDES)
+    counts = {"lookup": 1, "comprehension": 0, "multi_hop": 0, "adversarial": 1}
+    candidates, notes = checking.candidates_from(parse_generation(reply), "tides", counts)
+    assert notes == {"shortfalls": [], "malformed": []}
+    checking.check_passages(candidates, index)
+    assert [item["quotation"] for item in checking.repair_requests(candidates)] == list(FABRICATED)
+    checking.apply_repairs(candidates, None, index, failure="openai/x (tides): failed after 4 attempts")
+    result = checking.finish(candidates, "tides", "ecology", index)
+    rows = {row["row_id"]: row for row in result.rows}
+    assert rows["tides-lookup-1"]["expected_references"][0]["alternatives"] == [verbatim]
+    assert "source_text" not in rows["tides-lookup-1"]["metadata"] and result.report["excerpts_left_out"] == 1
+    assert rows["tides-adversarial-1"]["expected_references"] == []
+    assert rows["tides-adversarial-1"]["expected_refusal"] is True
+    assert [p["reason"] for p in result.report["dropped_passages"]] == [
+        "not found: no passage of the paper says this; not repaired: openai/x (tides): failed after 4 attempts"] * 2
+    assert result.report["passages"] == {"checked": 3, "verbatim": 1, "repaired": 0, "dropped": 2}
+
+
+def test_a_multi_hop_question_without_evidence_for_a_required_section_is_dropped_before_any_check():
+    from pytest_researchqa.generation import checking
+
+    block = {"section_label": "Methods", "alternatives": ["Each raft carried 150 hatchery-reared spat of the same cohort"]}
+    reply = json.dumps({"multi_hop_questions": [
+        {"question": "Q1?", "required_sections": ["Methods", "Discussion"], "expected_references": [block]},
+        {"question": "Q2?", "required_sections": [], "expected_references": [block, block]},
+        {"question": "Q3?", "required_sections": ["Methods", "Results"],
+         "expected_references": [block, {**block, "section_label": "Results (Table 2)"}]}]})
+    candidates, _ = checking.candidates_from(parse_generation(reply), "tides", {"multi_hop": 3})
+    assert [c.dropped for c in candidates] == [
+        "required section(s) 'Discussion' have no evidence block",
+        "a multi-hop question needs evidence from two distinct sections",
+        None]  # a required section worded differently from its block's label still has its block
+
+
+# --------------------------------------------------------------------------- opt-in: a real small model
+
+
+@pytest.mark.e2e
+def test_a_real_small_model_generates_rows_whose_kept_passages_are_all_verbatim(request, tmp_path):
+    """``python -m pytest -m e2e``: the llama.cpp server of test_e2e_small_model (skips when not installed)."""
+    url = request.getfixturevalue("llama_server")
+    papers = tmp_path / "papers"
+    papers.mkdir()
+    shutil.copy(SAMPLE / "papers" / "sample-edu.pdf", papers)
+    argv = ["generate", str(papers), "--model", "openai/smollm2", "--out", str(tmp_path / "rows.yaml"),
+            "--param", f"api_base={url}", "--param", "api_key=local", "--param", "structured_output=json_object",
+            "--param", "temperature=0", "--param", "max_input_tokens=3500", "--count", "lookup=2",
+            "--count", "comprehension=0", "--count", "multi_hop=0", "--count", "adversarial=1",
+            "--concurrency", "1", "--timeout", "600", "--cache-dir", str(tmp_path / "cache")]
+    status = main(argv)
+    report = json.loads((tmp_path / "rows.report.json").read_text())
+    entry = paper_report(report, "sample-edu")
+    print(json.dumps(entry, indent=1)[:4000])
+    if status == 0:  # a 135M model may never write the JSON asked for: then the paper fails, reported
+        passages = entry["passages"]
+        assert passages["checked"] == passages["verbatim"] + passages["repaired"] + passages["dropped"]
+        assert_every_passage_verbatim(tmp_path / "rows.yaml", papers, tmp_path / "cache")
+    else:
+        assert entry["status"] == "failed" and entry["error"]
+
+
+def test_a_multi_hop_row_whose_sections_quote_the_same_passage_is_dropped():
+    from pytest_researchqa.generation import checking
+    from pytest_researchqa.matcher import MatchIndex
+
+    same = "Each raft carried 150 hatchery-reared spat of the same cohort, weighed and measured at deployment"
+    overlapping = "spat of the same cohort, weighed and measured at deployment in early May."
+    other = "Growth differences between the estuaries appeared within the first four weeks"
+    reply = json.dumps({"multi_hop_questions": [
+        {"question": "Q1?", "expected_references": [{"section_label": "Methods", "alternatives": [same]},
+                                                    {"section_label": "Setup", "alternatives": [overlapping]}]},
+        {"question": "Q2?", "expected_references": [{"section_label": "Methods", "alternatives": [same]},
+                                                    {"section_label": "Results", "alternatives": [other]}]}]})
+    index = MatchIndex(TIDES)
+    candidates, _ = checking.candidates_from(parse_generation(reply), "tides", {"multi_hop": 2})
+    checking.check_passages(candidates, index)
+    result = checking.finish(candidates, "tides", "ecology", index)
+    assert [row["row_id"] for row in result.rows] == ["tides-multi_hop-2"]
+    assert result.report["dropped_rows"][0]["reason"] == (
+        "sections 'Methods' and 'Setup' quote the same passage: it is no multi-hop question")
+
+
+def test_a_paper_longer_than_the_context_window_is_cut_and_the_report_says_so(generate, tides, tmp_path, server):
+    appendix = "\n".join(f"Appendix note {n} repeats that raft {n} was inspected weekly by two observers." for n in range(400))
+    (tides / "tides.txt").write_text(TIDES + "\nAppendix\n" + appendix)
+    _, printed, report = generate(tides, tmp_path / "rows.yaml", model="gen-good", params=("max_input_tokens=3000",))
+    note = paper_report(report, "tides")["notes"]["cut"]
+    assert note.startswith("the model saw the first 6000 of ")
+    assert f"note: {note}" in printed
+    sent = server.requests[0]["messages"][-1]["content"]
+    assert "Appendix note 1 repeats" in sent and "Appendix note 399" not in sent
