@@ -13,7 +13,6 @@ its object API is used (no pyplot, no backend switched in the user's process).
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
@@ -31,11 +30,13 @@ _DPI = 150
 
 
 def require_matplotlib() -> None:
-    if importlib.util.find_spec("matplotlib") is None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
         import pytest
 
         raise pytest.UsageError("--researchqa-plots draws with matplotlib, which is not installed: "
-                                "pip install 'pytest-researchqa[plots]'")
+                                "pip install 'pytest-researchqa[plots]'") from None
 
 
 def _figure(width: float, height: float) -> Any:
@@ -81,6 +82,7 @@ def frontier(summaries: Sequence[Summary], family: Family, axis: str) -> Optiona
     colors = _colors(len(points))
     for n, (label, x, y) in enumerate(points):
         ax.scatter([x], [y], s=60, color=colors[n], zorder=3, label=label)
+        ax.annotate(label, (x, y), xytext=(6, 6), textcoords="offset points", fontsize=8, color=colors[n])
     line = _frontier([(x, y) for _, x, y in points])
     if len(line) > 1:
         ax.plot([x for x, _ in line], [y for _, y in line], color="0.5", linestyle="--", zorder=2,
@@ -124,6 +126,7 @@ def question_types(records: Sequence[RowRecord], summaries: Sequence[Summary], f
         ax.set_title(spec.label if spec else metric, fontsize=10)
         ax.set_xticks(range(len(types)), [t.replace("_", "-") for t in types], rotation=20, ha="right",
                       fontsize=8)
+        ax.set_xlim(-0.5, len(types) - 0.5)
         ax.set_ylim(0, 1.05)
         ax.grid(True, axis="y", alpha=0.3)
     for n in range(len(measured), rows * columns):
@@ -159,8 +162,8 @@ def domains(records: Sequence[RowRecord], summaries: Sequence[Summary], family: 
             if value == value:  # not NaN
                 ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=9,
                         color="black" if value > 0.6 else "white")
-    figure.colorbar(image, ax=ax, label="quality (mean of metric means)")
-    ax.set_title("Quality per domain and system")
+    figure.colorbar(image, ax=ax, label="quality")
+    ax.set_title("Quality (mean of metric means) per domain and system", fontsize=11)
     return figure
 
 
@@ -174,6 +177,8 @@ def paper_deltas(comparison: Comparison, family: Family) -> Optional[Any]:
                 series.append((s.system, list(paper_means(papers, [a - b for a, b in zip(new, old)]).values())))
         if series:
             panels.append((spec.label, series))
+    changed = [p for p in panels if any(d for _, deltas in p[1] for d in deltas)]
+    panels = changed or panels[:1]  # a metric no paper moved on says nothing: left out
     if not panels:
         return None
     systems = sorted({name for _, series in panels for name, _ in series})
@@ -197,7 +202,8 @@ def paper_deltas(comparison: Comparison, family: Family) -> Optional[Any]:
         ax.grid(True, axis="x", alpha=0.3)
     for n in range(len(panels), rows * columns):
         axes[n // columns][n % columns].set_visible(False)
-    figure.suptitle(f"Change per paper against {comparison.baseline} (red: mean over papers)", fontsize=11)
+    figure.suptitle(f"Change per paper against {comparison.baseline}\n(red: mean over papers; metrics no paper "
+                    "moved on are left out)", fontsize=11)
     return figure
 
 
