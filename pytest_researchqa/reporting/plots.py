@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 FORMATS = ("png", "svg")
 _DPI = 150
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
 def require_matplotlib() -> None:
@@ -80,9 +81,9 @@ def frontier(summaries: Sequence[Summary], family: Family, axis: str) -> Optiona
     figure = _figure(7.0, 4.8)
     ax = figure.add_subplot()
     colors = _colors(len(points))
+    # Named in the legend, told apart by colour and marker: labels beside close points would overlap.
     for n, (label, x, y) in enumerate(points):
-        ax.scatter([x], [y], s=60, color=colors[n], zorder=3, label=label)
-        ax.annotate(label, (x, y), xytext=(6, 6), textcoords="offset points", fontsize=8, color=colors[n])
+        ax.scatter([x], [y], s=70, color=colors[n], marker=_MARKERS[n % len(_MARKERS)], zorder=3, label=label)
     line = _frontier([(x, y) for _, x, y in points])
     if len(line) > 1:
         ax.plot([x for x, _ in line], [y for _, y in line], color="0.5", linestyle="--", zorder=2,
@@ -90,6 +91,10 @@ def frontier(summaries: Sequence[Summary], family: Family, axis: str) -> Optiona
     xs = [x for _, x, _ in points]
     if min(xs) > 0 and max(xs) / min(xs) > 50:
         ax.set_xscale("log")
+    else:
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(5))
     ax.set_xlabel("mean latency per row (s)" if axis == "latency" else "total cost (USD)")
     ax.set_ylabel("quality (mean of metric means)")
     ax.set_ylim(-0.02, 1.05)
@@ -151,7 +156,7 @@ def domains(records: Sequence[RowRecord], summaries: Sequence[Summary], family: 
             quality = summarize(system, per.get(f"{system}\0{domain}", []), measured).composite(measured)
             row.append(float("nan") if quality is None else quality)
         grid.append(row)
-    figure = _figure(max(4.5, 1.3 * len(systems) + 2.5), max(2.6, 0.5 * len(names) + 1.6))
+    figure = _figure(max(6.0, 1.3 * len(systems) + 3.0), max(2.6, 0.5 * len(names) + 1.6))
     ax = figure.add_subplot()
     image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=1, aspect="auto")
     ax.set_xticks(range(len(systems)), systems, rotation=20 if len(systems) > 3 else 0,
@@ -163,7 +168,7 @@ def domains(records: Sequence[RowRecord], summaries: Sequence[Summary], family: 
                 ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=9,
                         color="black" if value > 0.6 else "white")
     figure.colorbar(image, ax=ax, label="quality")
-    ax.set_title("Quality (mean of metric means) per domain and system", fontsize=11)
+    ax.set_title("Quality per domain and system\n(mean of the metric means)", fontsize=11)
     return figure
 
 
@@ -178,20 +183,21 @@ def paper_deltas(comparison: Comparison, family: Family) -> Optional[Any]:
         if series:
             panels.append((spec.label, series))
     changed = [p for p in panels if any(d for _, deltas in p[1] for d in deltas)]
+    moved = bool(changed)
     panels = changed or panels[:1]  # a metric no paper moved on says nothing: left out
     if not panels:
         return None
     systems = sorted({name for _, series in panels for name, _ in series})
     columns = min(3, len(panels))
     rows = -(-len(panels) // columns)
-    figure = _figure(4.3 * columns, (0.5 * len(systems) + 1.6) * rows + 0.5)
+    figure = _figure(max(4.3 * columns, 7.0), (0.5 * len(systems) + 1.6) * rows + 0.7)
     axes = figure.subplots(rows, columns, squeeze=False)
     for n, (label, series) in enumerate(panels):
         ax = axes[n // columns][n % columns]
         ax.axvline(0, color="0.4", linewidth=1)
         for name, deltas in series:
             y = systems.index(name)
-            jitter = [y + ((i * 7919) % 21 - 10) / 40 for i in range(len(deltas))]
+            jitter = [y + ((i * 7) % 11 - 5) / 20 for i in range(len(deltas))]  # spread, deterministic
             ax.scatter(deltas, jitter, s=14, alpha=0.6, color="tab:blue")
             mean = sum(deltas) / len(deltas)
             ax.plot([mean, mean], [y - 0.35, y + 0.35], color="tab:red", linewidth=2)
@@ -202,8 +208,8 @@ def paper_deltas(comparison: Comparison, family: Family) -> Optional[Any]:
         ax.grid(True, axis="x", alpha=0.3)
     for n in range(len(panels), rows * columns):
         axes[n // columns][n % columns].set_visible(False)
-    figure.suptitle(f"Change per paper against {comparison.baseline}\n(red: mean over papers; metrics no paper "
-                    "moved on are left out)", fontsize=11)
+    detail = "red: mean over papers; metrics no paper moved on are left out" if moved else "no paper changed"
+    figure.suptitle(f"Change per paper against {comparison.baseline}\n({detail})", fontsize=11)
     return figure
 
 
