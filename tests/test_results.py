@@ -269,3 +269,33 @@ def test_plots_without_matplotlib_are_a_usage_error_naming_the_extra(pytester, m
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--researchqa-plots draws with matplotlib, which is not installed: "
                                  "pip install 'pytest-researchqa?plots?'*"])
+
+
+def test_the_pull_request_markdown_renders_on_githubs_renderer_with_deltas_and_failed_gates(pytester, tmp_path):
+    import html
+
+    import cmarkgfm
+
+    args = (f"--researchqa-cache-dir={tmp_path}", *RUN)
+    pytester.runpytest("--researchqa-system=bm25", "--researchqa-save=main", *args)
+    result = pytester.runpytest("--researchqa-system=bm25", "--researchqa-system=oracle", "-k", "not ml-",
+                                "--researchqa-compare=main", "--researchqa-fail-on-regression=citation_precision",
+                                "--researchqa-markdown=pr.md", *args)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, "oracle has no baseline to be compared with"
+    markdown = (pytester.path / "pr.md").read_text()
+    page = cmarkgfm.github_flavored_markdown_to_html(markdown, options=cmarkgfm.Options.CMARK_OPT_UNSAFE)
+    tables = re.findall(r"<table>.*?</table>", page, re.S)
+    assert len(tables) == 4, "leaderboard, comparison, by question type, by domain"
+    for table in tables:
+        header = len(re.findall(r"<th[ >]", table.split("</thead>")[0]))
+        for row in re.findall(r"<tr>(.*?)</tr>", table.split("</thead>")[1], re.S):
+            assert len(re.findall(r"<td[ >]", row)) == header, "no cell lost or split by a stray pipe"
+    leaderboard = html.unescape(tables[0])
+    assert "<th align=\"right\">Δ cite prec</th>" in leaderboard and "<td align=\"right\">+0.000</td>" in leaderboard
+    assert "<td align=\"right\">new</td>" in leaderboard, "oracle is not in the baseline"
+    items = [html.unescape(i) for i in re.findall(r"<li>(.*?)</li>", page, re.S)]
+    assert any(i.startswith("❌ oracle: citation_precision FAILED: the baseline ") and "has no system 'oracle'" in i
+               for i in items)
+    assert any(i.startswith("✅ bm25: citation_precision: 0.417 vs 0.417, delta +0.000") for i in items)
+    assert any(i.startswith("bm25: 18 row(s) paired; only in the baseline: 9 row(s): ml-adv-1") for i in items)
+    assert "<details><summary>By question type</summary>" in page
