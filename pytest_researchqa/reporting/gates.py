@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Sequence
 
-from ..families import Family
+from ..families import Family, MetricSpec
 from ..records import RowRecord
 from .summaries import group, summarize, system_of
 
@@ -37,10 +37,8 @@ class Gate:
         return f"{prefix}{self.metric}{sign}{self.threshold:g}"
 
 
-def parse_gate(text: str, family: Family) -> Gate:
-    name, equals, value = text.partition("=")
-    if not equals:
-        raise GateSpecError(f"{text!r}: expected METRIC=VALUE, e.g. section_coverage=0.8")
+def scoped_metric(text: str, name: str, family: Family) -> tuple[Optional[str], MetricSpec]:
+    """``METRIC`` or ``TYPE.METRIC`` of a gate, checked against the family's declarations."""
     question_type, _, metric = name.strip().rpartition(".")
     spec = family.metric(metric)
     if spec is None:
@@ -48,13 +46,22 @@ def parse_gate(text: str, family: Family) -> Gate:
     if question_type and question_type not in family.question_types:
         raise GateSpecError(
             f"{text!r}: unknown question type {question_type!r}; choose from {', '.join(family.question_types)}")
+    return question_type or None, spec
+
+
+def parse_gate(text: str, family: Family) -> Gate:
+    name, equals, value = text.partition("=")
+    if not equals:
+        raise GateSpecError(f"{text!r}: expected METRIC=VALUE, e.g. section_coverage=0.8")
+    question_type, spec = scoped_metric(text, name, family)
+    metric = spec.name
     try:
         threshold = float(value)
     except ValueError:
         raise GateSpecError(f"{text!r}: {value!r} is not a number") from None
     if not spec.low <= threshold <= spec.high:
         raise GateSpecError(f"{text!r}: thresholds for {metric} are between {spec.low:g} and {spec.high:g}")
-    return Gate(metric, threshold, question_type or None, spec.higher_is_better)
+    return Gate(metric, threshold, question_type, spec.higher_is_better)
 
 
 @dataclass(frozen=True)
@@ -110,13 +117,8 @@ class RegressionGate:
 
 def parse_regression_gate(text: str, family: Family) -> RegressionGate:
     name, colon, effect = text.partition(":")
-    question_type, _, metric = name.strip().rpartition(".")
-    spec = family.metric(metric)
-    if spec is None:
-        raise GateSpecError(f"{text!r}: unknown metric {metric!r}; choose from {', '.join(family.metric_names)}")
-    if question_type and question_type not in family.question_types:
-        raise GateSpecError(
-            f"{text!r}: unknown question type {question_type!r}; choose from {', '.join(family.question_types)}")
+    question_type, spec = scoped_metric(text, name, family)
+    metric = spec.name
     min_effect = 0.0
     if colon:
         try:
@@ -125,7 +127,7 @@ def parse_regression_gate(text: str, family: Family) -> RegressionGate:
             raise GateSpecError(f"{text!r}: MIN_EFFECT {effect!r} is not a number") from None
         if not 0 <= min_effect <= spec.high - spec.low:
             raise GateSpecError(f"{text!r}: MIN_EFFECT for {metric} is between 0 and {spec.high - spec.low:g}")
-    return RegressionGate(metric, min_effect, question_type or None, spec.higher_is_better)
+    return RegressionGate(metric, min_effect, question_type, spec.higher_is_better)
 
 
 @dataclass(frozen=True)
