@@ -299,3 +299,15 @@ def test_the_pull_request_markdown_renders_on_githubs_renderer_with_deltas_and_f
     assert any(i.startswith("✅ bm25: citation_precision: 0.417 vs 0.417, delta +0.000") for i in items)
     assert any(i.startswith("bm25: 18 row(s) paired; only in the baseline: 9 row(s): ml-adv-1") for i in items)
     assert "<details><summary>By question type</summary>" in page
+
+
+def test_regression_gates_decide_the_same_under_xdist(pytester, tmp_path):
+    args = ("--researchqa-system=bm25", f"--researchqa-cache-dir={tmp_path}", *RUN)
+    pytester.runpytest_subprocess(*args, "--researchqa-save=main", "-p", "no:xdist")
+    result = pytester.runpytest_subprocess(*args, "-n", "2", "--researchqa-compare=main",
+                                           "--researchqa-fail-on-regression=section_coverage")
+    assert result.ret == pytest.ExitCode.OK, "rows below their bar are expected failures: the gate decides"
+    result.assert_outcomes(passed=10, xfailed=17)
+    result.stdout.fnmatch_lines(["bm25: section_coverage: 0.583 vs 0.583, delta +0.000, *: ok, but 3 papers are "
+                                 "too few for any difference to be significant*"])
+    assert len(list((pytester.path / ".researchqa" / "runs").iterdir())) == 2
