@@ -18,7 +18,7 @@ import pytest
 
 if TYPE_CHECKING:  # pragma: no cover
     from .families import Family
-    from .reporting.gates import Gate
+    from .reporting.gates import Gate, RegressionGate
 
 DEFAULT_SYSTEM = "bm25"
 # Mirrors families.citation.QUESTION_TYPES (a unit test holds them equal): markers are
@@ -83,6 +83,18 @@ OPTIONS: tuple[Option, ...] = (
     Option("--researchqa-markdown", "path",
            "Write the leaderboard, slices and gate results as GitHub-flavoured Markdown to this file "
            "(also appended to $GITHUB_STEP_SUMMARY when set)."),
+    Option("--researchqa-compare", "text",
+           "Compare with a saved run (its folder, folder name, --researchqa-save name, or 'last' for the most recent "
+           "saved run): the leaderboard gains a delta per metric and a comparison table."),
+    Option("--researchqa-compare-map", "append",
+           "NEW=OLD: compare this run's system NEW with the baseline's system OLD (default: same name). Repeatable."),
+    Option("--researchqa-fail-on-regression", "append",
+           "Gate against --researchqa-compare's run: METRIC[:MIN_EFFECT] or TYPE.METRIC[:MIN_EFFECT] fails when the "
+           "paired, paper-clustered drop is significant at alpha 0.05 and larger than MIN_EFFECT (default 0). "
+           "Repeatable."),
+    Option("--researchqa-plots", "path",
+           "Write figures (PNG and SVG) to this folder: quality-latency frontier, per-question-type profile, "
+           "domain x system heatmap, per-paper deltas. Needs pytest-researchqa[plots]."),
     Option("--researchqa-cache-dir", "path", "Where extracted papers and downloads are cached."),
     Option("--researchqa-download-papers", "flag", "Download missing papers from paper_s3_url into the cache."),
     Option("--researchqa-download-allow-private", "flag",
@@ -148,6 +160,10 @@ class Settings:
     save_name: str = "run"
     markdown: Optional[Path] = None
     download_allow_private: bool = False
+    compare: Optional[str] = None  # a saved run's spec, resolved at configure
+    compare_map: dict[str, str] = field(default_factory=dict)
+    regressions: tuple["RegressionGate", ...] = ()
+    plots: Optional[Path] = None
 
     @property
     def all_systems(self) -> tuple[str, ...]:
@@ -201,6 +217,27 @@ def read_settings(config: pytest.Config) -> Settings:
             gates = tuple(parse_gate(text, get_family(family)) for text in resolved["researchqa_fail_under"])
         except GateSpecError as error:
             raise pytest.UsageError(f"--researchqa-fail-under {error}") from None
+    regressions: tuple["RegressionGate", ...] = ()
+    if resolved["researchqa_fail_on_regression"]:
+        from .families import get_family
+        from .reporting.gates import GateSpecError, parse_regression_gate
+
+        if not resolved["researchqa_compare"]:
+            raise pytest.UsageError("--researchqa-fail-on-regression compares with a saved run: "
+                                    "add --researchqa-compare=RUN (a saved run's name, folder, or 'last')")
+        try:
+            regressions = tuple(parse_regression_gate(text, get_family(family))
+                                for text in resolved["researchqa_fail_on_regression"])
+        except GateSpecError as error:
+            raise pytest.UsageError(f"--researchqa-fail-on-regression {error}") from None
+    compare_map: dict[str, str] = {}
+    if resolved["researchqa_compare_map"]:
+        from .reporting.compare import parse_mapping
+
+        try:
+            compare_map = parse_mapping(resolved["researchqa_compare_map"])
+        except ValueError as error:
+            raise pytest.UsageError(f"--researchqa-compare-map {error}") from None
     return Settings(
         active=given_any,
         requested=on_command_line,
@@ -231,6 +268,10 @@ def read_settings(config: pytest.Config) -> Settings:
         save_name=resolved["researchqa_save"],
         markdown=resolved["researchqa_markdown"],
         download_allow_private=resolved["researchqa_download_allow_private"],
+        compare=resolved["researchqa_compare"],
+        compare_map=compare_map,
+        regressions=regressions,
+        plots=resolved["researchqa_plots"],
     )
 
 

@@ -76,6 +76,30 @@ def pytest_configure(config: pytest.Config) -> None:
         state = run_state(config)
         for spec in settings.systems:
             state.system(spec)  # a bad spec is a usage error now, not N failing rows
+        if settings.compare and not is_worker(config):
+            state.session.baseline = _baseline(config, settings)
+        if settings.plots is not None:
+            from .reporting.plots import require_matplotlib
+
+            require_matplotlib()
+
+
+def _runs_dir(config: pytest.Config, settings: Any) -> Path:
+    from .runs import DEFAULT_RUNS_DIR
+
+    if settings.results and settings.results != "off":
+        return Path(settings.results)
+    return config.rootpath / DEFAULT_RUNS_DIR
+
+
+def _baseline(config: pytest.Config, settings: Any) -> Any:
+    """The saved run to compare with, read now: a wrong name fails before any row runs."""
+    from .runs import RunNotFound, load_baseline
+
+    try:
+        return load_baseline(settings.compare, _runs_dir(config, settings))
+    except (RunNotFound, ValueError, OSError) as error:
+        raise pytest.UsageError(f"--researchqa-compare: {error}") from None
 
 
 def _new_state(settings: Any, sample_after_selection: bool) -> "RunState":
@@ -212,6 +236,7 @@ class RunHooks:
         self.foreign_failures = 0
         self.started_at = datetime.datetime.now(datetime.timezone.utc)
         self.writer: Optional["RunWriter"] = None
+        self.plots: list[Path] = []
 
     @property
     def state(self) -> "RunState":
@@ -221,10 +246,10 @@ class RunHooks:
         """This run's results folder, opened with the first record (None when saving is off)."""
         settings = self.config.stash[SETTINGS]
         if self.writer is None and settings.results != "off":
-            from .runs import DEFAULT_RUNS_DIR, RunWriter, run_folder_name
+            from .runs import RunWriter, new_run_folder
 
-            runs_dir = Path(settings.results) if settings.results else self.config.rootpath / DEFAULT_RUNS_DIR
-            self.writer = RunWriter(runs_dir / run_folder_name(settings.save_name, self.started_at))
+            self.writer = RunWriter(new_run_folder(_runs_dir(self.config, settings), settings.save_name,
+                                                   self.started_at))
         return self.writer
 
     # -- collection ----------------------------------------------------------------------
@@ -336,10 +361,18 @@ class RunHooks:
         state.session.selection = self._selection()
         state.session.foreign_failures = self.foreign_failures
         state.session.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        if state.session.baseline is not None:
+            from .runs import file_sha256
+
+            state.session.dataset_sha = file_sha256(state.dataset_path)
         outcome = state.session.outcome()
         if self.writer is not None:
             self.writer.finish(outcome.records, self._manifest(outcome))
         self._write_markdown(outcome)
+        if state.settings.plots is not None and outcome.records:
+            from .reporting.plots import write_plots
+
+            self.plots = write_plots(outcome, state.family, state.settings.plots)
         if outcome.passed is None or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             return
         session.exitstatus = pytest.ExitCode.OK if outcome.passed else pytest.ExitCode.TESTS_FAILED
@@ -364,9 +397,17 @@ class RunHooks:
         if self.writer is not None:
             write(f"researchqa: results saved in {self.writer.folder}")
         terminalreporter.write_sep("=", "researchqa leaderboard")
-        for line in terminal.leaderboard(outcome.records, state.family).splitlines():
+        for line in terminal.leaderboard(outcome.records, state.family, outcome.intervals,
+                                         outcome.comparison).splitlines():
             write(line)
         write(outcome.coverage_line)
+        if outcome.comparison is not None:
+            terminalreporter.write_sep("-", "researchqa comparison")
+            for line in terminal.comparison_text(outcome.comparison, state.family).splitlines():
+                write(line)
+        if self.plots:
+            figures = sorted({p.stem for p in self.plots})
+            write(f"researchqa: figures (PNG and SVG) in {state.settings.plots}: {', '.join(figures)}")
         if outcome.guards:
             terminalreporter.write_sep("-", "researchqa judge guards")
             for guard in outcome.guards:
@@ -375,6 +416,8 @@ class RunHooks:
             terminalreporter.write_sep("-", "researchqa gates")
             for result in outcome.gates:
                 write(result.describe(), red=not result.passed, green=result.passed)
+            for regression in outcome.regressions:
+                write(regression.describe(), red=not regression.passed, green=regression.passed)
             if outcome.below_bar:
                 write(f"{outcome.below_bar} row(s) below their per-row bar are reported as xfailed: the gates decide "
                       "(-rx lists them)")
@@ -417,7 +460,13 @@ class RunHooks:
             "outcome": {"measured": outcome.measured, "errors": outcome.errors, "passed": outcome.passed,
                         "gates": [{"gate": g.gate.label, "system": g.system, "value": g.value, "passed": g.passed}
                                   for g in outcome.gates],
-                        "partial_reasons": list(outcome.partial_reasons)},
+                        "partial_reasons": list(outcome.partial_reasons),
+                        "compared_with": outcome.comparison.baseline if outcome.comparison else None,
+                        "regressions": [{"gate": r.gate.label, "metric": r.gate.metric, "system": r.system,
+                                         "baseline_system": r.baseline_system, "passed": r.passed,
+                                         "delta": r.test.delta if r.test else None,
+                                         "p_worse": r.test.p_worse(r.gate.higher_is_better) if r.test else None}
+                                        for r in outcome.regressions]},
         }
 
     def _write_markdown(self, outcome: "RunOutcome") -> None:

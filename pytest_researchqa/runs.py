@@ -24,9 +24,12 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Optional, TextIO
+from typing import TYPE_CHECKING, Any, Iterable, Optional, TextIO
 
 from .records import RowRecord
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .reporting.compare import Baseline
 
 ROWS_FILE = "rows.jsonl"
 PARTIAL_FILE = "rows.partial.jsonl"
@@ -43,6 +46,19 @@ class RunNotFound(LookupError):
 def run_folder_name(name: str, started: _dt.datetime) -> str:
     safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "run"
     return f"{started.strftime('%Y%m%d-%H%M%S')}-{safe}"
+
+
+def new_run_folder(runs_dir: Path, name: str, started: _dt.datetime) -> Path:
+    """A folder no earlier run used: a second run in the same second gets ``.2`` after the time,
+    which still sorts after the first (so ``last`` stays the most recent)."""
+    folder = runs_dir / run_folder_name(name, started)
+    stamp, _, rest = folder.name.partition("-")
+    time, _, rest = rest.partition("-")
+    counter = 2
+    while folder.exists():
+        folder = runs_dir / f"{stamp}-{time}.{counter}-{rest}"
+        counter += 1
+    return folder
 
 
 def sort_key(record: RowRecord) -> tuple[str, str, str]:
@@ -151,6 +167,17 @@ def load_run(folder: Path) -> SavedRun:
     manifest_file = folder / MANIFEST_FILE
     manifest = json.loads(manifest_file.read_text(encoding="utf-8")) if manifest_file.is_file() else {}
     return SavedRun(folder, manifest, tuple(records))
+
+
+def load_baseline(spec: str, runs_dir: Path) -> "Baseline":
+    """The saved run ``--researchqa-compare`` names, ready to compare (RunNotFound, ValueError)."""
+    from .reporting.compare import Baseline
+
+    saved = load_run(resolve_run(spec, runs_dir))
+    if not saved.records:
+        raise ValueError(f"the saved run {saved.folder} has no rows to compare with")
+    dataset = saved.manifest.get("dataset") or {}
+    return Baseline(saved.name, saved.records, dataset.get("sha256") if isinstance(dataset, dict) else None)
 
 
 def environment() -> dict[str, str]:

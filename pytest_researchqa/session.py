@@ -11,13 +11,16 @@ rule is written twice. No pytest import: a command-line tool can use it too.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from .families import Family
 from .records import RowRecord
-from .reporting.gates import Gate, evaluate
+from .reporting.compare import Baseline, Comparison, compare
+from .reporting.gates import Gate, RegressionGate, evaluate, evaluate_regressions
 from .reporting.guards import judge_guards
 from .reporting.outcome import RunOutcome, Selection
+from .reporting.stats import Interval, bootstrap_mean
+from .reporting.summaries import group, system_of
 
 __all__ = ["ResearchSession", "RunOutcome", "Selection"]
 
@@ -32,12 +35,16 @@ class ResearchSession:
     foreign_failures: int = 0
     selection: Selection = field(default_factory=Selection)
     interrupted: bool = False
+    regressions: Sequence[RegressionGate] = ()
+    baseline: Optional[Baseline] = None  # --researchqa-compare's run
+    compare_map: Mapping[str, str] = field(default_factory=dict)
+    dataset_sha: Optional[str] = None
     _outcome: Optional[RunOutcome] = None
 
     @property
     def gates_decide(self) -> bool:
         """Aggregate gates will set the exit status (rows below their bar are then expected failures)."""
-        return bool(self.gates) and self.gates_apply
+        return bool(self.gates or self.regressions) and self.gates_apply
 
     def add(self, record: RowRecord) -> None:
         self.records.append(record)
@@ -54,14 +61,18 @@ class ResearchSession:
         errors = sum(1 for r in records if r.error)
         # Gates judge the benchmark's rows: a run that selected none of them (ini settings with
         # `pytest tests/test_x.py`) is not theirs to decide.
-        gated = bool(self.gates) and self.gates_apply and bool(records or self.selection.rows)
+        gated = self.gates_decide and bool(records or self.selection.rows)
         notes: list[str] = []
-        if self.gates and not self.gates_apply:
+        if (self.gates or self.regressions) and not self.gates_apply:
             notes.append("gates are not evaluated in audit mode (no system runs)")
         answered = [r for r in records if r.system and not r.error]
         if answered and all(r.baseline for r in answered) and not any(r.judge for r in answered):
             notes.append("warning: this run measured no answer quality: baseline answers carry no citations to "
                          "grade and no judge is configured (add --researchqa-judge=MODEL)")
+        comparison: Optional[Comparison] = None
+        if self.baseline is not None and self.gates_apply:
+            comparison = compare(records, self.baseline, self.family, self.compare_map, self.dataset_sha)
+        regressions = evaluate_regressions(self.regressions, comparison) if gated and comparison else []
         return RunOutcome(
             records=records,
             gates=tuple(evaluate(self.gates, records)) if gated else (),
@@ -73,6 +84,9 @@ class ResearchSession:
             partial_reasons=tuple(self._partial_reasons(measured)) if gated else (),
             gated=gated,
             notes=tuple(notes),
+            intervals=intervals(records, self.family.metric_names) if self.gates_apply else {},
+            comparison=comparison,
+            regressions=tuple(regressions),
         )
 
     def _partial_reasons(self, measured: int) -> list[str]:
@@ -87,3 +101,15 @@ class ResearchSession:
             reasons.append(f"gate evaluated on the subset {self.selection.rerun_subset} selected, "
                            "not on the whole selection")
         return reasons
+
+
+def intervals(records: Sequence[RowRecord], metrics: Sequence[str]) -> dict[str, dict[str, Optional[Interval]]]:
+    """Per system and metric: the graded rows' mean with its paper-clustered bootstrap interval."""
+    found: dict[str, dict[str, Optional[Interval]]] = {}
+    for system, rows in group(records, system_of).items():
+        graded = [r for r in rows if r.graded]
+        found[system] = {}
+        for metric in metrics:
+            measured = [(r.paper_id or r.row_id or "?", v) for r in graded if (v := r.metrics.get(metric)) is not None]
+            found[system][metric] = bootstrap_mean([p for p, _ in measured], [v for _, v in measured])
+    return found

@@ -38,7 +38,8 @@ class RunState:
         self.family: Family = settings.benchmark_family
         self.services = Services(settings)
         self.session = ResearchSession(
-            self.family, settings.gates, allow_partial=settings.allow_partial, gates_apply=not settings.audit)
+            self.family, settings.gates, allow_partial=settings.allow_partial, gates_apply=not settings.audit,
+            regressions=settings.regressions, compare_map=settings.compare_map)
 
     @property
     def dataset_path(self) -> Path:

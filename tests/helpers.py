@@ -6,6 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_researchqa.families.citation import CITATION
+
+METRIC_LABELS = frozenset(m.label for m in CITATION.metrics)
+
 PROJECT = Path(__file__).resolve().parent.parent
 SAMPLE = PROJECT / "datasets" / "sample"
 SHARED = PROJECT.parent / "shared"
@@ -13,8 +17,11 @@ SHARED = PROJECT.parent / "shared"
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared is not beside this checkout")
 
 
-def leaderboard_table(result) -> dict[str, dict[str, str]]:
-    """The leaderboard's first table from a pytester result: system -> {column: cell}."""
+def leaderboard_table(result, intervals: bool = False) -> dict[str, dict[str, str]]:
+    """The leaderboard's first table from a pytester result: system -> {column: cell}.
+
+    Metric cells are means only ("0.812"), unless ``intervals``: then as printed ("0.812 ±0.031").
+    """
     lines = result.stdout.lines
     start = next(i for i, line in enumerate(lines) if "researchqa leaderboard" in line)
     headers = [c.strip() for c in lines[start + 1].strip("|").split("|")]
@@ -23,7 +30,10 @@ def leaderboard_table(result) -> dict[str, dict[str, str]]:
         if not line.startswith("|"):
             break
         cells = [c.strip() for c in line.strip("|").split("|")]
-        table[cells[0]] = dict(zip(headers, cells))
+        row = dict(zip(headers, cells))
+        if not intervals:
+            row = {h: c.split(" ±")[0] if h in METRIC_LABELS else c for h, c in row.items()}
+        table[cells[0]] = row
     return table
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -87,7 +88,7 @@ def test_a_saved_run_renders_without_rerunning(pytester, tmp_path):
     shown = subprocess.run([sys.executable, "-m", "pytest_researchqa", "show", "last"], cwd=pytester.path,
                            capture_output=True, text=True)
     assert shown.returncode == 0, shown.stderr
-    live_table = {k: {c: v for c, v in cells.items() if c != "latency s"} for k, cells in leaderboard_table(live).items()}
+    live_table = {k: {c: v for c, v in cells.items() if c != "latency s"} for k, cells in leaderboard_table(live, intervals=True).items()}
     assert pytester_table(shown.stdout) == live_table
     assert set(live_table) == {"oracle", "bm25"}
 
@@ -108,3 +109,205 @@ def test_an_unknown_saved_run_is_named_with_the_latest(pytester):
     shown = subprocess.run([sys.executable, "-m", "pytest_researchqa", "show", "yesterday"], cwd=pytester.path,
                            capture_output=True, text=True)
     assert shown.returncode == 2 and "no saved run 'yesterday'" in shown.stderr
+
+
+# -- intervals, comparisons, regression gates, plots ------------------------------------------------
+
+RUN = ("-p", "no:cacheprovider")
+
+
+def test_each_mean_in_the_leaderboard_carries_its_interval_over_papers(pytester, tmp_path):
+    result = pytester.runpytest("--researchqa-system=bm25", f"--researchqa-cache-dir={tmp_path}", *RUN)
+    bm25 = leaderboard_table(result, intervals=True)["bm25"]
+    assert re.fullmatch(r"0\.\d{3} ±0\.\d{3}", bm25["sect cov"]), bm25
+    result.stdout.fnmatch_lines(["±: half-width of a 95% bootstrap interval over papers (a paper's rows resampled "
+                                 "together; 2,000 resamples, fixed seed); over only 3 papers the interval is rough*"])
+    again = pytester.runpytest("--researchqa-system=bm25", f"--researchqa-cache-dir={tmp_path}", *RUN)
+    assert leaderboard_table(again, intervals=True)["bm25"]["sect cov"] == bm25["sect cov"], "a fixed seed"
+
+
+def test_compare_last_adds_a_delta_per_metric_and_names_the_rows_only_one_run_has(pytester, tmp_path):
+    args = ("--researchqa-system=oracle", "--researchqa-system=bm25", f"--researchqa-cache-dir={tmp_path}", *RUN)
+    pytester.runpytest(*args, "--researchqa-save=base")
+    result = pytester.runpytest(*args, "-k", "edu", "--researchqa-compare=last", "--researchqa-markdown=pr.md")
+    board = leaderboard_table(result)
+    assert board["bm25"]["Δ cite prec"] == "+0.000" and board["oracle"]["Δ flagged"] == "+0.000"
+    result.stdout.fnmatch_lines([
+        "*researchqa comparison*",
+        "against *-base:",
+        "| system * | metric * | this run * | baseline * | Δ * | 95% CI of Δ * | p (worse) * | papers/rows *|",
+        "bm25: 9 row(s) paired; only in the baseline: 18 row(s): env-adv-1, env-adv-2, *, ml-adv-1 and 8 more",
+        "oracle: 9 row(s) paired; only in the baseline: 18 row(s)*"])
+    markdown = (pytester.path / "pr.md").read_text()
+    assert "| system | cite prec | Δ cite prec |" in markdown and "### Against " in markdown
+    assert "- bm25: 9 row(s) paired; only in the baseline: 18 row(s)" in markdown
+
+
+def test_a_regression_gate_without_a_baseline_and_an_unknown_baseline_are_usage_errors(pytester):
+    result = pytester.runpytest("--researchqa-fail-on-regression=citation_precision", *RUN)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--researchqa-fail-on-regression compares with a saved run: add "
+                                 "--researchqa-compare=RUN*"])
+    result = pytester.runpytest("--researchqa-compare=main", "--researchqa-fail-on-regression=citation_precision",
+                                *RUN)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--researchqa-compare: no saved run 'main' in *"])
+    result = pytester.runpytest("--researchqa-compare=last", "--researchqa-fail-on-regression=cite_prec", *RUN)
+    result.stderr.fnmatch_lines(["*--researchqa-fail-on-regression 'cite_prec': unknown metric*"])
+
+
+def test_two_runs_started_in_the_same_second_keep_two_folders_and_last_is_the_later(tmp_path):
+    import datetime
+
+    from pytest_researchqa.runs import ROWS_FILE, new_run_folder, resolve_run
+
+    moment = datetime.datetime(2026, 1, 2, 3, 4, 5)
+    first = new_run_folder(tmp_path, "ci", moment)
+    first.mkdir()
+    (first / ROWS_FILE).write_text("")
+    second = new_run_folder(tmp_path, "ci", moment)
+    second.mkdir()
+    (second / ROWS_FILE).write_text("")
+    assert first != second and resolve_run("last", tmp_path) == second == resolve_run("ci", tmp_path)
+
+
+DEGRADED_SYSTEM = '''
+import types
+
+from pytest_researchqa import Answer
+from pytest_researchqa.systems.bm25 import CITED_PASSAGES, Bm25System
+
+_BM25 = Bm25System()
+
+
+def short_query(question, paper, *, row):
+    """bm25 with a query-truncation bug: only the question's first three words are searched."""
+    truncated = types.SimpleNamespace(question=" ".join(question.split()[:3]))
+    cited = _BM25.ranked_passages(truncated, paper)[:CITED_PASSAGES]
+    return Answer(text=" ".join(cited[:1]), citations=cited)
+'''
+
+
+@pytest.fixture
+def qasper_sixty_papers(pytester):
+    """The first 60 papers (188 questions) of the real QASPER test split, as the release writes them."""
+    from helpers import shared_path
+
+    data = json.loads(shared_path("external-datasets", "qasper-test-v0.3", "qasper-test-v0.3.json").read_text())
+    subset = pytester.path / "qasper-60.json"
+    subset.write_text(json.dumps({key: data[key] for key in sorted(data)[:60]}))
+    return subset
+
+
+@pytest.mark.shared_data
+def test_a_degraded_system_fails_the_regression_gate_and_an_identical_rerun_does_not(pytester, tmp_path,
+                                                                                      qasper_sixty_papers):
+    pytester.makepyfile(degraded=DEGRADED_SYSTEM)
+    pytester.syspathinsert()
+    common = (f"--researchqa-dataset={qasper_sixty_papers}", f"--researchqa-cache-dir={tmp_path}", *RUN)
+    gate = ("--researchqa-compare=bm25-main", "--researchqa-fail-on-regression=citation_precision")
+    pytester.runpytest(*common, "--researchqa-system=bm25", "--researchqa-save=bm25-main")
+
+    same = pytester.runpytest(*common, "--researchqa-system=bm25", "--researchqa-save=rerun", *gate)
+    assert same.ret == pytest.ExitCode.OK
+    same.stdout.fnmatch_lines(["bm25: citation_precision: 0.133 vs 0.133, delta +0.000, *, p(worse) 1.000 over "
+                               "60 papers / 188 rows: no significant drop, ok"])
+
+    worse = pytester.runpytest(*common, "--researchqa-system=degraded:short_query", "--researchqa-save=pr", *gate,
+                               "--researchqa-compare-map=degraded:short_query=bm25", "--researchqa-markdown=pr.md")
+    assert worse.ret == pytest.ExitCode.TESTS_FAILED
+    worse.stdout.fnmatch_lines(["degraded:short_query: citation_precision REGRESSED: 0.080 vs 0.133, delta -0.053, "
+                                "95% CI -0.* to -0.*, p(worse) 0.0* over 60 papers / 188 rows: significant at alpha "
+                                "0.05: FAILED"])
+    assert leaderboard_table(worse)["degraded:short_query"]["Δ cite prec"] == "-0.053 ▼"
+    markdown = (pytester.path / "pr.md").read_text()
+    assert markdown.startswith("## researchqa — gates FAILED ❌")
+    assert "- ❌ degraded:short_query: citation_precision REGRESSED" in markdown
+
+    # The same verdict from the saved runs alone, without re-running anything.
+    replay = subprocess.run([sys.executable, "-m", "pytest_researchqa", "compare", "bm25-main", "pr",
+                             "--map", "degraded:short_query=bm25", "--fail-on-regression", "citation_precision"],
+                            cwd=pytester.path, capture_output=True, text=True)
+    assert replay.returncode == 1, replay.stderr
+    assert "degraded:short_query: citation_precision REGRESSED: 0.080 vs 0.133, delta -0.053" in replay.stdout
+    rerun = subprocess.run([sys.executable, "-m", "pytest_researchqa", "compare", "bm25-main", "rerun",
+                            "--fail-on-regression", "citation_precision"], cwd=pytester.path, capture_output=True,
+                           text=True)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+
+
+def test_compare_from_the_command_line_renders_markdown_and_refuses_a_run_against_itself(pytester, tmp_path):
+    args = ("--researchqa-system=bm25", f"--researchqa-cache-dir={tmp_path}", *RUN)
+    pytester.runpytest(*args, "--researchqa-save=old")
+    pytester.runpytest(*args, "--researchqa-save=new", "-k", "not adv")
+    shown = subprocess.run([sys.executable, "-m", "pytest_researchqa", "compare", "old", "--markdown"],
+                           cwd=pytester.path, capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    assert "## researchqa run " in shown.stdout and "| Δ cite prec |" in shown.stdout
+    assert "- bm25: 18 row(s) paired; only in the baseline: 9 row(s): edu-adv-1" in shown.stdout
+    itself = subprocess.run([sys.executable, "-m", "pytest_researchqa", "compare", "new", "new"],
+                            cwd=pytester.path, capture_output=True, text=True)
+    assert itself.returncode == 2 and "compared with itself" in itself.stderr
+
+
+def test_plots_are_written_for_every_view_the_run_has_data_for(pytester, tmp_path):
+    args = ("--researchqa-system=oracle", "--researchqa-system=bm25", f"--researchqa-cache-dir={tmp_path}", *RUN)
+    pytester.runpytest(*args, "--researchqa-save=base")
+    result = pytester.runpytest(*args, "--researchqa-compare=base", "--researchqa-plots=figures")
+    result.stdout.fnmatch_lines(["researchqa: figures (PNG and SVG) in figures: domains, frontier-latency, "
+                                 "paper-deltas, question-types"])
+    for name in ("domains", "frontier-latency", "paper-deltas", "question-types"):
+        png = (pytester.path / "figures" / f"{name}.png").read_bytes()
+        assert png.startswith(b"\x89PNG") and len(png) > 10_000
+        assert (pytester.path / "figures" / f"{name}.svg").read_text().lstrip().startswith("<?xml")
+    assert not (pytester.path / "figures" / "frontier-cost.png").exists(), "no system has a known cost"
+
+
+def test_plots_without_matplotlib_are_a_usage_error_naming_the_extra(pytester, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    result = pytester.runpytest("--researchqa-plots=figures", *RUN)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--researchqa-plots draws with matplotlib, which is not installed: "
+                                 "pip install 'pytest-researchqa?plots?'*"])
+
+
+def test_the_pull_request_markdown_renders_on_githubs_renderer_with_deltas_and_failed_gates(pytester, tmp_path):
+    import html
+
+    import cmarkgfm
+
+    args = (f"--researchqa-cache-dir={tmp_path}", *RUN)
+    pytester.runpytest("--researchqa-system=bm25", "--researchqa-save=main", *args)
+    result = pytester.runpytest("--researchqa-system=bm25", "--researchqa-system=oracle", "-k", "not ml-",
+                                "--researchqa-compare=main", "--researchqa-fail-on-regression=citation_precision",
+                                "--researchqa-markdown=pr.md", *args)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, "oracle has no baseline to be compared with"
+    markdown = (pytester.path / "pr.md").read_text()
+    page = cmarkgfm.github_flavored_markdown_to_html(markdown, options=cmarkgfm.Options.CMARK_OPT_UNSAFE)
+    tables = re.findall(r"<table>.*?</table>", page, re.S)
+    assert len(tables) == 4, "leaderboard, comparison, by question type, by domain"
+    for table in tables:
+        header = len(re.findall(r"<th[ >]", table.split("</thead>")[0]))
+        for row in re.findall(r"<tr>(.*?)</tr>", table.split("</thead>")[1], re.S):
+            assert len(re.findall(r"<td[ >]", row)) == header, "no cell lost or split by a stray pipe"
+    leaderboard = html.unescape(tables[0])
+    assert "<th align=\"right\">Δ cite prec</th>" in leaderboard and "<td align=\"right\">+0.000</td>" in leaderboard
+    assert "<td align=\"right\">new</td>" in leaderboard, "oracle is not in the baseline"
+    items = [html.unescape(i) for i in re.findall(r"<li>(.*?)</li>", page, re.S)]
+    assert any(i.startswith("❌ oracle: citation_precision FAILED: the baseline ") and "has no system 'oracle'" in i
+               for i in items)
+    assert any(i.startswith("✅ bm25: citation_precision: 0.417 vs 0.417, delta +0.000") for i in items)
+    assert any(i.startswith("bm25: 18 row(s) paired; only in the baseline: 9 row(s): ml-adv-1") for i in items)
+    assert "<details><summary>By question type</summary>" in page
+
+
+def test_regression_gates_decide_the_same_under_xdist(pytester, tmp_path):
+    args = ("--researchqa-system=bm25", f"--researchqa-cache-dir={tmp_path}", *RUN)
+    pytester.runpytest_subprocess(*args, "--researchqa-save=main", "-p", "no:xdist")
+    result = pytester.runpytest_subprocess(*args, "-n", "2", "--researchqa-compare=main",
+                                           "--researchqa-fail-on-regression=section_coverage")
+    assert result.ret == pytest.ExitCode.OK, "rows below their bar are expected failures: the gate decides"
+    result.assert_outcomes(passed=10, xfailed=17)
+    result.stdout.fnmatch_lines(["bm25: section_coverage: 0.583 vs 0.583, delta +0.000, *: ok, but 3 papers are "
+                                 "too few for any difference to be significant*"])
+    assert len(list((pytester.path / ".researchqa" / "runs").iterdir())) == 2

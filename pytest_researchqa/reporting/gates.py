@@ -8,11 +8,15 @@ is validated against the benchmark family's declared metrics.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
-from ..families import Family
+from ..families import Family, MetricSpec
 from ..records import RowRecord
 from .summaries import group, summarize, system_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .compare import Comparison
+    from .stats import PairedTest
 
 
 class GateSpecError(ValueError):
@@ -33,10 +37,8 @@ class Gate:
         return f"{prefix}{self.metric}{sign}{self.threshold:g}"
 
 
-def parse_gate(text: str, family: Family) -> Gate:
-    name, equals, value = text.partition("=")
-    if not equals:
-        raise GateSpecError(f"{text!r}: expected METRIC=VALUE, e.g. section_coverage=0.8")
+def scoped_metric(text: str, name: str, family: Family) -> tuple[Optional[str], MetricSpec]:
+    """``METRIC`` or ``TYPE.METRIC`` of a gate, checked against the family's declarations."""
     question_type, _, metric = name.strip().rpartition(".")
     spec = family.metric(metric)
     if spec is None:
@@ -44,13 +46,22 @@ def parse_gate(text: str, family: Family) -> Gate:
     if question_type and question_type not in family.question_types:
         raise GateSpecError(
             f"{text!r}: unknown question type {question_type!r}; choose from {', '.join(family.question_types)}")
+    return question_type or None, spec
+
+
+def parse_gate(text: str, family: Family) -> Gate:
+    name, equals, value = text.partition("=")
+    if not equals:
+        raise GateSpecError(f"{text!r}: expected METRIC=VALUE, e.g. section_coverage=0.8")
+    question_type, spec = scoped_metric(text, name, family)
+    metric = spec.name
     try:
         threshold = float(value)
     except ValueError:
         raise GateSpecError(f"{text!r}: {value!r} is not a number") from None
     if not spec.low <= threshold <= spec.high:
         raise GateSpecError(f"{text!r}: thresholds for {metric} are between {spec.low:g} and {spec.high:g}")
-    return Gate(metric, threshold, question_type or None, spec.higher_is_better)
+    return Gate(metric, threshold, question_type, spec.higher_is_better)
 
 
 @dataclass(frozen=True)
@@ -78,4 +89,105 @@ def evaluate(gates: Sequence[Gate], records: Sequence[RowRecord]) -> list[GateRe
         for gate in gates:
             scoped = [r for r in rows if gate.question_type in (None, r.question_type)]
             results.append(GateResult(gate, system, summarize(system, scoped, [gate.metric]).means[gate.metric]))
+    return results
+
+
+# -- regression gates: this run against a saved baseline -------------------------------------
+
+ALPHA = 0.05
+# The smallest one-sided p-value a sign-flip test over n papers can give is 1 / 2**n.
+MIN_PAPERS = 5
+
+
+@dataclass(frozen=True)
+class RegressionGate:
+    """``METRIC[:MIN_EFFECT]`` or ``TYPE.METRIC[:MIN_EFFECT]``: fail on a significant drop larger than MIN_EFFECT."""
+
+    metric: str
+    min_effect: float = 0.0
+    question_type: Optional[str] = None
+    higher_is_better: bool = True
+
+    @property
+    def label(self) -> str:
+        prefix = f"{self.question_type}." if self.question_type else ""
+        effect = f" by more than {self.min_effect:g}" if self.min_effect else ""
+        return f"no regression in {prefix}{self.metric}{effect}"
+
+
+def parse_regression_gate(text: str, family: Family) -> RegressionGate:
+    name, colon, effect = text.partition(":")
+    question_type, spec = scoped_metric(text, name, family)
+    metric = spec.name
+    min_effect = 0.0
+    if colon:
+        try:
+            min_effect = float(effect)
+        except ValueError:
+            raise GateSpecError(f"{text!r}: MIN_EFFECT {effect!r} is not a number") from None
+        if not 0 <= min_effect <= spec.high - spec.low:
+            raise GateSpecError(f"{text!r}: MIN_EFFECT for {metric} is between 0 and {spec.high - spec.low:g}")
+    return RegressionGate(metric, min_effect, question_type, spec.higher_is_better)
+
+
+@dataclass(frozen=True)
+class RegressionResult:
+    gate: RegressionGate
+    system: str
+    baseline: str  # the baseline run's name
+    baseline_system: Optional[str]  # None: the baseline has no such system
+    test: Optional["PairedTest"]
+
+    @property
+    def worse_by(self) -> Optional[float]:
+        return None if self.test is None else self.test.worse_by(self.gate.higher_is_better)
+
+    @property
+    def significant(self) -> bool:
+        return self.test is not None and self.test.p_worse(self.gate.higher_is_better) < ALPHA
+
+    @property
+    def passed(self) -> bool:
+        if self.test is None:
+            return False  # nothing compared: no evidence that nothing regressed
+        worse_by = self.worse_by
+        assert worse_by is not None
+        return not (self.significant and worse_by > self.gate.min_effect)
+
+    def describe(self) -> str:
+        from .stats import describe_p
+
+        prefix = f"{self.gate.question_type}." if self.gate.question_type else ""
+        metric = f"{prefix}{self.gate.metric}"
+        if self.baseline_system is None:
+            return (f"{self.system}: {metric} FAILED: the baseline {self.baseline} has no system {self.system!r} "
+                    f"(name one with --researchqa-compare-map={self.system}=BASELINE_SYSTEM)")
+        if self.test is None:
+            return f"{self.system}: {metric} FAILED: no row both runs graded measured it"
+        t = self.test
+        interval = f", 95% CI {t.low:+.3f} to {t.high:+.3f}" if t.low is not None and t.high is not None else ""
+        p = describe_p(t.p_worse(self.gate.higher_is_better))
+        facts = (f"{t.new_mean:.3f} vs {t.old_mean:.3f}, delta {t.delta:+.3f}{interval}, p(worse) {p} "
+                 f"over {t.papers} papers / {t.rows} rows")
+        if not self.passed:
+            beyond = f" and beyond the minimum effect {self.gate.min_effect:g}" if self.gate.min_effect else ""
+            return f"{self.system}: {metric} REGRESSED: {facts}: significant at alpha {ALPHA:g}{beyond}: FAILED"
+        if self.significant:
+            return (f"{self.system}: {metric}: {facts}: a significant drop within the minimum effect "
+                    f"{self.gate.min_effect:g}, ok")
+        if 0.5 ** t.papers >= ALPHA:
+            return (f"{self.system}: {metric}: {facts}: ok, but {t.papers} papers are too few for any difference "
+                    f"to be significant (the paper-clustered test needs at least {MIN_PAPERS})")
+        return f"{self.system}: {metric}: {facts}: no significant drop, ok"
+
+
+def evaluate_regressions(gates: Sequence[RegressionGate], comparison: "Comparison") -> list[RegressionResult]:
+    from .compare import paired_metric_test
+
+    results = []
+    for system in comparison.systems:
+        for gate in gates:
+            test = (paired_metric_test(system.scoped_pairs(gate.question_type), gate.metric)
+                    if system.baseline_system is not None else None)
+            results.append(RegressionResult(gate, system.system, comparison.baseline, system.baseline_system, test))
     return results

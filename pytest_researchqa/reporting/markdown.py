@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 from ..families import Family
-from .terminal import Table, defects_line, leaderboard_tables
+from .compare import coverage_lines
+from .terminal import Table, comparison_table, defects_line, delta_note, interval_note, leaderboard_tables
 
 if TYPE_CHECKING:  # pragma: no cover
     from .outcome import RunOutcome
@@ -27,21 +28,23 @@ def _section(t: Table) -> str:
 
 
 def render(outcome: "RunOutcome", family: Family, title: str = "researchqa") -> str:
-    tables = leaderboard_tables(outcome.records, family)
+    comparison = outcome.comparison
+    tables = leaderboard_tables(outcome.records, family, outcome.intervals, comparison)
     verdict = ""
     if outcome.passed is not None:
         verdict = " — gates passed ✅" if outcome.passed else " — gates FAILED ❌"
     parts = [f"## {title}{verdict}", "", table(tables[0].headers, tables[0].rows), ""]
-    notes = [family.scope_note, outcome.coverage_line]
-    defects = defects_line(outcome.records)
-    if defects:
-        notes.append(defects)
+    notes = [family.scope_note, interval_note(outcome.intervals, any(r.judge for r in outcome.records)),
+             delta_note(comparison) if comparison is not None else None, outcome.coverage_line,
+             defects_line(outcome.records)]
     parts += [f"_{_escape(n)}_  " for n in notes if n] + [""]
     if outcome.gated:
         parts.append("### Gates")
         parts.append("")
         for result in outcome.gates:
             parts.append(f"- {'✅' if result.passed else '❌'} {_escape(result.describe())}")
+        for regression in outcome.regressions:
+            parts.append(f"- {'✅' if regression.passed else '❌'} {_escape(regression.describe())}")
         for reason in outcome.partial_reasons:
             parts.append(f"- ❌ {_escape(reason)} (the gates do not pass a partial run)")
         if outcome.errors:
@@ -49,6 +52,12 @@ def render(outcome: "RunOutcome", family: Family, title: str = "researchqa") -> 
         if outcome.foreign_failures:
             parts.append(f"- ❌ {outcome.foreign_failures} other test(s) failed")
         parts.append("")
+    if comparison is not None:
+        compared = comparison_table(comparison, family)
+        parts += [f"### Against {_escape(comparison.baseline)}", ""]
+        if compared.rows:
+            parts += [table(compared.headers, compared.rows), ""]
+        parts += [f"- {_escape(line)}" for line in coverage_lines(comparison)] + [""]
     if outcome.guards:
         parts.append("### Judge guards")
         parts.append("")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from ..records import RowRecord
-from .gates import GateResult
+from .compare import Comparison
+from .gates import GateResult, RegressionResult
 from .guards import Guard
+from .stats import Interval
 
 
 @dataclass(frozen=True)
@@ -40,13 +42,18 @@ class RunOutcome:
     partial_reasons: tuple[str, ...]
     gated: bool  # gates were given and evaluated
     notes: tuple[str, ...] = ()
+    # system -> metric -> mean with its paper-clustered bootstrap interval
+    intervals: dict[str, dict[str, Optional[Interval]]] = field(default_factory=dict)
+    comparison: Optional[Comparison] = None  # against --researchqa-compare's run
+    regressions: tuple[RegressionResult, ...] = ()
 
     @property
     def passed(self) -> Optional[bool]:
         """With gates: whether the run passes; without: None (pytest's own outcome stands)."""
         if not self.gated:
             return None
-        return (bool(self.gates) and all(g.passed for g in self.gates) and self.errors == 0
+        return (bool(self.gates or self.regressions) and all(g.passed for g in self.gates)
+                and all(r.passed for r in self.regressions) and self.errors == 0
                 and self.foreign_failures == 0 and not self.partial_reasons)
 
     @property

@@ -7,11 +7,38 @@ from typing import Callable, Optional, Sequence
 
 from ..families import Family
 from ..records import RowRecord
+from .compare import Comparison, coverage_lines
+from .gates import ALPHA
+from .stats import CONFIDENCE, RESAMPLES, Interval, PairedTest, describe_p
 from .summaries import Summary, by_system, group, summarize, system_of
+
+Intervals = dict[str, dict[str, Optional[Interval]]]
+# Fewer papers than this and a percentile bootstrap over papers is too narrow to trust as stated.
+FEW_PAPERS = 10
 
 
 def cell(value: Optional[float], digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
+
+
+def mean_cell(value: Optional[float], interval: Optional[Interval]) -> str:
+    """``0.812 ±0.031``: the mean and the half-width of its interval over papers, when there is one."""
+    if value is None:
+        return "—"
+    half = interval.half_width if interval is not None else None
+    return cell(value) + (f" ±{half:.3f}" if half is not None else "")
+
+
+def delta_cell(test: Optional[PairedTest], higher_is_better: bool) -> str:
+    """``-0.052 ▼``: new minus old over the paired rows; ▼/▲ a significant drop/rise in quality."""
+    if test is None:
+        return "—"
+    mark = ""
+    if test.p_worse(higher_is_better) < ALPHA:
+        mark = " ▼"
+    elif test.p_better(higher_is_better) < ALPHA:
+        mark = " ▲"
+    return f"{test.delta:+.3f}{mark}"
 
 
 def _judge_cell(summary: Summary, dimension: str) -> str:
@@ -35,15 +62,21 @@ class Table:
     rows: list[list[object]]
 
 
-def leaderboard_tables(records: Sequence[RowRecord], family: Family) -> list[Table]:
-    """The leaderboard, then the same metrics per question type and per domain."""
+def leaderboard_tables(records: Sequence[RowRecord], family: Family, intervals: Optional[Intervals] = None,
+                       comparison: Optional[Comparison] = None) -> list[Table]:
+    """The leaderboard (with intervals and, against a baseline, a delta per metric), then the same
+    metrics per question type and per domain."""
     metrics = family.metric_names
     dimensions = [d.name for d in family.judge_dimensions]
     summaries = by_system(records, metrics, dimensions)
     judging = any(r.judge for r in records)
     modelled = any(r.model_system for r in records)
-    headers = ["system", *(m.label for m in family.metrics), *(d.label for d in family.judge_dimensions),
-               "rows", "errors"]
+    metric_headers: list[str] = []
+    for spec in family.metrics:
+        metric_headers.append(spec.label)
+        if comparison is not None:
+            metric_headers.append(f"Δ {spec.label}")
+    headers = ["system", *metric_headers, *(d.label for d in family.judge_dimensions), "rows", "errors"]
     if judging:
         headers.append("judge err")
     headers.append("latency s")
@@ -52,8 +85,16 @@ def leaderboard_tables(records: Sequence[RowRecord], family: Family) -> list[Tab
     headers.append("cost $")
     table = []
     for s in summaries:
-        cells: list[object] = [s.label, *(cell(s.means[m]) for m in metrics),
-                               *(_judge_cell(s, d) for d in dimensions), s.rows, s.errors]
+        metric_cells: list[object] = []
+        for spec in family.metrics:
+            metric_cells.append(mean_cell(s.means[spec.name], ((intervals or {}).get(s.label) or {}).get(spec.name)))
+            if comparison is not None:
+                compared = comparison.of(s.label)
+                if compared is None or compared.baseline_system is None:
+                    metric_cells.append("new")
+                else:
+                    metric_cells.append(delta_cell(compared.deltas.get(spec.name), spec.higher_is_better))
+        cells: list[object] = [s.label, *metric_cells, *(_judge_cell(s, d) for d in dimensions), s.rows, s.errors]
         if judging:
             cells.append(s.judge_errors)
         cells.append(cell(s.latency_s, 2))
@@ -87,17 +128,67 @@ def defects_line(records: Sequence[RowRecord]) -> Optional[str]:
     return f"{defects} row(s) not graded: a required section is not in the paper (dataset defect)"
 
 
-def leaderboard(records: Sequence[RowRecord], family: Family) -> str:
+def interval_note(intervals: Optional[Intervals], judged: bool = False) -> Optional[str]:
+    """What the ± in the leaderboard is."""
+    papers = [i.papers for per_metric in (intervals or {}).values() for i in per_metric.values() if i is not None]
+    if not papers or max(papers) < 2:
+        return None
+    note = (f"±: half-width of a {CONFIDENCE:.0%} bootstrap interval over papers (a paper's rows resampled "
+            f"together; {RESAMPLES:,} resamples, fixed seed)")
+    if judged:
+        note += "; in judge columns, the judges' mean disagreement"
+    if max(papers) < FEW_PAPERS:
+        note += f"; over only {max(papers)} papers the interval is rough and tends to be too narrow"
+    return note
+
+
+def delta_note(comparison: Comparison) -> str:
+    return (f"Δ: this run minus {comparison.baseline} on the rows both measured (paired by row id); "
+            f"▼/▲: a significant drop/rise in quality (one-sided paper-clustered sign-flip test, alpha {ALPHA:g})")
+
+
+def comparison_table(comparison: Comparison, family: Family) -> Table:
+    """Per system and metric: both runs' means on the paired rows, the delta, its interval and p-value."""
+    rows: list[list[object]] = []
+    for s in comparison.systems:
+        if s.baseline_system is None:
+            continue
+        name = s.system if s.baseline_system == s.system else f"{s.system} vs {s.baseline_system}"
+        for spec in family.metrics:
+            test = s.deltas.get(spec.name)
+            if test is None:
+                continue
+            interval = f"{test.low:+.3f} to {test.high:+.3f}" if test.low is not None and test.high is not None \
+                else "—"
+            rows.append([name, spec.label, cell(test.new_mean), cell(test.old_mean),
+                         delta_cell(test, spec.higher_is_better), interval,
+                         describe_p(test.p_worse(spec.higher_is_better)), f"{test.papers}/{test.rows}"])
+    return Table("comparison", ["system", "metric", "this run", "baseline", "Δ", f"{CONFIDENCE:.0%} CI of Δ",
+                                "p (worse)", "papers/rows"], rows)
+
+
+def comparison_text(comparison: Comparison, family: Family) -> str:
+    """The comparison as terminal text: the table, then what was paired and what was not."""
+    from tabulate import tabulate
+
+    table = comparison_table(comparison, family)
+    parts = [f"against {comparison.baseline}:"]
+    if table.rows:
+        parts.append(tabulate(table.rows, headers=table.headers, tablefmt="github", disable_numparse=True))
+    parts += coverage_lines(comparison)
+    return "\n".join(parts)
+
+
+def leaderboard(records: Sequence[RowRecord], family: Family, intervals: Optional[Intervals] = None,
+                comparison: Optional[Comparison] = None) -> str:
     """The leaderboard and its breakdowns as terminal text."""
     from tabulate import tabulate
 
-    tables = leaderboard_tables(records, family)
+    tables = leaderboard_tables(records, family, intervals, comparison)
     parts = [tabulate(tables[0].rows, headers=tables[0].headers, tablefmt="github", disable_numparse=True)]
-    if family.scope_note:
-        parts.append(family.scope_note)
-    defects = defects_line(records)
-    if defects:
-        parts.append(defects)
+    notes = [family.scope_note, interval_note(intervals, any(r.judge for r in records)),
+             delta_note(comparison) if comparison is not None else None, defects_line(records)]
+    parts += [n for n in notes if n]
     for table in tables[1:]:
         parts.append(f"by {table.title}:")
         parts.append(tabulate(table.rows, headers=table.headers, tablefmt="github", disable_numparse=True))

@@ -1,0 +1,23 @@
+"""Which systems the frontier keeps, and when a cost figure is drawn (matplotlib's object API, no display)."""
+
+from __future__ import annotations
+
+from pytest_researchqa.families.citation import CITATION
+from pytest_researchqa.reporting.plots import _frontier, frontier
+from pytest_researchqa.reporting.summaries import Summary
+
+
+def summary(label, quality, latency, cost):
+    return Summary(label, 10, 0, 0, {m: quality for m in CITATION.metric_names}, latency_s=latency, cost_usd=cost)
+
+
+def test_the_frontier_keeps_only_systems_no_other_beats_on_both_speed_and_quality():
+    points = [(0.9, 0.81), (1.3, 0.79), (2.5, 0.55), (4.2, 0.86), (6.1, 0.88), (6.1, 0.70)]
+    assert _frontier(points) == [(0.9, 0.81), (4.2, 0.86), (6.1, 0.88)]
+
+
+def test_a_cost_figure_needs_every_systems_cost_and_a_latency_figure_any_latency():
+    known = [summary("a", 0.8, 1.0, 0.2), summary("b", 0.6, 2.0, 0.1)]
+    assert frontier(known, CITATION, "cost") is not None
+    assert frontier([*known, summary("c", 0.7, 1.5, None)], CITATION, "cost") is None, "an unknown price is not $0"
+    assert frontier([summary("a", 0.8, None, None)], CITATION, "latency") is None

@@ -1,0 +1,159 @@
+"""Intervals over papers, the paired sign-flip test, pairing rows of two runs and regression gates."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pytest_researchqa.families.citation import CITATION
+from pytest_researchqa.records import RowRecord
+from pytest_researchqa.reporting.compare import Baseline, compare, name_rows, parse_mapping
+from pytest_researchqa.reporting.gates import GateSpecError, evaluate_regressions, parse_regression_gate
+from pytest_researchqa.reporting.stats import EXACT_UP_TO, bootstrap_mean, paired_test
+
+
+def test_the_interval_holds_the_mean_and_is_the_same_on_every_call():
+    rng = random.Random(1)
+    papers = [f"p{n // 5}" for n in range(100)]
+    values = [rng.random() for _ in papers]
+    first = bootstrap_mean(papers, values)
+    assert bootstrap_mean(papers, values) == first, "a fixed seed"
+    reordered = bootstrap_mean(list(reversed(papers)), list(reversed(values)))
+    assert (reordered.low, reordered.high) == pytest.approx((first.low, first.high)), "row order does not matter"
+    assert first.low < first.mean < first.high and first.papers == 20 and first.rows == 100
+
+
+def test_rows_of_one_paper_move_together_so_correlated_rows_widen_the_interval():
+    rng = random.Random(2)
+    papers = [f"p{n // 10}" for n in range(200)]
+    independent = [float(rng.random() < 0.5) for _ in papers]
+    per_paper = {p: float(rng.random() < 0.5) for p in set(papers)}
+    clustered = [per_paper[p] for p in papers]  # every row of a paper scores alike
+    assert bootstrap_mean(papers, clustered).half_width > 2.5 * bootstrap_mean(papers, independent).half_width
+
+
+def test_one_paper_gives_a_mean_without_an_interval():
+    interval = bootstrap_mean(["p", "p"], [0.0, 1.0])
+    assert interval.mean == 0.5 and interval.half_width is None
+    assert bootstrap_mean([], []) is None
+
+
+def test_five_papers_that_all_got_worse_give_the_smallest_exact_p_value():
+    papers = [f"p{n}" for n in range(5) for _ in range(3)]
+    test = paired_test(papers, [0.0] * 15, [1.0] * 15)
+    assert test.exact and test.p_lower == pytest.approx(1 / 32) and test.p_higher == 1.0
+    assert test.delta == -1.0 and test.low == test.high == -1.0
+    assert test.worse_by(higher_is_better=True) == 1.0 and test.p_worse(higher_is_better=False) == 1.0
+
+
+def test_identical_runs_are_not_different():
+    papers = [f"p{n}" for n in range(40)]
+    values = [random.Random(n).random() for n in range(40)]
+    test = paired_test(papers, values, values)
+    assert test.delta == 0 and test.p_lower == 1.0 and test.p_higher == 1.0
+
+
+def test_many_papers_are_tested_by_a_seeded_monte_carlo_whose_p_value_is_never_zero():
+    papers = [f"p{n}" for n in range(EXACT_UP_TO + 20)]
+    test = paired_test(papers, [0.0] * len(papers), [1.0] * len(papers))
+    assert not test.exact and 0 < test.p_lower < 0.001
+    again = paired_test(papers, [0.0] * len(papers), [1.0] * len(papers))
+    assert again == test
+
+
+def test_a_mixed_change_is_not_significant():
+    papers = [f"p{n}" for n in range(30)]
+    new = [1.0 if n % 2 else 0.0 for n in range(30)]
+    old = [0.0 if n % 2 else 1.0 for n in range(30)]
+    test = paired_test(papers, new, old)
+    assert test.p_lower > 0.4 and test.p_higher > 0.4
+
+
+def test_the_paired_test_refuses_ragged_input():
+    with pytest.raises(ValueError, match="one entry per row"):
+        paired_test(["p"], [1.0, 0.0], [1.0])
+
+
+def record(system, row_id, paper, precision, question_type="lookup", error=None):
+    return RowRecord(row_id=row_id, system=system, paper_id=paper, question_type=question_type,
+                     metrics={"citation_precision": precision}, error=error)
+
+
+def runs(new_value, old_value, papers=8, system="bm25", old_system="bm25"):
+    new = [record(system, f"r{n}", f"p{n // 3}", new_value) for n in range(papers * 3)]
+    old = [record(old_system, f"r{n}", f"p{n // 3}", old_value) for n in range(papers * 3)]
+    return new, Baseline("20260101-000000-base", tuple(old))
+
+
+def test_rows_are_paired_by_id_and_the_rows_of_one_run_only_are_named():
+    new, baseline = runs(0.5, 0.5)
+    new = new[2:] + [record("bm25", "fresh", "p9", 1.0)]
+    comparison = compare(new, baseline, CITATION)
+    [bm25] = comparison.systems
+    assert len(bm25.pairs) == 22 and bm25.only_here == ("fresh",) and bm25.only_baseline == ("r0", "r1")
+    assert name_rows([f"r{n}" for n in range(12)]) == "12 row(s): r0, r1, r2, r3, r4, r5, r6, r7, r8, r9 and 2 more"
+
+
+def test_a_significant_drop_fails_the_gate_and_a_smaller_one_than_the_minimum_effect_does_not():
+    new, baseline = runs(0.4, 0.6)
+    comparison = compare(new, baseline, CITATION)
+    [strict] = evaluate_regressions([parse_regression_gate("citation_precision", CITATION)], comparison)
+    assert not strict.passed and "REGRESSED" in strict.describe() and "p(worse) 0.004" in strict.describe()
+    [lenient] = evaluate_regressions([parse_regression_gate("citation_precision:0.25", CITATION)], comparison)
+    assert lenient.passed and "within the minimum effect 0.25" in lenient.describe()
+
+
+def test_an_improvement_never_fails_a_regression_gate():
+    new, baseline = runs(0.9, 0.1)
+    [result] = evaluate_regressions([parse_regression_gate("citation_precision", CITATION)],
+                                    compare(new, baseline, CITATION))
+    assert result.passed
+
+
+def test_a_system_the_baseline_lacks_fails_its_gate_and_a_mapping_names_its_counterpart():
+    new, baseline = runs(0.5, 0.5, system="bm25-v2")
+    gate = parse_regression_gate("citation_precision", CITATION)
+    [unmatched] = evaluate_regressions([gate], compare(new, baseline, CITATION))
+    assert not unmatched.passed and "--researchqa-compare-map=bm25-v2=BASELINE_SYSTEM" in unmatched.describe()
+    [mapped] = evaluate_regressions([gate], compare(new, baseline, CITATION, parse_mapping(["bm25-v2=bm25"])))
+    assert mapped.passed and mapped.baseline_system == "bm25"
+
+
+def test_a_scoped_gate_compares_only_its_question_type():
+    new, baseline = runs(0.5, 0.5)
+    new.append(record("bm25", "mh", "p0", 0.0, "multi_hop"))
+    baseline = Baseline(baseline.name, baseline.records + (record("bm25", "mh", "p0", 1.0, "multi_hop"),))
+    [result] = evaluate_regressions([parse_regression_gate("multi_hop.citation_precision", CITATION)],
+                                    compare(new, baseline, CITATION))
+    assert result.test.rows == 1 and result.test.delta == -1.0
+    assert result.passed and "too few for any difference to be significant" in result.describe()
+
+
+def test_rows_that_errored_in_either_run_are_paired_but_not_compared():
+    new, baseline = runs(0.5, 0.5)
+    new[0] = record("bm25", "r0", "p0", None, error="boom")
+    comparison = compare(new, baseline, CITATION)
+    assert len(comparison.systems[0].pairs) == 24 and comparison.systems[0].deltas["citation_precision"].rows == 23
+
+
+def test_a_changed_dataset_file_is_said():
+    new, baseline = runs(0.5, 0.5)
+    baseline = Baseline(baseline.name, baseline.records, dataset_sha="aaa")
+    assert "different version of the dataset" in compare(new, baseline, CITATION, dataset_sha="bbb").notes[0]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("citation_precisoin", "unknown metric 'citation_precisoin'"),
+    ("multihop.citation_precision", "unknown question type 'multihop'"),
+    ("citation_precision:big", "MIN_EFFECT 'big' is not a number"),
+    ("citation_precision:2", "between 0 and 1"),
+])
+def test_a_regression_gate_that_cannot_be_read_says_why(text, message):
+    with pytest.raises(GateSpecError, match=message):
+        parse_regression_gate(text, CITATION)
+
+
+def test_a_mapping_needs_both_names():
+    with pytest.raises(ValueError, match="expected NEW=OLD"):
+        parse_mapping(["bm25"])
