@@ -1,4 +1,4 @@
-"""``python -m pytest_researchqa``: saved runs, rendered without re-running anything.
+"""``python -m pytest_researchqa``: saved runs shown and compared without re-running anything; rows generated.
 
     python -m pytest_researchqa show [RUN]                  the leaderboard of a saved run (default: last)
     python -m pytest_researchqa compare BASELINE [RUN]      RUN (default: last) against BASELINE: deltas,
@@ -17,6 +17,7 @@ RUN is a run folder, a folder name, its name suffix (``--researchqa-save=NAME``)
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
@@ -30,13 +31,16 @@ if TYPE_CHECKING:  # pragma: no cover
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pytest_researchqa", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=Path, default=DEFAULT_RUNS_DIR,
-                        help=f"folder of saved runs (default: {DEFAULT_RUNS_DIR})")
+    runs_help = f"folder of saved runs (default: {DEFAULT_RUNS_DIR})"
+    parser.add_argument("--runs", type=Path, default=DEFAULT_RUNS_DIR, help=runs_help)
+    # --runs is also taken after the command (`show last --runs DIR`); SUPPRESS keeps the first value otherwise.
+    with_runs = argparse.ArgumentParser(add_help=False)
+    with_runs.add_argument("--runs", type=Path, default=argparse.SUPPRESS, help=runs_help)
     commands = parser.add_subparsers(dest="command", required=True)
-    show = commands.add_parser("show", help="print a saved run's leaderboard")
+    show = commands.add_parser("show", help="print a saved run's leaderboard", parents=[with_runs])
     show.add_argument("run", nargs="?", default="last")
     show.add_argument("--markdown", action="store_true", help="as GitHub-flavoured Markdown")
-    compare = commands.add_parser("compare", help="compare a saved run with a baseline run")
+    compare = commands.add_parser("compare", help="compare a saved run with a baseline run", parents=[with_runs])
     compare.add_argument("baseline", help="the run compared with (old)")
     compare.add_argument("run", nargs="?", default="last", help="the run compared (new; default: last)")
     compare.add_argument("--map", action="append", default=[], metavar="NEW=OLD",
@@ -44,7 +48,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     compare.add_argument("--fail-on-regression", action="append", default=[], metavar="METRIC[:MIN_EFFECT]",
                          help="exit 1 when METRIC dropped significantly (repeatable)")
     compare.add_argument("--markdown", action="store_true", help="as GitHub-flavoured Markdown")
-    commands.add_parser("list", help="list saved runs")
+    commands.add_parser("list", help="list saved runs", parents=[with_runs])
     _add_generate(commands)
     args = parser.parse_args(argv)
     try:
@@ -59,6 +63,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (RunNotFound, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `show last | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _list(runs_dir: Path) -> int:

@@ -245,7 +245,7 @@ class RunHooks:
     def _results_writer(self) -> Optional["RunWriter"]:
         """This run's results folder, opened with the first record (None when saving is off)."""
         settings = self.config.stash[SETTINGS]
-        if self.writer is None and settings.results != "off":
+        if self.writer is None and settings.results != "off" and not settings.audit:  # an audit answers nothing
             from .runs import RunWriter, new_run_folder
 
             self.writer = RunWriter(new_run_folder(_runs_dir(self.config, settings), settings.save_name,

@@ -93,6 +93,28 @@ def test_a_saved_run_renders_without_rerunning(pytester, tmp_path):
     assert set(live_table) == {"oracle", "bm25"}
 
 
+def test_show_takes_runs_after_the_command_and_stops_quietly_when_its_reader_closes(pytester, tmp_path):
+    runs = tmp_path / "runs"
+    pytester.runpytest("--researchqa-system=oracle", f"--researchqa-results={runs}", f"--researchqa-cache-dir={tmp_path}",
+                       "-p", "no:cacheprovider")
+    piped = subprocess.run(f"{sys.executable} -m pytest_researchqa show last --runs {runs} | head -n 1",
+                           shell=True, cwd=pytester.path, capture_output=True, text=True)
+    assert piped.stdout.strip()
+    # `true` never reads: the whole leaderboard meets a closed pipe when Python flushes it.
+    closed = subprocess.run(f"{sys.executable} -m pytest_researchqa show last --runs {runs} | true",
+                            shell=True, cwd=pytester.path, capture_output=True, text=True)
+    assert "Traceback" not in closed.stderr and "BrokenPipe" not in closed.stderr, closed.stderr
+
+
+def test_an_audit_saves_no_run_so_last_stays_the_last_run_that_answered(pytester, tmp_path):
+    pytester.runpytest("--researchqa-system=oracle", f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider")
+    pytester.runpytest("--researchqa-audit", f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider")
+    assert len(list((pytester.path / ".researchqa" / "runs").iterdir())) == 1
+    shown = subprocess.run([sys.executable, "-m", "pytest_researchqa", "show", "last"], cwd=pytester.path,
+                           capture_output=True, text=True)
+    assert "oracle" in shown.stdout and "(dataset)" not in shown.stdout
+
+
 def pytester_table(text: str) -> dict[str, dict[str, str]]:
     lines = [l for l in text.splitlines() if l.startswith("|")]
     headers = [c.strip() for c in lines[0].strip("|").split("|")]
