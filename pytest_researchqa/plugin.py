@@ -261,7 +261,8 @@ class RunHooks:
             return
         left_out = state.sample_leaves_out([c for i in items if (c := case_of(i)) is not None])
         if left_out:
-            deselected = [i for i in items if (c := case_of(i)) is not None and c.kind == "row" and c.position in left_out]
+            deselected = [i for i in items
+                          if (c := case_of(i)) is not None and c.kind == "row" and c.position in left_out]
             config.hook.pytest_deselected(items=deselected)
             dropped = set(map(id, deselected))
             items[:] = [i for i in items if id(i) not in dropped]
