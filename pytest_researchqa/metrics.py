@@ -119,12 +119,18 @@ def section_report(
 
 
 def _same_passage(citation: str, alternative: str, index: MatchIndex | None) -> bool:
+    citation_key, alternative_key = text_key(citation), text_key(alternative)
+    shorter, longer = sorted((citation_key, alternative_key), key=len)
+    if len(shorter) >= MIN_SUBQUOTE_KEY and shorter in longer:
+        # One is a verbatim part of the other: the same passage wherever the paper first has
+        # the words (a caption may repeat them before the alternative's own place).
+        return True
     if index is not None:
         alternative_spans = index.passage_spans(alternative)
         if alternative_spans is not None:
             found = index.match(citation)
             return found.grounded and spans_overlap(found.key_spans, alternative_spans)
-    return keys_overlap(text_key(citation), text_key(alternative))
+    return keys_overlap(citation_key, alternative_key)
 
 
 def spans_overlap(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> bool:

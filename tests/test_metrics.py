@@ -301,3 +301,16 @@ def test_corrections_of_a_real_premise_count_as_flagged_however_they_are_worded(
 )
 def test_answers_that_accept_the_premise_are_not_flagged_by_a_hedge_about_something_else(text):
     assert metrics.premise_flagged(chatgpt_premise_row(), Answer(text, [])) == 0.0
+
+
+def test_a_sub_quote_covers_its_section_even_when_a_caption_has_the_same_words_first():
+    # From a real paper: the words open the Figure 1 caption before the paragraph the dataset expects.
+    paper = ("Figure 1: Chain of thought as a form of working memory for the model. "
+             "Introduction. Many tasks need serial steps. We treat the chain of thought as a form of working memory "
+             "that the model must write down, and argue that monitoring it is useful.")
+    expected = ("We treat the chain of thought as a form of working memory that the model must write down, and argue "
+                "that monitoring it is useful.")
+    one_section = [{"section_label": "Introduction", "alternatives": [expected]}]
+    report = section_report(["chain of thought as a form of working memory"], row("lookup", one_section),
+                            MatchIndex(paper))
+    assert report.section_coverage == 1.0 and report.citation_precision == 1.0
