@@ -51,6 +51,7 @@ class Family:
     protocol_module: str  # dotted name of the module holding the default test
     loader: str  # "module:function" taking a path and returning a Dataset
     scope_note: str = ""  # printed under the leaderboard: what the means are over
+    judge_kinds: tuple[str, ...] = ("rubric", "claims")  # llm.judges kinds grading its rows; the first by default
 
     @property
     def metric_names(self) -> tuple[str, ...]:
