@@ -50,7 +50,7 @@ def _show(spec: str, runs_dir: Path, *, markdown: bool) -> int:
 
     saved = load_run(resolve_run(spec, runs_dir))
     family = get_family(saved.manifest.get("family", "citation"))
-    session = ResearchSession(family)
+    session = ResearchSession(family, family_results=saved.manifest.get("family_results") or {})
     for record in saved.records:
         session.add(record)
     if markdown:
@@ -59,7 +59,7 @@ def _show(spec: str, runs_dir: Path, *, markdown: bool) -> int:
         print(render(session.outcome(), family, title=f"researchqa run {saved.name}"), end="")
         return 0
     print(f"run {saved.name} ({len(saved.records)} rows)")
-    print(terminal.leaderboard(saved.records, family))
+    print(terminal.leaderboard(saved.records, family, saved.manifest.get("family_results")))
     return 0
 
 

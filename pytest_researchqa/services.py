@@ -65,6 +65,12 @@ class Services:
         from .llm.system import LlmSystem, ModelSpec
 
         settings = self.settings
+        family = settings.benchmark_family
+        if family.model_system:  # the family's own task (e.g. research queries, no paper)
+            from .families import resolve
+
+            return resolve(family.model_system)(ModelSpec(name, dict(settings.model_params.get(name, {}))),
+                                                self.runner(), AnswerCache(self._cache_dir()), settings)
         return LlmSystem(
             ModelSpec(name, dict(settings.model_params.get(name, {}))),
             self.runner(),
@@ -110,6 +116,8 @@ class Services:
             self._judges[(name, kind)] = make_judge(
                 kind, ModelSpec(name, dict(settings.model_params.get(name, {}))), self.runner(),
                 AnswerCache(self._cache_dir()), timeout_s=settings.timeout_s, retries=settings.retries)
+            if kind == "coverage":
+                self._judges[(name, kind)].generic_rubric = settings.generic_rubric
         return self._judges[(name, kind)]
 
     def pairwise_judge(self, first: str, second: str) -> Any:

@@ -11,7 +11,7 @@ rule is written twice. No pytest import: a command-line tool can use it too.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from .families import Family
 from .records import RowRecord
@@ -32,6 +32,8 @@ class ResearchSession:
     foreign_failures: int = 0
     selection: Selection = field(default_factory=Selection)
     interrupted: bool = False
+    # What the family's end-of-run step found (the rubric family: battles, Elo), plain data for renderers.
+    family_results: dict[str, Any] = field(default_factory=dict)
     _outcome: Optional[RunOutcome] = None
 
     @property
@@ -73,6 +75,7 @@ class ResearchSession:
             partial_reasons=tuple(self._partial_reasons(measured)) if gated else (),
             gated=gated,
             notes=tuple(notes),
+            family_results=self.family_results or None,
         )
 
     def _partial_reasons(self, measured: int) -> list[str]:

@@ -220,6 +220,15 @@ class ModelJudge(ModelCaller):
     def schema(self) -> dict:
         return self.verdict_model.model_json_schema()
 
+    def subject(self, row, answer) -> Optional[tuple]:
+        """What this kind judges of one row's answer (None: nothing to judge)."""
+        return (row, answer)
+
+    @staticmethod
+    def combine(by_judge: dict[str, dict]) -> dict:
+        """The judges' scores of one answer combined: consensus and spread."""
+        return consensus(by_judge)
+
     # -- shared -----------------------------------------------------------------------
     def key(self, *subject: Any, repeat: int = 0) -> str:
         return cache_key(judge=self.spec.name, params=self.spec.call_params, prompt=self.prompt.sha, mode=self.kind,
@@ -290,6 +299,21 @@ class ClaimsJudge(_CitationJudge):
 
 # ---- rubric-item coverage (0-4) -----------------------------------------------------
 
+
+def generic_rubric() -> tuple[str, ...]:
+    """The eight query-independent criteria (judges/generic_rubric.yaml)."""
+    import yaml
+
+    data = yaml.safe_load(bundled_path("judges", "generic_rubric.yaml").read_text(encoding="utf-8")) or {}
+    return tuple(str(text) for text in data.values())
+
+
+def answer_with_references(answer) -> str:
+    """A long-form answer as judges see it: its text, then the works it lists."""
+    listed = "\n".join(f"- {c}" for c in answer.citations if c.strip())
+    return answer.text + (f"\n\nReferences:\n{listed}" if listed else "")
+
+
 COVERAGE_LABELS = {0: "not at all", 1: "barely", 2: "moderately", 3: "mostly", 4: "completely"}
 COVERAGE_MAX = 4
 
@@ -334,6 +358,15 @@ class RubricCoverageJudge(ModelJudge):
 
     kind = "coverage"
     verdict_model = CoverageVerdict
+    generic_rubric = False  # rows without items are judged on the generic criteria (set from the options)
+
+    def subject(self, row, answer) -> Optional[tuple]:
+        items = [item.text for item in row.rubric] or (list(generic_rubric()) if self.generic_rubric else [])
+        return (row.query, tuple(items), answer_with_references(answer)) if items else None
+
+    @staticmethod
+    def combine(by_judge: dict[str, dict]) -> dict:
+        return coverage_consensus(by_judge)
 
     def key_parts(self, query: str, items: Sequence[str], answer: str) -> dict:
         return {"query": query, "items": list(items), "answer": answer}
@@ -420,20 +453,18 @@ def in_flip_sample(row_id: str) -> bool:
 
 
 def judge_all(judges: Sequence[ModelJudge], row, answer, timeout_s: Optional[float] = None, *,
-              subject: Optional[tuple] = None,
               combine: Optional[Callable[[dict[str, dict]], dict]] = None) -> dict:
     """Every judge's scores for one answer, and their consensus: {'by_judge', 'consensus', 'spread'}.
 
-    ``subject`` is what the judges are given (the citation kinds' default:
-    ``(row, answer)``); ``combine`` turns the judges' scores into the consensus
-    (default: mean and spread of the citation dimensions). With a panel's
+    Each judge is given its kind's ``subject(row, answer)``; ``combine`` turns the
+    judges' scores into the consensus (default: the kind's own). With a panel's
     ``repeats`` and a row in the flip sample, each judge also re-judges the same
     answer that many times: {'repeats': {judge: [scores, ...]}}.
     """
-    subject = subject if subject is not None else (row, answer)
     repeats = getattr(judges, "repeats", 0) if in_flip_sample(row.row_id) else 0
-    futures = {judge.name: judge.submit(*subject) for judge in judges}
-    extra = {judge.name: [judge.submit(*subject, repeat=repeat) for repeat in range(1, repeats + 1)]
+    subjects = {judge.name: judge.subject(row, answer) or () for judge in judges}
+    futures = {judge.name: judge.submit(*subjects[judge.name]) for judge in judges}
+    extra = {judge.name: [judge.submit(*subjects[judge.name], repeat=repeat) for repeat in range(1, repeats + 1)]
              for judge in judges}
     by_judge: dict[str, dict] = {}
     for name, future in futures.items():
@@ -441,7 +472,8 @@ def judge_all(judges: Sequence[ModelJudge], row, answer, timeout_s: Optional[flo
             by_judge[name] = dict(future.result(timeout=timeout_s)["scores"])
         except ProviderError as error:
             by_judge[name] = {"error": str(error)}
-    result = {"by_judge": by_judge, **(combine or consensus)(by_judge)}
+    combine = combine or (type(judges[0]).combine if judges else consensus)
+    result = {"by_judge": by_judge, **combine(by_judge)}
     if repeats:
         result["repeats"] = {}
         for name, pending in extra.items():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from ..records import RowRecord
 from .gates import GateResult
@@ -40,6 +40,7 @@ class RunOutcome:
     partial_reasons: tuple[str, ...]
     gated: bool  # gates were given and evaluated
     notes: tuple[str, ...] = ()
+    family_results: Optional[dict[str, Any]] = None  # the family's end-of-run step (rubric: battles, Elo)
 
     @property
     def passed(self) -> Optional[bool]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from ..families import Family
 from ..records import RowRecord
@@ -87,9 +87,15 @@ def defects_line(records: Sequence[RowRecord]) -> Optional[str]:
     return f"{defects} row(s) not graded: a required section is not in the paper (dataset defect)"
 
 
-def leaderboard(records: Sequence[RowRecord], family: Family) -> str:
-    """The leaderboard and its breakdowns as terminal text."""
+def leaderboard(records: Sequence[RowRecord], family: Family, results: Optional[dict[str, Any]] = None) -> str:
+    """The leaderboard and its breakdowns as terminal text (a family with its own renderer renders it)."""
     from tabulate import tabulate
+
+    if family.renderer:
+        from ..families import resolve
+
+        rendered: str = resolve(family.renderer)(records, family, results)
+        return rendered
 
     tables = leaderboard_tables(records, family)
     parts = [tabulate(tables[0].rows, headers=tables[0].headers, tablefmt="github", disable_numparse=True)]
