@@ -10,9 +10,14 @@ from typing import Optional, Sequence
 
 def bootstrap_interval(values: Sequence[float], *, rounds: int = 1000, level: float = 0.95,
                        seed: int = 20260101) -> Optional[tuple[float, float]]:
-    """A percentile bootstrap interval of the mean (resampling the values with replacement)."""
+    """A percentile bootstrap interval of the mean (resampling the values with replacement).
+
+    The values are sorted first, so the interval does not depend on the order records arrived in
+    (serial and xdist runs agree).
+    """
     if len(values) < 2:
         return None
+    values = sorted(values)
     rng = random.Random(seed)
     means = sorted(statistics.fmean(rng.choices(values, k=len(values))) for _ in range(rounds))
     tail = (1.0 - level) / 2

@@ -108,7 +108,7 @@ def run_tournament(records: Sequence[RowRecord], services: Any, settings: Any,
     battles: list[Battle] = []
     errors: list[str] = []
     consistent = 0
-    step = max(1, len(pending) // 10)
+    step = max(1, -(-len(pending) // 4))  # progress at each quarter
     for done, (a, b, _, forward, backward) in enumerate(pending, start=1):
         try:
             there = forward.result()["scores"]["preferred"]
