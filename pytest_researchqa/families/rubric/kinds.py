@@ -20,7 +20,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\blimitation|\blimits? of\b|\bdrawback|\bshortcoming|\bweakness|\bdisadvantage|\bpitfall|\bcaveat"
         r"|\bconstraints? (?:of|on)\b|\bfail(?:s|ure)? to\b|\bbias(?:es)? (?:of|in)\b", re.IGNORECASE)),
     ("comparison", re.compile(
-        r"\bcompar|\bcontrast|\bversus\b|\bvs\.?(?=\s)|\bdiffer(?:s|ence|ences|ent from)\b|\brelative to\b"
+        r"\bcompar|\bcontrast|\bversus\b|\bvs\.?(?=\s)|\bdiffer(?:s|ed|ence|ences|ent from)?\b|\brelative to\b"
         r"|\boutperform|\bsimilarit|\btrade-?offs?\b|\bbefore and after\b", re.IGNORECASE)),
     ("example", re.compile(
         r"\bexamples?\b|\be\.g\.|\bfor instance\b|\binstances? of\b|\bsuch as\b|\bcase stud|\bspecific "
