@@ -74,15 +74,17 @@ def _tally(systems: Sequence[str], battles: Iterable[Battle], pairs: set[tuple[i
 
 
 def fit(systems: Sequence[str], battles: Sequence[Battle], *, pairs: set[tuple[int, int]] | None = None,
-        tolerance: float = 1e-10, max_iterations: int = 5000) -> dict[str, float]:
-    """Each system's Elo-scale score (mean 1000) from the battles (``pairs``: where the prior applies)."""
+        tolerance: float = 1e-10, max_iterations: int = 5000, start: dict[str, float] | None = None
+        ) -> dict[str, float]:
+    """Each system's Elo-scale score (mean 1000) from the battles (``pairs``: where the prior applies;
+    ``start``: Elo scores to iterate from, e.g. the full fit when bootstrapping)."""
     if not systems:
         return {}
     index = {s: n for n, s in enumerate(systems)}
     if pairs is None:
         pairs = {tuple(sorted((index[a], index[b]))) for a, b, _ in battles}  # type: ignore[misc]
     wins, games = _tally(systems, battles, pairs)
-    strength = [1.0] * len(systems)
+    strength = [10 ** ((start[s] - ELO_MEAN) / ELO_SCALE) if start else 1.0 for s in systems]
     for _ in range(max_iterations):
         updated = []
         for i in range(len(systems)):
@@ -118,7 +120,8 @@ def bootstrap(systems: Sequence[str], battles: Sequence[Battle], *, rounds: int 
     for _ in range(rounds if battles else 0):
         drawn = rng.choices(range(len(distinct)), weights=weights, k=len(battles))
         resampled = [distinct[n] for n in drawn]
-        for system, score in fit(systems, resampled, pairs=pairs, tolerance=1e-7).items():  # type: ignore[arg-type]
+        refit = fit(systems, resampled, pairs=pairs, tolerance=1e-7, start=point)  # type: ignore[arg-type]
+        for system, score in refit.items():
             samples[system].append(score)
     ratings = [Rating(s, statistics.median(samples[s]) if samples[s] else point[s],
                       statistics.pstdev(samples[s]) if len(samples[s]) > 1 else 0.0, point[s]) for s in systems]
