@@ -97,8 +97,9 @@ def research_reply(model: str, prompt: str) -> dict:
             "refused": False}
 
 
-def coverage_reply(model: str, prompt: str) -> str:
-    """Every rubric item scored by the share of its content words the answer contains."""
+def coverage_reply(model: str, prompt: str, attempt: int = 0) -> str:
+    """Every rubric item scored by the share of its content words the answer contains (``judge-flaky``
+    adds one to the first item's score on every other call)."""
     block = prompt.split("RUBRIC ITEMS:", 1)[1].split("<<<ANSWER", 1)[0]
     items = re.findall(r"^\d+\. (.+)$", block, re.MULTILINE)
     answer = _content_words(_between(prompt, "ANSWER"))
@@ -108,6 +109,8 @@ def coverage_reply(model: str, prompt: str) -> str:
         share = len(words & answer) / max(1, len(words))
         scored.append({"item": number, "justification": f"{len(words & answer)} of {len(words)} key words present.",
                        "coverage": min(4, round(4 * share * 1.25))})
+    if model == "judge-flaky" and scored and attempt % 2:
+        scored[0]["coverage"] = (scored[0]["coverage"] + 1) % 5
     return json.dumps({"items": scored})
 
 
@@ -269,7 +272,7 @@ class ScriptedLLM:
                 return 200, {"id": "x", "object": "chat.completion", "created": 1, "model": model, "choices": [],
                              "usage": {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1}}, 0.0
         if "RUBRIC ITEMS:" in prompt:
-            return 200, completion(model, coverage_reply(model, prompt)), delay
+            return 200, completion(model, coverage_reply(model, prompt, len(self.requests))), delay
         if "<<<RESPONSE_A" in prompt:
             return 200, completion(model, pairwise_reply(model, prompt)), delay
         if judging:

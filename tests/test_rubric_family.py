@@ -187,6 +187,14 @@ def test_xdist_gives_the_same_rubric_leaderboard_as_a_serial_run(run):
     assert stable(parallel)["openai/good"]["battles"] == str(SAMPLE_ROWS)
 
 
+def test_the_existing_judge_guards_apply_to_the_coverage_judge(run):
+    result = run("--researchqa-model=openai/good", "--researchqa-family=rubric", "--researchqa-judge=openai/judge-flaky",
+                 "--researchqa-judge-repeats=2")
+    result.stdout.fnmatch_lines([
+        "*warning: judge openai/judge-flaky grades openai/good, a model of the same family (openai)*",
+        "flip rate: */* judge scores (*) changed when * sampled verdicts were re-judged 2 more time(s)"])
+
+
 def test_a_gate_on_coverage_by_general_domain_decides_the_exit_status(run):
     passing = run("--researchqa-family=rubric", "--researchqa-judge=openai/judge-a",
                   "--researchqa-fail-under=humanities.coverage=0.9")
