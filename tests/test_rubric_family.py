@@ -195,6 +195,22 @@ def test_the_existing_judge_guards_apply_to_the_coverage_judge(run):
         "flip rate: */* judge scores (*) changed when * sampled verdicts were re-judged 2 more time(s)"])
 
 
+def test_a_projects_own_test_grades_coverage_and_a_failing_row_shows_each_items_reason(run, pytester):
+    pytester.makepyfile(test_mine="""
+        from pytest_researchqa.families.rubric.grading import grade_coverage
+
+
+        def test_answer_covers_most_items(researchqa_row, researchqa_answer, researchqa_judge):
+            result = grade_coverage(researchqa_answer, researchqa_row, researchqa_judge)
+            assert result["consensus"]["coverage"] >= 3.5
+    """)
+    result = run("--researchqa-model=openai/sloppy", "--researchqa-family=rubric", "--researchqa-judge=openai/judge-a",
+                 "-k", "Linguistics")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*researchqa judges*", "  openai/judge-a item 1 coverage 0: 0 of * key words present."])
+    assert leaderboard_table(result)["openai/sloppy"]["graded"] == "1"
+
+
 def test_a_gate_on_coverage_by_general_domain_decides_the_exit_status(run):
     passing = run("--researchqa-family=rubric", "--researchqa-judge=openai/judge-a",
                   "--researchqa-fail-under=humanities.coverage=0.9")
