@@ -4,6 +4,8 @@ models and judges served by the local scripted server)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from helpers import leaderboard_table, needs_shared, shared_path
@@ -86,7 +88,8 @@ def test_the_bundled_sample_with_the_rubric_oracle_covers_every_item(run, server
     assert all(c.startswith("0% (") for c in cells(kinds[2])[1:]), "every kind represented, none missed"
 
 
-def test_two_models_get_coverage_elo_a_win_matrix_and_the_kind_table_and_a_rerun_calls_nobody(run, server):
+def test_two_models_get_coverage_elo_a_win_matrix_and_the_kind_table_and_a_rerun_calls_nobody(run, server,
+                                                                                              pytester):
     args = ("--researchqa-model=openai/good", "--researchqa-model=openai/sloppy", "--researchqa-judge=openai/judge-a",
             "--researchqa-family=rubric")
     first = run(*args)
@@ -112,6 +115,9 @@ def test_two_models_get_coverage_elo_a_win_matrix_and_the_kind_table_and_a_rerun
     again = run(*args)
     assert server.calls() == calls, "answers, coverage and battles all come from the cache"
     assert leaderboard_table(again)["openai/good"]["Elo"] == good["Elo"]
+    shown = subprocess.run([sys.executable, "-m", "pytest_researchqa", "show"], capture_output=True, text=True,
+                           cwd=pytester.path, check=True).stdout
+    assert "| openai/good " in shown and "row beats column" in shown, "a saved run shows its battles and Elo"
 
 
 def test_battles_per_pair_are_capped_and_the_same_every_run(run, server):

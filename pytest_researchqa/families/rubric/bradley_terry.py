@@ -17,7 +17,6 @@ times. Systems in separate components of the comparison graph share no scale;
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -105,26 +104,57 @@ def fit(systems: Sequence[str], battles: Sequence[Battle], *, pairs: set[tuple[i
 def bootstrap(systems: Sequence[str], battles: Sequence[Battle], *, rounds: int = 1000,
               seed: int = 20260101) -> list[Rating]:
     """Median and standard deviation of the scores over ``rounds`` resamplings of the battles (with
-    replacement), best first. Deterministic for a seed."""
+    replacement), best first. Deterministic for a seed.
+
+    Battles collapse to kinds (first, second, score); a resample is a multinomial draw of counts
+    over the kinds, and each refit is the same iteration as :func:`fit`, on arrays (numpy).
+    """
+    import numpy as np
+
     index = {s: n for n, s in enumerate(systems)}
     pairs = {tuple(sorted((index[a], index[b]))) for a, b, _ in battles}
     point = fit(systems, battles, pairs=pairs)  # type: ignore[arg-type]
-    # Battles collapse to (first, second, score) kinds: a resample is a draw of counts over kinds.
+    if not battles or rounds < 1:
+        return sorted((Rating(s, point[s], 0.0, point[s]) for s in systems), key=lambda r: (-r.median, r.system))
     kinds: dict[Battle, int] = {}
     for battle in battles:
         kinds[battle] = kinds.get(battle, 0) + 1
-    distinct = list(kinds)
-    weights = [kinds[k] for k in distinct]
-    rng = random.Random(seed)
-    samples: dict[str, list[float]] = {s: [] for s in systems}
-    for _ in range(rounds if battles else 0):
-        drawn = rng.choices(range(len(distinct)), weights=weights, k=len(battles))
-        resampled = [distinct[n] for n in drawn]
-        refit = fit(systems, resampled, pairs=pairs, tolerance=1e-7, start=point)  # type: ignore[arg-type]
-        for system, score in refit.items():
-            samples[system].append(score)
-    ratings = [Rating(s, statistics.median(samples[s]) if samples[s] else point[s],
-                      statistics.pstdev(samples[s]) if len(samples[s]) > 1 else 0.0, point[s]) for s in systems]
+    distinct = sorted(kinds)
+    first = np.array([index[a] for a, _, _ in distinct])
+    second = np.array([index[b] for _, b, _ in distinct])
+    score = np.array([s for _, _, s in distinct], dtype=float)
+    share = np.array([kinds[k] for k in distinct], dtype=float) / len(battles)
+    size = len(systems)
+    prior_wins = np.zeros(size)
+    prior_games = np.zeros((size, size))
+    for i, j in pairs:
+        prior_wins[[i, j]] += PRIOR_DRAWS / 2
+        prior_games[i, j] += PRIOR_DRAWS
+        prior_games[j, i] += PRIOR_DRAWS
+    start = np.array([10 ** ((point[s] - ELO_MEAN) / ELO_SCALE) for s in systems])
+    rng = np.random.default_rng(seed)
+    samples = np.empty((rounds, size))
+    for n in range(rounds):
+        counts = rng.multinomial(len(battles), share).astype(float)
+        wins = prior_wins.copy()
+        np.add.at(wins, first, counts * score)
+        np.add.at(wins, second, counts * (1.0 - score))
+        games = prior_games.copy()
+        np.add.at(games, (first, second), counts)
+        np.add.at(games, (second, first), counts)
+        strength = start.copy()
+        for _ in range(5000):
+            denominator = (games / (strength[:, None] + strength[None, :])).sum(axis=1)
+            updated = np.where(denominator > 0, wins / np.where(denominator > 0, denominator, 1.0), strength)
+            updated = updated / np.exp(np.log(np.maximum(updated, 1e-300)).mean())
+            change = np.max(np.abs(updated - strength) / strength)
+            strength = updated
+            if change < 1e-9:
+                break
+        logs = ELO_SCALE * np.log10(np.maximum(strength, 1e-300))
+        samples[n] = logs - logs.mean() + ELO_MEAN
+    ratings = [Rating(s, float(np.median(samples[:, index[s]])), float(np.std(samples[:, index[s]])), point[s])
+               for s in systems]
     return sorted(ratings, key=lambda r: (-r.median, r.system))
 
 
