@@ -225,3 +225,33 @@ def test_a_gate_on_coverage_by_general_domain_decides_the_exit_status(run):
                   "--researchqa-judge=openai/judge-a", "--researchqa-fail-under=coverage=0.5")
     failing.stdout.fnmatch_lines(["openai/sloppy: coverage>=0.5: * FAILED by *"])
     assert failing.ret == 1
+
+
+def test_editing_a_judge_prompt_changes_every_verdicts_cache_key(tmp_path, monkeypatch):
+    import shutil
+
+    from pytest_researchqa.bundled import bundled_path
+    from pytest_researchqa.llm import judges
+    from pytest_researchqa.llm.cache import AnswerCache
+    from pytest_researchqa.llm.engine import ModelRunner
+    from pytest_researchqa.llm.system import ModelSpec
+
+    runner = ModelRunner()
+    try:
+        def keys() -> tuple[str, str]:
+            spec, cache = ModelSpec("openai/judge-a"), AnswerCache(tmp_path)
+            coverage = judges.make_judge("coverage", spec, runner, cache)
+            pairwise = judges.make_judge("pairwise", spec, runner, cache)
+            return coverage.key("q", ("Does the response mention x?",), "x"), pairwise.key("q", "one", "two")
+
+        before = keys()
+        assert keys() == before, "the same prompt, the same keys"
+        edited = tmp_path / "judges"
+        shutil.copytree(bundled_path("judges"), edited)
+        for name in ("coverage.md", "pairwise.md"):
+            (edited / name).write_text((edited / name).read_text() + "\nBe strict.\n")
+        monkeypatch.setattr(judges, "bundled_path", lambda *parts: tmp_path.joinpath(*parts))
+        after = keys()
+        assert after[0] != before[0] and after[1] != before[1]
+    finally:
+        runner.close()
