@@ -335,10 +335,16 @@ class RunHooks:
         from .families import resolve
 
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        started_lines = False
 
         def say(line: str) -> None:
-            if reporter is not None:
-                reporter.write_line(line)
+            nonlocal started_lines
+            if reporter is None:
+                return
+            if not started_lines and getattr(reporter, "currentfspath", None) is None:
+                reporter.line("")  # xdist's progress leaves the cursor at the end of its line
+            started_lines = True
+            reporter.write_line(line)
 
         step = resolve(state.family.after_answers)
         state.session.family_results = step(list(state.session.records), state.services, state.settings, say)
