@@ -413,7 +413,7 @@ class RunHooks:
             "models": list(settings.models),
             "model_params": redact_params(settings.model_params),
             "judges": list(settings.judges),
-            "judge_mode": settings.judge_mode,
+            "judge_mode": state.services.judge_kind(),
             "prompt_sha": sorted({r.usage.prompt_sha for r in outcome.records if r.usage.prompt_sha}),
             "judge_prompts": folder_hashes(bundled_path("judges")) if settings.judges else {},
             "baseline": settings.baseline,

@@ -217,6 +217,17 @@ def test_a_projects_own_test_grades_coverage_and_a_failing_row_shows_each_items_
     assert leaderboard_table(result)["openai/sloppy"]["graded"] == "1"
 
 
+@pytest.mark.parametrize(("option", "message"), [
+    ("--researchqa-battles=0", "--researchqa-battles: '0' is not 'all' or a whole number of at least 1"),
+    ("--researchqa-length-words=-5", "--researchqa-length-words: must be at least 0"),
+    ("--researchqa-fail-under=coverage=60", "thresholds for coverage are between 0 and 1"),
+])
+def test_bad_rubric_options_are_usage_errors_naming_the_option(run, option, message):
+    result = run("--researchqa-family=rubric", option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{message}*"])
+
+
 def test_a_gate_on_coverage_by_general_domain_decides_the_exit_status(run):
     passing = run("--researchqa-family=rubric", "--researchqa-judge=openai/judge-a",
                   "--researchqa-fail-under=humanities.coverage=0.9")
