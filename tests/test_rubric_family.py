@@ -108,6 +108,7 @@ def test_two_models_get_coverage_elo_a_win_matrix_and_the_kind_table_and_a_rerun
     assert section(first, "rubric items not completely covered")
     assert section(first, "by general domain")
     text = first.stdout.str()
+    assert "warning: pairwise judge openai/judge-a is of the same family (openai) as openai/good, openai/sloppy" in text
     assert "openai/sloppy: date cutoff: 12/12 dated citations after the cutoff (100%)" in text
     assert "openai/good: date cutoff: 0/24 dated citations after the cutoff (0%)" in text
     calls = server.calls()

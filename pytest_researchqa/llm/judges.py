@@ -196,6 +196,8 @@ class ModelJudge(ModelCaller):
     kind: ClassVar[str] = ""
     prompt_file: ClassVar[str] = ""
     verdict_model: ClassVar[type[BaseModel]]
+    # Verdicts whose scores are not 1-5 dimensions carry their kind in the cache, validated by it.
+    cached_as_kind: ClassVar[bool] = False
 
     def __init__(self, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, *,
                  timeout_s: float = 120.0, retries: int = 3) -> None:
@@ -260,8 +262,8 @@ class ModelJudge(ModelCaller):
                                             validate=lambda r: self.parse(r.content, *subject))
         entry = {"judge": self.name, "prompt_sha": self.prompt.sha, "mode": self.kind, "scores": scores,
                  "latency_s": result.latency_s}
-        if self.kind in ("coverage", "pairwise"):
-            entry["kind"] = self.kind  # validated by kind when read back from the cache
+        if self.cached_as_kind:
+            entry["kind"] = self.kind
         self.cache.put(key, entry)
         return entry
 
@@ -358,6 +360,7 @@ class RubricCoverageJudge(ModelJudge):
 
     kind = "coverage"
     verdict_model = CoverageVerdict
+    cached_as_kind = True
     generic_rubric = False  # rows without items are judged on the generic criteria (set from the options)
 
     def subject(self, row, answer) -> Optional[tuple]:
@@ -410,6 +413,7 @@ class PairwiseJudge(ModelJudge):
 
     kind = "pairwise"
     verdict_model = PairwiseVerdict
+    cached_as_kind = True
 
     def key_parts(self, query: str, first: str, second: str) -> dict:
         return {"query": query, "first": first, "second": second}

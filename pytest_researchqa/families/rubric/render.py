@@ -183,6 +183,14 @@ def leaderboard(records: Sequence[RowRecord], family: Family, results: Optional[
         if consistent is not None:
             parts.append(f"the direct judge gave the same verdict in both orders in {100 * consistent:.0f}% of "
                          "battles")
+    from ...llm_params import model_family
+
+    for judge in results.get("judges") or []:
+        same = [s for s in results.get("systems") or [] if model_family(s) == model_family(judge)]
+        if same:
+            parts.append(f"warning: pairwise judge {judge} is of the same family ({model_family(judge)}) as "
+                         f"{', '.join(same)}: same-family judges tend to prefer their own (--researchqa-judge=auto "
+                         "picks another family)")
     if results.get("errors"):
         parts.append(f"warning: {len(results['errors'])} battle(s) left out, their judge failed: "
                      + "; ".join(results["errors"][:3]))
