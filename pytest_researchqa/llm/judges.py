@@ -17,7 +17,7 @@ import json
 import re
 import secrets
 import statistics
-from typing import Any, Callable, ClassVar, Literal, Optional, Sequence
+from typing import Any, Callable, ClassVar, Literal, Optional, Sequence, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -91,6 +91,18 @@ def _parse_json_object(text: Optional[str]) -> dict:
         return json.loads(body, strict=False)
     except json.JSONDecodeError as error:
         raise MalformedReply(f"the verdict is not valid JSON ({error.msg}); it began: {text.strip()[:120]!r}") from None
+
+
+_Verdict = TypeVar("_Verdict", bound=BaseModel)
+
+
+def _validated(model: type[_Verdict], text: Optional[str]) -> _Verdict:
+    """The reply's JSON object as ``model``; a reply that does not fit is malformed, naming the field."""
+    try:
+        return model.model_validate(_parse_json_object(text))
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise MalformedReply(f"verdict field {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
 
 
 def parse_verdict(text: Optional[str], mode: str) -> dict:
@@ -336,12 +348,7 @@ def parse_coverage(text: Optional[str], item_count: int) -> dict:
     Every item must be scored once (numbered from 1); a missing, repeated or
     extra item makes the verdict malformed (retried, then a judge error).
     """
-    data = _parse_json_object(text)
-    try:
-        verdict = CoverageVerdict.model_validate(data)
-    except ValidationError as error:
-        first = error.errors()[0]
-        raise MalformedReply(f"verdict field {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    verdict = _validated(CoverageVerdict, text)
     numbers = sorted(i.item for i in verdict.items)
     if numbers != list(range(1, item_count + 1)):
         raise MalformedReply(f"the verdict scores items {numbers}; expected each of 1-{item_count} once")
@@ -395,12 +402,7 @@ class PairwiseVerdict(BaseModel):
 
 
 def parse_preference(text: Optional[str]) -> dict:
-    data = _parse_json_object(text)
-    try:
-        verdict = PairwiseVerdict.model_validate(data)
-    except ValidationError as error:
-        first = error.errors()[0]
-        raise MalformedReply(f"verdict field {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    verdict = _validated(PairwiseVerdict, text)
     return {"preferred": verdict.preferred, "justifications": verdict.justification}
 
 
