@@ -359,7 +359,9 @@ class RunHooks:
         write = terminalreporter.write_line
         if state.settings.audit:
             terminalreporter.write_sep("=", "researchqa dataset audit")
-            for line in terminal.audit(outcome.records).splitlines():
+            audit = (terminal.audit(outcome.records) if state.family.uses_papers
+                     else terminal.leaderboard(outcome.records, state.family))  # no papers to check
+            for line in audit.splitlines():
                 write(line)
             for note in outcome.notes:
                 write(note, yellow=True)

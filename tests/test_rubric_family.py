@@ -229,6 +229,15 @@ def test_bad_rubric_options_are_usage_errors_naming_the_option(run, option, mess
     result.stderr.fnmatch_lines([f"*{message}*"])
 
 
+def test_the_audit_describes_the_rows_without_answering(run, server):
+    result = run("--researchqa-family=rubric", "--researchqa-audit")
+    result.stdout.fnmatch_lines(["*researchqa dataset audit*", "12 row(s) loaded, 0 invalid; no system ran",
+                                 "12 with rubric items (96 items, 8.0 per row)",
+                                 "12 with a date cutoff, 3 naming their source survey",
+                                 "item kinds: citation 12 (12%), limitation *, comparison *, example *, impact *, other *"])
+    assert server.calls() == 0
+
+
 def test_a_gate_on_coverage_by_general_domain_decides_the_exit_status(run):
     passing = run("--researchqa-family=rubric", "--researchqa-judge=openai/judge-a",
                   "--researchqa-fail-under=humanities.coverage=0.9")

@@ -150,6 +150,24 @@ def check_lines(records: Sequence[RowRecord], order: list[str]) -> list[str]:
     return lines
 
 
+def audit(records: Sequence[RowRecord]) -> str:
+    """The dataset as the rubric family reads it: rows, rubric items and their kinds, dates, survey titles."""
+    rows = [r for r in records if not r.error]
+    items = [i for r in rows for i in r.details.get("items") or []]
+    kinds = {kind: sum(1 for i in items if i.get("kind") == kind) for kind in ITEM_KINDS}
+    with_items = sum(1 for r in rows if r.details.get("items"))
+    lines = [f"{len(rows)} row(s) loaded, {len(records) - len(rows)} invalid; no system ran",
+             f"{with_items} with rubric items ({len(items)} items, {len(items) / with_items:.1f} per row)"
+             if with_items else "no row has rubric items: answers can be saved, not graded "
+                                "(--researchqa-generic-rubric grades them on generic criteria)",
+             f"{sum(1 for r in rows if r.details.get('date'))} with a date cutoff, "
+             f"{sum(1 for r in rows if r.details.get('survey_title'))} naming their source survey"]
+    if items:
+        lines.append("item kinds: " + ", ".join(f"{kind} {count} ({100 * count / len(items):.0f}%)"
+                                                for kind, count in kinds.items()))
+    return "\n".join(lines)
+
+
 def leaderboard(records: Sequence[RowRecord], family: Family, results: Optional[dict[str, Any]] = None) -> str:
     from tabulate import tabulate
 
@@ -157,8 +175,8 @@ def leaderboard(records: Sequence[RowRecord], family: Family, results: Optional[
         return str(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
 
     grouped = _by_system(records)
-    if not grouped:  # --researchqa-audit: rows loaded, nothing answered
-        return f"{len(records)} row(s) loaded; no system ran"
+    if not grouped:  # --researchqa-audit: what the rows hold; nothing answered
+        return audit(records)
     order = system_order(grouped, results)
     parts = [table(*main_table(records, results)), family.scope_note]
     skipped: dict[str, int] = {}
