@@ -80,7 +80,8 @@ def _session(saved: SavedRun, **options: Any) -> "ResearchSession":
     from .families import get_family
     from .session import ResearchSession
 
-    session = ResearchSession(get_family(saved.manifest.get("family", "citation")), **options)
+    session = ResearchSession(get_family(saved.manifest.get("family", "citation")),
+                              family_results=saved.manifest.get("family_results") or {}, **options)
     for record in saved.records:
         session.add(record)
     return session
@@ -96,7 +97,8 @@ def _print(session: "ResearchSession", title: str, *, markdown: bool) -> None:
         print(render(outcome, session.family, title=title), end="")
         return
     print(title)
-    print(terminal.leaderboard(outcome.records, session.family, outcome.intervals, outcome.comparison))
+    print(terminal.leaderboard(outcome.records, session.family, outcome.intervals, outcome.comparison,
+                               outcome.family_results))
     if outcome.comparison is not None:
         print(terminal.comparison_text(outcome.comparison, session.family))
     for result in outcome.regressions:

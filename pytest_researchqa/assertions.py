@@ -202,6 +202,10 @@ def judge_reasons(result: dict[str, Any], dimensions: Optional[list[str]] = None
             lines.append(f"  {judge}: error: {scores['error']}")
             continue
         reasons = scores.get("justifications") or {}
+        if isinstance(reasons, list):  # an item-wise kind (rubric coverage): one reason per item
+            lines += [f"  {judge} item {n} coverage {c}: {r}"
+                      for n, (c, r) in enumerate(zip(scores.get("items") or [], reasons), 1)]
+            continue
         for dimension in dimensions or [d for d in scores if d not in ("justifications", "error")]:
             if dimension in scores:
                 reason = reasons.get(dimension)

@@ -66,6 +66,8 @@ def researchqa_paper(request: pytest.FixtureRequest, researchqa_row):
     from .papers import PaperUnavailable
 
     state = run_state(request.config)
+    if not state.family.uses_papers:
+        return None  # this family's rows are not about one paper
     record = request.node.stash[RECORD]
     unavailable = None
     try:

@@ -56,6 +56,23 @@ def load_dataset(path: str | Path) -> Dataset:
     raise DatasetError(f"{path}: unknown dataset format {suffix!r} (use .jsonl, .json or .yaml)")
 
 
+def file_records(path: Path) -> Iterator[tuple[str, Any]]:
+    """(location, raw record) for every row of a .jsonl, .json (wrapper or list) or .yaml file.
+
+    For families with row schemas of their own: the same file shapes, locations and hostile-input
+    rules as the citation rows; a record that cannot be parsed is an :class:`Unparsable`.
+    """
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return _jsonl_records(path)
+    if suffix in (".yaml", ".yml"):
+        return _yaml_records(path)
+    if suffix == ".json":
+        text = _read_text(path)
+        return _wrapper_records(path, _read_json(path, text), text)
+    raise DatasetError(f"{path}: unknown dataset format {suffix!r} (use .jsonl, .json or .yaml)")
+
+
 def _read_text(path: Path) -> str:
     """The file as UTF-8 text (a byte-order mark is allowed); bad bytes are an error naming the line."""
     data = path.read_bytes()
@@ -88,16 +105,16 @@ def _jsonl_records(path: Path) -> Iterator[tuple[str, Any]]:
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as error:
-                yield f"line {number}", _Unparsable(f"not UTF-8 text ({error.reason} at byte {error.start})")
+                yield f"line {number}", Unparsable(f"not UTF-8 text ({error.reason} at byte {error.start})")
                 continue
             if not line.strip():
                 continue
             try:
                 yield f"line {number}", json.loads(line)
             except json.JSONDecodeError as error:
-                yield f"line {number}", _Unparsable(f"not valid JSON: {error.msg} (column {error.colno})")
+                yield f"line {number}", Unparsable(f"not valid JSON: {error.msg} (column {error.colno})")
             except RecursionError:
-                yield f"line {number}", _Unparsable("nested too deeply to be a row")
+                yield f"line {number}", Unparsable("nested too deeply to be a row")
 
 
 def _wrapper_records(path: Path, data: Any, text: str) -> Iterator[tuple[str, Any]]:
@@ -178,7 +195,7 @@ def _yaml_records(path: Path) -> Iterator[tuple[str, Any]]:
         try:
             record = yaml.load(yaml.serialize(node), Loader=_loader())
         except (yaml.YAMLError, RecursionError) as error:
-            yield location, _Unparsable(f"not a row: {getattr(error, 'problem', None) or error}")
+            yield location, Unparsable(f"not a row: {getattr(error, 'problem', None) or error}")
             continue
         yield location, record
 
@@ -198,7 +215,7 @@ def _loader() -> type:
     return NoAliases
 
 
-class _Unparsable:
+class Unparsable:
     def __init__(self, message: str) -> None:
         self.message = message
 
@@ -211,7 +228,7 @@ def _from_records(path: Path, records, flat: bool) -> Dataset:
     seen: dict[str, str] = {}
     unknown: dict[str, str] = {}  # key -> where it was first seen
     for location, record in records:
-        if isinstance(record, _Unparsable):
+        if isinstance(record, Unparsable):
             problems.append(RowProblem(str(path), location, "(row)", record.message))
             continue
         if not isinstance(record, dict):

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .reporting.gates import Gate, RegressionGate
 
 DEFAULT_SYSTEM = "bm25"
+DEFAULT_SYSTEMS = {"citation": "bm25", "rubric": "rubric-oracle"}
 # Mirrors families.citation.QUESTION_TYPES (a unit test holds them equal): markers are
 # registered at every start-up, and this spares importing the family there.
 CITATION_QUESTION_TYPES = ("lookup", "comprehension", "multi_hop", "adversarial")
@@ -44,9 +45,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("--researchqa-run", "flag",
            "Run the benchmark with the settings from the ini file. Any --researchqa-* option on the command line "
            "does too; ini settings alone never add the benchmark to a run."),
-    Option("--researchqa-dataset", "path", "Dataset file (.jsonl, .json, .yaml). Default: the bundled sample."),
+    Option("--researchqa-dataset", "path",
+           "Dataset file (.jsonl, .json, .yaml). Default: the family's bundled sample."),
+    Option("--researchqa-family", "choice",
+           "Benchmark family: citation (questions about one paper, graded by verbatim citations) or rubric "
+           "(research queries judged against rubric items, pairwise battles, Elo). Default: what the dataset's "
+           "shape implies (citation without a dataset).", None, ("citation", "rubric")),
     Option("--researchqa-papers", "path", "Folder of <paper_id>.pdf/.txt/.md. Default: papers/ beside the dataset."),
-    Option("--researchqa-system", "append", "System under test: oracle, bm25 or package.module:function. Repeatable."),
+    Option("--researchqa-system", "append",
+           "System under test: oracle, bm25 (citation family), rubric-oracle (rubric family) or "
+           "package.module:function. Repeatable."),
     Option("--researchqa-model", "append",
            "A litellm model as the system under test (gpt-5.4, anthropic/claude-opus-4-7, openai/<alias> ...). "
            "Repeatable."),
@@ -71,6 +79,15 @@ OPTIONS: tuple[Option, ...] = (
            "Candidates for --researchqa-judge=auto (default: gpt-5.4, claude, gemini)."),
     Option("--researchqa-judge-repeats", "int", "Re-judge a sample K more times and report how often scores flip.", 0,
            minimum=0),
+    Option("--researchqa-battles", "text",
+           "Rubric family: pairwise battles per pair of systems, N or 'all' (default all queries both answered).",
+           "all"),
+    Option("--researchqa-date-cutoff", "choice",
+           "Rubric family: tell systems the row's date cutoff (on, default) or not (off).", "on", ("on", "off")),
+    Option("--researchqa-length-words", "int",
+           "Rubric family: length guidance in words given to systems (default 250; 0: none).", 250, minimum=0),
+    Option("--researchqa-generic-rubric", "flag",
+           "Rubric family: judge rows without rubric items against eight generic criteria instead of skipping them."),
     Option("--researchqa-sample", "int", "Run N evenly spaced rows of the dataset.", minimum=1),
     Option("--researchqa-fail-under", "append",
            "Gate: METRIC=VALUE or TYPE.METRIC=VALUE (e.g. multi_hop.section_coverage=0.7). "
@@ -164,6 +181,10 @@ class Settings:
     compare_map: dict[str, str] = field(default_factory=dict)
     regressions: tuple["RegressionGate", ...] = ()
     plots: Optional[Path] = None
+    battles: Optional[int] = None  # per pair of systems; None: every query both answered
+    date_cutoff: bool = True
+    length_words: Optional[int] = 250
+    generic_rubric: bool = False
 
     @property
     def all_systems(self) -> tuple[str, ...]:
@@ -196,9 +217,12 @@ def read_settings(config: pytest.Config) -> Settings:
         value = cli if cli is not None else configured
         resolved[option.dest] = _parse(option, value, from_ini=cli is None, config=config)
 
-    family = "citation"
+    from .families import sniff_family
+
+    family = resolved["researchqa_family"] or sniff_family(resolved["researchqa_dataset"])
     models = tuple(dict.fromkeys(resolved["researchqa_model"] or ()))
-    systems = tuple(resolved["researchqa_system"] or ()) or (() if models else (DEFAULT_SYSTEM,))
+    default_system = DEFAULT_SYSTEMS.get(family, DEFAULT_SYSTEM)
+    systems = tuple(resolved["researchqa_system"] or ()) or (() if models else (default_system,))
     judges = tuple(dict.fromkeys(resolved["researchqa_judge"] or ()))
     judge_pool = tuple(resolved["researchqa_judge_pool"] or ())
     try:
@@ -272,7 +296,23 @@ def read_settings(config: pytest.Config) -> Settings:
         compare_map=compare_map,
         regressions=regressions,
         plots=resolved["researchqa_plots"],
+        battles=_battles(resolved["researchqa_battles"]),
+        date_cutoff=resolved["researchqa_date_cutoff"] == "on",
+        length_words=resolved["researchqa_length_words"] or None,
+        generic_rubric=resolved["researchqa_generic_rubric"],
     )
+
+
+def _battles(text: str) -> Optional[int]:
+    if str(text).strip().lower() == "all":
+        return None
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise pytest.UsageError(f"--researchqa-battles: {text!r} is not 'all' or a whole number of at least 1")
+    return count
 
 
 def _parse(option: Option, raw: Any, *, from_ini: bool, config: pytest.Config) -> Any:

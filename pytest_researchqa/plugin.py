@@ -355,6 +355,9 @@ class RunHooks:
         state = started(self.config)
         if state is None:
             return  # the benchmark never ran: nothing to close, nothing to decide
+        if (state.family.after_answers and not is_worker(self.config) and state.session.records
+                and not session.config.option.collectonly and exitstatus != pytest.ExitCode.INTERRUPTED):
+            self._after_answers(state)
         state.close()
         if is_worker(self.config):
             self.config.workeroutput[_WORKER_SELECTION] = (self.generated, self.selected)  # type: ignore[attr-defined]
@@ -378,6 +381,26 @@ class RunHooks:
             return
         session.exitstatus = pytest.ExitCode.OK if outcome.passed else pytest.ExitCode.TESTS_FAILED
 
+    def _after_answers(self, state: "RunState") -> None:
+        """The family's end-of-run step (the rubric family's pairwise battles), once every row is answered:
+        on the controller, through the run's model runner, with progress lines."""
+        from .families import resolve
+
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        started_lines = False
+
+        def say(line: str) -> None:
+            nonlocal started_lines
+            if reporter is None:
+                return
+            if not started_lines and getattr(reporter, "currentfspath", None) is None:
+                reporter.line("")  # xdist's progress leaves the cursor at the end of its line
+            started_lines = True
+            reporter.write_line(line)
+
+        step = resolve(state.family.after_answers)
+        state.session.family_results = step(list(state.session.records), state.services, state.settings, say)
+
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         state = started(config)
         if state is None or not state.session.records or is_worker(config):
@@ -388,7 +411,9 @@ class RunHooks:
         write = terminalreporter.write_line
         if state.settings.audit:
             terminalreporter.write_sep("=", "researchqa dataset audit")
-            for line in terminal.audit(outcome.records).splitlines():
+            audit = (terminal.audit(outcome.records) if state.family.uses_papers
+                     else terminal.leaderboard(outcome.records, state.family))  # no papers to check
+            for line in audit.splitlines():
                 write(line)
             for note in outcome.notes:
                 write(note, yellow=True)
@@ -398,8 +423,8 @@ class RunHooks:
         if self.writer is not None:
             write(f"researchqa: results saved in {self.writer.folder}")
         terminalreporter.write_sep("=", "researchqa leaderboard")
-        for line in terminal.leaderboard(outcome.records, state.family, outcome.intervals,
-                                         outcome.comparison).splitlines():
+        for line in terminal.leaderboard(outcome.records, state.family, outcome.intervals, outcome.comparison,
+                                         outcome.family_results).splitlines():
             write(line)
         write(outcome.coverage_line)
         if outcome.comparison is not None:
@@ -452,10 +477,11 @@ class RunHooks:
             "models": list(settings.models),
             "model_params": redact_params(settings.model_params),
             "judges": list(settings.judges),
-            "judge_mode": settings.judge_mode,
+            "judge_mode": state.services.judge_kind(),
             "prompt_sha": sorted({r.usage.prompt_sha for r in outcome.records if r.usage.prompt_sha}),
             "judge_prompts": folder_hashes(bundled_path("judges")) if settings.judges else {},
             "baseline": settings.baseline,
+            "family_results": outcome.family_results,
             "selection": {"rows": selection.rows, "keyword": selection.keyword, "markexpr": selection.markexpr,
                           "sample": selection.sample, "rerun_subset": selection.rerun_subset},
             "outcome": {"measured": outcome.measured, "errors": outcome.errors, "passed": outcome.passed,
@@ -501,7 +527,7 @@ def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:
         assert case.system is not None
         row = state.dataset.rows[case.position]
         try:
-            paper = state.papers.get(row.paper_id, row.paper_s3_url)
+            paper = state.papers.get(row.paper_id, row.paper_s3_url) if state.family.uses_papers else None
         except PaperUnavailable:
             continue  # the row's own setup reports it
         system: Any = state.services.system(case.system)
@@ -510,4 +536,4 @@ def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:
             # Judge each answer the moment it arrives; the row's test then finds the verdict in flight.
             panel = state.services.judges_for(case.system)
             system.when_answered(row, paper, lambda answer, row=row, panel=panel: [
-                judge.submit(row, answer) for judge in panel])
+                judge.submit(*subject) for judge in panel if (subject := judge.subject(row, answer))])

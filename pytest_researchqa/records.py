@@ -61,6 +61,9 @@ class RowRecord:
     outcome: Optional[str] = None
     expected_found: Optional[int] = None
     expected_total: Optional[int] = None
+    # What a family keeps of the row beyond metrics, as plain data (the rubric family: the answer text,
+    # references, word count, the task as given, per-item coverage), for end-of-run steps and saved runs.
+    details: dict[str, Any] = field(default_factory=dict)
     version: int = RECORD_VERSION
 
     @property
@@ -97,6 +100,7 @@ class RowRecord:
         usage = values.get("usage")
         values["usage"] = Usage(**{k: v for k, v in (usage or {}).items() if k in USAGE_FIELDS})
         values["metrics"] = dict(values.get("metrics") or {})
+        values["details"] = dict(values.get("details") or {})
         return cls(**values)
 
 
@@ -122,6 +126,10 @@ class Recorder:
         if name not in self._metric_names:
             raise ValueError(f"unknown metric {name!r}; this family measures {', '.join(self._metric_names)}")
         self.record.metrics[name] = value
+
+    def detail(self, key: str, value: Any) -> None:
+        """Keep a plain value on the record's ``details`` (see :attr:`RowRecord.details`)."""
+        self.record.details[key] = value
 
     def citations(self, verdicts: list[dict[str, Any]]) -> None:
         self.record.citations = verdicts

@@ -21,7 +21,7 @@ class Services:
     def __init__(self, settings: "Settings") -> None:
         self.settings = settings
         self._systems: dict[str, Any] = {}
-        self._judges: dict[str, Any] = {}
+        self._judges: dict[tuple[str, str], Any] = {}
         self._runner: Optional["ModelRunner"] = None
 
     def is_model(self, name: Optional[str]) -> bool:
@@ -65,6 +65,12 @@ class Services:
         from .llm.system import LlmSystem, ModelSpec
 
         settings = self.settings
+        family = settings.benchmark_family
+        if family.model_system:  # the family's own task (e.g. research queries, no paper)
+            from .families import resolve
+
+            return resolve(family.model_system)(ModelSpec(name, dict(settings.model_params.get(name, {}))),
+                                                self.runner(), AnswerCache(self._cache_dir()), settings)
         return LlmSystem(
             ModelSpec(name, dict(settings.model_params.get(name, {}))),
             self.runner(),
@@ -94,18 +100,38 @@ class Services:
 
         return JudgePanel([self._judge(name) for name in self.judge_names_for(system)], self.settings.judge_repeats)
 
-    def _judge(self, name: str) -> Any:
-        if name not in self._judges:
+    def judge_kind(self) -> str:
+        """The kind of judge the family's rows are graded by (the citation family: --researchqa-judge-mode)."""
+        kinds = self.settings.benchmark_family.judge_kinds
+        return self.settings.judge_mode if self.settings.judge_mode in kinds else kinds[0]
+
+    def _judge(self, name: str, kind: Optional[str] = None) -> Any:
+        kind = kind or self.judge_kind()
+        if (name, kind) not in self._judges:
             from .llm.cache import AnswerCache
-            from .llm.judges import LlmJudge
+            from .llm.judges import make_judge
             from .llm.system import ModelSpec
 
             settings = self.settings
-            self._judges[name] = LlmJudge(
-                ModelSpec(name, dict(settings.model_params.get(name, {}))), self.runner(),
-                AnswerCache(self._cache_dir()), mode=settings.judge_mode,
-                timeout_s=settings.timeout_s, retries=settings.retries)
-        return self._judges[name]
+            self._judges[(name, kind)] = make_judge(
+                kind, ModelSpec(name, dict(settings.model_params.get(name, {}))), self.runner(),
+                AnswerCache(self._cache_dir()), timeout_s=settings.timeout_s, retries=settings.retries)
+            if kind == "coverage":
+                self._judges[(name, kind)].generic_rubric = settings.generic_rubric
+        return self._judges[(name, kind)]
+
+    def pairwise_judge(self, first: str, second: str) -> Any:
+        """The direct pairwise judge of a battle: the first configured judge, with 'auto' resolved to a
+        model of a family neither system belongs to where the pool has one."""
+        from .llm.judges import DEFAULT_POOL
+        from .llm_params import model_family
+
+        name = self.settings.judges[0]
+        if name == "auto":
+            families = {model_family(s) for s in (first, second) if self.is_model(s)}
+            pool = self.settings.judge_pool or DEFAULT_POOL
+            name = next((c for c in pool if model_family(c) not in families), pool[0])
+        return self._judge(name, "pairwise")
 
     def close(self) -> None:
         if self._runner is not None:

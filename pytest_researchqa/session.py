@@ -11,7 +11,7 @@ rule is written twice. No pytest import: a command-line tool can use it too.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from .families import Family
 from .records import RowRecord
@@ -39,6 +39,8 @@ class ResearchSession:
     baseline: Optional[Baseline] = None  # --researchqa-compare's run
     compare_map: Mapping[str, str] = field(default_factory=dict)
     dataset_sha: Optional[str] = None
+    # What the family's end-of-run step found (the rubric family: battles, Elo), plain data for renderers.
+    family_results: dict[str, Any] = field(default_factory=dict)
     _outcome: Optional[RunOutcome] = None
 
     @property
@@ -87,6 +89,7 @@ class ResearchSession:
             intervals=intervals(records, self.family.metric_names) if self.gates_apply else {},
             comparison=comparison,
             regressions=tuple(regressions),
+            family_results=self.family_results or None,
         )
 
     def _partial_reasons(self, measured: int) -> list[str]:

@@ -45,9 +45,9 @@ class RunState:
     def dataset_path(self) -> Path:
         if self.settings.dataset is not None:
             return self.settings.dataset
-        from .bundled import sample_dataset
+        from .bundled import bundled_path
 
-        return sample_dataset()
+        return bundled_path(*self.family.sample_dataset)
 
     @functools.cached_property
     def dataset(self) -> "Dataset":

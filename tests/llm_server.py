@@ -23,6 +23,12 @@ nearest passage, or the quote up to its departure point followed by what the pap
 of the fabricated quotes one gets ``null`` and the other a new fabrication. A paper that
 contains ``[[provider-rejects-this-paper]]`` gets a 400 error (a provider refusing one paper).
 
+Rubric-family prompts: a research task (``FIELD:`` and ``QUESTION:``, no paper) gets a long-form
+answer: ``good`` restates the query with context and dated references, ``sloppy`` gives one vague
+sentence and cites a work from after any cutoff. A coverage prompt (``RUBRIC ITEMS:``) gets every item
+scored 0-4 by its word overlap with the answer; a pairwise prompt (``<<<RESPONSE_A``) prefers the answer
+with more words (``judge-first`` always prefers the first shown: a position-biased judge).
+
 Every request is recorded (``requests``) so tests can count calls.
 """
 
@@ -74,6 +80,57 @@ def verdict_reply(model: str, prompt: str, attempt: int) -> str:
         factual, complete = score, max(1, score - 1)
     return json.dumps({"factual_accuracy": {"justification": "Checked the stated figures.", "score": factual},
                        "completeness": {"justification": "Compared the key points.", "score": complete}})
+
+
+def _content_words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]{4,}", text.lower())) - {"does", "response", "answer", "that", "with", "from"}
+
+
+def _between(prompt: str, name: str) -> str:
+    marked = re.search(rf"<<<{name} (\w+)\n(.*)\n{name} \1>>>", prompt, re.DOTALL)
+    return marked.group(2) if marked else ""
+
+
+def research_reply(model: str, prompt: str) -> dict:
+    """A long-form answer to a research query: ``sloppy`` is vague and cites a work from after any cutoff."""
+    query = prompt.rsplit("QUESTION:", 1)[1].strip()
+    if model == "sloppy":
+        return {"answer": "Researchers have studied this for a long time and views differ [1].",
+                "citations": ["[1] Nobody, A. (2099). A review from the future. Journal of Hindsight."],
+                "refused": False}
+    answer = (f"Work on the question of how {query.rstrip('?').lower()} has grown steadily. Studies report "
+              f"consistent findings across settings [1], with methods refined over time and open problems "
+              f"noted by later reviews [2].")
+    return {"answer": answer, "citations": ["[1] Smith, J. (2001). An early study. Journal of Studies.",
+                                            "[2] Jones, K. (2010). A later review. Annual Reviews."],
+            "refused": False}
+
+
+def coverage_reply(model: str, prompt: str, attempt: int = 0) -> str:
+    """Every rubric item scored by the share of its content words the answer contains (``judge-flaky``
+    adds one to the first item's score on every other call)."""
+    block = prompt.split("RUBRIC ITEMS:", 1)[1].split("<<<ANSWER", 1)[0]
+    items = re.findall(r"^\d+\. (.+)$", block, re.MULTILINE)
+    answer = _content_words(_between(prompt, "ANSWER"))
+    scored = []
+    for number, item in enumerate(items, 1):
+        words = _content_words(item)
+        share = len(words & answer) / max(1, len(words))
+        scored.append({"item": number, "justification": f"{len(words & answer)} of {len(words)} key words present.",
+                       "coverage": min(4, round(4 * share * 1.25))})
+    if model == "judge-flaky" and scored and attempt % 2:
+        scored[0]["coverage"] = (scored[0]["coverage"] + 1) % 5
+    return json.dumps({"items": scored})
+
+
+def pairwise_reply(model: str, prompt: str) -> str:
+    first, second = _between(prompt, "RESPONSE_A"), _between(prompt, "RESPONSE_B")
+    if model == "judge-first":
+        choice = "A"
+    else:
+        a, b = len(first.split()), len(second.split())
+        choice = "A" if a > b else "B" if b > a else "tie"
+    return json.dumps({"justification": "Compared how much each answer says.", "preferred": choice})
 
 
 def good_reply(prompt: str) -> dict:
@@ -318,6 +375,10 @@ class ScriptedLLM:
             if fault == "empty":
                 return 200, {"id": "x", "object": "chat.completion", "created": 1, "model": model, "choices": [],
                              "usage": {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1}}, 0.0
+        if "RUBRIC ITEMS:" in prompt:
+            return 200, completion(model, coverage_reply(model, prompt, len(self.requests))), delay
+        if "<<<RESPONSE_A" in prompt:
+            return 200, completion(model, pairwise_reply(model, prompt)), delay
         if judging:
             return 200, completion(model, verdict_reply(model, prompt, len(self.requests))), delay
         if REJECTED_PAPER in prompt:
@@ -329,6 +390,8 @@ class ScriptedLLM:
             return 200, completion(model, reply), delay
         if "<<<PASSAGES" in prompt:
             return 200, completion(model, repair_reply(prompt)), delay
+        if "<<<PAPER" not in prompt and "FIELD:" in prompt:
+            return 200, completion(model, json.dumps(research_reply(model, prompt))), delay
         reply = good_reply(prompt)
         if model == "sloppy":
             reply["citations"] = [re.sub(r"\d", lambda m: str((int(m.group()) + 1) % 10), c, count=1)

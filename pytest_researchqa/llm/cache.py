@@ -60,9 +60,20 @@ class AnswerCache:
 
 
 def valid_entry(entry: Any) -> bool:
-    """An answer (text and citations) or a verdict (every score an integer from 1 to 5)."""
+    """An answer (text and citations) or a verdict: every score an integer from 1 to 5, or for the
+    rubric family's kinds, item coverages from 0 to 4 / a preference of A, B or tie."""
     if not isinstance(entry, dict):
         return False
+    kind = entry.get("kind")
+    if kind is not None:
+        scores = entry.get("scores")
+        if not isinstance(scores, dict):
+            return False
+        if kind == "coverage":
+            items = scores.get("items")
+            return (isinstance(items, list) and bool(items)
+                    and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 4 for v in items))
+        return kind == "pairwise" and scores.get("preferred") in ("A", "B", "tie")
     if "scores" in entry:
         scores = entry["scores"]
         if not isinstance(scores, dict):

@@ -1,8 +1,12 @@
-"""LLM judges: the anchored rubric, claim enumeration, consensus and model families.
+"""LLM judges: one small class per kind over the shared model caller.
 
-Judges share the model runner (slots, pacing, retries) and the on-disk cache
-with the systems under test. A verdict that never parses is a judge *error*
-for that row: never a score of 0, never silently dropped.
+Kinds: the anchored 1-5 rubric (``rubric``) and claim enumeration (``claims``)
+for the citation family; rubric-item coverage on 0-4 (``coverage``) and the
+direct pairwise judge (``pairwise``) for the rubric family. Every kind shares
+the model runner (slots, pacing, retries), the on-disk cache (a re-run makes no
+call; the prompt's hash is in every key, so editing a prompt re-judges) and the
+structured-output path with the systems under test. A verdict that never
+parses is a judge *error* for that row: never a score of 0, never dropped.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import json
 import re
 import secrets
 import statistics
-from typing import Literal, Optional
+from typing import Any, Callable, ClassVar, Literal, Optional, Sequence, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -25,7 +29,7 @@ from .engine import CallResult, ModelRunner, ProviderError, with_retries
 from .system import ModelCaller, ModelSpec, _acompletion, _structured_output
 
 DIMENSIONS = ("factual_accuracy", "completeness")
-JUDGE_MODES = ("rubric", "claims")
+JUDGE_MODES = ("rubric", "claims")  # the citation family's kinds (--researchqa-judge-mode)
 DEFAULT_POOL = ("gpt-5.4", "anthropic/claude-opus-4-7", "gemini/gemini-3.1-pro-preview")
 # Judges run at temperature 0 with a fixed seed where the provider honours one.
 JUDGE_CALL_PARAMS = {"temperature": 0, "seed": 20260101}
@@ -89,6 +93,18 @@ def _parse_json_object(text: Optional[str]) -> dict:
         raise MalformedReply(f"the verdict is not valid JSON ({error.msg}); it began: {text.strip()[:120]!r}") from None
 
 
+_Verdict = TypeVar("_Verdict", bound=BaseModel)
+
+
+def _validated(model: type[_Verdict], text: Optional[str]) -> _Verdict:
+    """The reply's JSON object as ``model``; a reply that does not fit is malformed, naming the field."""
+    try:
+        return model.model_validate(_parse_json_object(text))
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise MalformedReply(f"verdict field {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+
+
 def parse_verdict(text: Optional[str], mode: str) -> dict:
     """Scores by dimension, and under ``justifications`` the judge's reasons by dimension."""
     data = _parse_json_object(text)
@@ -113,10 +129,6 @@ def verdict_schema(mode: str) -> dict:
 # ------------------------------------------------------------------ prompts
 
 
-_PLACEHOLDER = re.compile(r"\{(type_guidance|row_guidance|question|expected_answer|answer)\}")
-_MARKERS = ("<<<ANSWER", "ANSWER>>>")
-
-
 def _load_guidance() -> tuple[dict[str, str], str]:
     import yaml
 
@@ -124,7 +136,23 @@ def _load_guidance() -> tuple[dict[str, str], str]:
     return {k: (v or "") for k, v in (yaml.safe_load(text) or {}).items()}, text
 
 
+def fill(template: str, values: dict[str, str], blocks: Sequence[str] = ("ANSWER",)) -> str:
+    """Fill ``{name}`` placeholders in one pass and put a fresh nonce on each data block's markers.
+
+    Nothing inserted is ever read as a placeholder. Each ``<<<NAME`` / ``NAME>>>`` pair gets a
+    random nonce on every call, so data inside a block cannot close it with a lookalike marker:
+    it cannot know the nonce. The nonce is never part of a cache key.
+    """
+    for block in blocks:
+        nonce = secrets.token_hex(6)
+        template = template.replace(f"<<<{block}", f"<<<{block} {nonce}").replace(f"{block}>>>", f"{block} {nonce}>>>")
+    pattern = re.compile(r"\{(" + "|".join(map(re.escape, values)) + r")\}")
+    return pattern.sub(lambda m: values[m.group(1)], template)
+
+
 class JudgePrompt:
+    """A judge prompt file under judges/ and its hash (with guidance.yaml, which the citation kinds use)."""
+
     def __init__(self, mode: str) -> None:
         self.mode = mode
         self.template = bundled_path("judges", f"{mode}.md").read_text(encoding="utf-8")
@@ -132,7 +160,7 @@ class JudgePrompt:
         self.sha = hashlib.sha256((self.template + guidance_text).encode()).hexdigest()[:16]
 
     def render(self, row, answer) -> str:
-        """Fill the template in one pass: nothing inserted is ever read as a placeholder."""
+        """The citation kinds' prompt for one row and answer."""
         row_notes = []
         if row.judge_rubric:
             row_notes.append(f"Criteria for this question: {row.judge_rubric}")
@@ -149,13 +177,7 @@ class JudgePrompt:
             "expected_answer": row.expected_answer,
             "answer": neutralize(answer_as_data(answer)),
         }
-        # The answer's delimiters carry a fresh random nonce on every call: an answer cannot close
-        # its block with a lookalike (lowercase, spaced, full-width, zero-width-joined...) because
-        # it cannot know the marker. The nonce is not part of the cache key.
-        nonce = secrets.token_hex(6)
-        template = self.template.replace("<<<ANSWER", f"<<<ANSWER {nonce}").replace(
-            "ANSWER>>>", f"ANSWER {nonce}>>>")
-        return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+        return fill(self.template, values)
 
 
 def answer_as_data(answer) -> str:
@@ -163,57 +185,264 @@ def answer_as_data(answer) -> str:
     return answer.text + (f"\n\nQuoted evidence:\n{quoted}" if quoted else "")
 
 
-def neutralize(text: str) -> str:
-    """An answer cannot close (or reopen) its own delimiters."""
-    for marker in _MARKERS:
-        text = text.replace(marker, marker.replace("<", "‹").replace(">", "›"))
+def neutralize(text: str, blocks: Sequence[str] = ("ANSWER",)) -> str:
+    """Data cannot close (or reopen) its own delimiters."""
+    for block in blocks:
+        for marker in (f"<<<{block}", f"{block}>>>"):
+            text = text.replace(marker, marker.replace("<", "‹").replace(">", "›"))
     return text
 
 
-# ------------------------------------------------------------------ the judge
+# ------------------------------------------------------------------ the judge kinds
 
 
-class LlmJudge(ModelCaller):
-    def __init__(self, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, *, mode: str = "rubric",
+class ModelJudge(ModelCaller):
+    """What every judge kind shares: its prompt file, cache keys, the call with retries and validation.
+
+    A kind says how to render its prompt, which schema its verdict follows, how
+    to parse a reply into scores (raising ``MalformedReply``), and what its cache
+    key covers. ``submit(*subject)`` returns the verdict's future: from the cache,
+    from a call already in flight, or a new call through the runner.
+    """
+
+    kind: ClassVar[str] = ""
+    prompt_file: ClassVar[str] = ""
+    verdict_model: ClassVar[type[BaseModel]]
+    # Verdicts whose scores are not 1-5 dimensions carry their kind in the cache, validated by it.
+    cached_as_kind: ClassVar[bool] = False
+
+    def __init__(self, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, *,
                  timeout_s: float = 120.0, retries: int = 3) -> None:
         super().__init__(spec, runner, cache, timeout_s=timeout_s, retries=retries)
-        self.mode = mode
-        self.prompt = JudgePrompt(mode)
+        self.prompt = JudgePrompt(self.prompt_file or self.kind)
         self.family = model_family(spec.name)
 
-    def key(self, row, answer, repeat: int = 0) -> str:
-        return cache_key(judge=self.spec.name, params=self.spec.call_params, prompt=self.prompt.sha, mode=self.mode,
-                         row=row.row_id, question=row.question, expected=row.expected_answer,
-                         answer=answer.text, citations=answer.citations, repeat=repeat)
+    @property
+    def mode(self) -> str:
+        return self.kind
 
-    def submit(self, row, answer, repeat: int = 0) -> concurrent.futures.Future:
+    # -- what a kind defines ---------------------------------------------------------
+    def key_parts(self, *subject: Any) -> dict:
+        raise NotImplementedError
+
+    def render(self, *subject: Any) -> str:
+        raise NotImplementedError
+
+    def parse(self, text: Optional[str], *subject: Any) -> dict:
+        raise NotImplementedError
+
+    def schema(self) -> dict:
+        return self.verdict_model.model_json_schema()
+
+    def subject(self, row, answer) -> Optional[tuple]:
+        """What this kind judges of one row's answer (None: nothing to judge)."""
+        return (row, answer)
+
+    @staticmethod
+    def combine(by_judge: dict[str, dict]) -> dict:
+        """The judges' scores of one answer combined: consensus and spread."""
+        return consensus(by_judge)
+
+    # -- shared -----------------------------------------------------------------------
+    def key(self, *subject: Any, repeat: int = 0) -> str:
+        return cache_key(judge=self.spec.name, params=self.spec.call_params, prompt=self.prompt.sha, mode=self.kind,
+                         repeat=repeat, **self.key_parts(*subject))
+
+    def submit(self, *subject: Any, repeat: int = 0) -> concurrent.futures.Future:
         """The verdict's future: from the cache, from a call already in flight, or a new call."""
-        key = self.key(row, answer, repeat)
+        key = self.key(*subject, repeat=repeat)
         with self._lock:
             cached = None if key in self._pending else self.cache.get(key)
             if cached is not None:
                 done: concurrent.futures.Future = concurrent.futures.Future()
                 done.set_result(cached)
                 return done
-            return self._in_flight(key, lambda: self._call(row, answer, key))
+            return self._in_flight(key, lambda: self._call(subject, key))
 
-    async def _call(self, row, answer, key: str) -> dict:
-        messages = [{"role": "user", "content": self.prompt.render(row, answer)}]
+    async def _call(self, subject: tuple, key: str) -> dict:
+        messages = [{"role": "user", "content": self.render(*subject)}]
         params = {**JUDGE_CALL_PARAMS, **self.spec.call_params}
         if "response_format" not in params:
             # The same structured_output parameter as systems: JSON-schema mode where supported.
-            params.update(_structured_output(self.spec, verdict_schema(self.mode), f"{self.mode}_verdict"))
+            params.update(_structured_output(self.spec, self.schema(), f"{self.kind}_verdict"))
 
         async def attempt() -> CallResult:
             await self.runner.pace(self.spec.provider)
             return await _acompletion(self.spec.name, messages, self.timeout_s, params, priced=False)
 
         result, scores = await with_retries(attempt, retries=self.retries, describe=f"judge {self.name}",
-                                            validate=lambda r: parse_verdict(r.content, self.mode))
-        entry = {"judge": self.name, "prompt_sha": self.prompt.sha, "mode": self.mode, "scores": scores,
+                                            validate=lambda r: self.parse(r.content, *subject))
+        entry = {"judge": self.name, "prompt_sha": self.prompt.sha, "mode": self.kind, "scores": scores,
                  "latency_s": result.latency_s}
+        if self.cached_as_kind:
+            entry["kind"] = self.kind
         self.cache.put(key, entry)
         return entry
+
+
+class _CitationJudge(ModelJudge):
+    """The citation family's kinds: one answer to a row, against its expected answer."""
+
+    def key_parts(self, row, answer) -> dict:
+        return {"row": row.row_id, "question": row.question, "expected": row.expected_answer,
+                "answer": answer.text, "citations": answer.citations}
+
+    def render(self, row, answer) -> str:
+        return self.prompt.render(row, answer)
+
+    def parse(self, text: Optional[str], *subject: Any) -> dict:
+        return parse_verdict(text, self.kind)
+
+    def schema(self) -> dict:
+        return verdict_schema(self.kind)
+
+
+class AnchoredRubricJudge(_CitationJudge):
+    """factual_accuracy and completeness on anchored 1-5 scales (judges/rubric.md)."""
+
+    kind = "rubric"
+    verdict_model = RubricVerdict
+
+
+class ClaimsJudge(_CitationJudge):
+    """Claims listed and marked; the 1-5 scores computed from the lists (judges/claims.md)."""
+
+    kind = "claims"
+    verdict_model = ClaimsVerdict
+
+
+# ---- rubric-item coverage (0-4) -----------------------------------------------------
+
+
+def generic_rubric() -> tuple[str, ...]:
+    """The eight query-independent criteria (judges/generic_rubric.yaml)."""
+    import yaml
+
+    data = yaml.safe_load(bundled_path("judges", "generic_rubric.yaml").read_text(encoding="utf-8")) or {}
+    return tuple(str(text) for text in data.values())
+
+
+def answer_with_references(answer) -> str:
+    """A long-form answer as judges see it: its text, then the works it lists."""
+    listed = "\n".join(f"- {c}" for c in answer.citations if c.strip())
+    return answer.text + (f"\n\nReferences:\n{listed}" if listed else "")
+
+
+COVERAGE_LABELS = {0: "not at all", 1: "barely", 2: "moderately", 3: "mostly", 4: "completely"}
+COVERAGE_MAX = 4
+
+
+class ItemCoverage(BaseModel):
+    item: int = Field(ge=1)
+    justification: str = Field(min_length=1)
+    coverage: int = Field(ge=0, le=COVERAGE_MAX)
+
+
+class CoverageVerdict(BaseModel):
+    items: list[ItemCoverage]
+
+
+def parse_coverage(text: Optional[str], item_count: int) -> dict:
+    """Scores for exactly ``item_count`` items: {'items': [0-4...], 'justifications': [...], 'coverage': mean}.
+
+    Every item must be scored once (numbered from 1); a missing, repeated or
+    extra item makes the verdict malformed (retried, then a judge error).
+    """
+    verdict = _validated(CoverageVerdict, text)
+    numbers = sorted(i.item for i in verdict.items)
+    if numbers != list(range(1, item_count + 1)):
+        raise MalformedReply(f"the verdict scores items {numbers}; expected each of 1-{item_count} once")
+    ordered = sorted(verdict.items, key=lambda i: i.item)
+    scores = [i.coverage for i in ordered]
+    return {"items": scores, "justifications": [i.justification for i in ordered],
+            "coverage": statistics.fmean(scores)}
+
+
+class RubricCoverageJudge(ModelJudge):
+    """One call per answer: every rubric item scored 0 (not at all) to 4 (completely), with reasons.
+
+    ``submit(query, items, answer)``: ``query`` is the research query, ``items``
+    the rubric items' texts, ``answer`` the answer's text with its references.
+    """
+
+    kind = "coverage"
+    verdict_model = CoverageVerdict
+    cached_as_kind = True
+    generic_rubric = False  # rows without items are judged on the generic criteria (set from the options)
+
+    def subject(self, row, answer) -> Optional[tuple]:
+        items = [item.text for item in row.rubric] or (list(generic_rubric()) if self.generic_rubric else [])
+        return (row.query, tuple(items), answer_with_references(answer)) if items else None
+
+    @staticmethod
+    def combine(by_judge: dict[str, dict]) -> dict:
+        return coverage_consensus(by_judge)
+
+    def key_parts(self, query: str, items: Sequence[str], answer: str) -> dict:
+        return {"query": query, "items": list(items), "answer": answer}
+
+    def render(self, query: str, items: Sequence[str], answer: str) -> str:
+        numbered = "\n".join(f"{n}. {item}" for n, item in enumerate(items, 1))
+        return fill(self.prompt.template, {"query": query, "items": numbered, "count": str(len(items)),
+                                         "answer": neutralize(answer)})
+
+    def parse(self, text: Optional[str], *subject: Any) -> dict:
+        return parse_coverage(text, len(subject[1]))
+
+
+# ---- the direct pairwise judge --------------------------------------------------------
+
+PAIRWISE_CHOICES = ("A", "B", "tie")
+_PAIR_BLOCKS = ("RESPONSE_A", "RESPONSE_B")
+
+
+class PairwiseVerdict(BaseModel):
+    justification: str = Field(min_length=1)
+    preferred: Literal["A", "B", "tie"]
+
+
+def parse_preference(text: Optional[str]) -> dict:
+    verdict = _validated(PairwiseVerdict, text)
+    return {"preferred": verdict.preferred, "justifications": verdict.justification}
+
+
+class PairwiseJudge(ModelJudge):
+    """Which of two answers to a research query is better: ``submit(query, first, second)``.
+
+    It sees the answers in the order given; the tournament asks in both orders
+    (positional bias) and combines the votes with coverage (the ensemble rule).
+    """
+
+    kind = "pairwise"
+    verdict_model = PairwiseVerdict
+    cached_as_kind = True
+
+    def key_parts(self, query: str, first: str, second: str) -> dict:
+        return {"query": query, "first": first, "second": second}
+
+    def render(self, query: str, first: str, second: str) -> str:
+        return fill(self.prompt.template, {"query": query, "first": neutralize(first, _PAIR_BLOCKS),
+                                           "second": neutralize(second, _PAIR_BLOCKS)}, blocks=_PAIR_BLOCKS)
+
+    def parse(self, text: Optional[str], *subject: Any) -> dict:
+        return parse_preference(text)
+
+
+JUDGE_KINDS: dict[str, type[ModelJudge]] = {
+    kind.kind: kind for kind in (AnchoredRubricJudge, ClaimsJudge, RubricCoverageJudge, PairwiseJudge)}
+
+
+def make_judge(kind: str, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, *,
+               timeout_s: float = 120.0, retries: int = 3) -> ModelJudge:
+    if kind not in JUDGE_KINDS:
+        raise ValueError(f"unknown judge kind {kind!r}; choose from {', '.join(JUDGE_KINDS)}")
+    return JUDGE_KINDS[kind](spec, runner, cache, timeout_s=timeout_s, retries=retries)
+
+
+def LlmJudge(spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, *, mode: str = "rubric",  # noqa: N802
+             timeout_s: float = 120.0, retries: int = 3) -> ModelJudge:
+    """The citation family's judge of a mode (kept for callers of the one-class API)."""
+    return make_judge(mode, spec, runner, cache, timeout_s=timeout_s, retries=retries)
 
 
 class JudgePanel(list):
@@ -229,22 +458,28 @@ def in_flip_sample(row_id: str) -> bool:
     return int(hashlib.sha256(row_id.encode()).hexdigest(), 16) % 4 == 0
 
 
-def judge_all(judges: list[LlmJudge], row, answer, timeout_s: Optional[float] = None) -> dict:
+def judge_all(judges: Sequence[ModelJudge], row, answer, timeout_s: Optional[float] = None, *,
+              combine: Optional[Callable[[dict[str, dict]], dict]] = None) -> dict:
     """Every judge's scores for one answer, and their consensus: {'by_judge', 'consensus', 'spread'}.
 
-    With a panel's ``repeats`` and a row in the flip sample, each judge also
-    re-judges the same answer that many times: {'repeats': {judge: [scores, ...]}}.
+    Each judge is given its kind's ``subject(row, answer)``; ``combine`` turns the
+    judges' scores into the consensus (default: the kind's own). With a panel's
+    ``repeats`` and a row in the flip sample, each judge also re-judges the same
+    answer that many times: {'repeats': {judge: [scores, ...]}}.
     """
     repeats = getattr(judges, "repeats", 0) if in_flip_sample(row.row_id) else 0
-    futures = {judge.name: judge.submit(row, answer) for judge in judges}
-    extra = {judge.name: [judge.submit(row, answer, repeat) for repeat in range(1, repeats + 1)] for judge in judges}
+    subjects = {judge.name: judge.subject(row, answer) or () for judge in judges}
+    futures = {judge.name: judge.submit(*subjects[judge.name]) for judge in judges}
+    extra = {judge.name: [judge.submit(*subjects[judge.name], repeat=repeat) for repeat in range(1, repeats + 1)]
+             for judge in judges}
     by_judge: dict[str, dict] = {}
     for name, future in futures.items():
         try:
             by_judge[name] = dict(future.result(timeout=timeout_s)["scores"])
         except ProviderError as error:
             by_judge[name] = {"error": str(error)}
-    result = {"by_judge": by_judge, **consensus(by_judge)}
+    combine = combine or (type(judges[0]).combine if judges else consensus)
+    result = {"by_judge": by_judge, **combine(by_judge)}
     if repeats:
         result["repeats"] = {}
         for name, pending in extra.items():
@@ -264,3 +499,15 @@ def consensus(by_judge: dict[str, dict]) -> dict:
         result["consensus"][dimension] = statistics.fmean(values) if values else None
         result["spread"][dimension] = (max(values) - min(values)) if len(values) > 1 else None
     return result
+
+
+def coverage_consensus(by_judge: dict[str, dict]) -> dict:
+    """Per item, the judges' mean coverage (0-4); overall, the mean of the items (None when no judge scored)."""
+    scored = [s["items"] for s in by_judge.values() if "error" not in s and s.get("items")]
+    if not scored:
+        return {"consensus": {"coverage": None}, "spread": {"coverage": None}, "items": []}
+    items = [statistics.fmean(column) for column in zip(*scored)]
+    means = [statistics.fmean(s) for s in scored]
+    return {"consensus": {"coverage": statistics.fmean(items)},
+            "spread": {"coverage": (max(means) - min(means)) if len(means) > 1 else None},
+            "items": items}

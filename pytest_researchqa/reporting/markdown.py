@@ -23,6 +23,17 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join(lines)
 
 
+def _paragraphs(text: str) -> str:
+    """Text lines and tables as Markdown: each text line its own line, a blank line around each table."""
+    out: list[str] = []
+    for line in text.splitlines():
+        in_table = line.startswith("|")
+        if out and in_table != out[-1].startswith("|"):
+            out.append("")
+        out.append(line if in_table else _escape(line.strip()) + "  ")
+    return "\n".join(out)
+
+
 def _section(t: Table) -> str:
     return f"<details><summary>By {t.title}</summary>\n\n{table(t.headers, t.rows)}\n\n</details>"
 
@@ -35,8 +46,14 @@ def render(outcome: "RunOutcome", family: Family, title: str = "researchqa") -> 
         verdict = " — gates passed ✅" if outcome.passed else " — gates FAILED ❌"
     parts = [f"## {title}{verdict}", "", table(tables[0].headers, tables[0].rows), ""]
     notes = [family.scope_note, interval_note(outcome.intervals, any(r.judge for r in outcome.records)),
-             delta_note(comparison) if comparison is not None else None, outcome.coverage_line,
-             defects_line(outcome.records)]
+             delta_note(comparison) if comparison is not None else None, outcome.coverage_line]
+    if family.renderer:  # a family that renders its own leaderboard (GitHub tables and lines of text)
+        from ..families import resolve
+
+        text = resolve(family.renderer)(outcome.records, family, outcome.family_results)
+        parts = [f"## {title}{verdict}", "", _paragraphs(text), ""]
+        notes, tables = [outcome.coverage_line], tables[:1]
+    notes.append(defects_line(outcome.records))
     parts += [f"_{_escape(n)}_  " for n in notes if n] + [""]
     if outcome.gated:
         parts.append("### Gates")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from ..records import RowRecord
 from .compare import Comparison
@@ -46,6 +46,7 @@ class RunOutcome:
     intervals: dict[str, dict[str, Optional[Interval]]] = field(default_factory=dict)
     comparison: Optional[Comparison] = None  # against --researchqa-compare's run
     regressions: tuple[RegressionResult, ...] = ()
+    family_results: Optional[dict[str, Any]] = None  # the family's end-of-run step (rubric: battles, Elo)
 
     @property
     def passed(self) -> Optional[bool]:

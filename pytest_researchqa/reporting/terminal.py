@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from ..families import Family
 from ..records import RowRecord
@@ -180,9 +180,15 @@ def comparison_text(comparison: Comparison, family: Family) -> str:
 
 
 def leaderboard(records: Sequence[RowRecord], family: Family, intervals: Optional[Intervals] = None,
-                comparison: Optional[Comparison] = None) -> str:
-    """The leaderboard and its breakdowns as terminal text."""
+                comparison: Optional[Comparison] = None, results: Optional[dict[str, Any]] = None) -> str:
+    """The leaderboard and its breakdowns as terminal text (a family with its own renderer renders it)."""
     from tabulate import tabulate
+
+    if family.renderer:
+        from ..families import resolve
+
+        rendered: str = resolve(family.renderer)(records, family, results)
+        return rendered
 
     tables = leaderboard_tables(records, family, intervals, comparison)
     parts = [tabulate(tables[0].rows, headers=tables[0].headers, tablefmt="github", disable_numparse=True)]

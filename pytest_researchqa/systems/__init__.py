@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from ..answers import Answer, coerce_answer
 
-BUILTIN_SYSTEMS = ("oracle", "bm25")
+BUILTIN_SYSTEMS = ("oracle", "bm25", "rubric-oracle")
 
 
 class SystemSpecError(ValueError):
@@ -107,6 +107,10 @@ def load_system(spec: str) -> System:
         from .oracle import oracle_answer
 
         return System("oracle", oracle_answer)
+    if spec == "rubric-oracle":
+        from ..families.rubric.task import rubric_oracle
+
+        return System("rubric-oracle", rubric_oracle)
     if spec == "bm25":
         from .bm25 import Bm25System
 

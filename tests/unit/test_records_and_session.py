@@ -90,8 +90,8 @@ def test_unpriced_rows_make_the_spend_unknown_not_zero():
 
 
 def test_an_unknown_family_is_named_with_the_choices():
-    with pytest.raises(ValueError, match="unknown benchmark family 'rubric'; choose from citation"):
-        get_family("rubric")
+    with pytest.raises(ValueError, match="unknown benchmark family 'essays'; choose from citation, rubric"):
+        get_family("essays")
 
 
 def test_the_markers_registered_at_start_up_are_the_citation_familys_question_types():

@@ -1,0 +1,221 @@
+"""The rubric family's leaderboard as terminal text: Coverage % with its interval, Elo, the win-rate
+matrix, coverage per general domain, the rubric-kind error table and the bias checks. Renders only."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Optional, Sequence
+
+from ...records import RowRecord
+from .. import Family
+from . import GENERAL_DOMAINS, domain_marker
+from .checks import system_checks
+from .kinds import ITEM_KINDS
+from .stats import bootstrap_interval
+
+_SHORT_DOMAINS = {"health_sciences_medicine": "health", "life_earth_sciences": "life/earth",
+                  "engineering_computer_science": "eng/CS", "physical_sciences": "physical",
+                  "social_sciences": "social", "humanities": "humanities", "economics": "economics",
+                  "other_domain": "other"}
+
+
+def _pct(value: Optional[float], digits: int = 1) -> str:
+    return "—" if value is None else f"{100 * value:.{digits}f}"
+
+
+def _by_system(records: Sequence[RowRecord]) -> dict[str, list[RowRecord]]:
+    grouped: dict[str, list[RowRecord]] = {}
+    for record in records:
+        if record.system:
+            grouped.setdefault(record.system, []).append(record)
+    return grouped
+
+
+def _coverages(records: Sequence[RowRecord]) -> list[float]:
+    return [c for r in records if r.graded and (c := r.metrics.get("coverage")) is not None]
+
+
+def system_order(grouped: dict[str, list[RowRecord]], results: Optional[dict[str, Any]]) -> list[str]:
+    """Best first: by Elo when battles were rated, else by Coverage %; ties by name."""
+    elo = (results or {}).get("elo") or {}
+
+    def key(system: str) -> tuple[float, float, str]:
+        coverage = _coverages(grouped[system])
+        mean = statistics.fmean(coverage) if coverage else -1.0
+        return (-(elo[system]["median"] if system in elo else float("-inf")), -mean, system)
+
+    return sorted(grouped, key=key)
+
+
+def main_table(records: Sequence[RowRecord], results: Optional[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    grouped = _by_system(records)
+    elo = (results or {}).get("elo") or {}
+    played: dict[str, int] = {}
+    for first, second, _ in (results or {}).get("outcomes") or []:
+        played[first] = played.get(first, 0) + 1
+        played[second] = played.get(second, 0) + 1
+    headers = ["system", "Coverage %", "95% CI", "Elo", "± SD", "battles", "avg words", "graded", "not graded",
+               "errors", "judge err", "latency s", "cost $"]
+    rows = []
+    for system in system_order(grouped, results):
+        rs = grouped[system]
+        coverage = _coverages(rs)
+        interval = bootstrap_interval(coverage)
+        words = [float(w) for r in rs if (w := r.details.get("words")) is not None]
+        latencies = [r.usage.latency_s for r in rs if r.usage.latency_s is not None and not r.error]
+        priced = [r.usage.cost_usd for r in rs if r.model_system and not r.error]
+        cost = sum(c for c in priced if c is not None) if priced and None not in priced else None
+        rating = elo.get(system)
+        rows.append([
+            system, _pct(statistics.fmean(coverage) if coverage else None),
+            f"{_pct(interval[0])}–{_pct(interval[1])}" if interval else "—",
+            f"{rating['median']:.0f}" if rating else "—", f"{rating['sd']:.0f}" if rating else "—",
+            str(played.get(system, 0)), f"{statistics.fmean(words):.0f}" if words else "—", str(len(coverage)),
+            str(sum(1 for r in rs if r.outcome == "skipped")), str(sum(1 for r in rs if r.error)),
+            str(sum(1 for r in rs if r.judge_failures)),
+            f"{statistics.fmean(latencies):.2f}" if latencies else "—",
+            "—" if cost is None else f"{cost:.4f}",
+        ])
+    return headers, rows
+
+
+def domain_table(records: Sequence[RowRecord], order: list[str]) -> tuple[list[str], list[list[str]]]:
+    domains = [d for d in (*GENERAL_DOMAINS, "other_domain")
+               if any(domain_marker(r.details.get("general_domain") or r.domain) == d and _coverages([r])
+                      for r in records)]
+    grouped = _by_system(records)
+    rows = []
+    for system in order:
+        cells = [system]
+        for domain in domains:
+            values = _coverages([r for r in grouped[system]
+                                 if domain_marker(r.details.get("general_domain") or r.domain) == domain])
+            cells.append(_pct(statistics.fmean(values)) if values else "—")
+        rows.append(cells)
+    return ["system", *(_SHORT_DOMAINS[d] for d in domains)], rows
+
+
+def kind_table(records: Sequence[RowRecord], order: list[str]) -> tuple[list[str], list[list[str]]]:
+    """Per system and rubric-item kind: the share of items not completely covered (coverage below 4)."""
+    grouped = _by_system(records)
+    rows = []
+    for system in order:
+        counts = {kind: [0, 0] for kind in ITEM_KINDS}
+        for record in grouped[system]:
+            if not record.graded:
+                continue
+            for item in record.details.get("items") or []:
+                if item.get("coverage") is None or item.get("kind") not in counts:
+                    continue
+                counts[item["kind"]][1] += 1
+                counts[item["kind"]][0] += item["coverage"] < 4
+        rows.append([system, *(f"{100 * missed / total:.0f}% ({missed}/{total})" if total else "—"
+                               for missed, total in counts.values())])
+    return ["system", *ITEM_KINDS], rows
+
+
+def win_table(results: dict[str, Any], order: list[str]) -> tuple[list[str], list[list[str]]]:
+    rates = results.get("win_rates") or {}
+    systems = [s for s in order if s in rates]
+    rows = []
+    for a in systems:
+        cells = [a]
+        for b in systems:
+            rate = rates[a].get(b)
+            cells.append("·" if a == b else (f"{100 * rate[0]:.0f}% ({rate[1]})" if rate else "—"))
+        rows.append(cells)
+    return ["row beats column", *systems], rows
+
+
+def check_lines(records: Sequence[RowRecord], order: list[str]) -> list[str]:
+    grouped = _by_system(records)
+    lines = []
+    for system in order:
+        checks = system_checks(system, grouped[system])
+        parts = []
+        if checks.cited:
+            parts.append(f"date cutoff: {checks.late}/{checks.cited} dated citations after the cutoff "
+                         f"({100 * checks.late / checks.cited:.0f}%); Coverage % with such a citation "
+                         f"{_pct(checks.coverage_with_late)}, without {_pct(checks.coverage_without_late)}")
+        else:
+            parts.append("date cutoff: no dated citation to check")
+        if checks.leak_checked:
+            parts.append(f"leakage: the source survey is cited in {checks.leaked}/{checks.leak_checked} answers; "
+                         f"Coverage % leaked {_pct(checks.coverage_leaked)}, not leaked "
+                         f"{_pct(checks.coverage_not_leaked)}")
+        if checks.length_r is not None:
+            parts.append(f"length vs coverage: r = {checks.length_r:+.2f} over judged answers "
+                         f"(avg {checks.words:.0f} words)")
+        lines.append(f"{system}: " + "; ".join(parts))
+    return lines
+
+
+def audit(records: Sequence[RowRecord]) -> str:
+    """The dataset as the rubric family reads it: rows, rubric items and their kinds, dates, survey titles."""
+    rows = [r for r in records if not r.error]
+    items = [i for r in rows for i in r.details.get("items") or []]
+    kinds = {kind: sum(1 for i in items if i.get("kind") == kind) for kind in ITEM_KINDS}
+    with_items = sum(1 for r in rows if r.details.get("items"))
+    lines = [f"{len(rows)} row(s) loaded, {len(records) - len(rows)} invalid; no system ran",
+             f"{with_items} with rubric items ({len(items)} items, {len(items) / with_items:.1f} per row)"
+             if with_items else "no row has rubric items: answers can be saved, not graded "
+                                "(--researchqa-generic-rubric grades them on generic criteria)",
+             f"{sum(1 for r in rows if r.details.get('date'))} with a date cutoff, "
+             f"{sum(1 for r in rows if r.details.get('survey_title'))} naming their source survey"]
+    if items:
+        lines.append("item kinds: " + ", ".join(f"{kind} {count} ({100 * count / len(items):.0f}%)"
+                                                for kind, count in kinds.items()))
+    return "\n".join(lines)
+
+
+def leaderboard(records: Sequence[RowRecord], family: Family, results: Optional[dict[str, Any]] = None) -> str:
+    from tabulate import tabulate
+
+    def table(headers: list[str], rows: list[list[str]]) -> str:
+        return str(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
+
+    grouped = _by_system(records)
+    if not grouped:  # --researchqa-audit: what the rows hold; nothing answered
+        return audit(records)
+    order = system_order(grouped, results)
+    parts = [table(*main_table(records, results)), family.scope_note]
+    skipped: dict[str, int] = {}
+    for record in records:
+        reason = record.details.get("not_graded")
+        if reason:
+            skipped[reason] = skipped.get(reason, 0) + 1
+    parts += [f"{count} row(s) not graded: {reason}" for reason, count in skipped.items()]
+    if any(_coverages(rs) for rs in grouped.values()):
+        parts += ["by general domain (Coverage %):", table(*domain_table(records, order)),
+                  "rubric items not completely covered (coverage < 4), by kind:", table(*kind_table(records, order))]
+    results = results or {}
+    if results.get("note"):
+        parts.append(str(results["note"]))
+    if results.get("win_rates"):
+        per_pair = results.get("per_pair")
+        parts += [f"pairwise: {results['battles']} battle(s) ({'all shared queries' if per_pair is None else per_pair}"
+                  f" per pair), judged by {', '.join(results.get('judges') or [])} in both orders "
+                  "(ensemble: 4 points per direct win + the sum of item coverages)",
+                  table(*win_table(results, order))]
+        consistent = results.get("order_consistent")
+        if consistent is not None:
+            parts.append(f"the direct judge gave the same verdict in both orders in {100 * consistent:.0f}% of "
+                         "battles")
+    from ...llm_params import model_family
+
+    for judge in results.get("judges") or []:
+        same = [s for s in results.get("systems") or [] if model_family(s) == model_family(judge)]
+        if same:
+            parts.append(f"warning: pairwise judge {judge} is of the same family ({model_family(judge)}) as "
+                         f"{', '.join(same)}: same-family judges tend to prefer their own (--researchqa-judge=auto "
+                         "picks another family)")
+    if results.get("errors"):
+        parts.append(f"warning: {len(results['errors'])} battle(s) left out, their judge failed: "
+                     + "; ".join(results["errors"][:3]))
+    if results.get("connected") is False:
+        parts.append("warning: the comparison graph is not connected: Elo scores of separate groups are not "
+                     "comparable")
+    if any(_coverages(rs) for rs in grouped.values()) or any(r.details.get("answer") for r in records):
+        parts.append("checks:")
+        parts += [f"  {line}" for line in check_lines(records, order)]
+    return "\n".join(p for p in parts if p)

@@ -1,0 +1,212 @@
+"""Research-query rows and the files they come from. Problems are located by file, row and field.
+
+Shapes read:
+
+* the benchmark's files (``test.json``, ``valid.json``, ``full.json``): a JSON list of
+  ``{id, general_domain, subdomain, field, query, date, rubric: [{rubric_item, type,
+  citation_metadata}]}``;
+* the JSONL shape of published query lists (``{question, task_id, metadata: {field,
+  general_domain, subdomain}}``, no rubric, no date): such rows are answered and saved,
+  and their grading is skipped with the reason;
+* hand-written YAML or JSONL rows in either spelling (a list, or ``{rows: [...]}``);
+  rubric items may be plain strings. ``survey_title`` (optional) enables the leakage check.
+"""
+
+from __future__ import annotations
+
+import datetime
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from ...dataset import DatasetError, DatasetWarning, RowProblem
+from .kinds import classify_item
+
+# Keys each shape carries that this family reads nowhere (kept quiet, not warned about).
+_IGNORED = {"answer", "bench", "metric", "medical_reason", "reference_answer"}
+_ROW_KEYS = {"id", "task_id", "row_id", "query", "question", "general_domain", "subdomain", "field", "date",
+             "date_cutoff", "rubric", "survey_title", "metadata"}
+_ITEM_KEYS = {"rubric_item", "item", "text", "type", "citation_metadata"}
+
+
+@dataclass(frozen=True)
+class RubricItem:
+    text: str
+    source_type: Optional[str] = None  # the file's ``type``: how the benchmark generated the item
+    citation: Optional[dict[str, Any]] = None  # the file's ``citation_metadata``
+
+    @property
+    def kind(self) -> str:
+        """One of citation, limitation, comparison, example, impact, other (rules: ``kinds.py``)."""
+        return classify_item(self.text)
+
+
+@dataclass(frozen=True)
+class ResearchRow:
+    row_id: str
+    query: str
+    field: Optional[str] = None
+    subdomain: Optional[str] = None
+    general_domain: Optional[str] = None
+    date: Optional[str] = None  # the date cutoff, ISO (YYYY-MM-DD or YYYY)
+    rubric: tuple[RubricItem, ...] = ()
+    survey_title: Optional[str] = None
+
+    # What the plugin's shared code reads off any row.
+    @property
+    def question(self) -> str:
+        return self.query
+
+    @property
+    def question_type(self) -> str:
+        from . import domain_marker
+
+        return domain_marker(self.general_domain)
+
+    @property
+    def domain(self) -> Optional[str]:
+        return self.general_domain
+
+    @property
+    def paper_id(self) -> None:
+        return None  # a research query is about a field, not one paper
+
+    @property
+    def paper_s3_url(self) -> None:
+        return None
+
+    @property
+    def date_year(self) -> Optional[int]:
+        return int(self.date[:4]) if self.date else None
+
+
+@dataclass
+class QueryDataset:
+    """Rows in file order and the rows that failed (the family's counterpart of ``dataset.Dataset``)."""
+
+    path: Path
+    rows: list[ResearchRow]
+    problems: list[RowProblem] = field(default_factory=list)
+    inline_papers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+
+class _Bad(ValueError):
+    def __init__(self, field_name: str, message: str) -> None:
+        super().__init__(message)
+        self.field_name = field_name
+
+
+def load_queries(path: str | Path) -> QueryDataset:
+    from ... import loaders
+
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"{path}: no such dataset file")
+    records = loaders.file_records(path)
+    rows: list[ResearchRow] = []
+    problems: list[RowProblem] = []
+    unknown: set[str] = set()
+    seen: dict[str, str] = {}
+    for location, record in records:
+        if isinstance(record, loaders.Unparsable):
+            problems.append(RowProblem(path.name, location, "(row)", record.message))
+            continue
+        row_id = _text(record.get("id", record.get("task_id", record.get("row_id")))) if isinstance(
+            record, dict) else None
+        try:
+            row = _row(record, unknown)
+        except _Bad as bad:
+            problems.append(RowProblem(path.name, location, bad.field_name, str(bad), row_id))
+            continue
+        if row.row_id in seen:
+            problems.append(RowProblem(path.name, location, "id", f"duplicate id {row.row_id!r} "
+                                       f"(first at {seen[row.row_id]})", row.row_id))
+            continue
+        seen[row.row_id] = location
+        rows.append(row)
+    if unknown:
+        warnings.warn(DatasetWarning(f"{path.name}: ignored unknown key(s): {', '.join(sorted(unknown))}"),
+                      stacklevel=2)
+    return QueryDataset(path, rows, problems)
+
+
+def _text(value: Any) -> Optional[str]:
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return str(value)
+    return value.strip() or None if isinstance(value, str) else None
+
+
+def _row(record: Any, unknown: set[str]) -> ResearchRow:
+    if not isinstance(record, dict):
+        raise _Bad("(row)", f"expected a mapping, found {type(record).__name__}")
+    metadata = record.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise _Bad("metadata", "expected a mapping")
+    unknown |= {k for k in record if k not in _ROW_KEYS | _IGNORED}
+    unknown |= {f"metadata.{k}" for k in metadata
+                if k not in {"field", "general_domain", "subdomain", "date", "survey_title"} | _IGNORED}
+
+    def read(name: str) -> Optional[str]:
+        value = record.get(name, metadata.get(name))
+        if value is not None and not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise _Bad(name, f"expected text, found {type(value).__name__}")
+        return _text(value)
+
+    raw_id = record.get("id", record.get("task_id", record.get("row_id")))
+    if isinstance(raw_id, bool) or _text(raw_id) is None:
+        raise _Bad("id", "missing or blank (an id, task_id or row_id is required)")
+    query = _text(record.get("query", record.get("question")))
+    if query is None:
+        raise _Bad("query", "missing or blank")
+    for name in ("date", "date_cutoff"):  # YAML reads an unquoted 2020-10-02 as a date
+        if isinstance(record.get(name), datetime.date):
+            record = {**record, name: record[name].isoformat()[:10]}
+    date = read("date") or read("date_cutoff")
+    if date is not None:
+        date = _iso_date(date)
+    rubric = record.get("rubric") or []
+    if not isinstance(rubric, list):
+        raise _Bad("rubric", f"expected a list of items, found {type(rubric).__name__}")
+    items = tuple(_item(n, item, unknown) for n, item in enumerate(rubric))
+    return ResearchRow(row_id=str(_text(raw_id)), query=query, field=read("field"), subdomain=read("subdomain"),
+                       general_domain=read("general_domain"), date=date, rubric=items,
+                       survey_title=read("survey_title"))
+
+
+def _iso_date(text: str) -> str:
+    """YYYY-MM-DD (or YYYY, or YYYY-MM); anything else is a row problem."""
+    for form, width in (("%Y-%m-%d", 10), ("%Y-%m", 7), ("%Y", 4)):
+        try:
+            datetime.datetime.strptime(text[:width], form)
+        except ValueError:
+            continue
+        if len(text) == width or (width == 10 and text[10:11] in ("T", " ")):
+            return text[:width]
+    raise _Bad("date", f"{text!r} is not a date (YYYY-MM-DD)")
+
+
+def _item(number: int, item: Any, unknown: set[str]) -> RubricItem:
+    where = f"rubric[{number}]"
+    if isinstance(item, str):
+        if not item.strip():
+            raise _Bad(where, "a blank rubric item")
+        return RubricItem(item.strip())
+    if not isinstance(item, dict):
+        raise _Bad(where, f"expected text or a mapping, found {type(item).__name__}")
+    unknown |= {f"rubric.{k}" for k in item if k not in _ITEM_KEYS}
+    text = _text(item.get("rubric_item", item.get("item", item.get("text"))))
+    if text is None:
+        raise _Bad(f"{where}.rubric_item", "missing or blank")
+    citation = item.get("citation_metadata")
+    if citation is not None and not isinstance(citation, (dict, list)):
+        raise _Bad(f"{where}.citation_metadata", f"expected a mapping, found {type(citation).__name__}")
+    if isinstance(citation, list):  # some files list several cited works
+        citation = {"works": citation}
+    return RubricItem(text, _text(item.get("type")), citation or None)

@@ -1,0 +1,122 @@
+"""The task the systems answer: a citation-supported answer to a research query under a date cutoff and
+a length guidance (both on by default, both switchable, recorded per row), and the systems that answer it.
+
+``ResearchAnswerSystem`` is a litellm model under this task (the shared runner,
+cache, retries and structured output of ``llm.system.LlmSystem``); ``rubric_oracle``
+answers with the rubric items' own content, the family's self-test.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ...answers import Answer
+from ...llm.cache import AnswerCache, cache_key
+from ...llm.contract import parse_reply
+from ...llm.engine import CallResult, ModelRunner, with_retries
+from ...llm.prompts import load_prompt
+from ...llm.system import LlmSystem, ModelSpec, _acompletion, _structured_output
+from .rows import ResearchRow
+
+DEFAULT_LENGTH_WORDS = 250
+
+
+@dataclass(frozen=True)
+class TaskOptions:
+    """What the task instruction says beyond the query (the seed's D and L)."""
+
+    date_cutoff: bool = True
+    length_words: Optional[int] = DEFAULT_LENGTH_WORDS  # None or 0: no length guidance
+
+    def for_row(self, row: ResearchRow) -> dict[str, Any]:
+        """The task as given for this row: recorded with its answer."""
+        return {"date_cutoff": row.date if self.date_cutoff else None,
+                "length_words": self.length_words or None}
+
+
+def task_prompt(row: ResearchRow, options: TaskOptions) -> str:
+    task = options.for_row(row)
+    date_rule = (f"\nUse only work published on or before {task['date_cutoff']}: answer as a researcher would have "
+                 "on that date, and cite nothing published later.\n" if task["date_cutoff"] else "")
+    length_rule = (f"\nAim for about {task['length_words']} words in the answer (not counting the list of "
+                   "citations).\n" if task["length_words"] else "")
+    values = {"date_rule": date_rule, "length_rule": length_rule, "field": row.field or "(not given)",
+              "query": row.query}
+    return re.sub(r"\{(date_rule|length_rule|field|query)\}", lambda m: values[m.group(1)],
+                  load_prompt("research_answer").template)
+
+
+def answer_words(text: str) -> int:
+    return len(re.findall(r"\w+(?:[-'’]\w+)*", text or ""))
+
+
+_REFERENCES_HEADING = re.compile(r"^\s*(?:#+\s*)?(?:references|sources|bibliography|works cited|citations)\s*:?\s*$",
+                                 re.IGNORECASE | re.MULTILINE)
+
+
+def references(answer: Answer) -> list[str]:
+    """The works an answer cites: its citation list, else the lines under a References heading in its text."""
+    if answer.citations:
+        return [c for c in answer.citations if c.strip()]
+    headings = list(_REFERENCES_HEADING.finditer(answer.text or ""))
+    if not headings:
+        return []
+    last = headings[-1]  # a references list ends an answer
+    lines = [line.strip(" -*\t") for line in answer.text[last.end():].splitlines()]
+    return [line for line in lines if line]
+
+
+class ResearchAnswerSystem(LlmSystem):
+    """A litellm model answering research queries (no paper: the model's own knowledge or tools)."""
+
+    def __init__(self, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, settings: Any) -> None:
+        super().__init__(spec, runner, cache, refresh=settings.refresh, timeout_s=settings.timeout_s,
+                         retries=settings.retries)
+        self.options = TaskOptions(date_cutoff=settings.date_cutoff, length_words=settings.length_words)
+        self.prompt = load_prompt("research_answer")
+
+    def key(self, row: Any, paper: Any) -> str:
+        return cache_key(model=self.spec.name, params=self.spec.call_params, prompt=self.prompt.sha,
+                         mode="research", row=row.row_id, query=row.query, task=self.options.for_row(row))
+
+    async def _call(self, row: Any, paper: Any, key: str) -> dict[str, Any]:
+        messages = [{"role": "user", "content": task_prompt(row, self.options)}]
+        kwargs = dict(self.spec.call_params)
+        if "response_format" not in kwargs:
+            kwargs.update(_structured_output(self.spec))
+
+        async def attempt() -> CallResult:
+            await self.runner.pace(self.spec.provider)
+            result = await _acompletion(self.spec.name, messages, self.timeout_s, kwargs, priced=self._priced)
+            if result.cost_usd is None:
+                self._priced = False
+            return result
+
+        result, parsed = await with_retries(attempt, retries=self.retries, validate=lambda r: parse_reply(r.content),
+                                            describe=self.name)
+        entry = {"row_id": row.row_id, "question": row.query, "model": self.spec.name, "prompt_sha": self.prompt.sha,
+                 "baseline": False, "context": "none (research query)", "latency_s": result.latency_s,
+                 "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
+                 "cost_usd": result.cost_usd, "attempts": result.attempts, "answer": parsed.answer,
+                 "citations": parsed.citations, "refused": parsed.refused}
+        self.cache.put(key, entry)
+        return entry
+
+
+_ITEM_LEAD = re.compile(r"^(?:does|do|did|is|are|has|have)\s+the\s+(?:response|answer)\s+", re.IGNORECASE)
+
+
+def rubric_oracle(row: Any, paper: Any = None) -> Answer:
+    """An answer made of the rubric items' own content, and their cited works as references."""
+    sentences, cited = [], []
+    for item in getattr(row, "rubric", ()):
+        statement = _ITEM_LEAD.sub("", item.text).rstrip(" ?")
+        sentences.append(statement[:1].upper() + statement[1:] + ".")
+        if item.citation:
+            title = item.citation.get("title") or item.citation.get("name")
+            year = item.citation.get("year")
+            if title:
+                cited.append(f"{item.citation.get('authors', 'Authors')} ({year or 'n.d.'}). {title}.")
+    return Answer(text=" ".join(sentences) or row.query, citations=cited)

@@ -1,0 +1,278 @@
+"""The rubric family as a pytest user meets it: research queries, coverage judging, battles and Elo (pytester,
+models and judges served by the local scripted server)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from helpers import leaderboard_table, needs_shared, shared_path
+from llm_server import ScriptedLLM
+
+REAL_QUERIES = ("external-datasets", "penn-researchqa-partial", "researchqa_med_med.jsonl")
+SAMPLE_ROWS = 12
+
+
+@pytest.fixture(scope="module", autouse=True)
+def litellm_loaded():
+    import litellm  # noqa: F401  (once per process: pytester runs in-process)
+
+
+@pytest.fixture
+def server():
+    with ScriptedLLM() as scripted:
+        yield scripted
+
+
+@pytest.fixture
+def run(pytester: pytest.Pytester, tmp_path_factory, server):
+    cache = tmp_path_factory.mktemp("cache")
+
+    def runner(*args: str, subprocess_: bool = False) -> pytest.RunResult:
+        named = [a.split("=", 1)[1] for a in args
+                 if a.startswith(("--researchqa-judge=", "--researchqa-model="))]
+        params = [f"--researchqa-model-param={m}:{k}" for m in named for k in (f"api_base={server.url}", "api_key=t")]
+        full = ("-p", "no:cacheprovider", f"--researchqa-cache-dir={cache}", *args, *params)
+        return pytester.runpytest_subprocess(*full) if subprocess_ else pytester.runpytest(*full)
+
+    return runner
+
+
+def section(result: pytest.RunResult, title: str) -> list[str]:
+    """The lines of the table printed under ``title`` (header included)."""
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    table = []
+    for line in lines[start + 1:]:
+        if not line.startswith("|"):
+            break
+        table.append(line)
+    return table
+
+
+def cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+@needs_shared
+def test_the_50_real_queries_load_answer_and_skip_grading_with_the_reason(run):
+    path = shared_path(*REAL_QUERIES)
+    result = run(f"--researchqa-dataset={path}", "--researchqa-judge=openai/judge-a", "-rs", "--strict-markers")
+    result.assert_outcomes(skipped=50)
+    result.stdout.fnmatch_lines(["*SKIPPED [[]50[]]*no rubric items: answered and saved, not graded*"])
+    board = leaderboard_table(result)["rubric-oracle"]
+    assert board["graded"] == "0" and board["not graded"] == "50" and board["Coverage %"] == "—"
+    assert result.ret == 0, "rows without rubric items never fail"
+
+
+@needs_shared
+def test_the_real_queries_select_by_field_and_by_general_domain_marker(run):
+    path = shared_path(*REAL_QUERIES)
+    by_field = run(f"--researchqa-dataset={path}", "--collect-only", "-q", "-k", "Anesthesiology")
+    by_field.stdout.fnmatch_lines(["researchqa::test_query[[]rubric-oracle-Anesthesiology-*[]]"])
+    by_domain = run(f"--researchqa-dataset={path}", "--collect-only", "-q", "-m", "social_sciences",
+                    "--strict-markers")
+    by_domain.stdout.fnmatch_lines(["5/50 tests collected (45 deselected)*"])
+
+
+def test_the_bundled_sample_with_the_rubric_oracle_covers_every_item(run, server):
+    result = run("--researchqa-family=rubric", "--researchqa-judge=openai/judge-a")
+    result.assert_outcomes(passed=SAMPLE_ROWS)
+    board = leaderboard_table(result)["rubric-oracle"]
+    assert board["Coverage %"] == "100.0" and board["graded"] == str(SAMPLE_ROWS)
+    assert server.calls("judge-a") == SAMPLE_ROWS, "one coverage call per answer, every item in it"
+    kinds = section(result, "rubric items not completely covered")
+    assert cells(kinds[0]) == ["system", "citation", "limitation", "comparison", "example", "impact", "other"]
+    assert all(c.startswith("0% (") for c in cells(kinds[2])[1:]), "every kind represented, none missed"
+
+
+def test_two_models_get_coverage_elo_a_win_matrix_and_the_kind_table_and_a_rerun_calls_nobody(run, server,
+                                                                                              pytester):
+    args = ("--researchqa-model=openai/good", "--researchqa-model=openai/sloppy", "--researchqa-judge=openai/judge-a",
+            "--researchqa-family=rubric")
+    first = run(*args)
+    first.assert_outcomes(passed=2 * SAMPLE_ROWS)
+    board = leaderboard_table(first)
+    good, sloppy = board["openai/good"], board["openai/sloppy"]
+    assert list(board) == ["openai/good", "openai/sloppy"], "best first"
+    assert float(good["Coverage %"]) > float(sloppy["Coverage %"])
+    low, high = (float(x) for x in good["95% CI"].split("–"))
+    assert low <= float(good["Coverage %"]) <= high
+    assert float(good["Elo"]) > 1000 > float(sloppy["Elo"]) and float(good["± SD"]) >= 0
+    assert good["battles"] == sloppy["battles"] == str(SAMPLE_ROWS)
+    wins = section(first, "pairwise:")
+    assert cells(wins[0]) == ["row beats column", "openai/good", "openai/sloppy"]
+    assert cells(wins[2])[2] == "100% (12)" and cells(wins[3])[1] == "0% (12)"
+    assert section(first, "rubric items not completely covered")
+    assert section(first, "by general domain")
+    text = first.stdout.str()
+    assert "warning: pairwise judge openai/judge-a is of the same family (openai) as openai/good, openai/sloppy" in text
+    assert "openai/sloppy: date cutoff: 12/12 dated citations after the cutoff (100%)" in text
+    assert "openai/good: date cutoff: 0/24 dated citations after the cutoff (0%)" in text
+    calls = server.calls()
+    assert server.calls("judge-a") == 2 * SAMPLE_ROWS + 2 * SAMPLE_ROWS, "coverage per answer, 2 orders per battle"
+    again = run(*args)
+    assert server.calls() == calls, "answers, coverage and battles all come from the cache"
+    assert leaderboard_table(again)["openai/good"]["Elo"] == good["Elo"]
+    shown = subprocess.run([sys.executable, "-m", "pytest_researchqa", "show"], capture_output=True, text=True,
+                           cwd=pytester.path, check=True).stdout
+    assert "| openai/good " in shown and "row beats column" in shown, "a saved run shows its battles and Elo"
+
+
+def test_battles_per_pair_are_capped_and_the_same_every_run(run, server):
+    args = ("--researchqa-system=rubric-oracle", "--researchqa-model=openai/sloppy", "--researchqa-family=rubric",
+            "--researchqa-judge=openai/judge-a", "--researchqa-battles=5")
+    result = run(*args)
+    assert leaderboard_table(result)["rubric-oracle"]["battles"] == "5"
+    asked = [r["messages"][-1]["content"] for r in server.requests if "<<<RESPONSE_A" in r["messages"][-1]["content"]]
+    assert len(asked) == 10, "five battles, each in both orders"
+    run(*args, "--researchqa-refresh")
+    again = [r["messages"][-1]["content"] for r in server.requests if "<<<RESPONSE_A" in r["messages"][-1]["content"]]
+    assert len(again) == 10, "the same five battles: all from the cache"
+
+
+def test_a_position_biased_judge_is_reported_and_its_votes_cancel(run):
+    result = run("--researchqa-model=openai/good", "--researchqa-model=openai/sloppy", "--researchqa-family=rubric",
+                 "--researchqa-judge=openai/judge-first")
+    result.stdout.fnmatch_lines(["the direct judge gave the same verdict in both orders in 0% of battles"])
+    board = leaderboard_table(result)
+    assert float(board["openai/good"]["Elo"]) > float(board["openai/sloppy"]["Elo"]), "coverage decides"
+
+
+def test_a_judge_that_never_gives_a_verdict_makes_the_row_an_error_not_a_zero(run):
+    result = run("--researchqa-family=rubric", "--researchqa-judge=openai/judge-broken", "--researchqa-retries=0",
+                 "-k", "Ecology")
+    result.assert_outcomes(failed=2)
+    board = leaderboard_table(result)["rubric-oracle"]
+    assert board["Coverage %"] == "—" and board["errors"] == "2" and board["judge err"] == "2"
+    result.stdout.fnmatch_lines(["*no coverage verdict for this answer (openai/judge-broken: judge *"])
+
+
+def test_the_task_options_are_switchable_and_recorded_per_row(run, server, pytester):
+    run("--researchqa-model=openai/good", "--researchqa-family=rubric", "-k", "Linguistics",
+        "--researchqa-date-cutoff=off", "--researchqa-length-words=0", "--researchqa-save=plain")
+    run("--researchqa-model=openai/good", "--researchqa-family=rubric", "-k", "Linguistics",
+        "--researchqa-save=default")
+    prompts = [r["messages"][-1]["content"] for r in server.requests if r["model"] == "good"]
+    assert len(prompts) == 2, "changing the task asks again"
+    assert "2018-08-01" not in prompts[0] and "words" not in prompts[0].split("FIELD:")[0].split("citations")[-1]
+    assert "on or before 2018-08-01" in prompts[1] and "about 250 words" in prompts[1]
+    runs = pytester.path / ".researchqa" / "runs"
+    tasks = {}
+    for folder in runs.iterdir():
+        record = json.loads((folder / "rows.jsonl").read_text().splitlines()[0])
+        tasks[folder.name.rsplit("-", 1)[1]] = record["details"]["task"]
+    assert tasks["plain"] == {"date_cutoff": None, "length_words": None}
+    assert tasks["default"] == {"date_cutoff": "2018-08-01", "length_words": 250}
+
+
+def test_rows_without_items_can_be_judged_on_the_generic_rubric(run, pytester, server):
+    rows = pytester.path / "queries.jsonl"
+    rows.write_text(json.dumps({"task_id": "q1", "question": "How do coral reefs recover after bleaching events?",
+                                "metadata": {"field": "Marine Biology", "general_domain": "Life & Earth Sciences",
+                                             "subdomain": "Life Sciences"}}) + "\n")
+    result = run(f"--researchqa-dataset={rows}", "--researchqa-model=openai/good", "--researchqa-judge=openai/judge-a",
+                 "--researchqa-generic-rubric")
+    result.assert_outcomes(passed=1)
+    [coverage] = [r["messages"][-1]["content"] for r in server.requests if r["model"] == "judge-a"]
+    assert "8. " in coverage.split("RUBRIC ITEMS:")[1] and "Does the answer cite published work" in coverage
+
+
+def test_xdist_gives_the_same_rubric_leaderboard_as_a_serial_run(run):
+    args = ("--researchqa-model=openai/good", "--researchqa-model=openai/sloppy", "--researchqa-family=rubric",
+            "--researchqa-judge=openai/judge-a")
+    serial = run(*args, "-p", "no:xdist", subprocess_=True)
+    parallel = run(*args, "-n", "2", subprocess_=True)
+    assert "2 workers" in parallel.stdout.str()
+
+    def stable(result: pytest.RunResult) -> dict:
+        return {s: {k: v for k, v in row.items() if k != "latency s"} for s, row in leaderboard_table(result).items()}
+
+    assert stable(parallel) == stable(serial)
+    assert stable(parallel)["openai/good"]["battles"] == str(SAMPLE_ROWS)
+
+
+def test_the_existing_judge_guards_apply_to_the_coverage_judge(run):
+    result = run("--researchqa-model=openai/good", "--researchqa-family=rubric", "--researchqa-judge=openai/judge-flaky",
+                 "--researchqa-judge-repeats=2")
+    result.stdout.fnmatch_lines([
+        "*warning: judge openai/judge-flaky grades openai/good, a model of the same family (openai)*",
+        "flip rate: */* judge scores (*) changed when * sampled verdicts were re-judged 2 more time(s)"])
+
+
+def test_a_projects_own_test_grades_coverage_and_a_failing_row_shows_each_items_reason(run, pytester):
+    pytester.makepyfile(test_mine="""
+        from pytest_researchqa.families.rubric.grading import grade_coverage
+
+
+        def test_answer_covers_most_items(researchqa_row, researchqa_answer, researchqa_judge):
+            result = grade_coverage(researchqa_answer, researchqa_row, researchqa_judge)
+            assert result["consensus"]["coverage"] >= 3.5
+    """)
+    result = run("--researchqa-model=openai/sloppy", "--researchqa-family=rubric", "--researchqa-judge=openai/judge-a",
+                 "-k", "Linguistics")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*researchqa judges*", "  openai/judge-a item 1 coverage 0: 0 of * key words present."])
+    assert leaderboard_table(result)["openai/sloppy"]["graded"] == "1"
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    ("--researchqa-battles=0", "--researchqa-battles: '0' is not 'all' or a whole number of at least 1"),
+    ("--researchqa-length-words=-5", "--researchqa-length-words: must be at least 0"),
+    ("--researchqa-fail-under=coverage=60", "thresholds for coverage are between 0 and 1"),
+])
+def test_bad_rubric_options_are_usage_errors_naming_the_option(run, option, message):
+    result = run("--researchqa-family=rubric", option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{message}*"])
+
+
+def test_the_audit_describes_the_rows_without_answering(run, server):
+    result = run("--researchqa-family=rubric", "--researchqa-audit")
+    result.stdout.fnmatch_lines(["*researchqa dataset audit*", "12 row(s) loaded, 0 invalid; no system ran",
+                                 "12 with rubric items (96 items, 8.0 per row)",
+                                 "12 with a date cutoff, 3 naming their source survey",
+                                 "item kinds: citation 12 (12%), limitation *, comparison *, example *, impact *, other *"])
+    assert server.calls() == 0
+
+
+def test_a_gate_on_coverage_by_general_domain_decides_the_exit_status(run):
+    passing = run("--researchqa-family=rubric", "--researchqa-judge=openai/judge-a",
+                  "--researchqa-fail-under=humanities.coverage=0.9")
+    assert passing.ret == 0
+    failing = run("--researchqa-model=openai/sloppy", "--researchqa-family=rubric",
+                  "--researchqa-judge=openai/judge-a", "--researchqa-fail-under=coverage=0.5")
+    failing.stdout.fnmatch_lines(["openai/sloppy: coverage>=0.5: * FAILED by *"])
+    assert failing.ret == 1
+
+
+def test_editing_a_judge_prompt_changes_every_verdicts_cache_key(tmp_path, monkeypatch):
+    import shutil
+
+    from pytest_researchqa.bundled import bundled_path
+    from pytest_researchqa.llm import judges
+    from pytest_researchqa.llm.cache import AnswerCache
+    from pytest_researchqa.llm.engine import ModelRunner
+    from pytest_researchqa.llm.system import ModelSpec
+
+    runner = ModelRunner()
+    try:
+        def keys() -> tuple[str, str]:
+            spec, cache = ModelSpec("openai/judge-a"), AnswerCache(tmp_path)
+            coverage = judges.make_judge("coverage", spec, runner, cache)
+            pairwise = judges.make_judge("pairwise", spec, runner, cache)
+            return coverage.key("q", ("Does the response mention x?",), "x"), pairwise.key("q", "one", "two")
+
+        before = keys()
+        assert keys() == before, "the same prompt, the same keys"
+        edited = tmp_path / "judges"
+        shutil.copytree(bundled_path("judges"), edited)
+        for name in ("coverage.md", "pairwise.md"):
+            (edited / name).write_text((edited / name).read_text() + "\nBe strict.\n")
+        monkeypatch.setattr(judges, "bundled_path", lambda *parts: tmp_path.joinpath(*parts))
+        after = keys()
+        assert after[0] != before[0] and after[1] != before[1]
+    finally:
+        runner.close()
