@@ -145,7 +145,8 @@ def resolve_run(spec: str, runs_dir: Path) -> Path:
     if spec == "last":
         if not finished:
             raise RunNotFound(f"no saved run in {runs_dir}")
-        return finished[-1]
+        # The run that finished last: names sort by start second, and two runs of one second by name.
+        return max(finished, key=lambda p: ((p / ROWS_FILE).stat().st_mtime_ns, p.name))
     matches = [p for p in finished if p.name == spec or p.name.endswith(f"-{spec}")]
     if not matches:
         known = ", ".join(p.name for p in finished[-5:]) or "none"

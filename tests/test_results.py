@@ -193,6 +193,21 @@ def test_two_runs_started_in_the_same_second_keep_two_folders_and_last_is_the_la
     assert first != second and resolve_run("last", tmp_path) == second == resolve_run("ci", tmp_path)
 
 
+
+def test_last_is_the_run_that_finished_last_even_when_two_names_start_in_one_second(tmp_path):
+    import datetime
+    import os
+
+    from pytest_researchqa.runs import ROWS_FILE, new_run_folder, resolve_run
+
+    moment = datetime.datetime(2026, 1, 2, 3, 4, 5)
+    for order, name in enumerate(["old", "new"]):  # "new" sorts before "old" by name
+        folder = new_run_folder(tmp_path, name, moment)
+        folder.mkdir()
+        (folder / ROWS_FILE).write_text("")
+        os.utime(folder / ROWS_FILE, ns=(order * 10**9, order * 10**9))
+    assert resolve_run("last", tmp_path).name.endswith("-new")
+
 DEGRADED_SYSTEM = '''
 import types
 

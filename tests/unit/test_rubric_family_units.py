@@ -88,7 +88,7 @@ def test_a_bad_row_is_located_by_file_row_and_field_and_the_others_load(tmp_path
     dataset = load_queries(write(tmp_path, "valid.json", json.dumps(rows)))
     assert [r.row_id for r in dataset.rows] == ["q-17"]
     [problem] = dataset.problems
-    assert (problem.file, problem.location, problem.field) == ("valid.json", "row 1", field)
+    assert (problem.file, problem.location, problem.field) == ("valid.json", "row 2", field)
     assert message in problem.message
 
 
