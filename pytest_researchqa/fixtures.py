@@ -50,7 +50,8 @@ def researchqa_row(request: pytest.FixtureRequest, researchqa_case: Case):
     state = run_state(request.config)
     if researchqa_case.kind == "problem":
         problem = state.dataset.problems[researchqa_case.position]
-        request.node.stash[RECORD].row_id = problem.row_id or problem.location
+        record = request.node.stash[RECORD]
+        record.row_id, record.invalid_row = problem.row_id or problem.location, True
         _error(request, f"invalid row: {problem}")
     return state.dataset.rows[researchqa_case.position]
 

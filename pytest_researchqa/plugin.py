@@ -371,7 +371,7 @@ class RunHooks:
             state.session.dataset_sha = file_sha256(state.dataset_path)
         outcome = state.session.outcome()
         if self.writer is not None:
-            self.writer.finish(outcome.records, self._manifest(outcome))
+            self.writer.finish(outcome.records + outcome.invalid_rows, self._manifest(outcome))
         self._write_markdown(outcome)
         if state.settings.plots is not None and outcome.records:
             from .reporting.plots import write_plots

@@ -64,6 +64,8 @@ class RowRecord:
     # What a family keeps of the row beyond metrics, as plain data (the rubric family: the answer text,
     # references, word count, the task as given, per-item coverage), for end-of-run steps and saved runs.
     details: dict[str, Any] = field(default_factory=dict)
+    # A dataset row that failed validation: an erroring test, but no (system, row) of the selection.
+    invalid_row: bool = False
     version: int = RECORD_VERSION
 
     @property

@@ -58,7 +58,9 @@ class ResearchSession:
         return self._outcome
 
     def _compute(self) -> RunOutcome:
-        records = tuple(self.records)
+        # Invalid dataset rows are erroring tests, not rows of any system: counted apart, never averaged.
+        records = tuple(r for r in self.records if not r.invalid_row)
+        invalid = tuple(r for r in self.records if r.invalid_row)
         measured = len(records)
         errors = sum(1 for r in records if r.error)
         # Gates judge the benchmark's rows: a run that selected none of them (ini settings with
@@ -83,7 +85,8 @@ class ResearchSession:
             errors=errors,
             foreign_failures=self.foreign_failures,
             selection=self.selection,
-            partial_reasons=tuple(self._partial_reasons(measured)) if gated else (),
+            partial_reasons=tuple(self._partial_reasons(measured, len(invalid))) if gated else (),
+            invalid_rows=invalid,
             gated=gated,
             notes=tuple(notes),
             intervals=intervals(records, self.family.metric_names) if self.gates_apply else {},
@@ -92,10 +95,12 @@ class ResearchSession:
             family_results=self.family_results or None,
         )
 
-    def _partial_reasons(self, measured: int) -> list[str]:
+    def _partial_reasons(self, measured: int, invalid: int) -> list[str]:
         if self.allow_partial:
             return []
         reasons = []
+        if invalid:
+            reasons.append(f"gate evaluated without {invalid} invalid dataset row(s): the dataset is not whole")
         selected = self.selection.rows
         if selected is not None and measured < selected:
             why = "the run was interrupted" if self.interrupted else "the run stopped early (-x / --maxfail)"

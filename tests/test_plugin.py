@@ -235,6 +235,15 @@ def test_a_dataset_whose_every_row_is_invalid_shows_each_row_error_not_an_empty_
     result.stdout.no_fnmatch_line("*has no rows to run*")
 
 
+def test_invalid_rows_are_counted_apart_not_as_a_system_and_a_gate_does_not_pass_without_them(run, pytester):
+    option = write_rows(pytester, [flat_row("r1"), flat_row("r2", question=None), flat_row("r3")], {"p1": PAPER})
+    result = run(option, "--researchqa-system=oracle", "--researchqa-fail-under=citation_accuracy=0.5")
+    assert set(leaderboard_table(result)) == {"oracle"}
+    result.stdout.fnmatch_lines(["2 of 2 selected rows measured (0 errors); 1 invalid dataset row(s) not run",
+                                 "*gate evaluated without 1 invalid dataset row(s)*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
 def test_a_dataset_warning_made_an_error_by_the_projects_filters_stops_the_run_with_its_words(run, pytester):
     option = write_rows(pytester, [flat_row("r1", paper_title="A title the schema does not have")], {"p1": PAPER})
     pytester.makeini("[pytest]\nfilterwarnings =\n    error::pytest_researchqa.loaders.DatasetWarning\n")

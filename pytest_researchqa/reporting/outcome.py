@@ -46,6 +46,7 @@ class RunOutcome:
     intervals: dict[str, dict[str, Optional[Interval]]] = field(default_factory=dict)
     comparison: Optional[Comparison] = None  # against --researchqa-compare's run
     regressions: tuple[RegressionResult, ...] = ()
+    invalid_rows: tuple[RowRecord, ...] = ()  # dataset rows that failed validation (erroring tests)
     family_results: Optional[dict[str, Any]] = None  # the family's end-of-run step (rubric: battles, Elo)
 
     @property
@@ -66,6 +67,8 @@ class RunOutcome:
         total = self.selection.rows
         of = f" of {total}" if total is not None else ""
         line = f"{self.measured}{of} selected rows measured ({self.errors} errors)"
+        if self.invalid_rows:
+            line += f"; {len(self.invalid_rows)} invalid dataset row(s) not run"
         if self.selection.slice_description:
             line += f"; slice: {self.selection.slice_description}"
         return line
