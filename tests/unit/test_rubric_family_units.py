@@ -17,7 +17,6 @@ from pytest_researchqa.families.rubric.bradley_terry import bootstrap, connected
 from pytest_researchqa.families.rubric.checks import leaked, violates_cutoff
 from pytest_researchqa.families.rubric.kinds import classify_item
 from pytest_researchqa.families.rubric.rows import load_queries
-from pytest_researchqa.families.rubric.stats import bootstrap_interval
 from pytest_researchqa.families.rubric.tournament import Contender, ensemble, schedule
 
 BENCHMARK_ROW = {
@@ -218,14 +217,6 @@ def test_the_comparison_graph_and_win_rates():
     assert connected(["a", "b", "c", "d"], [*battles, ("b", "c", 1.0)])
     rates = win_rates(battles)
     assert rates["a"]["b"] == (0.75, 2) and rates["b"]["a"] == (0.25, 2) and rates["d"]["c"] == (1.0, 1)
-
-
-def test_the_bootstrap_interval_brackets_the_mean_and_ignores_order():
-    values = [0.2, 0.5, 0.9, 0.4, 0.7, 0.3]
-    low, high = bootstrap_interval(values)
-    assert low <= sum(values) / len(values) <= high
-    assert bootstrap_interval(list(reversed(values))) == (low, high)
-    assert bootstrap_interval([0.5]) is None
 
 
 def test_leakage_is_a_shared_six_gram_of_the_survey_title():

@@ -7,11 +7,11 @@ import statistics
 from typing import Any, Optional, Sequence
 
 from ...records import RowRecord
+from ...reporting.stats import bootstrap_mean
 from .. import Family
 from . import GENERAL_DOMAINS, domain_marker
 from .checks import system_checks
 from .kinds import ITEM_KINDS
-from .stats import bootstrap_interval
 
 _SHORT_DOMAINS = {"health_sciences_medicine": "health", "life_earth_sciences": "life/earth",
                   "engineering_computer_science": "eng/CS", "physical_sciences": "physical",
@@ -60,7 +60,10 @@ def main_table(records: Sequence[RowRecord], results: Optional[dict[str, Any]]) 
     for system in system_order(grouped, results):
         rs = grouped[system]
         coverage = _coverages(rs)
-        interval = bootstrap_interval(coverage)
+        graded = [r for r in rs if r.graded and r.metrics.get("coverage") is not None]
+        # Each query is its own cluster: the same bootstrap as the citation family's papers.
+        found = bootstrap_mean([str(r.row_id) for r in graded], coverage) if coverage else None
+        interval = (found.low, found.high) if found is not None and found.low is not None else None
         words = [float(w) for r in rs if (w := r.details.get("words")) is not None]
         latencies = [r.usage.latency_s for r in rs if r.usage.latency_s is not None and not r.error]
         priced = [r.usage.cost_usd for r in rs if r.model_system and not r.error]
