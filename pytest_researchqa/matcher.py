@@ -46,6 +46,9 @@ PAGE_HEAD_LIMIT = 300
 MIN_RESUMED_RUN = 12
 DIGIT_GAP_LIMIT = 6
 ELISION_WINDOW = 4000
+# A comment after a verbatim quote that matches what the paper says next this closely (rapidfuzz
+# partial ratio on words, 0-100) is the paper's next sentence edited, not the model's own words.
+PARAPHRASE_OF_NEXT = 70
 # Papers whose key is at least this long get a word-start index for exact look-ups.
 INDEX_MIN_KEY = 60_000
 GRAM = 8
@@ -188,23 +191,14 @@ class MatchIndex:
             windows.append((bounds[i], end))
         return windows
 
-    def _reads_on(self, end: int, resume: int) -> bool:
-        """Whether the text at key position ``resume`` reads on from the text ending at ``end``: a
-        sentence left open carries on in lower case; after a full stop the next one starts with a
-        capital. A splice of two windows cut at arbitrary words rarely does both."""
-        offsets, text = self._masked_offsets, self.masked_text
-        last = text[int(offsets[end - 1])] if end > 0 else ""
-        following = text[int(offsets[resume])] if resume < len(offsets) else ""
-        if last in ".!?":
-            return following.isupper()
-        return following.islower()
+    @functools.cached_property
+    def _flow(self) -> "_Flow":
+        """Line starts and sentence flow of the masked text."""
+        return _Flow(self._masked_offsets, self.masked_text)
 
     @functools.cached_property
-    def _line_starts(self) -> list[int]:
-        """Key positions where a line of the (masked) text begins."""
-        offsets = self._masked_offsets
-        breaks = [m.end() for m in re.finditer(r"\n\s*", self.masked_text)]
-        return sorted(set(offsets.searchsorted(breaks).tolist())) if breaks else []
+    def _unmasked_flow(self) -> "_Flow":
+        return _Flow(self._unmasked_offsets, self.text) if self.masked_ranges else self._flow
 
     @functools.cached_property
     def _gram_index(self) -> tuple[array.array[int], array.array[int]] | None:
@@ -378,24 +372,21 @@ class MatchIndex:
         key, pages = self._keys(unmasked)
         first = keys[0]
         find = None if unmasked else self.find
-        lines = () if unmasked else self._line_starts
+        flow = self._unmasked_flow if unmasked else self._flow
         if len(keys) == 1:
-            found = _locate(key, pages, first, 0, len(key), find, lines, self._reads_on)
+            found = _locate(key, pages, first, 0, len(key), flow, find)
             return tuple(found) if found else None
-        # An elided quote: try each place its first part occurs.
+        # An elided quote: anchor on its longest part (the most selective: a first part may be a
+        # single common word, as where a paper's own "..." is quoted), at each place it occurs,
+        # then find the parts before it backwards and the parts after it forwards.
+        anchor = max(range(len(keys)), key=lambda at: len(keys[at]))
         start = 0
         for _ in range(20):
-            head = _locate(key, pages, first, start, len(key), find)
+            head = _locate(key, pages, keys[anchor], start, len(key), flow, find if start == 0 else None)
             if head is None:
                 return None
-            spans = list(head)
-            for part in keys[1:]:
-                end = spans[-1][1]
-                found = _locate(key, pages, part, end, min(len(key), end + ELISION_WINDOW + len(part)))
-                if found is None:
-                    break
-                spans.extend(found)
-            else:
+            spans = _around_anchor(key, pages, flow, keys, anchor, list(head))
+            if spans is not None:
                 return tuple(spans)
             start = head[0][0] + 1
         return None
@@ -421,12 +412,73 @@ class MatchIndex:
                 continue
             rest = quote_key[boundary:]
             follow = self.key[position + boundary : position + boundary + len(rest)]
-            if _similarity(rest, follow) >= 0.6:
-                return None  # the paper goes on almost like this: an altered quote
+            if _similarity(rest, follow) >= 0.6 or self._paraphrases_what_follows(quote[boundary_raw:], verbatim):
+                return None  # the paper goes on almost like this: an altered or paraphrased quote
             if _mostly_in(self.key, rest):
                 return None  # the rest is real text from elsewhere: stitched
             return verbatim.key_spans, quote[boundary_raw:].strip()
         return None
+
+
+    def _paraphrases_what_follows(self, rest: str, verbatim: "CitationMatch") -> bool:
+        """Whether ``rest`` (the words after a verbatim start) says what the paper says next, with
+        words changed, dropped or moved: a model's own comment shares few words, in order, with
+        the sentence the paper goes on with; a paraphrase or an edit of it shares most."""
+        from rapidfuzz import fuzz
+
+        end = verbatim.spans[-1][1] if verbatim.spans else 0
+        words = _words(rest)
+        following = _words(self.masked_text[end : end + 2 * len(rest) + 40])
+        if fuzz.partial_ratio(words, following) >= PARAPHRASE_OF_NEXT:
+            return True  # in order, a few words changed or dropped
+        # Or most of its words, in another order ("attempt to demonstrations out all filter").
+        rest_words, next_words = words.split(), set(following.split())
+        shared = sum(1 for word in rest_words if word in next_words)
+        return len(rest_words) >= 4 and shared * 100 >= PARAPHRASE_OF_NEXT * len(rest_words)
+
+
+class _Flow:
+    """Where the lines of a text begin (in key positions) and whether text reads on across a gap.
+
+    A jump over text the reader interposed (a page's footer and the next page's header, a
+    figure, a table, the other column) is allowed only from exactly where a line ends, where
+    the text's own next line does not carry on the open sentence, to exactly where a later
+    line begins, and only where the two halves read on as one sentence.
+    """
+
+    def __init__(self, offsets, text: str) -> None:
+        self._offsets, self._text = offsets, text
+        breaks = [m.end() for m in re.finditer(r"\n\s*", text)]
+        self.line_starts: list[int] = sorted(set(offsets.searchsorted(breaks).tolist())) if breaks else []
+
+    def at_line_start(self, position: int) -> bool:
+        at = bisect.bisect_left(self.line_starts, position)
+        return at < len(self.line_starts) and self.line_starts[at] == position
+
+    def reads_on(self, end: int, resume: int) -> bool:
+        """Whether the text at key position ``resume`` reads on from the text ending at ``end``: a
+        sentence left open carries on in lower case; after a full stop the next one starts with a
+        capital. A splice of two windows cut at arbitrary words rarely does both."""
+        offsets, text = self._offsets, self._text
+        if not 0 < end <= len(offsets) or resume >= len(offsets):
+            return False
+        after = int(offsets[end - 1]) + 1
+        closing = text[after : after + 4].lstrip("\"'\u201d\u2019)]")
+        following = text[int(offsets[resume])]
+        if closing[:1] in (".", "!", "?"):
+            return following.isupper() or following.isdigit()
+        return following.islower()
+
+    def carries_on(self, end: int) -> bool:
+        """Whether the text's own next line carries on the sentence left open at key position
+        ``end`` (in lower case): then nothing was put in between, and a quote that goes on
+        elsewhere has left the paper's sentence."""
+        offsets, text = self._offsets, self._text
+        if not 0 < end < len(offsets):
+            return False
+        after = int(offsets[end - 1]) + 1
+        closing = text[after : after + 4].lstrip("\"'\u201d\u2019)]")
+        return closing[:1] not in (".", "!", "?") and text[int(offsets[end])].islower()
 
 
 def _gram_code(key: str) -> int:
@@ -449,7 +501,9 @@ def _mostly_in(key: str, text_key_: str, width: int = 24) -> bool:
     """
     if len(text_key_) < width:
         return key.find(text_key_) >= 0 and len(text_key_) >= MIN_QUOTE_KEY
-    starts = range(0, len(text_key_) - width + 1, width // 2)
+    # Dense windows, the last flush with the end: a copied passage behind an opener word ("Here,"
+    # + real text) still shows in most of them.
+    starts = sorted(set(range(0, len(text_key_) - width + 1, width // 4)) | {len(text_key_) - width})
     found = sum(1 for start in starts if key.find(text_key_[start : start + width]) >= 0)
     return found * 2 >= len(starts)
 
@@ -489,7 +543,7 @@ def _mask_furniture(text: str, page_starts: Sequence[int]):
     """
     pages = _split_pages(text, page_starts)
     numbered = _has_line_numbers(text)
-    trailing = _trailing_line_numbers(text)
+    trailing = _trailing_line_numbers(text, page_starts)
     if len(pages) < 2 and not numbered and not trailing:
         return pages, []
     page_offsets = list(page_starts) if page_starts else [0]
@@ -567,13 +621,15 @@ _TRAILING_DIGITS = re.compile(r"(\d{1,7})[ \t]*$", re.MULTILINE)
 _DIGIT_AT_LINE_END = re.compile(r"\d[ \t]*\n")
 
 
-def _trailing_line_numbers(text: str) -> list[tuple[int, int]]:
+def _trailing_line_numbers(text: str, page_starts: Sequence[int] = ()) -> list[tuple[int, int]]:
     """Raw ranges of margin line numbers that extraction glued to the end of each line.
 
     Some preprints come out of pypdf as ``"primary goal of396\npublishing"``: the number
     is glued to the line's last word, or to a number of the text ("in 2021.52"). When
     most lines end in digits that count upwards, each line's number is the suffix of its
-    digits that continues the count (a restart, as on a new page, takes the whole run).
+    digits that continues the count. The count restarts (at 1 to 3) or jumps far ahead only
+    on a new page; on the same page a number that does neither is the text's own (the ``2``
+    of a formula's last line, a year ending a line), and the count goes on past it.
     """
     lines = max(1, text.count("\n"))
     if len(_DIGIT_AT_LINE_END.findall(text, 0, 20_000)) * 3 < min(lines, text.count("\n", 0, 20_000)):
@@ -584,11 +640,13 @@ def _trailing_line_numbers(text: str) -> list[tuple[int, int]]:
     ranges: list[tuple[int, int]] = []
     counted = 0
     previous: int | None = None
+    previous_page = -1
     for match in found:
         digits = match.group(1)
         line_start = text.rfind("\n", 0, match.start(1)) + 1
         if not text[line_start:match.start(1)].strip():
             continue  # a line of its own (a page number): not glued, and not the count
+        page = bisect.bisect_right(page_starts, match.start(1))
         width = 0
         if previous is not None:
             fits = [(int(digits[-size:]) - previous, -size) for size in range(1, min(4, len(digits)) + 1)
@@ -596,12 +654,15 @@ def _trailing_line_numbers(text: str) -> list[tuple[int, int]]:
             width = -min(fits)[1] if fits else 0  # the closest continuation of the count
         if not width and len(digits) <= 4:
             value = int(digits)
-            # A restart (a new page's count) starts low; a jump skips forward; anything else is text.
-            if previous is None or value <= 3 or value > previous:
+            new_page = page != previous_page or not page_starts  # without pages, any line may start one
+            # A restart (a new page's count) starts low; a jump skips forward (past a figure's
+            # lines on this page, any distance on the next); anything else is text.
+            if (previous is None or (new_page and (value <= 3 or value > previous))
+                    or previous < value <= previous + 100):
                 width = len(digits)
         if width:
             counted += previous is not None and int(digits[-width:]) == previous + 1
-            previous = int(digits[-width:])
+            previous, previous_page = int(digits[-width:]), page
             ranges.append((match.end(1) - width, match.end(1)))
     return ranges if counted * 10 >= len(found) * 7 else []
 
@@ -665,15 +726,33 @@ def _anchored_prefix(key: str, quote_key: str, low: int, high: int, tries: int =
     return best, position
 
 
+def _around_anchor(key: str, pages: tuple[int, ...], flow: "_Flow", keys: list[str], anchor: int,
+                   spans: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+    """The spans of every part of an elided quote, in order, each within ELISION_WINDOW of its
+    neighbour, around the anchor part's ``spans``."""
+    for part in reversed(keys[:anchor]):
+        start = spans[0][0]
+        found = _locate(key, pages, part, max(0, start - ELISION_WINDOW - len(part)), start, flow)
+        if found is None:
+            return None
+        spans[:0] = found
+    for part in keys[anchor + 1:]:
+        end = spans[-1][1]
+        found = _locate(key, pages, part, end, min(len(key), end + ELISION_WINDOW + len(part)), flow)
+        if found is None:
+            return None
+        spans.extend(found)
+    return spans
+
+
 def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high: int,
-            find: Callable[[str], int] | None = None, line_starts: Sequence[int] = (),
-            continues: Callable[[int, int], bool] | None = None):
+            flow: "_Flow | None" = None, find: Callable[[str], int] | None = None):
     """Key spans of ``quote_key`` in ``key[low:high]``, allowing furniture gaps.
 
-    ``find`` is the index's look-up for the whole key, used when the whole key is searched;
-    ``line_starts`` (key positions where a text line begins) allows a jump from a line's end
-    to a later line's start on the same or the next page, where a figure, a table or the
-    other column sits between a sentence's two halves."""
+    ``find`` is the index's look-up for the whole key, used when the whole key is searched.
+    With ``flow`` (the text's line starts), the quote may also jump over text the reader put
+    between a sentence's halves: a page's footer and the next one's header, or a figure, a
+    table or the other column on the same or the next page."""
     found = find(quote_key) if find is not None and low == 0 and high == len(key) else key.find(quote_key, low, high)
     if found >= 0:
         return [(found, found + len(quote_key))]
@@ -684,10 +763,11 @@ def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high
     done, cursor, page_jumps = length, position + length, 0
     while done < len(quote_key):
         resume = _after_digit_gap(key, quote_key, done, cursor)
-        if resume is None and page_jumps < MAX_PAGE_JUMPS:
-            resume = _after_page_break(key, page_starts, quote_key, done, cursor, high)
-            if resume is None and line_starts and continues is not None:
-                resume = _after_line_jump(key, page_starts, line_starts, quote_key, done, cursor, high, continues)
+        if (resume is None and page_jumps < MAX_PAGE_JUMPS and flow is not None and flow.at_line_start(cursor)
+                and not flow.carries_on(cursor)):
+            resume = _after_page_break(key, page_starts, flow, quote_key, done, cursor, high)
+            if resume is None:
+                resume = _after_line_jump(key, page_starts, flow, quote_key, done, cursor, high)
             page_jumps += 1
         if resume is None:
             return None
@@ -697,30 +777,32 @@ def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high
     return spans
 
 
-def _after_line_jump(key: str, page_starts: Sequence[int], line_starts: Sequence[int], quote_key: str,
-                     done: int, cursor: int, high: int, continues: Callable[[int, int], bool]) -> int | None:
-    """Where the quote resumes after text the reader skipped: a figure, table or the other column.
+def _after_line_jump(key: str, page_starts: Sequence[int], flow: "_Flow", quote_key: str,
+                     done: int, cursor: int, high: int) -> int | None:
+    """Where the quote resumes after text the reader put in between: a figure, a table or the
+    other column, on the same page or the next.
 
     Extraction puts such text between a sentence's halves only at line boundaries, so the
-    quote must break exactly where a line ends and resume exactly where a later line
-    begins, forward, on the same page or the next, with a substantial run (at least
-    MIN_ANCHOR key characters, or the quote's whole rest). Splices of passages cut at
-    arbitrary words rarely meet all of that.
+    quote must break exactly where a line ends (the caller checks) and resume exactly where a
+    later line begins, reading on, with a substantial run (at least MIN_ANCHOR key
+    characters, or the quote's whole rest). Splices of passages cut at arbitrary words rarely
+    meet all of that.
     """
-    at = bisect.bisect_left(line_starts, cursor)
-    if at >= len(line_starts) or line_starts[at] != cursor:
-        return None  # the matched part does not end where a line ends
     page = bisect.bisect_right(page_starts, cursor) - 1 if page_starts else 0
     limit = page_starts[page + 2] if page + 2 < len(page_starts) else len(key)
-    limit = min(limit, high)
-    needed = min(MIN_ANCHOR, len(quote_key) - done)
-    probe = quote_key[done : done + needed]
-    found = key.find(probe, cursor + 1, limit)
+    return _resumption(key, flow, quote_key, done, cursor, cursor + 1, min(limit, high), MIN_ANCHOR)
+
+
+def _resumption(key: str, flow: "_Flow", quote_key: str, done: int, cursor: int, low: int, high: int,
+                needed: int) -> int | None:
+    """The first line start in ``key[low:high]`` where the quote's rest resumes (its next
+    ``needed`` characters, or all of it) and reads on from ``cursor``."""
+    probe = quote_key[done : done + min(needed, len(quote_key) - done)]
+    found = key.find(probe, low, high)
     while found >= 0:
-        line = bisect.bisect_left(line_starts, found)
-        if line < len(line_starts) and line_starts[line] == found and continues(cursor, found):
+        if flow.at_line_start(found) and flow.reads_on(cursor, found):
             return found
-        found = key.find(probe, found + 1, limit)
+        found = key.find(probe, found + 1, high)
     return None
 
 
@@ -741,14 +823,14 @@ def _after_digit_gap(key: str, quote_key: str, done: int, cursor: int) -> int | 
     return end if key.startswith(quote_key[done : done + needed], end) else None
 
 
-def _after_page_break(
-    key: str, page_starts: Sequence[int], quote_key: str, done: int, cursor: int, high: int
-) -> int | None:
+def _after_page_break(key: str, page_starts: Sequence[int], flow: "_Flow", quote_key: str, done: int,
+                      cursor: int, high: int) -> int | None:
     """Where the quote resumes on the next page, past footnotes, footer and header.
 
     The gap must straddle exactly one page boundary: it starts at most
-    PAGE_TAIL_LIMIT before it, the quote resumes at most PAGE_HEAD_LIMIT after
-    it, and what resumes there is a substantial run (or the quote's end).
+    PAGE_TAIL_LIMIT before it, where a line ends (the caller checks), and the quote resumes
+    where a line begins, at most PAGE_HEAD_LIMIT after it, reading on, with a substantial run
+    (or the quote's end, which must then start the next page's text exactly).
     """
     following = bisect.bisect_left(page_starts, cursor + 1)
     if following >= len(page_starts):
@@ -759,11 +841,10 @@ def _after_page_break(
     remaining = len(quote_key) - done
     if remaining < MIN_RESUMED_RUN:
         # A short tail proves little: it must start the next page's text exactly.
-        return boundary if key.startswith(quote_key[done:], boundary) else None
+        return boundary if key.startswith(quote_key[done:], boundary) and flow.reads_on(cursor, boundary) else None
     page_end = page_starts[following + 1] if following + 1 < len(page_starts) else len(key)
     window_end = min(high, page_end, boundary + PAGE_HEAD_LIMIT + MIN_RESUMED_RUN)
-    resume = key.find(quote_key[done : done + MIN_RESUMED_RUN], boundary, window_end)
-    return resume if resume >= 0 else None
+    return _resumption(key, flow, quote_key, done, cursor, boundary, window_end, MIN_RESUMED_RUN)
 
 
 def _similarity(a: str, b: str) -> float:

@@ -258,7 +258,7 @@ def _ungrounded(papers, make_quote, per_paper: int) -> tuple[int, list]:
 
     total, missed = 0, []
     for paper in papers:
-        if _trailing_line_numbers(paper.text):
+        if _trailing_line_numbers(paper.text, paper.page_starts):
             continue
         for _ in range(per_paper):
             quote = make_quote(paper)
