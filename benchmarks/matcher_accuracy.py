@@ -107,7 +107,7 @@ def main() -> int:
     def score(cases: list[tuple[str, int]], timing: str) -> tuple[float, float, list[tuple[str, int]]]:
         ours = seed = 0
         misses = []
-        ours_times, seed_times = times[timing]
+        ours_times, seed_times = [], []
         for quote, number in cases:
             index, seed_matcher = papers[number]
             started = time.perf_counter()
@@ -120,10 +120,15 @@ def main() -> int:
             seed += seed_ok
             if not grounded:
                 misses.append((quote, number))
+        times[timing][0].extend(ours_times)
+        times[timing][1].extend(seed_times)
+        last_medians[:] = [statistics.median(ours_times) * 1e6, statistics.median(seed_times) * 1e6]
         return ours / len(cases), seed / len(cases), misses
 
+    last_medians: list[float] = []
+
     print(f"{len(papers)} PDFs; quotes cut by pdfminer.six, graded against the plugin's pypdf text")
-    print(f"{'kind':34} {'n':>5} {'ours':>8} {'seed (described)':>17}")
+    print(f"{'kind':34} {'n':>5} {'ours':>8} {'seed (described)':>17} {'median us: ours':>16} {'seed':>6}")
     accepted_total = genuine_total = 0
     worst_recall = 1.0
     for kind, cases in sorted(genuine_cases.items()):
@@ -131,7 +136,7 @@ def main() -> int:
         accepted_total += round(ours * len(cases))
         genuine_total += len(cases)
         worst_recall = min(worst_recall, ours)
-        print(f"genuine, {kind:25} {len(cases):5d} {ours:8.1%} {seed:17.1%}")
+        print(f"genuine, {kind:25} {len(cases):5d} {ours:8.1%} {seed:17.1%} {last_medians[0]:16.1f} {last_medians[1]:6.1f}")
         if args.show_misses:
             for quote, number in misses:
                 index = papers[number][0]
@@ -145,7 +150,7 @@ def main() -> int:
         fabricated_total += len(cases)
         if kind.startswith("symbol"):
             symbol_false += round(ours * len(cases))
-        print(f"fabricated, {kind:22} {len(cases):5d} {ours:8.1%} {seed:17.1%}")
+        print(f"fabricated, {kind:22} {len(cases):5d} {ours:8.1%} {seed:17.1%} {last_medians[0]:16.1f} {last_medians[1]:6.1f}")
         if args.show_misses:
             missed = set(rejected)
             for quote, number in cases:

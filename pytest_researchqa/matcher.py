@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol, Sequence, Union
 
-from .textkey import common_prefix_length, key_offsets, text_key
+from .textkey import common_prefix_length, has_digit, key_offsets, part_keys, text_key
 
 
 class HasMatchIndex(Protocol):
@@ -49,10 +49,14 @@ ELISION_WINDOW = 4000
 # A comment after a verbatim quote that matches what the paper says next this closely (rapidfuzz
 # partial ratio on words, 0-100) is the paper's next sentence edited, not the model's own words.
 PARAPHRASE_OF_NEXT = 70
-# Papers whose key is at least this long get a word-start index for exact look-ups.
-INDEX_MIN_KEY = 60_000
+_NEAR = 400  # key characters: where an elided part is looked for first
+# Papers whose key is at least this long get a word-start index for exact look-ups, built when the
+# paper is prepared (about 1.5 ms for a 30k-character key; a scan of that key costs ~3 us a look-up).
+INDEX_MIN_KEY = 8_000
 GRAM = 8
 _GRAM_BASE = 1_000_003
+_BUCKET_MULTIPLIER = 0x9E3779B97F4A7C15  # Fibonacci hashing: spreads packed grams over the buckets
+_UINT64 = (1 << 64) - 1
 
 VERBATIM = "verbatim"
 VERBATIM_ELIDED = "verbatim_elided"
@@ -66,9 +70,9 @@ NOT_EVIDENCE = "not_evidence"
 NON_EVIDENCE_VERDICTS = frozenset({TOO_SHORT, NOT_EVIDENCE})
 GROUNDED_VERDICTS = frozenset({VERBATIM, VERBATIM_ELIDED, VERBATIM_WITH_COMMENTARY})
 
-_ELISION = re.compile(
-    r"\s*(?:[\[(]\s*(?:(?:\.\s*){3,}|…)\s*[\])]|(?:\.\s*){3,}|…)\s*"
-)
+# Led by a bracket, a full stop or an ellipsis (not by optional space, which would make the regex
+# engine try every position): the spaces around a mark are stripped from the parts instead.
+_ELISION = re.compile(r"[\[(]\s*(?:(?:\.\s*){3,}|…)\s*[\])]|(?:\.\s*){3,}|…")
 # Where a model's own comment may start after a verbatim quote.
 _HARD_SEPARATOR = re.compile(r"\s+[—–-]{1,2}\s+|\s*[—–]\s*|\s*[(\[]\s*|[:;]\s+")
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*\s+")
@@ -139,15 +143,82 @@ class MatchIndex:
             self.unmasked_page_key_starts = self.page_key_starts
         self._memo: dict[str, CitationMatch] = {}
         self._span_memo: dict[str, tuple[tuple[int, int], ...] | None] = {}
+        self._gram_index  # noqa: B018 -- built with the paper, not on the first look-up
 
     # -- public look-ups -----------------------------------------------------------
     def match(self, citation: str) -> "CitationMatch":
         """Match one citation; repeated citations are answered from a memo."""
         found = self._memo.get(citation)
         if found is None:
-            found = self._match(citation)
+            found = self._exact_hit(citation) or self._match(citation)
             self._memo[citation] = found
         return found
+
+    def _exact_hit(self, citation: str) -> "CitationMatch | None":
+        """The common case at the cost of a key and one indexed look-up: a quote without elision
+        marks whose key occurs in the paper as it is, not cut from a number, outside the
+        reference list, and more than a pointer. None sends the citation down the full path."""
+        # Wrapping quotes, spaces and a leading or trailing ellipsis (it only marks a cut) hold no
+        # key characters: one strip removes them all.
+        inner = citation.strip(_EDGES)
+        if "\u2026" in inner or ".." in inner or ". ." in inner:
+            return self._exact_elided(citation, inner)
+        quote_key = text_key(inner)
+        if len(quote_key) < MIN_QUOTE_KEY:
+            return None
+        at = self.find(quote_key)
+        if at < 0:
+            return None
+        return self._exact_result(citation, [quote_key], ((at, at + len(quote_key)),), VERBATIM)
+
+    def _exact_elided(self, citation: str, inner: str) -> "CitationMatch | None":
+        """An elided quote whose parts occur as they are: its longest part looked up, each other
+        part found by one bounded search within ELISION_WINDOW of its neighbour, in order."""
+        if ". ." in inner:
+            return None  # spaced dots: the full path's pattern reads them
+        # Split at the marks with C string methods (the elision pattern costs a regex step per
+        # character): brackets of "[...]" and the dots of "...." are no key characters anyway.
+        keys = [part_key for part_key in part_keys(inner) if part_key]
+        if len(keys) < 2:
+            return None
+        anchor = keys.index(max(keys, key=len))
+        key = self.key
+        at = self.find(keys[anchor])
+        if at < 0:
+            return None
+        spans = [(at, at + len(keys[anchor]))]
+        for part in reversed(keys[:anchor]):
+            start = spans[0][0]
+            # Most elisions skip a few words: look just before first, then over the whole window.
+            found = key.rfind(part, max(0, start - _NEAR - len(part)), start)
+            if found < 0:
+                found = key.rfind(part, max(0, start - ELISION_WINDOW - len(part)), start)
+            if found < 0:
+                return None
+            spans.insert(0, (found, found + len(part)))
+        for part in keys[anchor + 1 :]:
+            end = spans[-1][1]
+            found = key.find(part, end, end + _NEAR + len(part))
+            if found < 0:
+                found = key.find(part, end, end + ELISION_WINDOW + len(part))
+            if found < 0:
+                return None
+            spans.append((found, found + len(part)))
+        return self._exact_result(citation, keys, tuple(spans), VERBATIM_ELIDED)
+
+    def _exact_result(self, citation: str, keys: list[str], spans: tuple[tuple[int, int], ...],
+                      verdict: str) -> "CitationMatch | None":
+        if verdict is VERBATIM_ELIDED and sum(map(len, keys)) < MIN_QUOTE_KEY:
+            return None
+        if (keys[0][0].isdigit() or keys[-1][-1].isdigit()) and self._cuts_a_number(keys, spans, False):
+            return None
+        region = self._bibliography
+        if region is not None and region[0] <= spans[0][0] and spans[-1][1] <= region[1]:
+            return None  # may be a reference-list entry: the full path decides
+        if len(citation) < _REFERENCE_MAX_LENGTH and _may_be_reference(citation) and _REFERENCE_ONLY.fullmatch(
+                _strip_wrapping(citation).rstrip(".;,")):
+            return None
+        return CitationMatch(citation, self, True, verdict, spans)
 
     def passage_spans(self, passage: str) -> tuple[tuple[int, int], ...] | None:
         """Key spans of an expected passage, or None when it is not in the paper."""
@@ -201,11 +272,12 @@ class MatchIndex:
         return _Flow(self._unmasked_offsets, self.text) if self.masked_ranges else self._flow
 
     @functools.cached_property
-    def _gram_index(self) -> tuple[array.array[int], array.array[int]] | None:
-        """Word starts of a long paper's key, sorted by a code of their first GRAM characters.
+    def _gram_index(self) -> tuple[array.array[int], array.array[int], int] | None:
+        """Word starts of a long paper's key, filed by a code of their first GRAM characters.
 
-        Quotes start at a word: looking one up by its first characters costs a binary search
-        instead of a scan of the whole paper. Built once, on first use, for long papers only.
+        Quotes start at a word: looking one up by its first characters costs a few probes of a
+        small bucket instead of a scan of the whole paper. Codes are spread over buckets by a
+        multiplicative hash. Built once, with the paper, for papers of INDEX_MIN_KEY or more.
         """
         key = self.key
         if len(key) < INDEX_MIN_KEY:
@@ -223,25 +295,31 @@ class MatchIndex:
             for i in range(GRAM):
                 packed |= grams[i] << numpy.uint64(8 * i)
                 hashed = hashed * numpy.uint64(_GRAM_BASE) + grams[i]
-        # Latin-1 grams (nearly all) are packed exactly; others are hashed, top bit set.
-        codes = numpy.where((grams < 256).all(axis=0), packed, hashed | numpy.uint64(1 << 63))
-        order = numpy.argsort(codes, kind="stable")
-        # array.array: 8 bytes an entry (a list of ints costs ~4x), and bisect reads it in C.
-        return array.array("Q", codes[order].tobytes()), array.array("q", starts[order].astype(numpy.int64).tobytes())
+            # Latin-1 grams (nearly all) are packed exactly; others are hashed, top bit set.
+            codes = numpy.where((grams < 256).all(axis=0), packed, hashed | numpy.uint64(1 << 63))
+            # About two word starts a bucket: a look-up reads one or two cache lines, not a binary search's dozen.
+            bits = max(8, int(len(starts)).bit_length() - 1)
+            buckets = (codes * numpy.uint64(_BUCKET_MULTIPLIER)) >> numpy.uint64(64 - bits)
+        # By bucket, and within one by position (a stable sort of ascending starts): the first entry
+        # of a bucket with the quote's code and text is its first occurrence.
+        order = numpy.argsort(buckets, kind="stable")
+        bounds = numpy.searchsorted(buckets[order], numpy.arange((1 << bits) + 1))
+        # array.array: 4 bytes an entry (a list of ints costs ~8x more), read in C. No codes are kept:
+        # a bucket holds one or two starts, and comparing the key there is as cheap as a code.
+        return (array.array("i", starts[order].astype(numpy.int32).tobytes()),
+                array.array("i", bounds.astype(numpy.int32).tobytes()), 64 - bits)
 
     def find(self, quote_key: str) -> int:
         """Where ``quote_key`` first occurs in the (masked) key, or -1."""
         index = self._gram_index
         if index is None or len(quote_key) < GRAM:
             return self.key.find(quote_key)
-        codes, starts = index
-        code = _gram_code(quote_key)
+        starts, bounds, shift = index
+        bucket = ((_gram_code(quote_key) * _BUCKET_MULTIPLIER) & _UINT64) >> shift
         key = self.key
-        at = bisect.bisect_left(codes, code)
-        while at < len(codes) and codes[at] == code:  # positions ascend within a code
-            if key.startswith(quote_key, starts[at]):
-                return starts[at]
-            at += 1
+        for start in starts[bounds[bucket] : bounds[bucket + 1]]:  # positions ascending
+            if key.startswith(quote_key, start):
+                return start
         return key.find(quote_key)  # a quote that does not start at a word
 
     @functools.cached_property
@@ -481,6 +559,12 @@ class _Flow:
         return closing[:1] not in (".", "!", "?") and text[int(offsets[end])].islower()
 
 
+def _may_be_reference(quote: str) -> bool:
+    """A necessary condition for _REFERENCE_ONLY, cheaper than the regex: every pointer it knows
+    holds a digit (a year, a reference number, a DOI, a label's number) or is a web address."""
+    return has_digit(quote) or "://" in quote or "ww." in quote or "WW." in quote
+
+
 def _gram_code(key: str) -> int:
     """The code :attr:`MatchIndex._gram_index` files a key's first GRAM characters under."""
     gram = key[:GRAM]
@@ -501,9 +585,9 @@ def _mostly_in(key: str, text_key_: str, width: int = 24) -> bool:
     """
     if len(text_key_) < width:
         return key.find(text_key_) >= 0 and len(text_key_) >= MIN_QUOTE_KEY
-    # Dense windows, the last flush with the end: a copied passage behind an opener word ("Here,"
-    # + real text) still shows in most of them.
-    starts = sorted(set(range(0, len(text_key_) - width + 1, width // 4)) | {len(text_key_) - width})
+    # Overlapping windows, the last flush with the end: a copied passage behind an opener word
+    # ("Here," + real text) still shows in half of them.
+    starts = sorted(set(range(0, len(text_key_) - width + 1, width // 2)) | {len(text_key_) - width})
     found = sum(1 for start in starts if key.find(text_key_[start : start + width]) >= 0)
     return found * 2 >= len(starts)
 
@@ -671,11 +755,15 @@ def _split_elisions(quote: str) -> list[str]:
     # The regex backtracks on every space; most quotes have no elision at all.
     if "…" not in quote and ".." not in quote and ". ." not in quote:
         return [quote]
-    return _ELISION.split(quote)
+    return [part.strip() for part in _ELISION.split(quote)]
+
+
+_WRAPPING = "\"'“”‘’«»„`"
+_EDGES = " \t\n\r.\u2026" + _WRAPPING
 
 
 def _strip_wrapping(citation: str) -> str:
-    return citation.strip().strip("\"'“”‘’«»„`").strip()
+    return citation.strip().strip(_WRAPPING).strip()
 
 
 def _comment_boundaries(quote: str) -> Iterable[int]:
@@ -879,6 +967,8 @@ class CitationMatch:
     ``grounded`` is what citation accuracy counts. ``verdict`` names the kind of
     match or mismatch; for ungrounded citations it is computed on first read.
     """
+
+    __slots__ = ("citation", "grounded", "key_spans", "commentary", "_index", "_verdict", "_parts", "_diagnosis")
 
     def __init__(
         self,
