@@ -1040,9 +1040,14 @@ class CitationMatch:
         if diagnosis.departure is not None:
             d = diagnosis.departure
             page = f" (page {d.page})" if d.page else ""
-            lines.append(f"departs from the paper{page} after: {_clip(d.quote_before, 60, left=True)!r}")
-            lines.append(f"  the quote goes on: {_clip(d.quote_after, 60)!r}")
-            lines.append(f"  the paper goes on: {_clip(d.paper_after, 60)!r}")
+            if d.quote_before.strip():
+                lines.append(f"departs from the paper{page} after: {_clip(d.quote_before, 60, left=True)!r}")
+                lines.append(f"  the quote goes on: {_clip(d.quote_after, 60)!r}")
+                lines.append(f"  the paper goes on: {_clip(d.paper_after, 60)!r}")
+            else:  # its very first words differ
+                lines.append(f"differs from the paper{page} from its first words:")
+                lines.append(f"  the quote reads: {_clip(d.quote_after, 60)!r}")
+                lines.append(f"  the paper reads: {_clip(d.paper_after, 60)!r}")
         if diagnosis.nearest is not None and diagnosis.departure is None:
             n = diagnosis.nearest
             page = f"page {n.page}, " if n.page else ""
@@ -1114,27 +1119,95 @@ def _diagnose(index: MatchIndex, citation: str, parts: tuple[str, ...]) -> _Diag
                 + pages,
                 departure=_departure(index, quote, quote_key, prefix, prefix_at + prefix),
             )
-    if max(prefix, suffix) >= 12:
-        if prefix >= suffix:
-            segment_start = prefix_at
-        else:
-            segment_start = max(0, suffix_at + suffix - len(quote_key))
-        segment = key[segment_start : segment_start + len(quote_key) + 8]
-        if _similarity(quote_key, segment[: len(quote_key)]) >= 0.75:
+    aligned = _align(key, quote_key)
+    if aligned is not None:
+        start, end = aligned
+        segment = key[start:end]
+        if _similarity(quote_key, segment) >= 0.75:
             from rapidfuzz.distance import Levenshtein
 
-            for operation in Levenshtein.opcodes(quote_key, segment):
-                tag, q_at, p_at = operation.tag, int(operation.src_start), int(operation.dest_start)
-                if tag != "equal":
-                    return _Diagnosis(
-                        ALTERED,
-                        "altered: a real passage with words or numbers changed",
-                        departure=_departure(index, quote, quote_key, q_at, segment_start + p_at),
-                    )
-    nearest = _nearest_passage(index, quote)
+            # A little of the paper on either side of the aligned stretch, so a quote's first or last
+            # letters are not read as dropped.
+            start, end = max(0, start - ALIGN_CHUNK), min(len(key), end + ALIGN_CHUNK)
+            operations = list(Levenshtein.opcodes(quote_key, key[start:end]))
+            agreeing = _agreeing(operations)
+            if agreeing is not None:
+                # Re-align from where the quote starts if its opening has the paper's length: the
+                # margin added above must not pair the quote's first letter with a stray one.
+                start = max(0, start + agreeing.dest_start - agreeing.src_start)
+                operations = list(Levenshtein.opcodes(quote_key, key[start:end]))
+                agreeing = _agreeing(operations)
+            differences = [op for op in operations if op.tag != "equal" and op.src_start < len(quote_key)]
+            if differences:
+                if agreeing is None or agreeing.src_start > 0:  # the first words differ
+                    departure = _opening_departure(index, quote, agreeing, start)
+                else:
+                    departure = _departure(index, quote, quote_key, int(differences[0].src_start),
+                                           start + int(differences[0].dest_start))
+                return _Diagnosis(ALTERED, "altered: a real passage with words or numbers changed",
+                                  departure=departure)
+    nearest = _nearest_passage(index, quote, aligned)
     if nearest is not None and nearest.similarity >= 65:
         return _Diagnosis(PARAPHRASE, "not verbatim: a paraphrase of a passage of the paper", nearest=nearest)
     return _Diagnosis(NOT_FOUND, "not found: no passage of the paper says this", nearest=nearest)
+
+
+ALIGN_CHUNK = 12  # key characters: pieces of the quote looked up to find where it is nearest
+
+
+def _align(key: str, quote_key: str) -> tuple[int, int] | None:
+    """The stretch of the paper's key the quote is nearest to, as key positions, or None.
+
+    Pieces of the quote spread over its whole length (not only its start, which a model may
+    have changed) are looked up exactly; each occurrence votes for where the quote would start.
+    Around the place with most votes, rapidfuzz aligns the quote to its best-matching stretch.
+    """
+    if len(quote_key) < ALIGN_CHUNK:
+        return None
+    from rapidfuzz import fuzz
+
+    stride = max(ALIGN_CHUNK // 2, (len(quote_key) - ALIGN_CHUNK) // 16)
+    votes: dict[int, int] = {}
+    for offset in range(0, len(quote_key) - ALIGN_CHUNK + 1, stride):
+        piece = quote_key[offset : offset + ALIGN_CHUNK]
+        found, seen = key.find(piece), 0
+        while found >= 0 and seen < 4:  # a piece found all over the paper says little
+            where = (found - offset) // ALIGN_CHUNK
+            votes[where] = votes.get(where, 0) + 1
+            found, seen = key.find(piece, found + 1), seen + 1
+    if not votes:
+        return None
+    best = max(votes, key=lambda where: (votes[where] + votes.get(where - 1, 0) + votes.get(where + 1, 0), -where))
+    around = best * ALIGN_CHUNK
+    low = max(0, around - len(quote_key) // 2 - ALIGN_CHUNK)
+    window = key[low : around + len(quote_key) + len(quote_key) // 2 + ALIGN_CHUNK]
+    alignment = fuzz.partial_ratio_alignment(quote_key, window)
+    if alignment is None:
+        return None
+    return low + alignment.dest_start, low + alignment.dest_end
+
+
+def _agreeing(operations: list):
+    """The first stretch where quote and paper agree for real (letters agree by chance anywhere:
+    agreement is a run of 8 or more), as an opcode, or None."""
+    return next((op for op in operations if op.tag == "equal" and op.src_end - op.src_start >= 8), None)
+
+
+def _opening_departure(index: MatchIndex, quote: str, agreeing, start: int) -> Departure:
+    """Where a quote whose first words differ sits in the paper: as many of the paper's words
+    before the first agreeing stretch (``agreeing``, an opcode) as the quote has there
+    ("Notably, different other" against "misbehave. Like all other": "Like all other")."""
+    text = index.text
+    paper_start = index.raw_offset(start)
+    paper_start = max(text.rfind(" ", 0, paper_start), text.rfind("\n", 0, paper_start)) + 1
+    if agreeing is not None:
+        quote_words = len(quote[: int(key_offsets(quote)[agreeing.src_start])].split())
+        paper_end = index.raw_offset(start + agreeing.dest_start)
+        word_starts = [m.start() + paper_start for m in re.finditer(r"\S+", text[paper_start:paper_end])]
+        if word_starts:
+            paper_start = word_starts[max(0, len(word_starts) - max(quote_words, 1))]
+    return Departure(quote_before="", quote_after=quote, paper_after=index.text[paper_start : paper_start + 120],
+                     page=index.page_of(paper_start))
 
 
 def _departure(index: MatchIndex, quote: str, quote_key: str, quote_at: int, paper_at: int) -> Departure:
@@ -1145,6 +1218,9 @@ def _departure(index: MatchIndex, quote: str, quote_key: str, quote_at: int, pap
     back = quote_at - int(quote_offsets.searchsorted(word_start))  # key characters of that word so far
     split, paper_at = word_start, max(0, paper_at - back)
     paper_raw = index.raw_offset(paper_at)
+    text = index.text
+    if paper_raw > 0 and text[paper_raw - 1].isalnum():  # the paper's side starts at a word too
+        paper_raw = max(text.rfind(" ", 0, paper_raw), text.rfind("\n", 0, paper_raw)) + 1
     return Departure(
         quote_before=quote[:split],
         quote_after=quote[split:],
@@ -1153,7 +1229,10 @@ def _departure(index: MatchIndex, quote: str, quote_key: str, quote_at: int, pap
     )
 
 
-def _nearest_passage(index: MatchIndex, quote: str) -> NearestPassage | None:
+def _nearest_passage(index: MatchIndex, quote: str, aligned: tuple[int, int] | None = None) -> NearestPassage | None:
+    """The passage of the paper the quote is nearest to: the stretch it aligns to, when the
+    words there are about as close to the quote's as any two sentences' of the paper, else the
+    two-sentence window that shares most words with it."""
     from rapidfuzz import fuzz, process
 
     windows = index.sentence_windows
@@ -1165,7 +1244,18 @@ def _nearest_passage(index: MatchIndex, quote: str) -> NearestPassage | None:
         return None
     _, score, position = best
     start = windows[position][0]
-    return NearestPassage(" ".join(texts[position].split()), index.page_of(start), float(score))
+    nearest = NearestPassage(" ".join(texts[position].split()), index.page_of(start), float(score))
+    if aligned is not None and aligned[1] > aligned[0]:
+        text = index.masked_text
+        low, high = index.raw_offset(aligned[0]), index.raw_offset(aligned[1] - 1) + 1
+        # Whole words: back to the start of the first, on to the end of the last.
+        low = max(text.rfind(" ", 0, low), text.rfind("\n", 0, low)) + 1
+        ends = [at for at in (text.find(" ", high), text.find("\n", high)) if at >= 0]
+        passage = text[low : min(ends) if ends else len(text)]
+        passage_score = fuzz.token_set_ratio(_words(quote), _words(passage))
+        if passage_score >= score - 5:
+            nearest = NearestPassage(" ".join(passage.split()), index.page_of(low), float(passage_score))
+    return nearest
 
 
 def _words(text: str) -> str:
