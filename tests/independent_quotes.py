@@ -13,7 +13,7 @@ Fabrications edit a genuine quote: symbol-only edits (decimal point moved, sign 
 inequality flipped, percent sign moved onto another number), a changed digit, an inserted
 negation, a changed word, two distant passages spliced, shuffled words, and a paraphrase.
 
-Used by tests/test_matcher_real.py and benchmarks/matcher_accuracy.py; needs ../shared.
+Used by tests/test_matcher_independent.py and benchmarks/matcher_accuracy.py; needs ../shared.
 """
 
 from __future__ import annotations

@@ -189,6 +189,14 @@ def test_the_fast_key_agrees_with_the_keys_plain_definition(text):
     assert text_key(text) == _key_by_definition(text)
 
 
+@given(st.lists(st.text(alphabet=st.sampled_from(_KEY_ALPHABET + "\u2026[]")), max_size=4))
+def test_the_keys_of_elided_parts_in_one_pass_are_each_parts_key(parts):
+    from pytest_researchqa.textkey import part_keys
+
+    text = " ... ".join(parts)
+    assert part_keys(text) == [text_key(part) for part in text.replace("\u2026", "...").split("...")]
+
+
 @given(st.text(alphabet=st.sampled_from("ab1.-\u2212 \n%<=\u2264\u00b1\ufb01\u00e9e\u0301")) | st.text())
 def test_every_key_character_maps_back_to_its_source_character(text):
     key, offsets = text_key(text), key_offsets(text)
