@@ -215,8 +215,11 @@ class MatchIndex:
         region = self._bibliography
         if region is not None and region[0] <= spans[0][0] and spans[-1][1] <= region[1]:
             return None  # may be a reference-list entry: the full path decides
-        if len(citation) < _REFERENCE_MAX_LENGTH and _may_be_reference(citation) and _REFERENCE_ONLY.fullmatch(
-                _strip_wrapping(citation).rstrip(".;,")):
+        # Every pointer _REFERENCE_ONLY knows holds a digit (a year, a reference number, a DOI, a
+        # label's number) or is a web address: a cheaper test first.
+        if (len(citation) < _REFERENCE_MAX_LENGTH
+                and (has_digit(citation) or "://" in citation or "ww." in citation or "WW." in citation)
+                and _REFERENCE_ONLY.fullmatch(_strip_wrapping(citation).rstrip(".;,"))):
             return None
         return CitationMatch(citation, self, True, verdict, spans)
 
@@ -315,7 +318,11 @@ class MatchIndex:
         if index is None or len(quote_key) < GRAM:
             return self.key.find(quote_key)
         starts, bounds, shift = index
-        bucket = ((_gram_code(quote_key) * _BUCKET_MULTIPLIER) & _UINT64) >> shift
+        try:  # _gram_code's common case, inline: this is the hot path of every exact hit
+            code = int.from_bytes(quote_key[:GRAM].encode("latin-1"), "little")
+        except UnicodeEncodeError:
+            code = _gram_code(quote_key)
+        bucket = ((code * _BUCKET_MULTIPLIER) & _UINT64) >> shift
         key = self.key
         for start in starts[bounds[bucket] : bounds[bucket + 1]]:  # positions ascending
             if key.startswith(quote_key, start):
@@ -557,12 +564,6 @@ class _Flow:
         after = int(offsets[end - 1]) + 1
         closing = text[after : after + 4].lstrip("\"'\u201d\u2019)]")
         return closing[:1] not in (".", "!", "?") and text[int(offsets[end])].islower()
-
-
-def _may_be_reference(quote: str) -> bool:
-    """A necessary condition for _REFERENCE_ONLY, cheaper than the regex: every pointer it knows
-    holds a digit (a year, a reference number, a DOI, a label's number) or is a web address."""
-    return has_digit(quote) or "://" in quote or "ww." in quote or "WW." in quote
 
 
 def _gram_code(key: str) -> int:
