@@ -62,6 +62,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-kind", type=int, default=40, help="genuine quotes per kind and paper (at most)")
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--show-misses", action="store_true",
+                        help="print every genuine quote not grounded and every fabrication grounded")
     args = parser.parse_args()
     shared = ROOT.parent / "shared"
     pdfs = sorted((shared / "papers").glob("*.pdf")) + sorted((shared / "pdf-edge-cases").glob("*.pdf"))
@@ -72,6 +74,7 @@ def main() -> int:
     genuine_cases: dict[str, list[tuple[str, int]]] = {}
     fabricated_cases: dict[str, list[tuple[str, int]]] = {}
     papers = []
+    names: list[str] = []
     for pdf in pdfs:
         try:
             paper = read_paper(pdf, pdf.stem)
@@ -82,6 +85,7 @@ def main() -> int:
         seed_matcher = DescribedSeedMatcher(paper.text)
         number = len(papers)
         papers.append((index, seed_matcher))
+        names.append(pdf.stem)
         quotes = genuine(layout(pdf), rng, args.per_kind)
         plain = quotes.get("plain", []) + quotes.get("line-numbered paper", []) + quotes.get("long", [])
         for kind, found in quotes.items():
@@ -100,10 +104,10 @@ def main() -> int:
         index.find("warm up the index")
     times: dict[str, tuple[list[float], list[float]]] = {"genuine": ([], []), "fabricated": ([], [])}
 
-    def score(cases: list[tuple[str, int]], timing: str) -> tuple[float, float, list[str]]:
+    def score(cases: list[tuple[str, int]], timing: str) -> tuple[float, float, list[tuple[str, int]]]:
         ours = seed = 0
         misses = []
-        ours_times, seed_times = times[timing]
+        ours_times, seed_times = [], []
         for quote, number in cases:
             index, seed_matcher = papers[number]
             started = time.perf_counter()
@@ -115,28 +119,43 @@ def main() -> int:
             ours += grounded
             seed += seed_ok
             if not grounded:
-                misses.append(quote)
+                misses.append((quote, number))
+        times[timing][0].extend(ours_times)
+        times[timing][1].extend(seed_times)
+        last_medians[:] = [statistics.median(ours_times) * 1e6, statistics.median(seed_times) * 1e6]
         return ours / len(cases), seed / len(cases), misses
 
+    last_medians: list[float] = []
+
     print(f"{len(papers)} PDFs; quotes cut by pdfminer.six, graded against the plugin's pypdf text")
-    print(f"{'kind':34} {'n':>5} {'ours':>8} {'seed (described)':>17}")
+    print(f"{'kind':34} {'n':>5} {'ours':>8} {'seed (described)':>17} {'median us: ours':>16} {'seed':>6}")
     accepted_total = genuine_total = 0
     worst_recall = 1.0
     for kind, cases in sorted(genuine_cases.items()):
-        ours, seed, _ = score(cases, "genuine")
+        ours, seed, misses = score(cases, "genuine")
         accepted_total += round(ours * len(cases))
         genuine_total += len(cases)
         worst_recall = min(worst_recall, ours)
-        print(f"genuine, {kind:25} {len(cases):5d} {ours:8.1%} {seed:17.1%}")
+        print(f"genuine, {kind:25} {len(cases):5d} {ours:8.1%} {seed:17.1%} {last_medians[0]:16.1f} {last_medians[1]:6.1f}")
+        if args.show_misses:
+            for quote, number in misses:
+                index = papers[number][0]
+                print(f"    MISS in {names[number]}: {quote!r}")
+                print("      " + index.match(quote).explain().replace("\n", "\n      "))
     false_total = fabricated_total = 0
     symbol_false = 0
     for kind, cases in sorted(fabricated_cases.items()):
-        ours, seed, _ = score(cases, "fabricated")
+        ours, seed, rejected = score(cases, "fabricated")
         false_total += round(ours * len(cases))
         fabricated_total += len(cases)
         if kind.startswith("symbol"):
             symbol_false += round(ours * len(cases))
-        print(f"fabricated, {kind:22} {len(cases):5d} {ours:8.1%} {seed:17.1%}")
+        print(f"fabricated, {kind:22} {len(cases):5d} {ours:8.1%} {seed:17.1%} {last_medians[0]:16.1f} {last_medians[1]:6.1f}")
+        if args.show_misses:
+            missed = set(rejected)
+            for quote, number in cases:
+                if (quote, number) not in missed:
+                    print(f"    ACCEPTED in {names[number]}: {quote!r} ({papers[number][0].match(quote).verdict})")
     recall = accepted_total / genuine_total
     false_accept = false_total / fabricated_total
     print(f"recall on genuine quotes: {recall:.2%} (target >= 99.5%: {'MET' if recall >= 0.995 else 'NOT MET'}); "

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol, Sequence, Union
 
-from .textkey import common_prefix_length, key_offsets, text_key
+from .textkey import common_prefix_length, has_digit, key_offsets, part_keys, text_key
 
 
 class HasMatchIndex(Protocol):
@@ -46,10 +46,17 @@ PAGE_HEAD_LIMIT = 300
 MIN_RESUMED_RUN = 12
 DIGIT_GAP_LIMIT = 6
 ELISION_WINDOW = 4000
-# Papers whose key is at least this long get a word-start index for exact look-ups.
-INDEX_MIN_KEY = 60_000
+# A comment after a verbatim quote that matches what the paper says next this closely (rapidfuzz
+# partial ratio on words, 0-100) is the paper's next sentence edited, not the model's own words.
+PARAPHRASE_OF_NEXT = 70
+_NEAR = 400  # key characters: where an elided part is looked for first
+# Papers whose key is at least this long get a word-start index for exact look-ups, built when the
+# paper is prepared (about 1.5 ms for a 30k-character key; a scan of that key costs ~3 us a look-up).
+INDEX_MIN_KEY = 8_000
 GRAM = 8
 _GRAM_BASE = 1_000_003
+_BUCKET_MULTIPLIER = 0x9E3779B97F4A7C15  # Fibonacci hashing: spreads packed grams over the buckets
+_UINT64 = (1 << 64) - 1
 
 VERBATIM = "verbatim"
 VERBATIM_ELIDED = "verbatim_elided"
@@ -63,9 +70,9 @@ NOT_EVIDENCE = "not_evidence"
 NON_EVIDENCE_VERDICTS = frozenset({TOO_SHORT, NOT_EVIDENCE})
 GROUNDED_VERDICTS = frozenset({VERBATIM, VERBATIM_ELIDED, VERBATIM_WITH_COMMENTARY})
 
-_ELISION = re.compile(
-    r"\s*(?:[\[(]\s*(?:(?:\.\s*){3,}|…)\s*[\])]|(?:\.\s*){3,}|…)\s*"
-)
+# Led by a bracket, a full stop or an ellipsis (not by optional space, which would make the regex
+# engine try every position): the spaces around a mark are stripped from the parts instead.
+_ELISION = re.compile(r"[\[(]\s*(?:(?:\.\s*){3,}|…)\s*[\])]|(?:\.\s*){3,}|…")
 # Where a model's own comment may start after a verbatim quote.
 _HARD_SEPARATOR = re.compile(r"\s+[—–-]{1,2}\s+|\s*[—–]\s*|\s*[(\[]\s*|[:;]\s+")
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*\s+")
@@ -136,15 +143,85 @@ class MatchIndex:
             self.unmasked_page_key_starts = self.page_key_starts
         self._memo: dict[str, CitationMatch] = {}
         self._span_memo: dict[str, tuple[tuple[int, int], ...] | None] = {}
+        self._gram_index  # noqa: B018 -- built with the paper, not on the first look-up
 
     # -- public look-ups -----------------------------------------------------------
     def match(self, citation: str) -> "CitationMatch":
         """Match one citation; repeated citations are answered from a memo."""
         found = self._memo.get(citation)
         if found is None:
-            found = self._match(citation)
+            found = self._exact_hit(citation) or self._match(citation)
             self._memo[citation] = found
         return found
+
+    def _exact_hit(self, citation: str) -> "CitationMatch | None":
+        """The common case at the cost of a key and one indexed look-up: a quote without elision
+        marks whose key occurs in the paper as it is, not cut from a number, outside the
+        reference list, and more than a pointer. None sends the citation down the full path."""
+        # Wrapping quotes, spaces and a leading or trailing ellipsis (it only marks a cut) hold no
+        # key characters: one strip removes them all.
+        inner = citation.strip(_EDGES)
+        if "\u2026" in inner or ".." in inner or ". ." in inner:
+            return self._exact_elided(citation, inner)
+        quote_key = text_key(inner)
+        if len(quote_key) < MIN_QUOTE_KEY:
+            return None
+        at = self.find(quote_key)
+        if at < 0:
+            return None
+        return self._exact_result(citation, [quote_key], ((at, at + len(quote_key)),), VERBATIM)
+
+    def _exact_elided(self, citation: str, inner: str) -> "CitationMatch | None":
+        """An elided quote whose parts occur as they are: its longest part looked up, each other
+        part found by one bounded search within ELISION_WINDOW of its neighbour, in order."""
+        if ". ." in inner:
+            return None  # spaced dots: the full path's pattern reads them
+        # Split at the marks with C string methods (the elision pattern costs a regex step per
+        # character): brackets of "[...]" and the dots of "...." are no key characters anyway.
+        keys = [part_key for part_key in part_keys(inner) if part_key]
+        if len(keys) < 2:
+            return None
+        anchor = keys.index(max(keys, key=len))
+        key = self.key
+        at = self.find(keys[anchor])
+        if at < 0:
+            return None
+        spans = [(at, at + len(keys[anchor]))]
+        for part in reversed(keys[:anchor]):
+            start = spans[0][0]
+            # Most elisions skip a few words: look just before first, then over the whole window.
+            found = key.rfind(part, max(0, start - _NEAR - len(part)), start)
+            if found < 0:
+                found = key.rfind(part, max(0, start - ELISION_WINDOW - len(part)), start)
+            if found < 0:
+                return None
+            spans.insert(0, (found, found + len(part)))
+        for part in keys[anchor + 1 :]:
+            end = spans[-1][1]
+            found = key.find(part, end, end + _NEAR + len(part))
+            if found < 0:
+                found = key.find(part, end, end + ELISION_WINDOW + len(part))
+            if found < 0:
+                return None
+            spans.append((found, found + len(part)))
+        return self._exact_result(citation, keys, tuple(spans), VERBATIM_ELIDED)
+
+    def _exact_result(self, citation: str, keys: list[str], spans: tuple[tuple[int, int], ...],
+                      verdict: str) -> "CitationMatch | None":
+        if verdict is VERBATIM_ELIDED and sum(map(len, keys)) < MIN_QUOTE_KEY:
+            return None
+        if (keys[0][0].isdigit() or keys[-1][-1].isdigit()) and self._cuts_a_number(keys, spans, False):
+            return None
+        region = self._bibliography
+        if region is not None and region[0] <= spans[0][0] and spans[-1][1] <= region[1]:
+            return None  # may be a reference-list entry: the full path decides
+        # Every pointer _REFERENCE_ONLY knows holds a digit (a year, a reference number, a DOI, a
+        # label's number) or is a web address: a cheaper test first.
+        if (len(citation) < _REFERENCE_MAX_LENGTH
+                and (has_digit(citation) or "://" in citation or "ww." in citation or "WW." in citation)
+                and _REFERENCE_ONLY.fullmatch(_strip_wrapping(citation).rstrip(".;,"))):
+            return None
+        return CitationMatch(citation, self, True, verdict, spans)
 
     def passage_spans(self, passage: str) -> tuple[tuple[int, int], ...] | None:
         """Key spans of an expected passage, or None when it is not in the paper."""
@@ -188,30 +265,22 @@ class MatchIndex:
             windows.append((bounds[i], end))
         return windows
 
-    def _reads_on(self, end: int, resume: int) -> bool:
-        """Whether the text at key position ``resume`` reads on from the text ending at ``end``: a
-        sentence left open carries on in lower case; after a full stop the next one starts with a
-        capital. A splice of two windows cut at arbitrary words rarely does both."""
-        offsets, text = self._masked_offsets, self.masked_text
-        last = text[int(offsets[end - 1])] if end > 0 else ""
-        following = text[int(offsets[resume])] if resume < len(offsets) else ""
-        if last in ".!?":
-            return following.isupper()
-        return following.islower()
+    @functools.cached_property
+    def _flow(self) -> "_Flow":
+        """Line starts and sentence flow of the masked text."""
+        return _Flow(self._masked_offsets, self.masked_text)
 
     @functools.cached_property
-    def _line_starts(self) -> list[int]:
-        """Key positions where a line of the (masked) text begins."""
-        offsets = self._masked_offsets
-        breaks = [m.end() for m in re.finditer(r"\n\s*", self.masked_text)]
-        return sorted(set(offsets.searchsorted(breaks).tolist())) if breaks else []
+    def _unmasked_flow(self) -> "_Flow":
+        return _Flow(self._unmasked_offsets, self.text) if self.masked_ranges else self._flow
 
     @functools.cached_property
-    def _gram_index(self) -> tuple[array.array[int], array.array[int]] | None:
-        """Word starts of a long paper's key, sorted by a code of their first GRAM characters.
+    def _gram_index(self) -> tuple[array.array[int], array.array[int], int] | None:
+        """Word starts of a long paper's key, filed by a code of their first GRAM characters.
 
-        Quotes start at a word: looking one up by its first characters costs a binary search
-        instead of a scan of the whole paper. Built once, on first use, for long papers only.
+        Quotes start at a word: looking one up by its first characters costs a few probes of a
+        small bucket instead of a scan of the whole paper. Codes are spread over buckets by a
+        multiplicative hash. Built once, with the paper, for papers of INDEX_MIN_KEY or more.
         """
         key = self.key
         if len(key) < INDEX_MIN_KEY:
@@ -229,25 +298,35 @@ class MatchIndex:
             for i in range(GRAM):
                 packed |= grams[i] << numpy.uint64(8 * i)
                 hashed = hashed * numpy.uint64(_GRAM_BASE) + grams[i]
-        # Latin-1 grams (nearly all) are packed exactly; others are hashed, top bit set.
-        codes = numpy.where((grams < 256).all(axis=0), packed, hashed | numpy.uint64(1 << 63))
-        order = numpy.argsort(codes, kind="stable")
-        # array.array: 8 bytes an entry (a list of ints costs ~4x), and bisect reads it in C.
-        return array.array("Q", codes[order].tobytes()), array.array("q", starts[order].astype(numpy.int64).tobytes())
+            # Latin-1 grams (nearly all) are packed exactly; others are hashed, top bit set.
+            codes = numpy.where((grams < 256).all(axis=0), packed, hashed | numpy.uint64(1 << 63))
+            # About two word starts a bucket: a look-up reads one or two cache lines, not a binary search's dozen.
+            bits = max(8, int(len(starts)).bit_length() - 1)
+            buckets = (codes * numpy.uint64(_BUCKET_MULTIPLIER)) >> numpy.uint64(64 - bits)
+        # By bucket, and within one by position (a stable sort of ascending starts): the first entry
+        # of a bucket with the quote's code and text is its first occurrence.
+        order = numpy.argsort(buckets, kind="stable")
+        bounds = numpy.searchsorted(buckets[order], numpy.arange((1 << bits) + 1))
+        # array.array: 4 bytes an entry (a list of ints costs ~8x more), read in C. No codes are kept:
+        # a bucket holds one or two starts, and comparing the key there is as cheap as a code.
+        return (array.array("i", starts[order].astype(numpy.int32).tobytes()),
+                array.array("i", bounds.astype(numpy.int32).tobytes()), 64 - bits)
 
     def find(self, quote_key: str) -> int:
         """Where ``quote_key`` first occurs in the (masked) key, or -1."""
         index = self._gram_index
         if index is None or len(quote_key) < GRAM:
             return self.key.find(quote_key)
-        codes, starts = index
-        code = _gram_code(quote_key)
+        starts, bounds, shift = index
+        try:  # _gram_code's common case, inline: this is the hot path of every exact hit
+            code = int.from_bytes(quote_key[:GRAM].encode("latin-1"), "little")
+        except UnicodeEncodeError:
+            code = _gram_code(quote_key)
+        bucket = ((code * _BUCKET_MULTIPLIER) & _UINT64) >> shift
         key = self.key
-        at = bisect.bisect_left(codes, code)
-        while at < len(codes) and codes[at] == code:  # positions ascend within a code
-            if key.startswith(quote_key, starts[at]):
-                return starts[at]
-            at += 1
+        for start in starts[bounds[bucket] : bounds[bucket + 1]]:  # positions ascending
+            if key.startswith(quote_key, start):
+                return start
         return key.find(quote_key)  # a quote that does not start at a word
 
     @functools.cached_property
@@ -378,24 +457,21 @@ class MatchIndex:
         key, pages = self._keys(unmasked)
         first = keys[0]
         find = None if unmasked else self.find
-        lines = () if unmasked else self._line_starts
+        flow = self._unmasked_flow if unmasked else self._flow
         if len(keys) == 1:
-            found = _locate(key, pages, first, 0, len(key), find, lines, self._reads_on)
+            found = _locate(key, pages, first, 0, len(key), flow, find)
             return tuple(found) if found else None
-        # An elided quote: try each place its first part occurs.
+        # An elided quote: anchor on its longest part (the most selective: a first part may be a
+        # single common word, as where a paper's own "..." is quoted), at each place it occurs,
+        # then find the parts before it backwards and the parts after it forwards.
+        anchor = max(range(len(keys)), key=lambda at: len(keys[at]))
         start = 0
         for _ in range(20):
-            head = _locate(key, pages, first, start, len(key), find)
+            head = _locate(key, pages, keys[anchor], start, len(key), flow, find if start == 0 else None)
             if head is None:
                 return None
-            spans = list(head)
-            for part in keys[1:]:
-                end = spans[-1][1]
-                found = _locate(key, pages, part, end, min(len(key), end + ELISION_WINDOW + len(part)))
-                if found is None:
-                    break
-                spans.extend(found)
-            else:
+            spans = _around_anchor(key, pages, flow, keys, anchor, list(head))
+            if spans is not None:
                 return tuple(spans)
             start = head[0][0] + 1
         return None
@@ -421,12 +497,73 @@ class MatchIndex:
                 continue
             rest = quote_key[boundary:]
             follow = self.key[position + boundary : position + boundary + len(rest)]
-            if _similarity(rest, follow) >= 0.6:
-                return None  # the paper goes on almost like this: an altered quote
+            if _similarity(rest, follow) >= 0.6 or self._paraphrases_what_follows(quote[boundary_raw:], verbatim):
+                return None  # the paper goes on almost like this: an altered or paraphrased quote
             if _mostly_in(self.key, rest):
                 return None  # the rest is real text from elsewhere: stitched
             return verbatim.key_spans, quote[boundary_raw:].strip()
         return None
+
+
+    def _paraphrases_what_follows(self, rest: str, verbatim: "CitationMatch") -> bool:
+        """Whether ``rest`` (the words after a verbatim start) says what the paper says next, with
+        words changed, dropped or moved: a model's own comment shares few words, in order, with
+        the sentence the paper goes on with; a paraphrase or an edit of it shares most."""
+        from rapidfuzz import fuzz
+
+        end = verbatim.spans[-1][1] if verbatim.spans else 0
+        words = _words(rest)
+        following = _words(self.masked_text[end : end + 2 * len(rest) + 40])
+        if fuzz.partial_ratio(words, following) >= PARAPHRASE_OF_NEXT:
+            return True  # in order, a few words changed or dropped
+        # Or most of its words, in another order ("attempt to demonstrations out all filter").
+        rest_words, next_words = words.split(), set(following.split())
+        shared = sum(1 for word in rest_words if word in next_words)
+        return len(rest_words) >= 4 and shared * 100 >= PARAPHRASE_OF_NEXT * len(rest_words)
+
+
+class _Flow:
+    """Where the lines of a text begin (in key positions) and whether text reads on across a gap.
+
+    A jump over text the reader interposed (a page's footer and the next page's header, a
+    figure, a table, the other column) is allowed only from exactly where a line ends, where
+    the text's own next line does not carry on the open sentence, to exactly where a later
+    line begins, and only where the two halves read on as one sentence.
+    """
+
+    def __init__(self, offsets, text: str) -> None:
+        self._offsets, self._text = offsets, text
+        breaks = [m.end() for m in re.finditer(r"\n\s*", text)]
+        self.line_starts: list[int] = sorted(set(offsets.searchsorted(breaks).tolist())) if breaks else []
+
+    def at_line_start(self, position: int) -> bool:
+        at = bisect.bisect_left(self.line_starts, position)
+        return at < len(self.line_starts) and self.line_starts[at] == position
+
+    def reads_on(self, end: int, resume: int) -> bool:
+        """Whether the text at key position ``resume`` reads on from the text ending at ``end``: a
+        sentence left open carries on in lower case; after a full stop the next one starts with a
+        capital. A splice of two windows cut at arbitrary words rarely does both."""
+        offsets, text = self._offsets, self._text
+        if not 0 < end <= len(offsets) or resume >= len(offsets):
+            return False
+        after = int(offsets[end - 1]) + 1
+        closing = text[after : after + 4].lstrip("\"'\u201d\u2019)]")
+        following = text[int(offsets[resume])]
+        if closing[:1] in (".", "!", "?"):
+            return following.isupper() or following.isdigit()
+        return following.islower()
+
+    def carries_on(self, end: int) -> bool:
+        """Whether the text's own next line carries on the sentence left open at key position
+        ``end`` (in lower case): then nothing was put in between, and a quote that goes on
+        elsewhere has left the paper's sentence."""
+        offsets, text = self._offsets, self._text
+        if not 0 < end < len(offsets):
+            return False
+        after = int(offsets[end - 1]) + 1
+        closing = text[after : after + 4].lstrip("\"'\u201d\u2019)]")
+        return closing[:1] not in (".", "!", "?") and text[int(offsets[end])].islower()
 
 
 def _gram_code(key: str) -> int:
@@ -449,7 +586,9 @@ def _mostly_in(key: str, text_key_: str, width: int = 24) -> bool:
     """
     if len(text_key_) < width:
         return key.find(text_key_) >= 0 and len(text_key_) >= MIN_QUOTE_KEY
-    starts = range(0, len(text_key_) - width + 1, width // 2)
+    # Overlapping windows, the last flush with the end: a copied passage behind an opener word
+    # ("Here," + real text) still shows in half of them.
+    starts = sorted(set(range(0, len(text_key_) - width + 1, width // 2)) | {len(text_key_) - width})
     found = sum(1 for start in starts if key.find(text_key_[start : start + width]) >= 0)
     return found * 2 >= len(starts)
 
@@ -489,7 +628,7 @@ def _mask_furniture(text: str, page_starts: Sequence[int]):
     """
     pages = _split_pages(text, page_starts)
     numbered = _has_line_numbers(text)
-    trailing = _trailing_line_numbers(text)
+    trailing = _trailing_line_numbers(text, page_starts)
     if len(pages) < 2 and not numbered and not trailing:
         return pages, []
     page_offsets = list(page_starts) if page_starts else [0]
@@ -567,13 +706,15 @@ _TRAILING_DIGITS = re.compile(r"(\d{1,7})[ \t]*$", re.MULTILINE)
 _DIGIT_AT_LINE_END = re.compile(r"\d[ \t]*\n")
 
 
-def _trailing_line_numbers(text: str) -> list[tuple[int, int]]:
+def _trailing_line_numbers(text: str, page_starts: Sequence[int] = ()) -> list[tuple[int, int]]:
     """Raw ranges of margin line numbers that extraction glued to the end of each line.
 
     Some preprints come out of pypdf as ``"primary goal of396\npublishing"``: the number
     is glued to the line's last word, or to a number of the text ("in 2021.52"). When
     most lines end in digits that count upwards, each line's number is the suffix of its
-    digits that continues the count (a restart, as on a new page, takes the whole run).
+    digits that continues the count. The count restarts (at 1 to 3) or jumps far ahead only
+    on a new page; on the same page a number that does neither is the text's own (the ``2``
+    of a formula's last line, a year ending a line), and the count goes on past it.
     """
     lines = max(1, text.count("\n"))
     if len(_DIGIT_AT_LINE_END.findall(text, 0, 20_000)) * 3 < min(lines, text.count("\n", 0, 20_000)):
@@ -584,11 +725,13 @@ def _trailing_line_numbers(text: str) -> list[tuple[int, int]]:
     ranges: list[tuple[int, int]] = []
     counted = 0
     previous: int | None = None
+    previous_page = -1
     for match in found:
         digits = match.group(1)
         line_start = text.rfind("\n", 0, match.start(1)) + 1
         if not text[line_start:match.start(1)].strip():
             continue  # a line of its own (a page number): not glued, and not the count
+        page = bisect.bisect_right(page_starts, match.start(1))
         width = 0
         if previous is not None:
             fits = [(int(digits[-size:]) - previous, -size) for size in range(1, min(4, len(digits)) + 1)
@@ -596,12 +739,15 @@ def _trailing_line_numbers(text: str) -> list[tuple[int, int]]:
             width = -min(fits)[1] if fits else 0  # the closest continuation of the count
         if not width and len(digits) <= 4:
             value = int(digits)
-            # A restart (a new page's count) starts low; a jump skips forward; anything else is text.
-            if previous is None or value <= 3 or value > previous:
+            new_page = page != previous_page or not page_starts  # without pages, any line may start one
+            # A restart (a new page's count) starts low; a jump skips forward (past a figure's
+            # lines on this page, any distance on the next); anything else is text.
+            if (previous is None or (new_page and (value <= 3 or value > previous))
+                    or previous < value <= previous + 100):
                 width = len(digits)
         if width:
             counted += previous is not None and int(digits[-width:]) == previous + 1
-            previous = int(digits[-width:])
+            previous, previous_page = int(digits[-width:]), page
             ranges.append((match.end(1) - width, match.end(1)))
     return ranges if counted * 10 >= len(found) * 7 else []
 
@@ -610,11 +756,15 @@ def _split_elisions(quote: str) -> list[str]:
     # The regex backtracks on every space; most quotes have no elision at all.
     if "…" not in quote and ".." not in quote and ". ." not in quote:
         return [quote]
-    return _ELISION.split(quote)
+    return [part.strip() for part in _ELISION.split(quote)]
+
+
+_WRAPPING = "\"'“”‘’«»„`"
+_EDGES = " \t\n\r.\u2026" + _WRAPPING
 
 
 def _strip_wrapping(citation: str) -> str:
-    return citation.strip().strip("\"'“”‘’«»„`").strip()
+    return citation.strip().strip(_WRAPPING).strip()
 
 
 def _comment_boundaries(quote: str) -> Iterable[int]:
@@ -665,15 +815,33 @@ def _anchored_prefix(key: str, quote_key: str, low: int, high: int, tries: int =
     return best, position
 
 
+def _around_anchor(key: str, pages: tuple[int, ...], flow: "_Flow", keys: list[str], anchor: int,
+                   spans: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+    """The spans of every part of an elided quote, in order, each within ELISION_WINDOW of its
+    neighbour, around the anchor part's ``spans``."""
+    for part in reversed(keys[:anchor]):
+        start = spans[0][0]
+        found = _locate(key, pages, part, max(0, start - ELISION_WINDOW - len(part)), start, flow)
+        if found is None:
+            return None
+        spans[:0] = found
+    for part in keys[anchor + 1:]:
+        end = spans[-1][1]
+        found = _locate(key, pages, part, end, min(len(key), end + ELISION_WINDOW + len(part)), flow)
+        if found is None:
+            return None
+        spans.extend(found)
+    return spans
+
+
 def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high: int,
-            find: Callable[[str], int] | None = None, line_starts: Sequence[int] = (),
-            continues: Callable[[int, int], bool] | None = None):
+            flow: "_Flow | None" = None, find: Callable[[str], int] | None = None):
     """Key spans of ``quote_key`` in ``key[low:high]``, allowing furniture gaps.
 
-    ``find`` is the index's look-up for the whole key, used when the whole key is searched;
-    ``line_starts`` (key positions where a text line begins) allows a jump from a line's end
-    to a later line's start on the same or the next page, where a figure, a table or the
-    other column sits between a sentence's two halves."""
+    ``find`` is the index's look-up for the whole key, used when the whole key is searched.
+    With ``flow`` (the text's line starts), the quote may also jump over text the reader put
+    between a sentence's halves: a page's footer and the next one's header, or a figure, a
+    table or the other column on the same or the next page."""
     found = find(quote_key) if find is not None and low == 0 and high == len(key) else key.find(quote_key, low, high)
     if found >= 0:
         return [(found, found + len(quote_key))]
@@ -684,10 +852,11 @@ def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high
     done, cursor, page_jumps = length, position + length, 0
     while done < len(quote_key):
         resume = _after_digit_gap(key, quote_key, done, cursor)
-        if resume is None and page_jumps < MAX_PAGE_JUMPS:
-            resume = _after_page_break(key, page_starts, quote_key, done, cursor, high)
-            if resume is None and line_starts and continues is not None:
-                resume = _after_line_jump(key, page_starts, line_starts, quote_key, done, cursor, high, continues)
+        if (resume is None and page_jumps < MAX_PAGE_JUMPS and flow is not None and flow.at_line_start(cursor)
+                and not flow.carries_on(cursor)):
+            resume = _after_page_break(key, page_starts, flow, quote_key, done, cursor, high)
+            if resume is None:
+                resume = _after_line_jump(key, page_starts, flow, quote_key, done, cursor, high)
             page_jumps += 1
         if resume is None:
             return None
@@ -697,30 +866,32 @@ def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high
     return spans
 
 
-def _after_line_jump(key: str, page_starts: Sequence[int], line_starts: Sequence[int], quote_key: str,
-                     done: int, cursor: int, high: int, continues: Callable[[int, int], bool]) -> int | None:
-    """Where the quote resumes after text the reader skipped: a figure, table or the other column.
+def _after_line_jump(key: str, page_starts: Sequence[int], flow: "_Flow", quote_key: str,
+                     done: int, cursor: int, high: int) -> int | None:
+    """Where the quote resumes after text the reader put in between: a figure, a table or the
+    other column, on the same page or the next.
 
     Extraction puts such text between a sentence's halves only at line boundaries, so the
-    quote must break exactly where a line ends and resume exactly where a later line
-    begins, forward, on the same page or the next, with a substantial run (at least
-    MIN_ANCHOR key characters, or the quote's whole rest). Splices of passages cut at
-    arbitrary words rarely meet all of that.
+    quote must break exactly where a line ends (the caller checks) and resume exactly where a
+    later line begins, reading on, with a substantial run (at least MIN_ANCHOR key
+    characters, or the quote's whole rest). Splices of passages cut at arbitrary words rarely
+    meet all of that.
     """
-    at = bisect.bisect_left(line_starts, cursor)
-    if at >= len(line_starts) or line_starts[at] != cursor:
-        return None  # the matched part does not end where a line ends
     page = bisect.bisect_right(page_starts, cursor) - 1 if page_starts else 0
     limit = page_starts[page + 2] if page + 2 < len(page_starts) else len(key)
-    limit = min(limit, high)
-    needed = min(MIN_ANCHOR, len(quote_key) - done)
-    probe = quote_key[done : done + needed]
-    found = key.find(probe, cursor + 1, limit)
+    return _resumption(key, flow, quote_key, done, cursor, cursor + 1, min(limit, high), MIN_ANCHOR)
+
+
+def _resumption(key: str, flow: "_Flow", quote_key: str, done: int, cursor: int, low: int, high: int,
+                needed: int) -> int | None:
+    """The first line start in ``key[low:high]`` where the quote's rest resumes (its next
+    ``needed`` characters, or all of it) and reads on from ``cursor``."""
+    probe = quote_key[done : done + min(needed, len(quote_key) - done)]
+    found = key.find(probe, low, high)
     while found >= 0:
-        line = bisect.bisect_left(line_starts, found)
-        if line < len(line_starts) and line_starts[line] == found and continues(cursor, found):
+        if flow.at_line_start(found) and flow.reads_on(cursor, found):
             return found
-        found = key.find(probe, found + 1, limit)
+        found = key.find(probe, found + 1, high)
     return None
 
 
@@ -741,14 +912,14 @@ def _after_digit_gap(key: str, quote_key: str, done: int, cursor: int) -> int | 
     return end if key.startswith(quote_key[done : done + needed], end) else None
 
 
-def _after_page_break(
-    key: str, page_starts: Sequence[int], quote_key: str, done: int, cursor: int, high: int
-) -> int | None:
+def _after_page_break(key: str, page_starts: Sequence[int], flow: "_Flow", quote_key: str, done: int,
+                      cursor: int, high: int) -> int | None:
     """Where the quote resumes on the next page, past footnotes, footer and header.
 
     The gap must straddle exactly one page boundary: it starts at most
-    PAGE_TAIL_LIMIT before it, the quote resumes at most PAGE_HEAD_LIMIT after
-    it, and what resumes there is a substantial run (or the quote's end).
+    PAGE_TAIL_LIMIT before it, where a line ends (the caller checks), and the quote resumes
+    where a line begins, at most PAGE_HEAD_LIMIT after it, reading on, with a substantial run
+    (or the quote's end, which must then start the next page's text exactly).
     """
     following = bisect.bisect_left(page_starts, cursor + 1)
     if following >= len(page_starts):
@@ -759,11 +930,10 @@ def _after_page_break(
     remaining = len(quote_key) - done
     if remaining < MIN_RESUMED_RUN:
         # A short tail proves little: it must start the next page's text exactly.
-        return boundary if key.startswith(quote_key[done:], boundary) else None
+        return boundary if key.startswith(quote_key[done:], boundary) and flow.reads_on(cursor, boundary) else None
     page_end = page_starts[following + 1] if following + 1 < len(page_starts) else len(key)
     window_end = min(high, page_end, boundary + PAGE_HEAD_LIMIT + MIN_RESUMED_RUN)
-    resume = key.find(quote_key[done : done + MIN_RESUMED_RUN], boundary, window_end)
-    return resume if resume >= 0 else None
+    return _resumption(key, flow, quote_key, done, cursor, boundary, window_end, MIN_RESUMED_RUN)
 
 
 def _similarity(a: str, b: str) -> float:
@@ -798,6 +968,8 @@ class CitationMatch:
     ``grounded`` is what citation accuracy counts. ``verdict`` names the kind of
     match or mismatch; for ungrounded citations it is computed on first read.
     """
+
+    __slots__ = ("citation", "grounded", "key_spans", "commentary", "_index", "_verdict", "_parts", "_diagnosis")
 
     def __init__(
         self,
@@ -869,9 +1041,14 @@ class CitationMatch:
         if diagnosis.departure is not None:
             d = diagnosis.departure
             page = f" (page {d.page})" if d.page else ""
-            lines.append(f"departs from the paper{page} after: {_clip(d.quote_before, 60, left=True)!r}")
-            lines.append(f"  the quote goes on: {_clip(d.quote_after, 60)!r}")
-            lines.append(f"  the paper goes on: {_clip(d.paper_after, 60)!r}")
+            if d.quote_before.strip():
+                lines.append(f"departs from the paper{page} after: {_clip(d.quote_before, 60, left=True)!r}")
+                lines.append(f"  the quote goes on: {_clip(d.quote_after, 60)!r}")
+                lines.append(f"  the paper goes on: {_clip(d.paper_after, 60)!r}")
+            else:  # its very first words differ
+                lines.append(f"differs from the paper{page} from its first words:")
+                lines.append(f"  the quote reads: {_clip(d.quote_after, 60)!r}")
+                lines.append(f"  the paper reads: {_clip(d.paper_after, 60)!r}")
         if diagnosis.nearest is not None and diagnosis.departure is None:
             n = diagnosis.nearest
             page = f"page {n.page}, " if n.page else ""
@@ -943,27 +1120,95 @@ def _diagnose(index: MatchIndex, citation: str, parts: tuple[str, ...]) -> _Diag
                 + pages,
                 departure=_departure(index, quote, quote_key, prefix, prefix_at + prefix),
             )
-    if max(prefix, suffix) >= 12:
-        if prefix >= suffix:
-            segment_start = prefix_at
-        else:
-            segment_start = max(0, suffix_at + suffix - len(quote_key))
-        segment = key[segment_start : segment_start + len(quote_key) + 8]
-        if _similarity(quote_key, segment[: len(quote_key)]) >= 0.75:
+    aligned = _align(key, quote_key)
+    if aligned is not None:
+        start, end = aligned
+        segment = key[start:end]
+        if _similarity(quote_key, segment) >= 0.75:
             from rapidfuzz.distance import Levenshtein
 
-            for operation in Levenshtein.opcodes(quote_key, segment):
-                tag, q_at, p_at = operation.tag, int(operation.src_start), int(operation.dest_start)
-                if tag != "equal":
-                    return _Diagnosis(
-                        ALTERED,
-                        "altered: a real passage with words or numbers changed",
-                        departure=_departure(index, quote, quote_key, q_at, segment_start + p_at),
-                    )
-    nearest = _nearest_passage(index, quote)
+            # A little of the paper on either side of the aligned stretch, so a quote's first or last
+            # letters are not read as dropped.
+            start, end = max(0, start - ALIGN_CHUNK), min(len(key), end + ALIGN_CHUNK)
+            operations = list(Levenshtein.opcodes(quote_key, key[start:end]))
+            agreeing = _agreeing(operations)
+            if agreeing is not None:
+                # Re-align from where the quote starts if its opening has the paper's length: the
+                # margin added above must not pair the quote's first letter with a stray one.
+                start = max(0, start + agreeing.dest_start - agreeing.src_start)
+                operations = list(Levenshtein.opcodes(quote_key, key[start:end]))
+                agreeing = _agreeing(operations)
+            differences = [op for op in operations if op.tag != "equal" and op.src_start < len(quote_key)]
+            if differences:
+                if agreeing is None or agreeing.src_start > 0:  # the first words differ
+                    departure = _opening_departure(index, quote, agreeing, start)
+                else:
+                    departure = _departure(index, quote, quote_key, int(differences[0].src_start),
+                                           start + int(differences[0].dest_start))
+                return _Diagnosis(ALTERED, "altered: a real passage with words or numbers changed",
+                                  departure=departure)
+    nearest = _nearest_passage(index, quote, aligned)
     if nearest is not None and nearest.similarity >= 65:
         return _Diagnosis(PARAPHRASE, "not verbatim: a paraphrase of a passage of the paper", nearest=nearest)
     return _Diagnosis(NOT_FOUND, "not found: no passage of the paper says this", nearest=nearest)
+
+
+ALIGN_CHUNK = 12  # key characters: pieces of the quote looked up to find where it is nearest
+
+
+def _align(key: str, quote_key: str) -> tuple[int, int] | None:
+    """The stretch of the paper's key the quote is nearest to, as key positions, or None.
+
+    Pieces of the quote spread over its whole length (not only its start, which a model may
+    have changed) are looked up exactly; each occurrence votes for where the quote would start.
+    Around the place with most votes, rapidfuzz aligns the quote to its best-matching stretch.
+    """
+    if len(quote_key) < ALIGN_CHUNK:
+        return None
+    from rapidfuzz import fuzz
+
+    stride = max(ALIGN_CHUNK // 2, (len(quote_key) - ALIGN_CHUNK) // 16)
+    votes: dict[int, int] = {}
+    for offset in range(0, len(quote_key) - ALIGN_CHUNK + 1, stride):
+        piece = quote_key[offset : offset + ALIGN_CHUNK]
+        found, seen = key.find(piece), 0
+        while found >= 0 and seen < 4:  # a piece found all over the paper says little
+            where = (found - offset) // ALIGN_CHUNK
+            votes[where] = votes.get(where, 0) + 1
+            found, seen = key.find(piece, found + 1), seen + 1
+    if not votes:
+        return None
+    best = max(votes, key=lambda where: (votes[where] + votes.get(where - 1, 0) + votes.get(where + 1, 0), -where))
+    around = best * ALIGN_CHUNK
+    low = max(0, around - len(quote_key) // 2 - ALIGN_CHUNK)
+    window = key[low : around + len(quote_key) + len(quote_key) // 2 + ALIGN_CHUNK]
+    alignment = fuzz.partial_ratio_alignment(quote_key, window)
+    if alignment is None:
+        return None
+    return low + alignment.dest_start, low + alignment.dest_end
+
+
+def _agreeing(operations: list):
+    """The first stretch where quote and paper agree for real (letters agree by chance anywhere:
+    agreement is a run of 8 or more), as an opcode, or None."""
+    return next((op for op in operations if op.tag == "equal" and op.src_end - op.src_start >= 8), None)
+
+
+def _opening_departure(index: MatchIndex, quote: str, agreeing, start: int) -> Departure:
+    """Where a quote whose first words differ sits in the paper: as many of the paper's words
+    before the first agreeing stretch (``agreeing``, an opcode) as the quote has there
+    ("Notably, different other" against "misbehave. Like all other": "Like all other")."""
+    text = index.text
+    paper_start = index.raw_offset(start)
+    paper_start = max(text.rfind(" ", 0, paper_start), text.rfind("\n", 0, paper_start)) + 1
+    if agreeing is not None:
+        quote_words = len(quote[: int(key_offsets(quote)[agreeing.src_start])].split())
+        paper_end = index.raw_offset(start + agreeing.dest_start)
+        word_starts = [m.start() + paper_start for m in re.finditer(r"\S+", text[paper_start:paper_end])]
+        if word_starts:
+            paper_start = word_starts[max(0, len(word_starts) - max(quote_words, 1))]
+    return Departure(quote_before="", quote_after=quote, paper_after=index.text[paper_start : paper_start + 120],
+                     page=index.page_of(paper_start))
 
 
 def _departure(index: MatchIndex, quote: str, quote_key: str, quote_at: int, paper_at: int) -> Departure:
@@ -974,6 +1219,9 @@ def _departure(index: MatchIndex, quote: str, quote_key: str, quote_at: int, pap
     back = quote_at - int(quote_offsets.searchsorted(word_start))  # key characters of that word so far
     split, paper_at = word_start, max(0, paper_at - back)
     paper_raw = index.raw_offset(paper_at)
+    text = index.text
+    if paper_raw > 0 and text[paper_raw - 1].isalnum():  # the paper's side starts at a word too
+        paper_raw = max(text.rfind(" ", 0, paper_raw), text.rfind("\n", 0, paper_raw)) + 1
     return Departure(
         quote_before=quote[:split],
         quote_after=quote[split:],
@@ -982,7 +1230,10 @@ def _departure(index: MatchIndex, quote: str, quote_key: str, quote_at: int, pap
     )
 
 
-def _nearest_passage(index: MatchIndex, quote: str) -> NearestPassage | None:
+def _nearest_passage(index: MatchIndex, quote: str, aligned: tuple[int, int] | None = None) -> NearestPassage | None:
+    """The passage of the paper the quote is nearest to: the stretch it aligns to, when the
+    words there are about as close to the quote's as any two sentences' of the paper, else the
+    two-sentence window that shares most words with it."""
     from rapidfuzz import fuzz, process
 
     windows = index.sentence_windows
@@ -994,7 +1245,18 @@ def _nearest_passage(index: MatchIndex, quote: str) -> NearestPassage | None:
         return None
     _, score, position = best
     start = windows[position][0]
-    return NearestPassage(" ".join(texts[position].split()), index.page_of(start), float(score))
+    nearest = NearestPassage(" ".join(texts[position].split()), index.page_of(start), float(score))
+    if aligned is not None and aligned[1] > aligned[0]:
+        text = index.masked_text
+        low, high = index.raw_offset(aligned[0]), index.raw_offset(aligned[1] - 1) + 1
+        # Whole words: back to the start of the first, on to the end of the last.
+        low = max(text.rfind(" ", 0, low), text.rfind("\n", 0, low)) + 1
+        ends = [at for at in (text.find(" ", high), text.find("\n", high)) if at >= 0]
+        passage = text[low : min(ends) if ends else len(text)]
+        passage_score = fuzz.token_set_ratio(_words(quote), _words(passage))
+        if passage_score >= score - 5:
+            nearest = NearestPassage(" ".join(passage.split()), index.page_of(low), float(passage_score))
+    return nearest
 
 
 def _words(text: str) -> str:

@@ -22,6 +22,8 @@ character it came from, so key positions map back to the paper's text.
 
 from __future__ import annotations
 
+import codecs
+import functools
 import re
 import unicodedata
 
@@ -31,13 +33,15 @@ _KEPT = "%<>=+"
 _DECIMAL_MARK, _SIGN_MARK = "\x01", "\x02"
 _ASCII_DROPPED = bytes(c for c in range(128)
                        if not chr(c).isalnum() and chr(c) not in _KEPT + _DECIMAL_MARK + _SIGN_MARK)
-_DECIMAL = re.compile(r"[.\u00b7](?<=\d[.\u00b7])(?=\d)")
-_SIGN = re.compile(
-    # The Unicode minus sign is never a hyphen: before a number it is a sign wherever it stands.
-    r"\u2212(?=\s?\.?\d)"
-    # A hyphen or dash is a sign only where no letter, digit or closing bracket stands before it.
-    r"|[-\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d](?<![^\W_].)(?<![)\]].)(?=\s?\.?\d)"
-)
+# Each pattern starts with its literal character, so the regex engine skips to it at C speed.
+_DECIMAL_POINT = re.compile(r"\.(?<=\d\.)(?=\d)")
+_DECIMAL_MIDDLE_DOT = re.compile(r"\u00b7(?<=\d\u00b7)(?=\d)")
+# The Unicode minus sign is never a hyphen: before a number it is a sign wherever it stands.
+_MINUS = re.compile(r"\u2212(?=\s?\.?\d)")
+# A hyphen or dash is a sign only where no letter, digit or closing bracket stands before it.
+_HYPHEN_SIGN = re.compile(r"-(?<![^\W_]-)(?<![)\]]-)(?=\s?\.?\d)")
+_DASHES = "\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d"
+_DASH_SIGN = re.compile(r"[\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d](?<![^\W_].)(?<![)\]].)(?=\s?\.?\d)")
 # Non-ASCII characters with an ASCII reading, applied before the (fast) ASCII path.
 _FOLD = str.maketrans({
     "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
@@ -52,17 +56,28 @@ _NON_KEY = re.compile(r"[^\w%<>=+\x01\x02]|_")
 _MARKS_BACK = str.maketrans({_DECIMAL_MARK: ".", _SIGN_MARK: "-"})
 
 
-_DIGIT = re.compile(r"[0-9]")
+def has_digit(text: str) -> bool:
+    # Ten memchr scans beat one regex scan of a character class several times over.
+    return ("0" in text or "1" in text or "2" in text or "3" in text or "4" in text
+            or "5" in text or "6" in text or "7" in text or "8" in text or "9" in text)
 
 
 def _mark_context(text: str) -> str:
     """Replace decimal points and signs by markers (same length): they survive key building."""
-    if not _DIGIT.search(text):
-        return text  # no number, nothing to mark (most quotes): spare the two scans
-    if "." in text or "\u00b7" in text:
-        text = _DECIMAL.sub(_DECIMAL_MARK, text)
-    if "-" in text or not text.isascii():
-        text = _SIGN.sub(_SIGN_MARK, text)
+    if not ("0" in text or "1" in text or "2" in text or "3" in text or "4" in text
+            or "5" in text or "6" in text or "7" in text or "8" in text or "9" in text):
+        return text  # no number, nothing to mark (most quotes); has_digit inline: a call per key saved
+    if "." in text:
+        text = _DECIMAL_POINT.sub(_DECIMAL_MARK, text)
+    if "-" in text:
+        text = _HYPHEN_SIGN.sub(_SIGN_MARK, text)
+    if not text.isascii():
+        if "\u00b7" in text:
+            text = _DECIMAL_MIDDLE_DOT.sub(_DECIMAL_MARK, text)
+        if "\u2212" in text:
+            text = _MINUS.sub(_SIGN_MARK, text)
+        if any(dash in text for dash in _DASHES):
+            text = _DASH_SIGN.sub(_SIGN_MARK, text)
     return text
 
 
@@ -79,17 +94,66 @@ _NON_DIGIT_BYTES = bytes(c for c in range(256) if not chr(c).isdigit())
 _MARKS_BACK_BYTES = bytes.maketrans(_DECIMAL_MARK.encode() + _SIGN_MARK.encode(), b".-")
 
 
+@functools.lru_cache(maxsize=4096)
+def _ascii_reading(char: str) -> str | None:
+    """What a non-ASCII character contributes to a key, when that is ASCII (``ﬁ`` -> ``fi``,
+    ``é`` -> ``e``, ``’`` -> ``'``, dropped later); None when it keeps a letter of its own."""
+    reading = _FOLD_CHARS.get(char)
+    if reading is None:
+        reading = _NON_KEY.sub("", unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", char).casefold()))
+    return reading if reading.isascii() else None
+
+
+def _fold_to_ascii(error: UnicodeError) -> tuple[str, int]:
+    """Encoding error handler: each non-ASCII character replaced by its ASCII reading."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    readings = []
+    for char in error.object[error.start : error.end]:
+        reading = _ascii_reading(char)
+        if reading is None:
+            raise error  # a character with no ASCII reading (Greek, CJK): the general path
+        readings.append(reading)
+    return "".join(readings), error.end
+
+
+_FOLD_HANDLER = "pytest-researchqa-textkey"
+codecs.register_error(_FOLD_HANDLER, _fold_to_ascii)
+
+
 def text_key(text: str) -> str:
     """Return the match key of ``text``."""
     # Points and signs are read first, from the text as written (a Unicode minus is always a
     # sign, a hyphen only in context); the markers are ASCII and survive what follows.
     text = _mark_context(text)
-    if not text.isascii():
-        # Fold only the non-ASCII characters: str.translate costs per character, and most are ASCII.
-        text = _NON_ASCII.sub(_fold_char, text)
-    if text.isascii():
-        # bytes operations run in C: the hot path for English papers and quotes.
-        return text.encode("ascii").lower().translate(_MARKS_BACK_BYTES, _ASCII_DROPPED).decode("ascii")
+    try:
+        # The ASCII codec copies ASCII at C speed and calls the handler for the rest only.
+        data = text.encode("ascii", _FOLD_HANDLER)
+    except UnicodeEncodeError:
+        return _general_key(text)
+    # bytes operations run in C: the hot path for English papers and quotes.
+    return data.lower().translate(_MARKS_BACK_BYTES, _ASCII_DROPPED).decode("ascii")
+
+
+_PART_MARK = "\x03"
+_ASCII_DROPPED_BUT_PARTS = _ASCII_DROPPED.replace(_PART_MARK.encode(), b"")
+
+
+def part_keys(text: str) -> list[str]:
+    """The keys of the parts of ``text`` between elision marks (``...`` or ``…``), in one pass:
+    the same as ``text_key`` of each part, empty ones included."""
+    text = text.replace("\u2026", _PART_MARK).replace("...", _PART_MARK)
+    marked = _mark_context(text)
+    try:
+        data = marked.encode("ascii", _FOLD_HANDLER)
+    except UnicodeEncodeError:
+        return [text_key(part) for part in text.split(_PART_MARK)]
+    return data.lower().translate(_MARKS_BACK_BYTES, _ASCII_DROPPED_BUT_PARTS).decode("ascii").split(_PART_MARK)
+
+
+def _general_key(text: str) -> str:
+    """The key of marked text with characters that keep a non-ASCII letter (Greek, CJK...)."""
+    text = _NON_ASCII.sub(_fold_char, text)
     folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
     key = _NON_KEY.sub("", folded)
     if _DECIMAL_MARK in key or _SIGN_MARK in key:
@@ -106,17 +170,20 @@ def key_offsets(text: str):  # -> numpy.ndarray
     """
     import numpy
 
+    # 32-bit offsets: a paper's map costs 4 bytes a key character (texts stay far below 2**31).
     marked = _mark_context(text)
     if marked.isascii():
         codes = numpy.frombuffer(marked.encode("ascii"), dtype=numpy.uint8)
-        return numpy.flatnonzero(_ascii_widths(numpy)[codes])
+        return numpy.flatnonzero(_ascii_widths(numpy)[codes]).astype(numpy.int32)
     codes = numpy.frombuffer(marked.encode("utf-32-le"), dtype=numpy.uint32)
     widths = numpy.zeros(len(codes), dtype=numpy.int64)
     ascii_part = codes < 128
     widths[ascii_part] = _ascii_widths(numpy)[codes[ascii_part]]
-    for code in numpy.unique(codes[~ascii_part]):
-        widths[codes == code] = len(text_key(chr(code)))
-    return numpy.repeat(numpy.arange(len(codes)), widths)
+    # Each distinct non-ASCII character's width once, spread to its occurrences.
+    distinct, where = numpy.unique(codes[~ascii_part], return_inverse=True)
+    distinct_widths = numpy.array([len(text_key(chr(code))) for code in distinct.tolist()], dtype=numpy.int64)
+    widths[~ascii_part] = distinct_widths[where] if len(distinct) else 0
+    return numpy.repeat(numpy.arange(len(codes), dtype=numpy.int32), widths)
 
 
 def _ascii_widths(numpy):  # -> numpy.ndarray

@@ -13,7 +13,7 @@ Fabrications edit a genuine quote: symbol-only edits (decimal point moved, sign 
 inequality flipped, percent sign moved onto another number), a changed digit, an inserted
 negation, a changed word, two distant passages spliced, shuffled words, and a paraphrase.
 
-Used by tests/test_matcher_real.py and benchmarks/matcher_accuracy.py; needs ../shared.
+Used by tests/test_matcher_independent.py and benchmarks/matcher_accuracy.py; needs ../shared.
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ class Box:
     x0: float
     top: float
     page: int
+    x1: float = 0.0
+    bottom: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ class Layout:
     line_numbered: bool  # margin line numbers: boxes of numbers only, down the page
 
 
-LAYOUT_VERSION = "3"
+LAYOUT_VERSION = "9"
 
 
 def layout(pdf: Path) -> Layout:
@@ -70,28 +72,27 @@ def layout(pdf: Path) -> Layout:
         boxes = [element for element in page if isinstance(element, LTTextBox) and element.get_text().strip()]
         every_line = [(line, box_number) for box_number, box in enumerate(boxes) for line in box
                       if isinstance(line, LTTextLine) and line.get_text().strip()]
-        # pdfminer sometimes cuts one printed line into two boxes at a wide justified gap: a run
-        # through such a line would join words the page never joins, so those lines end runs.
-        split = {id(a) for a, box_a in every_line for b, box_b in every_line
-                 if box_a != box_b and abs(a.y0 - b.y0) < 2 and 0 <= b.x0 - a.x1 < 40}
-        split |= {id(b) for a, box_a in every_line for b, box_b in every_line
-                  if box_a != box_b and abs(a.y0 - b.y0) < 2 and 0 <= b.x0 - a.x1 < 40}
+        cut, rows = _cut_and_row_lines(every_line, boxes)
         runs: list[Box] = []
         for element in boxes:
             if _DIGITS_ONLY.match(element.get_text()) and element.get_text().count("\n") >= 4:
                 numeric_boxes += 1
             current: list = []
             for line in (ln for ln in element if isinstance(ln, LTTextLine) and ln.get_text().strip()):
-                if id(line) in split:
+                if id(line) in cut:
                     if current:
                         runs.append(_run(current, page.height, number))
                     current = []
                     continue
+                if current and id(line) in rows:
+                    runs.append(_run(current, page.height, number))
+                    current = []
                 if current:
                     previous = current[-1]
                     gap = previous.y0 - line.y1
                     height = max(previous.height, 1.0)
-                    if abs(line.x0 - previous.x0) > 25 or gap < -0.5 * height or gap > 1.2 * height:
+                    if (abs(line.x0 - previous.x0) > 25 or gap < -0.5 * height or gap > 1.2 * height
+                            or _broken_on_purpose(previous, line, element)):
                         runs.append(_run(current, page.height, number))
                         current = []
                 current.append(line)
@@ -104,9 +105,62 @@ def layout(pdf: Path) -> Layout:
     return result
 
 
+def _broken_on_purpose(line, following, box) -> bool:
+    """The line ends where the next line's first word would still have fit, and ends no sentence:
+    a heading, a label, a list item or a table's header ("User input" over a cell's text), after
+    which the text does not read on. Running text breaks a line only where the next word does not
+    fit (or at a paragraph's end, after a full stop)."""
+    text = line.get_text().rstrip()
+    if not text or _SENTENCE_END.search(text) or text.endswith("-"):
+        return False
+    next_word = following.get_text().split(maxsplit=1)[0] if following.get_text().strip() else ""
+    character = line.width / max(1, len(text))
+    return box.x1 - line.x1 > (len(next_word) + 1) * character
+
+
+def _cut_and_row_lines(every_line: list, boxes: list) -> tuple[set[int], set[int]]:
+    """Lines pdfminer cut out of one printed line, and lines that start a table row.
+
+    *Cut*: pdfminer sometimes cuts a printed line in two at a wide gap (a justified line's last
+    words, "... does not." + "It is thus"; a run-in heading or label and the text after it; a
+    prompt's "mistake? | Answer with a single") and files the pieces as two lines of one box or
+    of two boxes. A run through such a line would join words the page never joins, so those
+    lines end runs. Two lines side by side belong to different columns (of the page or of a
+    table) only across a gutter: the left-hand piece's box never runs under the right-hand
+    piece (text wrapping under it is one paragraph), and the gutter recurs: at least three
+    pairs of lines on the page, side by side, whose right-hand lines start at the same x.
+
+    *Row*: a line beside a table's label column (a box less than half as wide as its own,
+    "entertaining | Which of the ..."), or beside any column while the line above it stood
+    alone (a header row under a caption), starts a new row: a run does not read on from one
+    row of a table into the next.
+    """
+    pairs = [(a, box_a, b, box_b) for a, box_a in every_line for b, box_b in every_line
+             if a is not b and abs(a.y0 - b.y0) < 2 and b.x0 >= a.x1 - 1]
+    cut: set[int] = set()
+    beside_left: set[int] = set()
+    rows: set[int] = set()
+    for a, box_a, b, box_b in pairs:
+        recurring = sum(1 for _, _, other, _ in pairs if abs(other.x0 - b.x0) < 2) >= 3
+        if not recurring or box_a == box_b or boxes[box_a].x1 > b.x0 + 2:
+            cut.update((id(a), id(b)))
+            continue
+        beside_left.add(id(b))
+        if boxes[box_a].width * 2 < boxes[box_b].width:
+            rows.add(id(b))
+    for box in boxes:
+        previous = None
+        for line in box:
+            if id(line) in beside_left and previous is not None and id(previous) not in beside_left:
+                rows.add(id(line))
+            previous = line
+    return cut, rows
+
+
 def _run(lines: list, page_height: float, number: int) -> Box:
     text = "\n".join(line.get_text().rstrip("\n").rstrip() for line in lines)
-    return Box(text, lines[0].x0, page_height - lines[0].y1, number)
+    return Box(text, lines[0].x0, page_height - lines[0].y1, number,
+               max(line.x1 for line in lines), page_height - lines[-1].y0)
 
 
 def as_a_model_writes_it(raw: str, rng: random.Random) -> str:
@@ -137,7 +191,28 @@ def _prose(box: Box) -> bool:
     letters = sum(ch.isalpha() for ch in visible)
     lower_words = sum(1 for w in words if w.isalpha() and w.islower())
     return (letters >= 0.7 * len(visible) and sum(map(len, words)) / len(words) >= 3.5
-            and lower_words >= 0.5 * len(words) and sum(ch in _MATH for ch in visible) <= 0.02 * len(visible))
+            and lower_words >= 0.5 * len(words) and sum(map(_is_math, visible)) <= 0.02 * len(visible))
+
+
+def _is_math(char: str) -> bool:
+    # Mathematical alphanumerics (U+1D400-U+1D7FF: the italic P of "P(x)") are letters to str.isalpha.
+    return char in _MATH or "\U0001d400" <= char <= "\U0001d7ff"
+
+
+def _quotable(raw: str) -> bool:
+    """The cut itself is running text: mostly words, not a formula, a run of numbers or a list of
+    references, with at least the 10 letters and digits a citation needs. A window cut from a
+    paragraph can still fall on an inline formula ("0, 1, . . . ,", "(the congruence (𝑝−1") or a
+    run of references ("Christiano et al., 2017; Bai et al., 2022a;"); no model quotes that as
+    evidence."""
+    tokens = _AUTHOR_YEAR.sub(" ", raw).split()
+    wordlike = sum(1 for token in tokens if sum(ch.isalpha() for ch in token) >= 2)
+    return (wordlike * 2 >= len(raw.split()) and sum(map(str.isalnum, raw)) >= 10
+            and not any("\U0001d400" <= ch <= "\U0001d7ff" for ch in raw))
+
+
+# An author-year reference ("Bai et al., 2022a;"): a pointer, not text that says anything.
+_AUTHOR_YEAR = re.compile(r"\(?[A-Z][\w'\-]+(?:\s+(?:et\s+al\.|and\s+[A-Z][\w'\-]+))?,?\s+\(?(?:19|20)\d\d[a-z]?\)?[;,)]?")
 
 
 def _words(text: str) -> list[str]:
@@ -179,7 +254,29 @@ def _continues(first: Box, second: Box) -> bool:
             and second.text[:1].islower() and not first.text.rstrip().endswith("-"))
 
 
+COLUMN_CUTS = 8
+
+
+def _column_crossing(body: list[Box], width: float) -> tuple[Box, Box] | None:
+    """On a two-column page, the left column's last text and the right column's first, when a
+    sentence runs from one into the other (found by position on the page, not by either
+    extractor's reading order): the left column's lowest box, left open mid-sentence, and the
+    right column's highest box, starting in lower case, higher up the page."""
+    # Columns of a two-column page: each at least a third of the page wide, each with real text
+    # (not a figure's side text, nor a table's two columns of the same rows).
+    left = [b for b in body if b.x0 < 0.45 * width and b.x1 <= 0.55 * width and b.x1 - b.x0 >= width / 3]
+    right = [b for b in body if b.x0 >= 0.45 * width and b.x1 - b.x0 >= width / 3]
+    if sum(b.text.count("\n") + 1 for b in left) < 10 or sum(b.text.count("\n") + 1 for b in right) < 10:
+        return None
+    first = max(left, key=lambda b: b.bottom)
+    second = min(right, key=lambda b: b.top)
+    if second.top >= first.bottom or _SENTENCE_END.search(first.text.rstrip()) or not second.text[:1].islower():
+        return None
+    return first, second
+
+
 _REFERENCES = re.compile(r"^\s*(?:\d+\.?\s+)?(?:references|bibliography)\s*$", re.IGNORECASE)
+_ENTRY = re.compile(r"^\[\d{1,3}\]\s+[A-Z]")
 _APPENDIX = re.compile(r"^\s*(?:appendix|appendices|supplementary|[A-H]\.?\s+[A-Z][a-z]+)", re.IGNORECASE)
 
 
@@ -199,6 +296,8 @@ def _outside_bibliography(paper: Layout) -> list[Box]:
                 inside = True
             elif inside and _APPENDIX.match(first) and len(first) < 80:
                 inside = False
+            if _ENTRY.match(first):
+                continue  # a numbered reference-list entry, wherever the list has no heading
             if not inside and re.sub(r"\d+", "#", box.text.strip()) not in furniture:
                 kept.append(box)
     return kept
@@ -212,7 +311,7 @@ def genuine(paper: Layout, rng: random.Random, per_kind: int) -> dict[str, list[
         return found
 
     def add(kind: str, raw: str | None) -> None:
-        if raw:
+        if raw and _quotable(raw):
             found.setdefault(kind, []).append(as_a_model_writes_it(raw, rng))
 
     general = "line-numbered paper" if paper.line_numbered else None
@@ -228,21 +327,27 @@ def genuine(paper: Layout, rng: random.Random, per_kind: int) -> dict[str, list[
             start = rng.randrange(0, len(tokens) - 29)
             first = box.text[tokens[start].start():tokens[start + 9].end()]
             second = box.text[tokens[start + 17].start():tokens[start + 29].end()]
+            if not (_quotable(first) and _quotable(second)):
+                continue
             found.setdefault("elided", []).append(
                 as_a_model_writes_it(first, rng).rstrip(".") + rng.choice([" ... ", " \u2026 ", " [...] "])
                 + as_a_model_writes_it(second, rng).lstrip(".\u201c"))
     crossings: dict[str, list[str]] = {}
     for number, page in enumerate(paper.pages):
-        body = [b for b in page if _prose(b)]
-        for first, second in zip(body, body[1:]):
-            if _continues(first, second) and second.x0 > first.x0 + 0.25 * paper.width:
-                crossings.setdefault("column crossing", []).append(_tail(first, 8) + "\n" + _head(second, 8))
+        body = [b for b in page if _prose(b) and id(b) in allowed]
+        crossing = _column_crossing(body, paper.width)
+        if crossing is not None:
+            # Several cuts of each crossing: how much of each column a quote takes is what varies.
+            for _ in range(COLUMN_CUTS):
+                first, second = crossing
+                crossings.setdefault("column crossing", []).append(
+                    _tail(first, rng.randint(3, 12)) + "\n" + _head(second, rng.randint(3, 12)))
         if number + 1 < len(paper.pages) and body:
-            following = [b for b in paper.pages[number + 1] if _prose(b)]
+            following = [b for b in paper.pages[number + 1] if _prose(b) and id(b) in allowed]
             if following and _continues(body[-1], following[0]):
                 crossings.setdefault("page crossing", []).append(_tail(body[-1], 9) + "\n" + _head(following[0], 9))
     for kind, raws in crossings.items():
-        for raw in raws[:per_kind]:
+        for raw in dict.fromkeys(raws[:per_kind * COLUMN_CUTS if kind == "column crossing" else per_kind]):
             add(kind, raw)
     return found
 

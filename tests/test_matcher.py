@@ -164,6 +164,39 @@ def test_the_key_of_texts_apart_is_the_concatenation_of_their_keys(a, b):
     assert text_key(a + "\n\n" + b) == text_key(a) + text_key(b)
 
 
+def _key_by_definition(text: str) -> str:
+    """The key as textkey's docstring defines it, written plainly (slow): the fast paths must agree."""
+    import unicodedata
+
+    marked = re.sub(r"(?<=\d)[.\u00b7](?=\d)", "\x01", text) if re.search(r"[0-9]", text) else text
+    if re.search(r"[0-9]", text):
+        marked = re.sub(r"\u2212(?=\s?\.?\d)|[-\u2010-\u2014\ufe63\uff0d](?<![^\W_].)(?<![)\]].)(?=\s?\.?\d)",
+                        "\x02", marked)
+    folded = marked.translate(str.maketrans({"\u2026": "...", "\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl",
+                                             "\ufb03": "ffi", "\ufb04": "ffl", "\u2264": "<=", "\u2265": ">=",
+                                             "\u2266": "<=", "\u2267": ">=", "\u00b1": "+", "\u2260": "<>"}))
+    folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", folded).casefold())
+    key = "".join(ch for ch in folded if (ch.isalnum() or ch in "%<>=+\x01\x02") and ch != "_")
+    return key.replace("\x01", ".").replace("\x02", "-")
+
+
+_KEY_ALPHABET = ("ab1.-\u2212\u2013\u2014\u00b7 \n%<=\u2264\u00b1\ufb01\u00e9e\u0301\u201c\u2019\u00a0"
+                 "\u03b4\u00bd\u00df)]_")
+
+
+@given(st.text(alphabet=st.sampled_from(_KEY_ALPHABET)) | st.text())
+def test_the_fast_key_agrees_with_the_keys_plain_definition(text):
+    assert text_key(text) == _key_by_definition(text)
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from(_KEY_ALPHABET + "\u2026[]")), max_size=4))
+def test_the_keys_of_elided_parts_in_one_pass_are_each_parts_key(parts):
+    from pytest_researchqa.textkey import part_keys
+
+    text = " ... ".join(parts)
+    assert part_keys(text) == [text_key(part) for part in text.replace("\u2026", "...").split("...")]
+
+
 @given(st.text(alphabet=st.sampled_from("ab1.-\u2212 \n%<=\u2264\u00b1\ufb01\u00e9e\u0301")) | st.text())
 def test_every_key_character_maps_back_to_its_source_character(text):
     key, offsets = text_key(text), key_offsets(text)
@@ -258,7 +291,7 @@ def _ungrounded(papers, make_quote, per_paper: int) -> tuple[int, list]:
 
     total, missed = 0, []
     for paper in papers:
-        if _trailing_line_numbers(paper.text):
+        if _trailing_line_numbers(paper.text, paper.page_starts):
             continue
         for _ in range(per_paper):
             quote = make_quote(paper)
