@@ -148,6 +148,9 @@ class Settings:
     save_name: str = "run"
     markdown: Optional[Path] = None
     download_allow_private: bool = False
+    # The options given on the command line or in an ini file (their dests): a profile's defaults
+    # (the local-server profile's concurrency and deadline) yield to what the user chose.
+    given: frozenset[str] = frozenset()
 
     @property
     def all_systems(self) -> tuple[str, ...]:
@@ -170,6 +173,7 @@ def read_settings(config: pytest.Config) -> Settings:
     resolved: dict[str, Any] = {}
     on_command_line = False
     given_any = False
+    given: set[str] = set()
     for option in OPTIONS:
         cli = config.getoption(option.dest)
         cli = cli if cli not in (None, []) else None
@@ -177,6 +181,8 @@ def read_settings(config: pytest.Config) -> Settings:
         configured = configured if configured not in (None, "", [], False) else None
         on_command_line |= cli is not None
         given_any |= cli is not None or configured is not None
+        if cli is not None or configured is not None:
+            given.add(option.dest)
         value = cli if cli is not None else configured
         resolved[option.dest] = _parse(option, value, from_ini=cli is None, config=config)
 
@@ -231,6 +237,7 @@ def read_settings(config: pytest.Config) -> Settings:
         save_name=resolved["researchqa_save"],
         markdown=resolved["researchqa_markdown"],
         download_allow_private=resolved["researchqa_download_allow_private"],
+        given=frozenset(given),
     )
 
 

@@ -60,18 +60,32 @@ class Services:
 
         return self.settings.cache_dir or default_cache_dir()
 
-    def _model_system(self, name: str) -> Any:
-        from .llm.cache import AnswerCache
-        from .llm.system import LlmSystem, ModelSpec
+    def _spec(self, name: str) -> tuple[Any, float]:
+        """A model's spec and per-call deadline; its provider's slots set by its profile (docs/models.md)."""
+        from .llm.system import ModelSpec
+        from .llm_params import call_limits
 
         settings = self.settings
+        spec = ModelSpec(name, dict(settings.model_params.get(name, {})))
+        slots, timeout_s = call_limits(spec.params, concurrency=settings.concurrency, timeout_s=settings.timeout_s,
+                                       given=settings.given)
+        if slots != settings.concurrency:
+            self.runner().limit(spec.provider, slots)
+        return spec, timeout_s
+
+    def _model_system(self, name: str) -> Any:
+        from .llm.cache import AnswerCache
+        from .llm.system import LlmSystem
+
+        settings = self.settings
+        spec, timeout_s = self._spec(name)
         return LlmSystem(
-            ModelSpec(name, dict(settings.model_params.get(name, {}))),
+            spec,
             self.runner(),
             AnswerCache(self._cache_dir()),
             baseline=settings.baseline,
             refresh=settings.refresh,
-            timeout_s=settings.timeout_s,
+            timeout_s=timeout_s,
             retries=settings.retries,
         )
 
@@ -98,13 +112,12 @@ class Services:
         if name not in self._judges:
             from .llm.cache import AnswerCache
             from .llm.judges import LlmJudge
-            from .llm.system import ModelSpec
 
             settings = self.settings
+            spec, timeout_s = self._spec(name)
             self._judges[name] = LlmJudge(
-                ModelSpec(name, dict(settings.model_params.get(name, {}))), self.runner(),
-                AnswerCache(self._cache_dir()), mode=settings.judge_mode,
-                timeout_s=settings.timeout_s, retries=settings.retries)
+                spec, self.runner(), AnswerCache(self._cache_dir()), mode=settings.judge_mode,
+                timeout_s=timeout_s, retries=settings.retries)
         return self._judges[name]
 
     def close(self) -> None:

@@ -209,7 +209,8 @@ class LlmJudge(ModelCaller):
             return await _acompletion(self.spec.name, messages, self.timeout_s, params, priced=False)
 
         result, scores = await with_retries(attempt, retries=self.retries, describe=f"judge {self.name}",
-                                            validate=lambda r: parse_verdict(r.content, self.mode))
+                                            validate=lambda r: parse_verdict(r.content, self.mode),
+                                            schema=verdict_schema(self.mode))
         entry = {"judge": self.name, "prompt_sha": self.prompt.sha, "mode": self.mode, "scores": scores,
                  "latency_s": result.latency_s}
         self.cache.put(key, entry)
