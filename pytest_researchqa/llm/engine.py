@@ -59,6 +59,11 @@ class RepairTurn:
 # caller repairs the same way without passing it through.
 REPAIR_TURN: contextvars.ContextVar[Optional[RepairTurn]] = contextvars.ContextVar("researchqa_repair_turn",
                                                                                  default=None)
+# The credentials of the model being called (its api_key, the provider keys in the environment): a
+# provider may echo one back in an error, and a ProviderError's text ends up in reports and in the
+# locals of tracebacks. Set by the caller around each call (ModelCaller), read where errors are worded.
+CALL_SECRETS: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("researchqa_call_secrets",
+                                                                             default=())
 # The reply as the model wrote it is echoed back at most this long (a cut-off reply can be long).
 ECHO_CHARS = 2000
 # When a cut-off reply's request set no output limit, the repair asks for this many tokens at least.
@@ -187,19 +192,19 @@ async def with_retries(
             return result, validate(result)
         except MalformedReply as error:
             if repair is not None or retries == 0:
-                raise ProviderError(f"{describe}: {_malformed_message(error, result, repaired=repair is not None)}"
-                                    ) from None
+                message = _malformed_message(error, result, repaired=repair is not None)
+                raise ProviderError(_redacted(f"{describe}: {message}")) from None
             repair = repair_turn(result, error, schema)
             continue
         except Exception as error:  # noqa: BLE001 -- provider SDKs raise many types
             if not (is_transient(error) or isinstance(error, EmptyResponse)):
-                raise ProviderError(f"{describe}: {_short(error)}") from None
+                raise ProviderError(_redacted(f"{describe}: {_short(error)}")) from None
             failures.append(_short(error))
             last_error: Optional[BaseException] = error
         finally:
             REPAIR_TURN.reset(token)
         if transport_attempts >= retries:
-            raise ProviderError(f"{describe}: failed after {calls} attempts; last: {failures[-1]}")
+            raise ProviderError(_redacted(f"{describe}: failed after {calls} attempts; last: {failures[-1]}"))
         delay = backoff_s * (2**transport_attempts) * (0.5 + random.random())
         transport_attempts += 1
         wait = retry_after_s(last_error)
@@ -272,6 +277,12 @@ def retry_after_s(error: Optional[BaseException]) -> Optional[float]:
     import datetime
 
     return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
+
+
+def _redacted(text: str) -> str:
+    from ..llm_params import redact
+
+    return redact(text, list(CALL_SECRETS.get()))
 
 
 def _short(error: BaseException) -> str:

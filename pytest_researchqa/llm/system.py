@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Optional
 
 from ..answers import Answer
-from ..llm_params import LOCAL_CONTEXT_TOKENS, is_local, is_loopback_url, parse_model_params  # noqa: F401  (re-exported)
+from ..llm_params import LOCAL_CONTEXT_TOKENS, is_local, is_loopback_url, known_secrets, parse_model_params  # noqa: F401  (re-exported)
 from .cache import AnswerCache, Claim, cache_key
 from .contract import json_schema, parse_reply
-from .engine import REPAIR_TURN, CallResult, EmptyResponse, ModelRunner, ProviderError, with_retries
+from .engine import CALL_SECRETS, REPAIR_TURN, CallResult, EmptyResponse, ModelRunner, ProviderError, with_retries
 from .prompts import load_prompt
 
 CHARS_PER_TOKEN = 4  # a conservative estimate for English text
@@ -83,6 +83,7 @@ class ModelCaller:
         # would stall every call in flight (and bunch paced starts behind it).
         _import_litellm()
         self.context_tokens = self._context_tokens()
+        self.secrets = tuple(known_secrets({spec.name: spec.params}))
 
     def _context_tokens(self) -> int:
         """The context window: ``max_input_tokens``, else what a local server reports (asked once,
@@ -113,6 +114,7 @@ class ModelCaller:
     async def _once_across_processes(self, key: str, job: Callable[[], Awaitable[Any]]) -> Any:
         """Claim ``key`` (waiting outside the provider's slots while another process holds it), reuse
         an answer that arrived meanwhile, else call."""
+        CALL_SECRETS.set(self.secrets)  # this task's own context: its errors never carry a key
         waited = False
         give_up = time.monotonic() + self.timeout_s * (self.retries + 2) + 60
         while True:
