@@ -52,13 +52,16 @@ OPTIONS: tuple[Option, ...] = (
            "Repeatable."),
     Option("--researchqa-model-param", "append",
            "MODEL:KEY=VALUE passed to litellm for that model (api_base, temperature, response_format ...; "
-           "max_input_tokens and structured_output=auto|json_schema|json_object|off steer the plugin). Repeatable."),
-    Option("--researchqa-concurrency", "int", "Model calls in flight per provider (default 5).", 5, minimum=1),
+           "max_input_tokens, structured_output=auto|json_schema|json_object|off, profile=local|remote, "
+           "concurrency and timeout steer the plugin). Repeatable."),
+    Option("--researchqa-concurrency", "int", "Model calls in flight per provider (default 5; 1 for a local server).",
+           5, minimum=1),
     Option("--researchqa-rows-per-minute", "int", "Start at most N model calls per minute per provider.", minimum=1),
-    Option("--researchqa-timeout", "float", "Seconds before a model call times out (default 120).", 120.0,
-           minimum=0.001),
-    Option("--researchqa-retries", "int", "Retries of a timed-out, rate-limited, failed or malformed call (default 3).",
-           3, minimum=0),
+    Option("--researchqa-timeout", "float",
+           "Seconds before a model call times out (default 120; 900 for a local server).", 120.0, minimum=0.001),
+    Option("--researchqa-retries", "int",
+           "Retries of a timed-out, rate-limited or failed call (default 3). A malformed or cut-off reply gets one "
+           "repair call instead; 0 turns both off.", 3, minimum=0),
     Option("--researchqa-baseline", "flag",
            "Send question and whole paper with no citation contract: citation metrics are \"—\"."),
     Option("--researchqa-refresh", "flag", "Ignore cached model answers (new answers are still cached)."),

@@ -243,6 +243,21 @@ def test_the_context_window_is_what_the_local_server_reports(server, tmp_path, s
         assert len(sent) < len(paper.text)
 
 
+def test_a_local_server_gets_one_call_at_a_time_and_queue_time_is_shown_apart(pytester, tmp_path):
+    with ScriptedLLM(latency_s=0.3) as slow:
+        common = ("--researchqa-model=openai/good", f"--researchqa-model-param=openai/good:api_base={slow.url}",
+                  "-p", "no:cacheprovider", "-k", "edu-lookup or edu-comp")
+        result = pytester.runpytest(*common, f"--researchqa-cache-dir={tmp_path / 'a'}")
+        assert slow.max_in_flight == 1, "a local server answers one request at a time: so do we"
+        cells = leaderboard_table(result)["openai/good"]
+        latency, queued = float(cells["latency s"]), float(cells["queued s"])
+        assert 0.25 <= latency < 0.6, "latency counts from the moment the request is sent"
+        assert queued >= 0.2, "the rows behind the first waited: queue time, shown apart"
+        slow.max_in_flight = 0
+        pytester.runpytest(*common, f"--researchqa-cache-dir={tmp_path / 'b'}", "--researchqa-concurrency=3")
+        assert slow.max_in_flight == 3, "a concurrency the user gave wins over the profile's default"
+
+
 def test_a_local_server_never_receives_the_provider_key_from_the_environment(server, tmp_path, sample, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-real-provider-key-0123456789")
     row, paper = first_row(sample)
