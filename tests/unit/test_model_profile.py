@@ -5,8 +5,14 @@ from __future__ import annotations
 import pytest
 
 from pytest_researchqa.llm.server_info import context_from_models, context_from_props
-from pytest_researchqa.llm_params import (LOCAL_TIMEOUT_S, Secret, call_limits, is_local, is_loopback_url,
-                                          parse_model_params)
+from pytest_researchqa.llm_params import (
+    LOCAL_TIMEOUT_S,
+    Secret,
+    call_limits,
+    is_local,
+    is_loopback_url,
+    parse_model_params,
+)
 
 
 @pytest.mark.parametrize(("url", "loopback"), [
