@@ -66,8 +66,11 @@ class AnswerCache:
             return Claim(None, None)
         path = self._path(key).with_suffix(".lock")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            except FileNotFoundError:  # the key's folder is not there yet
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError:
             return Claim(None, None)
         try:
@@ -81,8 +84,8 @@ class AnswerCache:
             if os.fstat(fd).st_ino != os.stat(path).st_ino:
                 os.close(fd)
                 return self.claim(key)
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode())
+            # Who holds it, for a person looking (never truncate: ext4 flushes a truncated file on close).
+            os.pwrite(fd, f"{os.getpid():>10}\n".encode(), 0)
         except OSError:
             os.close(fd)
             return self.claim(key)
