@@ -34,6 +34,7 @@ LOCAL_PROMPT_RESERVE_TOKENS = 1400
 PLUGIN_PARAMS = ("max_input_tokens", "structured_output", "profile", "concurrency", "timeout")
 # How often a process waiting for another one's answer to the same key looks for it.
 CLAIM_POLL_S = 0.1
+CLAIM_POLL_MAX_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -117,12 +118,14 @@ class ModelCaller:
         CALL_SECRETS.set(self.secrets)  # this task's own context: its errors never carry a key
         waited = False
         give_up = time.monotonic() + self.timeout_s * (self.retries + 2) + 60
+        poll = CLAIM_POLL_S
         while True:
             claim = self.cache.claim(key)
             if claim is not None:
                 break
             waited = True
-            await asyncio.sleep(CLAIM_POLL_S)
+            await asyncio.sleep(poll)
+            poll = min(poll * 1.5, CLAIM_POLL_MAX_S)  # hundreds of waiting keys cost next to nothing
             shared = self.cache.get(key)
             if shared is not None:
                 return {**shared, "from_cache": True}
