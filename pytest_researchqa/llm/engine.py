@@ -66,7 +66,7 @@ CALL_SECRETS: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("
                                                                              default=())
 # The reply as the model wrote it is echoed back at most this long (a cut-off reply can be long).
 ECHO_CHARS = 2000
-# When a cut-off reply's request set no output limit, the repair asks for this many tokens at least.
+# A cut-off reply's repair asks for twice the output limit, and at least this many tokens.
 REPAIR_MIN_TOKENS = 1024
 
 

@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Optional
 
 from ..answers import Answer
-from ..llm_params import LOCAL_CONTEXT_TOKENS, is_local, is_loopback_url, known_secrets, parse_model_params  # noqa: F401  (re-exported)
+from ..llm_params import (
+    LOCAL_CONTEXT_TOKENS,
+    is_local,
+    is_loopback_url,
+    known_secrets,
+    parse_model_params,  # noqa: F401  (re-exported)
+)
 from .cache import AnswerCache, Claim, cache_key
 from .contract import json_schema, parse_reply
 from .engine import CALL_SECRETS, REPAIR_TURN, CallResult, EmptyResponse, ModelRunner, ProviderError, with_retries
