@@ -25,8 +25,77 @@ def parse_model_params(entries: list[str], models: list[str]) -> dict[str, dict]
             value: Any = json.loads(raw)
         except json.JSONDecodeError:
             value = raw
-        params[name][key.strip()] = value
+        key = key.strip()
+        if key == "profile" and value not in PROFILES:
+            raise ValueError(f"{entry!r}: profile must be one of {', '.join(PROFILES)}")
+        if _SECRET_NAME.search(key) and isinstance(value, str):
+            value = Secret(value)
+        params[name][key] = value
     return params
+
+
+class Secret(str):
+    """A credential: the string itself wherever it is used, ``'<redacted>'`` wherever it is shown.
+
+    Tracebacks with locals (``--full-trace -l``, ``--showlocals``), dataclass and dict reprs all
+    go through ``repr``, so a key given as a model parameter never appears in them.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "'<redacted>'"
+
+
+# ------------------------------------------------------------------ the local-server profile
+
+PROFILES = ("local", "remote")
+# A local server answers one request at a time and slowly: defaults for it (docs/models.md).
+LOCAL_CONCURRENCY = 1
+LOCAL_TIMEOUT_S = 900.0
+# The context window assumed for a local server that does not report its own (llama-cpp-python's
+# server does not; llama.cpp's llama-server and vLLM do).
+LOCAL_CONTEXT_TOKENS = 4096
+_LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
+
+
+def is_loopback_url(url: object) -> bool:
+    """Whether a URL points at this machine (127.0.0.0/8, ::1, localhost)."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit(str(url)).hostname or ""
+    except ValueError:
+        return False
+    if host.lower() in _LOOPBACK_NAMES or host.lower().endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def is_local(params: dict[str, Any]) -> bool:
+    """The local-server profile: ``profile=local``, or an ``api_base`` on this machine (unless ``profile=remote``)."""
+    profile = params.get("profile")
+    if profile in PROFILES:
+        return profile == "local"
+    return is_loopback_url(params["api_base"]) if params.get("api_base") else False
+
+
+def call_limits(params: dict[str, Any], *, concurrency: int, timeout_s: float, given: frozenset[str] = frozenset()
+                ) -> tuple[int, float]:
+    """A model's calls in flight and per-call deadline: its own ``concurrency``/``timeout`` params, else the
+    run's options when given, else the profile's defaults (a local server: one at a time, a long deadline)."""
+    local = is_local(params)
+    slots = params.get("concurrency")
+    if not isinstance(slots, int) or isinstance(slots, bool) or slots < 1:
+        slots = LOCAL_CONCURRENCY if local and "researchqa_concurrency" not in given else concurrency
+    deadline = params.get("timeout")
+    if not isinstance(deadline, (int, float)) or isinstance(deadline, bool) or deadline <= 0:
+        deadline = LOCAL_TIMEOUT_S if local and "researchqa_timeout" not in given else timeout_s
+    return slots, float(deadline)
 
 
 _FAMILY_PATTERNS = (
@@ -66,7 +135,7 @@ def known_secrets(model_params: dict[str, dict[str, object]], environ: Optional[
     environ = dict(os.environ) if environ is None else environ
     found = {str(v) for params in model_params.values() for k, v in params.items() if _SECRET_NAME.search(k)}
     found |= {v for k, v in environ.items() if _SECRET_ENV.search(k)}
-    return sorted((s for s in found if len(s) >= 8), key=len, reverse=True)
+    return [Secret(s) for s in sorted((s for s in found if len(s) >= 8), key=len, reverse=True)]
 
 
 def redact(text: str, secrets: list[str]) -> str:

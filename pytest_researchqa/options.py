@@ -60,13 +60,16 @@ OPTIONS: tuple[Option, ...] = (
            "Repeatable."),
     Option("--researchqa-model-param", "append",
            "MODEL:KEY=VALUE passed to litellm for that model (api_base, temperature, response_format ...; "
-           "max_input_tokens and structured_output=auto|json_schema|json_object|off steer the plugin). Repeatable."),
-    Option("--researchqa-concurrency", "int", "Model calls in flight per provider (default 5).", 5, minimum=1),
+           "max_input_tokens, structured_output=auto|json_schema|json_object|off, profile=local|remote, "
+           "concurrency and timeout steer the plugin). Repeatable."),
+    Option("--researchqa-concurrency", "int", "Model calls in flight per provider (default 5; 1 for a local server).",
+           5, minimum=1),
     Option("--researchqa-rows-per-minute", "int", "Start at most N model calls per minute per provider.", minimum=1),
-    Option("--researchqa-timeout", "float", "Seconds before a model call times out (default 120).", 120.0,
-           minimum=0.001),
-    Option("--researchqa-retries", "int", "Retries of a timed-out, rate-limited, failed or malformed call (default 3).",
-           3, minimum=0),
+    Option("--researchqa-timeout", "float",
+           "Seconds before a model call times out (default 120; 900 for a local server).", 120.0, minimum=0.001),
+    Option("--researchqa-retries", "int",
+           "Retries of a timed-out, rate-limited or failed call (default 3). A malformed or cut-off reply gets one "
+           "repair call instead; 0 turns both off.", 3, minimum=0),
     Option("--researchqa-baseline", "flag",
            "Send question and whole paper with no citation contract: citation metrics are \"—\"."),
     Option("--researchqa-refresh", "flag", "Ignore cached model answers (new answers are still cached)."),
@@ -185,6 +188,9 @@ class Settings:
     date_cutoff: bool = True
     length_words: Optional[int] = 250
     generic_rubric: bool = False
+    # The options given on the command line or in an ini file (their dests): a profile's defaults
+    # (the local-server profile's concurrency and deadline) yield to what the user chose.
+    given: frozenset[str] = frozenset()
 
     @property
     def all_systems(self) -> tuple[str, ...]:
@@ -207,6 +213,7 @@ def read_settings(config: pytest.Config) -> Settings:
     resolved: dict[str, Any] = {}
     on_command_line = False
     given_any = False
+    given: set[str] = set()
     for option in OPTIONS:
         cli = config.getoption(option.dest)
         cli = cli if cli not in (None, []) else None
@@ -214,6 +221,8 @@ def read_settings(config: pytest.Config) -> Settings:
         configured = configured if configured not in (None, "", [], False) else None
         on_command_line |= cli is not None
         given_any |= cli is not None or configured is not None
+        if cli is not None or configured is not None:
+            given.add(option.dest)
         value = cli if cli is not None else configured
         resolved[option.dest] = _parse(option, value, from_ini=cli is None, config=config)
 
@@ -300,6 +309,7 @@ def read_settings(config: pytest.Config) -> Settings:
         date_cutoff=resolved["researchqa_date_cutoff"] == "on",
         length_words=resolved["researchqa_length_words"] or None,
         generic_rubric=resolved["researchqa_generic_rubric"],
+        given=frozenset(given),
     )
 
 

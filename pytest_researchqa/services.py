@@ -60,24 +60,37 @@ class Services:
 
         return self.settings.cache_dir or default_cache_dir()
 
-    def _model_system(self, name: str) -> Any:
-        from .llm.cache import AnswerCache
-        from .llm.system import LlmSystem, ModelSpec
+    def _spec(self, name: str) -> tuple[Any, float]:
+        """A model's spec and per-call deadline; its provider's slots set by its profile (docs/models.md)."""
+        from .llm.system import ModelSpec
+        from .llm_params import call_limits
 
         settings = self.settings
+        spec = ModelSpec(name, dict(settings.model_params.get(name, {})))
+        slots, timeout_s = call_limits(spec.params, concurrency=settings.concurrency, timeout_s=settings.timeout_s,
+                                       given=settings.given)
+        if slots != settings.concurrency:
+            self.runner().limit(spec.provider, slots)
+        return spec, timeout_s
+
+    def _model_system(self, name: str) -> Any:
+        from .llm.cache import AnswerCache
+        from .llm.system import LlmSystem
+
+        settings = self.settings
+        spec, timeout_s = self._spec(name)
         family = settings.benchmark_family
         if family.model_system:  # the family's own task (e.g. research queries, no paper)
             from .families import resolve
 
-            return resolve(family.model_system)(ModelSpec(name, dict(settings.model_params.get(name, {}))),
-                                                self.runner(), AnswerCache(self._cache_dir()), settings)
+            return resolve(family.model_system)(spec, self.runner(), AnswerCache(self._cache_dir()), settings)
         return LlmSystem(
-            ModelSpec(name, dict(settings.model_params.get(name, {}))),
+            spec,
             self.runner(),
             AnswerCache(self._cache_dir()),
             baseline=settings.baseline,
             refresh=settings.refresh,
-            timeout_s=settings.timeout_s,
+            timeout_s=timeout_s,
             retries=settings.retries,
         )
 
@@ -110,12 +123,12 @@ class Services:
         if (name, kind) not in self._judges:
             from .llm.cache import AnswerCache
             from .llm.judges import make_judge
-            from .llm.system import ModelSpec
 
             settings = self.settings
+            spec, timeout_s = self._spec(name)
             self._judges[(name, kind)] = make_judge(
-                kind, ModelSpec(name, dict(settings.model_params.get(name, {}))), self.runner(),
-                AnswerCache(self._cache_dir()), timeout_s=settings.timeout_s, retries=settings.retries)
+                kind, spec, self.runner(), AnswerCache(self._cache_dir()), timeout_s=timeout_s,
+                retries=settings.retries)
             if kind == "coverage":
                 self._judges[(name, kind)].generic_rubric = settings.generic_rubric
         return self._judges[(name, kind)]

@@ -7,12 +7,20 @@ It listens on 127.0.0.1 only. The model alias in each request picks a behaviour:
 * ``sloppy``: the same quote with its first digit changed (a fabricated citation);
 * ``fault-429``, ``fault-500``, ``fault-timeout``, ``fault-truncated``, ``fault-malformed``,
   ``fault-empty``: the named fault on the first attempt of each prompt, then a good answer;
-* ``down``: always 500; ``garbage``: always unparseable text; ``auth``: always 401.
+* ``down``: always 500; ``garbage``: always unparseable text; ``auth``: always 401;
+* ``repairable``: prose instead of JSON until the conversation carries a repair turn (the
+  bad reply as the assistant turn, then a user turn), then a good answer;
+* ``truncating``: a reply cut off mid-JSON with ``finish_reason: length`` unless the request
+  allows at least 1000 output tokens (``max_tokens``).
+
+The first user message is the prompt: a repair call adds turns after it, and faults and
+attempt counts follow the prompt, not the turns.
 
 Judge prompts (they hold ``<<<ANSWER``) get verdicts: ``judge-*`` aliases score by word
 overlap with the expected answer; ``judge-saturated`` gives 5 to everything;
 ``judge-flaky`` changes its mind between calls; ``judge-broken`` returns an invalid
-verdict; ``judge-refuses`` returns prose. ``fault-*`` aliases fault first, then judge.
+verdict; ``judge-refuses`` returns prose; ``judge-repairable`` prose until repaired, as
+``repairable``. ``fault-*`` aliases fault first, then judge.
 
 Generation prompts (they ask for ``"multi_hop_questions"``) get benchmark rows built from the
 paper's own sentences: ``gen-mixed`` writes a verbatim quote, a paraphrased one, one with a word
@@ -245,10 +253,24 @@ class ScriptedLLM:
         self.lock = threading.Lock()
         self.timeout_sleep_s = 3.0
         self.in_flight = self.max_in_flight = 0
+        # What GET /props and GET /v1/models report (None: 404), as llama.cpp's and vLLM's servers do.
+        self.props: Optional[dict] = None
+        self.models: Optional[dict] = None
+        self.gets: list[str] = []
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def do_GET(self):
+                server.gets.append(self.path)
+                found = {"/props": server.props, "/v1/models": server.models}.get(self.path)
+                data = json.dumps(found if found is not None else {"error": "not found"}).encode()
+                self.send_response(200 if found is not None else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
@@ -333,7 +355,7 @@ class ScriptedLLM:
         return sum(1 for r in self.requests if model is None or r["model"] == model)
 
     def questions(self, model: Optional[str] = None) -> list[str]:
-        return [r["messages"][-1]["content"].rsplit("QUESTION:", 1)[-1].strip()
+        return [prompt_of(r).rsplit("QUESTION:", 1)[-1].strip()
                 for r in self.requests if model is None or r["model"] == model]
 
     def _delay(self) -> float:
@@ -343,7 +365,7 @@ class ScriptedLLM:
 
     def respond(self, body: dict) -> tuple[int, object, float]:
         model = body.get("model", "")
-        prompt = body["messages"][-1]["content"]
+        prompt = prompt_of(body)
         with self.lock:
             body["_received"] = time.monotonic()
             self.requests.append(body)
@@ -356,6 +378,11 @@ class ScriptedLLM:
         if model == "auth":
             return 401, {"error": {"message": "invalid api key", "type": "auth_error"}}, 0.0
         judging = "<<<ANSWER" in prompt
+        if model in ("repairable", "judge-repairable") and not is_repair(body):
+            return 200, completion(model, "The paper says the results improved, as shown in the tables."), delay
+        if model == "truncating" and (body.get("max_tokens") or 0) < 1000:
+            cut = json.dumps(good_reply(prompt))[:40]
+            return 200, completion(model, cut, finish_reason="length"), delay
         if model == "garbage" or model == "judge-refuses":
             return 200, completion(model, "I cannot grade this answer."), delay
         if model == "judge-broken":
@@ -399,12 +426,24 @@ class ScriptedLLM:
         return 200, completion(model, json.dumps(reply)), delay
 
 
-def completion(model: str, content: str) -> dict:
+def prompt_of(body: dict) -> str:
+    """The request's prompt: its first user message (a repair call adds turns after it)."""
+    return next(m["content"] for m in body["messages"] if m.get("role") == "user")
+
+
+def is_repair(body: dict) -> bool:
+    """A repair call: the model's own reply as an assistant turn, then a user turn saying what was wrong."""
+    messages = body["messages"]
+    return len(messages) >= 3 and messages[-2].get("role") == "assistant" and messages[-1].get("role") == "user"
+
+
+def completion(model: str, content: str, finish_reason: str = "stop") -> dict:
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "created": 1,
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                     "finish_reason": finish_reason}],
         "usage": {"prompt_tokens": max(1, len(content) // 4), "completion_tokens": 20, "total_tokens": 40},
     }

@@ -90,20 +90,23 @@ def test_a_good_model_answers_with_verbatim_citations(server, tmp_path, sample):
     assert "<<<PAPER" in server.requests[0]["messages"][-1]["content"]
 
 
-@pytest.mark.parametrize("fault", ["429", "500", "timeout", "truncated", "malformed", "empty"])
-def test_each_transient_fault_is_retried_then_answered(server, tmp_path, sample, fault):
+@pytest.mark.parametrize("fault", ["429", "500", "timeout", "malformed", "empty"])
+def test_each_transport_fault_is_retried_identically_then_answered(server, tmp_path, sample, fault):
     server.timeout_sleep_s = 2.0
     row, paper = first_row(sample)
     answer = system(server, tmp_path, f"fault-{fault}", timeout_s=0.5).answer(row, paper)
     assert answer.citations
     assert server.calls(f"fault-{fault}") == 2
     assert answer.meta["attempts"] == 2
+    first, again = server.requests
+    assert again["messages"] == first["messages"], "a transport fault is retried as it was"
 
 
 @pytest.mark.parametrize(
     ("model", "calls", "message"),
     [("down", 3, "failed after 3 attempts; last: InternalServerError"),
-     ("garbage", 3, "malformed reply: no JSON object"),
+     ("garbage", 2, "malformed reply after one repair follow-up: no JSON object in the reply; "
+                    "the reply began: 'I cannot grade this answer.'"),
      ("auth", 1, "AuthenticationError")],
 )
 def test_a_call_that_keeps_failing_raises_the_provider_message(server, tmp_path, sample, model, calls, message):
@@ -111,6 +114,65 @@ def test_a_call_that_keeps_failing_raises_the_provider_message(server, tmp_path,
     with pytest.raises(ProviderError, match=message):
         system(server, tmp_path, model).answer(row, paper)
     assert server.calls(model) == calls, "transient faults retried, permanent ones not"
+
+
+# ------------------------------------------------------------------ repair, don't repeat
+
+
+def test_a_malformed_reply_is_repaired_by_one_follow_up_with_the_error_and_the_schema(server, tmp_path, sample):
+    row, paper = first_row(sample)
+    answer = system(server, tmp_path, "repairable").answer(row, paper)
+    assert answer.citations and answer.meta["attempts"] == 2
+    assert server.calls("repairable") == 2, "one malformed reply, one repair call"
+    first, repair = server.requests
+    assert repair["messages"][0] == first["messages"][0], "the same prompt"
+    bad, follow_up = repair["messages"][1:]
+    assert bad == {"role": "assistant", "content": "The paper says the results improved, as shown in the tables."}
+    assert follow_up["role"] == "user" and "no JSON object in the reply" in follow_up["content"]
+    assert '"citations"' in follow_up["content"] and '"refused"' in follow_up["content"], "the schema is given"
+
+
+def test_a_reply_cut_off_at_max_tokens_is_repaired_with_more_output_tokens(server, tmp_path, sample):
+    row, paper = first_row(sample)
+    spec = ModelSpec("openai/truncating", {"api_base": server.url, "api_key": "t", "max_tokens": 300})
+    answer = LlmSystem(spec, ModelRunner(), AnswerCache(tmp_path), timeout_s=5.0).answer(row, paper)
+    assert answer.citations
+    first, repair = server.requests
+    assert first["max_tokens"] == 300 and repair["max_tokens"] >= 1000, "a larger output limit"
+    assert "cut off at the output limit" in repair["messages"][-1]["content"]
+    assert server.calls() == 2
+
+
+def test_a_reply_still_cut_off_after_its_repair_is_an_error_naming_the_cut(server, tmp_path, sample):
+    row, paper = first_row(sample)
+    spec = ModelSpec("openai/truncating", {"api_base": server.url, "api_key": "t", "max_tokens": 100})
+    llm = LlmSystem(spec, ModelRunner(), AnswerCache(tmp_path), timeout_s=5.0)
+    server_limit = 1000
+    import pytest_researchqa.llm.engine as engine
+
+    # Lower the floor of the repair's output limit below the server's bar: the repair is cut off too.
+    original, engine.REPAIR_MIN_TOKENS = engine.REPAIR_MIN_TOKENS, server_limit // 4
+    try:
+        with pytest.raises(ProviderError, match="after one repair follow-up, cut off at the output limit.*"
+                                                 r"the reply began: '\{\"answer\""):
+            llm.answer(row, paper)
+    finally:
+        engine.REPAIR_MIN_TOKENS = original
+    assert server.calls() == 2, "at most two calls per malformed reply"
+
+
+def test_a_judge_inherits_the_repair_with_its_verdict_schema(server, tmp_path, sample):
+    from pytest_researchqa.answers import Answer
+    from pytest_researchqa.llm.judges import LlmJudge
+
+    row, _ = first_row(sample)
+    spec = ModelSpec("openai/judge-repairable", {"api_base": server.url, "api_key": "t"})
+    judge = LlmJudge(spec, ModelRunner(), AnswerCache(tmp_path), timeout_s=5.0, retries=3)
+    verdict = judge.submit(row, Answer(text=row.expected_answer, citations=[])).result(timeout=30)
+    assert 1 <= verdict["scores"]["factual_accuracy"] <= 5
+    assert server.calls() == 2
+    follow_up = server.requests[1]["messages"][-1]["content"]
+    assert "no JSON object" in follow_up and '"factual_accuracy"' in follow_up, "the verdict's schema"
 
 
 def test_answers_are_cached_on_disk_and_never_paid_twice(server, tmp_path, sample):
@@ -142,11 +204,66 @@ def test_all_prefetched_calls_run_concurrently_up_to_the_limit(tmp_path, sample)
 
 def test_a_paper_longer_than_the_context_window_gets_the_best_bm25_passages(server, tmp_path, sample):
     row, paper = first_row(sample)
-    spec = ModelSpec("openai/good", {"api_base": server.url, "api_key": "t", "max_input_tokens": 2300})
+    spec = ModelSpec("openai/good", {"api_base": server.url, "api_key": "t", "max_input_tokens": 2300,
+                                     "profile": "remote"})
     answer = LlmSystem(spec, ModelRunner(), AnswerCache(tmp_path)).answer(row, paper)
     assert answer.meta["context"] == "bm25"
     sent = server.requests[0]["messages"][-1]["content"].split("<<<PAPER")[1]
     assert len(sent) < len(paper.text)
+
+
+# ------------------------------------------------------------------ the local-server profile
+
+
+def test_a_local_server_is_asked_in_json_object_mode_with_the_schema(server, tmp_path, sample):
+    row, paper = first_row(sample)
+    system(server, tmp_path).answer(row, paper)
+    sent = server.requests[0]
+    assert sent["response_format"]["type"] == "json_object"
+    assert set(sent["response_format"]["schema"]["properties"]) == {"answer", "citations", "refused"}
+    assert sent["max_tokens"] > 0, "a bounded reply: a small model does not ramble to the end of its window"
+
+
+@pytest.mark.parametrize(
+    ("props", "models", "expected"),
+    [({"default_generation_settings": {"n_ctx": 2600}, "total_slots": 1}, None, 2600),  # llama.cpp llama-server
+     (None, {"object": "list", "data": [{"id": "good", "max_model_len": 8192}]}, 8192),  # vLLM
+     (None, {"object": "list", "data": [{"id": "good", "meta": {"n_ctx_train": 2800}}]}, 2800),  # llama.cpp, older
+     (None, {"object": "list", "data": [{"id": "good", "owned_by": "me"}]}, 4096)],  # llama-cpp-python: nothing
+)
+def test_the_context_window_is_what_the_local_server_reports(server, tmp_path, sample, props, models, expected):
+    server.props, server.models = props, models
+    row, paper = first_row(sample)
+    llm = system(server, tmp_path)
+    assert llm.context_tokens == expected
+    answer = llm.answer(row, paper)
+    assert answer.meta["context"] == ("bm25" if expected < 4000 else "full")
+    if expected < 4000:
+        sent = server.requests[0]["messages"][0]["content"].split("<<<PAPER")[1]
+        assert len(sent) < len(paper.text)
+
+
+def test_a_local_server_gets_one_call_at_a_time_and_queue_time_is_shown_apart(pytester, tmp_path):
+    with ScriptedLLM(latency_s=0.3) as slow:
+        common = ("--researchqa-model=openai/good", f"--researchqa-model-param=openai/good:api_base={slow.url}",
+                  "-p", "no:cacheprovider", "-k", "edu-lookup or edu-comp")
+        result = pytester.runpytest(*common, f"--researchqa-cache-dir={tmp_path / 'a'}")
+        assert slow.max_in_flight == 1, "a local server answers one request at a time: so do we"
+        cells = leaderboard_table(result)["openai/good"]
+        latency, queued = float(cells["latency s"]), float(cells["queued s"])
+        assert 0.25 <= latency < 0.6, "latency counts from the moment the request is sent"
+        assert queued >= 0.2, "the rows behind the first waited: queue time, shown apart"
+        slow.max_in_flight = 0
+        pytester.runpytest(*common, f"--researchqa-cache-dir={tmp_path / 'b'}", "--researchqa-concurrency=3")
+        assert slow.max_in_flight == 3, "a concurrency the user gave wins over the profile's default"
+
+
+def test_a_local_server_never_receives_the_provider_key_from_the_environment(server, tmp_path, sample, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-provider-key-0123456789")
+    row, paper = first_row(sample)
+    spec = ModelSpec("openai/good", {"api_base": server.url})
+    LlmSystem(spec, ModelRunner(), AnswerCache(tmp_path), timeout_s=5.0).answer(row, paper)
+    assert server.calls() == 1
 
 
 # ------------------------------------------------------------------ the plugin

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, Callable, Optional, TextIO
 
 from ..llm.cache import AnswerCache, cache_key
-from ..llm.engine import CallResult, ModelRunner, ProviderError, with_retries
+from ..llm.engine import CallResult, ModelRunner, ProviderError
 from ..llm.prompts import Prompt, load_prompt
-from ..llm.system import CHARS_PER_TOKEN, ModelCaller, ModelSpec, _acompletion, _context_window, _structured_output
+from ..llm.system import CHARS_PER_TOKEN, ModelCaller, ModelSpec, _context_window, _structured_output
 from ..llm_params import known_secrets, redact
 from ..papers import PAPER_SUFFIXES, Paper, PaperStore, PaperUnavailable, atomic_write, default_cache_dir
 from . import checking
@@ -170,7 +170,7 @@ class RowWriter(ModelCaller):
         key = cache_key(task="generate_rows", model=self.spec.name, params=self.spec.call_params,
                         prompt=self.generate_prompt.sha, paper=job.paper.content_hash, counts=counts,
                         seen=len(job.text))
-        return self.runner.submit(self.spec.provider, lambda: self._ask(
+        return self.runner.submit(self.spec.provider, lambda: self._reply(
             key, prompt, self.generate_prompt, parse_generation, generation_schema(), job.paper_id))
 
     def repair(self, job: PaperJob, items: list[dict]) -> concurrent.futures.Future:
@@ -179,11 +179,11 @@ class RowWriter(ModelCaller):
         prompt = fill(self.repair_prompt.template, paper=job.text, source=job.paper_id, items=listed)
         key = cache_key(task="repair_passages", model=self.spec.name, params=self.spec.call_params,
                         prompt=self.repair_prompt.sha, paper=job.paper.content_hash, items=items, seen=len(job.text))
-        return self.runner.submit(self.spec.provider, lambda: self._ask(
+        return self.runner.submit(self.spec.provider, lambda: self._reply(
             key, prompt, self.repair_prompt, parse_repairs, repair_schema(), job.paper_id))
 
-    async def _ask(self, key: str, prompt: str, template: Prompt, parse: Callable[[Optional[str]], Any],
-                   schema: dict, paper_id: str) -> tuple[Any, dict]:
+    async def _reply(self, key: str, prompt: str, template: Prompt, parse: Callable[[Optional[str]], Any],
+                     schema: dict, paper_id: str) -> tuple[Any, dict]:
         from ..llm.contract import MalformedReply
 
         if not self.refresh:
@@ -198,15 +198,14 @@ class RowWriter(ModelCaller):
         if "response_format" not in kwargs:
             kwargs.update(_structured_output(self.spec, schema, template.name))
 
-        async def attempt() -> CallResult:
-            await self.runner.pace(self.spec.provider)
-            result = await _acompletion(self.spec.name, messages, self.timeout_s, kwargs, priced=self._priced)
+        def validate(result: CallResult) -> Any:
             if result.cost_usd is None:
                 self._priced = False  # litellm has no price for this model: stop asking
-            return result
+            return parse(result.content)
 
-        result, parsed = await with_retries(attempt, retries=self.retries, describe=f"{self.name} ({paper_id})",
-                                            validate=lambda r: parse(r.content))
+        # The shared call path: pacing, a malformed or cut-off reply repaired once with its error.
+        result, parsed = await self._ask(messages, kwargs, validate=validate, schema=schema,
+                                         describe=f"{self.name} ({paper_id})", priced=self._priced)
         call = {"cached": False, "latency_s": result.latency_s, "prompt_tokens": result.prompt_tokens,
                 "completion_tokens": result.completion_tokens, "cost_usd": result.cost_usd,
                 "attempts": result.attempts}

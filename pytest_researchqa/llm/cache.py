@@ -3,12 +3,19 @@
 One JSON file per key, written through a temporary file and a rename, so
 concurrent xdist workers never see half a file and a run killed with
 ``kill -9`` keeps every answer that had arrived.
+
+Processes that share a cache folder (two runs, xdist workers) never pay twice for
+one key: a call in flight holds an exclusive ``flock`` on ``<key>.lock``, and a
+second process that finds it held waits for the first one's answer instead of
+asking. The kernel drops the lock when its owner exits, however it exits, so a
+crashed run never blocks another.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any, Optional
 
@@ -46,6 +53,43 @@ class AnswerCache:
             self.invalid += 1
             return None
         return entry
+
+    def claim(self, key: str) -> Optional["Claim"]:
+        """This process's claim on ``key`` while it asks for it, or None while another process holds one.
+
+        Where claims cannot be taken (no ``fcntl``, an unwritable folder) every caller gets a claim
+        that coordinates nothing: it costs a duplicate call at worst, never an answer.
+        """
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover -- Windows
+            return Claim(None, None)
+        path = self._path(key).with_suffix(".lock")
+        try:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            except FileNotFoundError:  # the key's folder is not there yet
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            return Claim(None, None)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return None
+        try:
+            # The owner before us may have removed the file between our open and our lock: a lock on
+            # a removed file excludes nobody, so take the claim afresh.
+            if os.fstat(fd).st_ino != os.stat(path).st_ino:
+                os.close(fd)
+                return self.claim(key)
+            # Who holds it, for a person looking (never truncate: ext4 flushes a truncated file on close).
+            os.pwrite(fd, f"{os.getpid():>10}\n".encode(), 0)
+        except OSError:
+            os.close(fd)
+            return self.claim(key)
+        return Claim(path, fd)
 
     def put(self, key: str, entry: dict) -> None:
         try:
@@ -85,3 +129,24 @@ def valid_entry(entry: Any) -> bool:
         return (isinstance(entry["answer"], (str, type(None))) and isinstance(citations, list)
                 and all(isinstance(c, str) for c in citations))
     return False
+
+
+class Claim:
+    """A held claim on one key (``path`` and ``fd`` are None where claims are unavailable)."""
+
+    def __init__(self, path: Optional[Path], fd: Optional[int]) -> None:
+        self.path = path
+        self.fd = fd
+
+    def release(self) -> None:
+        """Remove the lock file, then let go: a waiter that locks the removed file takes a fresh claim."""
+        if self.fd is None:
+            return
+        try:
+            if self.path is not None:
+                self.path.unlink(missing_ok=True)
+        except OSError:
+            pass
+        finally:
+            os.close(self.fd)
+            self.fd = None

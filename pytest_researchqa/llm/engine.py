@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
+import json
 import random
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Optional
+from typing import Any, Awaitable, Callable, Coroutine, Optional
 
 # Status codes worth retrying: timeouts, conflicts, rate limits, server errors.
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
@@ -33,7 +35,39 @@ class CallResult:
     completion_tokens: Optional[int] = None
     cost_usd: Optional[float] = None
     attempts: int = 1
+    finish_reason: Optional[str] = None  # "length": cut off at the output-token limit
+    max_tokens: Optional[int] = None  # the output limit the request carried
+    repaired: bool = False  # answered by the repair follow-up
     extra: dict = field(default_factory=dict)
+
+
+class EmptyResponse(Exception):
+    """A response with no choices: a transport fault (retried as it was), not a reply to repair."""
+
+
+@dataclass(frozen=True)
+class RepairTurn:
+    """What a repair call adds to the conversation: the model's bad reply as the assistant turn, the
+    user turn that says what was wrong, and (after a cut-off) a larger output limit."""
+
+    messages: tuple[dict, ...]
+    max_tokens: Optional[int] = None
+
+
+# The repair turn of the call being made. Systems and judges each build their own call closure; the
+# repair rides along the shared call path (with_retries sets it, _acompletion reads it), so every
+# caller repairs the same way without passing it through.
+REPAIR_TURN: contextvars.ContextVar[Optional[RepairTurn]] = contextvars.ContextVar("researchqa_repair_turn",
+                                                                                 default=None)
+# The credentials of the model being called (its api_key, the provider keys in the environment): a
+# provider may echo one back in an error, and a ProviderError's text ends up in reports and in the
+# locals of tracebacks. Set by the caller around each call (ModelCaller), read where errors are worded.
+CALL_SECRETS: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("researchqa_call_secrets",
+                                                                             default=())
+# The reply as the model wrote it is echoed back at most this long (a cut-off reply can be long).
+ECHO_CHARS = 2000
+# A cut-off reply's repair asks for twice the output limit, and at least this many tokens.
+REPAIR_MIN_TOKENS = 1024
 
 
 def is_transient(error: BaseException) -> bool:
@@ -73,13 +107,27 @@ class ModelRunner:
         self._thread = threading.Thread(target=self._loop.run_forever, name="researchqa-models", daemon=True)
         self._thread.start()
         self._slots: dict[str, asyncio.Semaphore] = {}
+        self._limits: dict[str, int] = {}
         self._pacers: dict[str, _Pacer] = {}
 
-    def submit(self, provider: str, job: Callable[[], Awaitable[Any]]) -> concurrent.futures.Future:
-        return asyncio.run_coroutine_threadsafe(self._bounded(provider, job), self._loop)
+    def limit(self, provider: str, concurrency: int) -> None:
+        """Calls in flight to one provider or server, when it differs from the run's default (a local
+        server that answers one request at a time). Set before its first call; the lowest limit wins."""
+        self._limits[provider] = min(concurrency, self._limits.get(provider, concurrency))
 
-    async def _bounded(self, provider: str, job: Callable[[], Awaitable[Any]]) -> Any:
-        slots = self._slots.setdefault(provider, asyncio.Semaphore(self.concurrency))
+    def slots(self, provider: str) -> int:
+        return self._limits.get(provider, self.concurrency)
+
+    def submit(self, provider: str, job: Callable[[], Awaitable[Any]]) -> concurrent.futures.Future:
+        return self.run(lambda: self.bounded(provider, job))
+
+    def run(self, job: Callable[[], Coroutine[Any, Any, Any]]) -> concurrent.futures.Future:
+        """Run a coroutine on the runner's loop, outside any provider's slots."""
+        return asyncio.run_coroutine_threadsafe(job(), self._loop)
+
+    async def bounded(self, provider: str, job: Callable[[], Awaitable[Any]]) -> Any:
+        """``job()`` holding one of ``provider``'s slots."""
+        slots = self._slots.setdefault(provider, asyncio.Semaphore(self.slots(provider)))
         async with slots:
             return await job()
 
@@ -115,30 +163,87 @@ async def with_retries(
     validate: Callable[[CallResult], Any],
     backoff_s: float = 0.5,
     describe: str = "model",
+    schema: Optional[dict] = None,
 ) -> tuple[CallResult, Any]:
-    """Call, validate, and retry transient failures and malformed replies with backoff."""
+    """Call and validate: repair a malformed reply once, retry only transport faults as they were.
+
+    Transient faults (timeouts, rate limits, 5xx, connection errors, empty responses) are
+    retried identically with backoff, up to ``retries`` times. A reply that does not validate is
+    not asked for again identically (at temperature 0 it would fail identically): one repair call
+    follows, with the bad reply as the assistant turn and a user turn giving the parse error and
+    ``schema`` (and, when it was cut off at the output limit, a larger limit). If that also fails,
+    :class:`ProviderError` with the error and the reply's first characters. ``retries=0`` repairs
+    nothing either.
+    """
     from .contract import MalformedReply
 
     failures: list[str] = []
-    last_error: Optional[BaseException] = None
-    for attempt in range(retries + 1):
+    transport_attempts = 0
+    calls = 0
+    repair: Optional[RepairTurn] = None
+    while True:
+        token = REPAIR_TURN.set(repair)
+        result = CallResult(content=None, latency_s=0.0)
         try:
+            calls += 1
             result = await attempt_call()
-            result.attempts = attempt + 1
+            result.attempts = calls
+            result.repaired = repair is not None
             return result, validate(result)
         except MalformedReply as error:
-            failures.append(f"malformed reply: {error}")
-            last_error = None
+            if repair is not None or retries == 0:
+                message = _malformed_message(error, result, repaired=repair is not None)
+                raise ProviderError(_redacted(f"{describe}: {message}")) from None
+            repair = repair_turn(result, error, schema)
+            continue
         except Exception as error:  # noqa: BLE001 -- provider SDKs raise many types
-            if not is_transient(error):
-                raise ProviderError(f"{describe}: {_short(error)}") from None
+            if not (is_transient(error) or isinstance(error, EmptyResponse)):
+                raise ProviderError(_redacted(f"{describe}: {_short(error)}")) from None
             failures.append(_short(error))
-            last_error = error
-        if attempt < retries:
-            delay = backoff_s * (2**attempt) * (0.5 + random.random())
-            wait = retry_after_s(last_error)
-            await asyncio.sleep(max(delay, min(wait, MAX_RETRY_AFTER_S)) if wait is not None else delay)
-    raise ProviderError(f"{describe}: failed after {retries + 1} attempts; last: {failures[-1]}")
+            last_error: Optional[BaseException] = error
+        finally:
+            REPAIR_TURN.reset(token)
+        if transport_attempts >= retries:
+            raise ProviderError(_redacted(f"{describe}: failed after {calls} attempts; last: {failures[-1]}"))
+        delay = backoff_s * (2**transport_attempts) * (0.5 + random.random())
+        transport_attempts += 1
+        wait = retry_after_s(last_error)
+        await asyncio.sleep(max(delay, min(wait, MAX_RETRY_AFTER_S)) if wait is not None else delay)
+
+
+def repair_turn(result: CallResult, error: BaseException, schema: Optional[dict]) -> RepairTurn:
+    """The follow-up that asks the model to fix its own reply (never the identical request again)."""
+    reply = result.content or ""
+    cut_off = result.finish_reason == "length"
+    problem = (f"Your reply was cut off at the output limit before it was complete ({_why(error)})."
+               if cut_off else f"Your reply could not be used: {_why(error)}.")
+    ask = "Reply again with only one complete JSON object, nothing before or after it"
+    if schema:
+        ask += f", following this JSON schema:\n{json.dumps(schema, separators=(',', ':'))}"
+    else:
+        ask += ", in the format the first message asks for."
+    if cut_off:
+        ask += "\nKeep it short: quote only the passages you need."
+    echoed = reply if len(reply) <= ECHO_CHARS else reply[:ECHO_CHARS] + " [...]"
+    messages = ({"role": "assistant", "content": echoed or "(empty reply)"},
+                {"role": "user", "content": f"{problem}\n{ask}"})
+    max_tokens = None
+    if cut_off:
+        used = result.max_tokens or result.completion_tokens or 0
+        max_tokens = max(2 * used, REPAIR_MIN_TOKENS)
+    return RepairTurn(messages, max_tokens)
+
+
+def _why(error: BaseException) -> str:
+    """The parse error without the reply's excerpt (the model sees its whole reply above)."""
+    return str(error).split("; reply began:")[0].split("; it began:")[0].rstrip(".")
+
+
+def _malformed_message(error: BaseException, result: CallResult, *, repaired: bool) -> str:
+    how = "after one repair follow-up" if repaired else "(no repair: retries are 0)"
+    cut = ", cut off at the output limit" if result.finish_reason == "length" else ""
+    begins = " ".join((result.content or "").split())[:160]
+    return f"malformed reply {how}{cut}: {_why(error)}; the reply began: {begins!r}"
 
 
 # A provider's Retry-After is honoured up to this long per wait (the call's own deadline still holds).
@@ -172,6 +277,12 @@ def retry_after_s(error: Optional[BaseException]) -> Optional[float]:
     import datetime
 
     return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
+
+
+def _redacted(text: str) -> str:
+    from ..llm_params import redact
+
+    return redact(text, list(CALL_SECRETS.get()))
 
 
 def _short(error: BaseException) -> str:

@@ -271,7 +271,8 @@ class ModelJudge(ModelCaller):
             return await _acompletion(self.spec.name, messages, self.timeout_s, params, priced=False)
 
         result, scores = await with_retries(attempt, retries=self.retries, describe=f"judge {self.name}",
-                                            validate=lambda r: self.parse(r.content, *subject))
+                                            validate=lambda r: self.parse(r.content, *subject),
+                                            schema=self.schema())
         entry = {"judge": self.name, "prompt_sha": self.prompt.sha, "mode": self.kind, "scores": scores,
                  "latency_s": result.latency_s}
         if self.cached_as_kind:

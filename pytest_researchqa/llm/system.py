@@ -11,21 +11,36 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Awaitable, Callable, Optional
 
 from ..answers import Answer
-from ..llm_params import parse_model_params  # noqa: F401  (re-exported)
-from .cache import AnswerCache, cache_key
+from ..llm_params import (
+    LOCAL_CONTEXT_TOKENS,
+    is_local,
+    is_loopback_url,
+    known_secrets,
+    parse_model_params,  # noqa: F401  (re-exported)
+)
+from .cache import AnswerCache, Claim, cache_key
 from .contract import json_schema, parse_reply
-from .engine import CallResult, ModelRunner, ProviderError, with_retries
+from .engine import CALL_SECRETS, REPAIR_TURN, CallResult, EmptyResponse, ModelRunner, ProviderError, with_retries
 from .prompts import load_prompt
 
 CHARS_PER_TOKEN = 4  # a conservative estimate for English text
 PROMPT_RESERVE_TOKENS = 2000
 DEFAULT_CONTEXT_TOKENS = 128_000
+# A local server's window is small and its tokenizer unknown: count text denser, and keep room for
+# the output, the prompt around the paper and a repair turn (the bad reply echoed, the schema).
+LOCAL_CHARS_PER_TOKEN = 3
+LOCAL_OUTPUT_TOKENS = 768
+LOCAL_PROMPT_RESERVE_TOKENS = 1400
 # Parameters that steer the plugin, never sent to the provider.
-PLUGIN_PARAMS = ("max_input_tokens", "structured_output")
+PLUGIN_PARAMS = ("max_input_tokens", "structured_output", "profile", "concurrency", "timeout")
+# How often a process waiting for another one's answer to the same key looks for it.
+CLAIM_POLL_S = 0.1
+CLAIM_POLL_MAX_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -46,9 +61,20 @@ class ModelSpec:
     def call_params(self) -> dict:
         return {k: v for k, v in self.params.items() if k not in PLUGIN_PARAMS}
 
+    @property
+    def local(self) -> bool:
+        """The local-server profile (docs/models.md): an ``api_base`` on this machine, or ``profile=local``."""
+        return is_local(self.params)
+
 
 class ModelCaller:
-    """What a system and a judge share: a model, the runner, the cache, and calls in flight by key."""
+    """What a system and a judge share: a model, the runner, the cache, and calls in flight by key.
+
+    A call for a key runs once per process (``_pending``) and once across processes sharing the
+    cache folder (a claim on the key: a second run waits for the first one's answer).
+    """
+
+    refresh = False  # a system's --researchqa-refresh: its own cached answers are not reused
 
     def __init__(self, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, *,
                  timeout_s: float = 120.0, retries: int = 3) -> None:
@@ -63,14 +89,80 @@ class ModelCaller:
         # Import here, on the caller's thread: a multi-second import on the event loop
         # would stall every call in flight (and bunch paced starts behind it).
         _import_litellm()
+        self.context_tokens = self._context_tokens()
+        self.secrets = tuple(known_secrets({spec.name: spec.params}))
+
+    def _context_tokens(self) -> int:
+        """The context window: ``max_input_tokens``, else what a local server reports (asked once,
+        here, off the event loop), else litellm's figure for the model."""
+        given = self.spec.params.get("max_input_tokens")
+        if isinstance(given, int) and given > 0:
+            return given
+        if self.spec.local and self.spec.params.get("api_base"):
+            from .server_info import reported_context_tokens
+
+            reported = reported_context_tokens(str(self.spec.params["api_base"]), self.spec.name,
+                                               self.spec.params.get("api_key"))
+            return reported or LOCAL_CONTEXT_TOKENS
+        return _context_window(self.spec.name)
 
     def _in_flight(self, key: str, job) -> concurrent.futures.Future:
         """The call already running for ``key``, or a new one (callers hold ``_lock``)."""
         future = self._pending.get(key)
         if future is None:
-            future = self.runner.submit(self.spec.provider, job)
+            future = self._start(key, job)
             self._pending[key] = future
         return future
+
+    def _start(self, key: str, job: Callable[[], Awaitable[Any]]) -> concurrent.futures.Future:
+        """Run ``job()`` for ``key`` once across the processes that share the cache."""
+        return self.runner.run(lambda: self._once_across_processes(key, job))
+
+    async def _once_across_processes(self, key: str, job: Callable[[], Awaitable[Any]]) -> Any:
+        """Claim ``key`` (waiting outside the provider's slots while another process holds it), reuse
+        an answer that arrived meanwhile, else call."""
+        CALL_SECRETS.set(self.secrets)  # this task's own context: its errors never carry a key
+        waited = False
+        give_up = time.monotonic() + self.timeout_s * (self.retries + 2) + 60
+        poll = CLAIM_POLL_S
+        while True:
+            claim = self.cache.claim(key)
+            if claim is not None:
+                break
+            waited = True
+            await asyncio.sleep(poll)
+            poll = min(poll * 1.5, CLAIM_POLL_MAX_S)  # hundreds of waiting keys cost next to nothing
+            shared = self.cache.get(key)
+            if shared is not None:
+                return {**shared, "from_cache": True}
+            if time.monotonic() > give_up:  # the other process is stuck, not gone: ask ourselves
+                claim = Claim(None, None)
+                break
+        try:
+            if waited or not self.refresh:
+                shared = self.cache.get(key)
+                if shared is not None:
+                    return {**shared, "from_cache": True}
+            return await self.runner.bounded(self.spec.provider, job)
+        finally:
+            claim.release()
+
+    async def _ask(self, messages: list[dict], params: dict, *, validate: Callable[[CallResult], Any],
+                   schema: Optional[dict], describe: str, submitted: Optional[float] = None,
+                   priced: bool = True) -> tuple[CallResult, Any]:
+        """Pace, call, validate; repair a malformed reply once, retry transport faults (engine.with_retries)."""
+        queued: list[float] = []
+
+        async def attempt() -> CallResult:
+            await self.runner.pace(self.spec.provider)
+            if submitted is not None and not queued:
+                queued.append(time.perf_counter() - submitted)
+            return await _acompletion(self.spec.name, messages, self.timeout_s, params, priced=priced)
+
+        result, parsed = await with_retries(attempt, retries=self.retries, validate=validate, describe=describe,
+                                            schema=schema)
+        result.extra["queue_s"] = queued[0] if queued else None
+        return result, parsed
 
 
 class LlmSystem(ModelCaller):
@@ -91,7 +183,7 @@ class LlmSystem(ModelCaller):
         self.baseline = baseline
         self.refresh = refresh
         self.prompt = load_prompt("baseline" if baseline else "cited_answer")
-        self._priced = True
+        self._priced = not spec.local  # a local server has no price: do not ask litellm for one
 
     # -- keys and scheduling ---------------------------------------------------------
     def key(self, row, paper) -> str:
@@ -111,7 +203,8 @@ class LlmSystem(ModelCaller):
         with self._lock:
             if key in self._pending or (not self.refresh and self.cache.get(key) is not None):
                 return
-            self._in_flight(key, lambda: self._call(row, paper, key))
+            submitted = time.perf_counter()  # queue time (slots, pacing, another run's call) counts from here
+            self._in_flight(key, lambda: self._call(row, paper, key, submitted))
 
     def when_answered(self, row, paper, callback) -> None:
         """Call ``callback(answer)`` as soon as this row's prefetched answer arrives (used to chain judges)."""
@@ -123,7 +216,7 @@ class LlmSystem(ModelCaller):
         def done(finished: concurrent.futures.Future) -> None:
             if finished.cancelled() or finished.exception() is not None:
                 return
-            callback(self._to_answer(finished.result(), cached=False))
+            callback(self._to_answer(finished.result()))
 
         future.add_done_callback(done)
 
@@ -135,13 +228,18 @@ class LlmSystem(ModelCaller):
             entry = None if self.refresh else self.cache.get(key)
             if entry is not None:
                 return self._to_answer(entry, cached=True)
-            future = self.runner.submit(self.spec.provider, lambda: self._call(row, paper, key))
-        return self._to_answer(future.result(), cached=False)
+            submitted = time.perf_counter()
+            future = self._start(key, lambda: self._call(row, paper, key, submitted))
+        return self._to_answer(future.result())
 
     # -- the call ------------------------------------------------------------------------
     def _context(self, row, paper) -> tuple[str, str]:
-        limit = self.spec.params.get("max_input_tokens") or _context_window(self.spec.name)
-        budget_chars = max(0, (limit - PROMPT_RESERVE_TOKENS) * CHARS_PER_TOKEN)
+        limit = self.context_tokens
+        if self.spec.local:
+            output = self.spec.params.get("max_tokens") or LOCAL_OUTPUT_TOKENS
+            budget_chars = max(0, (limit - LOCAL_PROMPT_RESERVE_TOKENS - output) * LOCAL_CHARS_PER_TOKEN)
+        else:
+            budget_chars = max(0, (limit - PROMPT_RESERVE_TOKENS) * CHARS_PER_TOKEN)
         if len(paper.text) <= budget_chars:
             return paper.text, "full"
         from ..systems.bm25 import Bm25System
@@ -155,24 +253,24 @@ class LlmSystem(ModelCaller):
             used += len(passage) + 8
         return "\n\n[...]\n\n".join(chosen), "bm25"
 
-    async def _call(self, row, paper, key: str) -> dict:
+    async def _call(self, row, paper, key: str, submitted: Optional[float] = None) -> dict:
         context, mode = self._context(row, paper)
         prompt = self.prompt.render(paper=context, question=row.question, source=paper.paper_id)
         messages = [{"role": "user", "content": prompt}]
         kwargs = dict(self.spec.call_params)
+        if self.spec.local and "max_tokens" not in kwargs:
+            kwargs["max_tokens"] = LOCAL_OUTPUT_TOKENS
         if not self.baseline and "response_format" not in kwargs:
             kwargs.update(_structured_output(self.spec))
 
-        async def attempt() -> CallResult:
-            await self.runner.pace(self.spec.provider)
-            result = await _acompletion(self.spec.name, messages, self.timeout_s, kwargs, priced=self._priced)
+        def validate(result: CallResult) -> Any:
             if result.cost_usd is None:
                 self._priced = False  # litellm has no price for this model: stop asking
-            return result
+            return (result.content or "") if self.baseline else parse_reply(result.content)
 
-        validate = ((lambda result: result.content or "") if self.baseline
-                    else (lambda result: parse_reply(result.content)))
-        result, parsed = await with_retries(attempt, retries=self.retries, validate=validate, describe=self.name)
+        result, parsed = await self._ask(messages, kwargs, validate=validate, describe=self.name,
+                                         schema=None if self.baseline else json_schema(), submitted=submitted,
+                                         priced=self._priced)
         entry = {
             "row_id": row.row_id,
             "question": row.question,
@@ -181,10 +279,12 @@ class LlmSystem(ModelCaller):
             "baseline": self.baseline,
             "context": mode,
             "latency_s": result.latency_s,
+            "queue_s": result.extra.get("queue_s"),
             "prompt_tokens": result.prompt_tokens,
             "completion_tokens": result.completion_tokens,
             "cost_usd": result.cost_usd,
             "attempts": result.attempts,
+            "repaired": result.repaired,
         }
         if self.baseline:
             entry.update(answer=parsed, citations=[], refused=None)
@@ -193,10 +293,13 @@ class LlmSystem(ModelCaller):
         self.cache.put(key, entry)  # on disk the moment it arrives: a killed run keeps it
         return entry
 
-    def _to_answer(self, entry: dict, cached: bool) -> Answer:
-        meta = {k: entry.get(k) for k in ("latency_s", "cost_usd", "prompt_tokens", "completion_tokens",
+    def _to_answer(self, entry: dict, cached: bool = False) -> Answer:
+        """``cached``: answered without a call of this run (from the cache, or another run's call)."""
+        meta = {k: entry.get(k) for k in ("latency_s", "queue_s", "cost_usd", "prompt_tokens", "completion_tokens",
                                           "context", "prompt_sha", "attempts")}
-        meta["cached"] = cached
+        meta["cached"] = cached or bool(entry.get("from_cache"))
+        if meta["cached"]:
+            meta["queue_s"] = None  # the wait was another run's
         return Answer(
             text=entry.get("answer") or "",
             citations=list(entry.get("citations") or []),
@@ -231,9 +334,9 @@ def _structured_output(spec: ModelSpec, schema: Optional[dict] = None, name: str
     ``structured_output``: ``auto`` (JSON-schema mode where litellm knows the
     model supports it, else none: the reply is parsed robustly), ``json_schema``,
     ``json_object`` (``{"type": "json_object", "schema": ...}``, as llama.cpp
-    servers take it) or ``off``.
+    servers take it; the local-server profile's default) or ``off``.
     """
-    choice = spec.params.get("structured_output", "auto")
+    choice = spec.params.get("structured_output") or ("json_object" if spec.local else "auto")
     schema = schema if schema is not None else json_schema()
     if choice == "json_object":
         return {"response_format": {"type": "json_object", "schema": schema}}
@@ -250,17 +353,25 @@ def _supports_schema(litellm, model: str) -> bool:
 
 
 async def _acompletion(model: str, messages: list, timeout_s: float, kwargs: dict, priced: bool = True) -> CallResult:
-    import time
-
+    """One request, under a wall-clock deadline; with the repair turn of the call in progress, if any."""
     litellm = _import_litellm()
-    started = time.perf_counter()
+    if "api_key" not in kwargs and is_loopback_url(kwargs.get("api_base")):
+        # A server on this machine needs no key: never send it the provider key from the environment.
+        kwargs = {**kwargs, "api_key": "local"}
+    repair = REPAIR_TURN.get()
+    if repair is not None:
+        messages = [*messages, *repair.messages]
+        if repair.max_tokens:
+            kwargs = {**kwargs, "max_tokens": max(repair.max_tokens, kwargs.get("max_tokens") or 0)}
+    started = time.perf_counter()  # the request is sent now: slots and pacing are behind it
     # A wall-clock deadline: litellm's own timeout is per socket read, and a server that trickles
     # its reply a byte at a time never trips it.
     response = await asyncio.wait_for(
         litellm.acompletion(model=model, messages=messages, timeout=timeout_s, num_retries=0, **kwargs), timeout_s)
     latency = time.perf_counter() - started
     choices = getattr(response, "choices", None) or []
-    content = choices[0].message.content if choices else None
+    if not choices:
+        raise EmptyResponse("the response had no choices")
     usage = getattr(response, "usage", None)
     cost: Optional[float] = None  # no known price: unknown, never $0
     if priced:
@@ -268,16 +379,14 @@ async def _acompletion(model: str, messages: list, timeout_s: float, kwargs: dic
             cost = float(litellm.completion_cost(completion_response=response))
         except Exception:  # noqa: BLE001 -- litellm raises when it has no price for the model
             cost = None
-    if not choices:
-        from .contract import MalformedReply
-
-        raise MalformedReply("the response had no choices")
     return CallResult(
-        content=content,
+        content=choices[0].message.content,
         latency_s=latency,
         prompt_tokens=getattr(usage, "prompt_tokens", None),
         completion_tokens=getattr(usage, "completion_tokens", None),
         cost_usd=cost,
+        finish_reason=getattr(choices[0], "finish_reason", None),
+        max_tokens=kwargs.get("max_tokens"),
     )
 
 

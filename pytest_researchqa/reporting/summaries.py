@@ -23,6 +23,7 @@ class Summary:
     defects: int
     means: dict[str, Optional[float]]
     latency_s: Optional[float] = None
+    queue_s: Optional[float] = None  # waiting for a slot or pacing before the request was sent
     cost_usd: Optional[float] = None
     prompt_tokens: Optional[int] = None
     completion_tokens: Optional[int] = None
@@ -49,6 +50,7 @@ def summarize(label: str, records: Sequence[RowRecord], metrics: Sequence[str],
         values = [v for r in usable if (v := r.metrics.get(metric)) is not None]
         means[metric] = fmean(values) if values else None
     latencies = [r.usage.latency_s for r in usable if r.usage.latency_s is not None]
+    queued = [r.usage.queue_s for r in usable if r.usage.queue_s is not None]
     priced = [r for r in records if r.model_system and not r.error]
     # Unknown prices stay unknown: one unpriced row makes the total "—", never $0.
     costs = [r.usage.cost_usd for r in priced]
@@ -68,6 +70,7 @@ def summarize(label: str, records: Sequence[RowRecord], metrics: Sequence[str],
         defects=sum(1 for r in records if r.defect and not r.error),
         means=means,
         latency_s=fmean(latencies) if latencies else None,
+        queue_s=fmean(queued) if queued else None,
         cost_usd=cost,
         prompt_tokens=_total(r.usage.prompt_tokens for r in priced),
         completion_tokens=_total(r.usage.completion_tokens for r in priced),

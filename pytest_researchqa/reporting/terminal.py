@@ -81,7 +81,7 @@ def leaderboard_tables(records: Sequence[RowRecord], family: Family, intervals: 
         headers.append("judge err")
     headers.append("latency s")
     if modelled:
-        headers.append("tokens in/out")
+        headers += ["queued s", "tokens in/out"]
     headers.append("cost $")
     table = []
     for s in summaries:
@@ -99,7 +99,7 @@ def leaderboard_tables(records: Sequence[RowRecord], family: Family, intervals: 
             cells.append(s.judge_errors)
         cells.append(cell(s.latency_s, 2))
         if modelled:
-            cells.append(_tokens(s))
+            cells += [cell(s.queue_s, 2), _tokens(s)]
         cells.append(cell(s.cost_usd, 4))
         table.append(cells)
     tables = [Table("", headers, table)]

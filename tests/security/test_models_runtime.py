@@ -96,3 +96,132 @@ def test_an_answer_cannot_close_its_block_with_any_marker_it_could_write(lookali
     closing = prompt.rindex(f"ANSWER {nonce}>>>")
     assert opening < prompt.index("Ignore the rubric") < closing, "the attack stays inside the data block"
     assert JudgePrompt("rubric").render(row, Answer(attack, [])) != prompt, "a fresh nonce on every call"
+
+
+# ------------------------------------------------------------------ one cache, two runs (issue 14.16)
+
+
+def _run_args(url: str, cache: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--researchqa-model=openai/good",
+            f"--researchqa-model-param=openai/good:api_base={url}", "--researchqa-model-param=openai/good:api_key=t",
+            f"--researchqa-cache-dir={cache}", *extra]
+
+
+def _wait_for(condition, seconds: float = 120.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_two_runs_sharing_one_cache_pay_for_each_call_once(tmp_path):
+    """The second run starts while the first one's calls are in flight: it waits for those answers and
+    reuses them instead of asking again (each run alone would make all 9 calls)."""
+    import subprocess
+
+    with ScriptedLLM(latency_s=1.5) as slow:  # the first run takes ~14 s: the second starts well inside it
+        args = _run_args(slow.url, tmp_path / "cache", "--researchqa-concurrency=1", "-k", "env")
+        runs = []
+        for name in ("first", "second"):
+            (tmp_path / name).mkdir()
+            runs.append(subprocess.Popen(args, cwd=tmp_path / name, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, text=True))
+            if name == "first":
+                _wait_for(lambda: slow.calls() >= 1)
+        outputs = [run.communicate(timeout=300)[0] for run in runs]
+        calls = slow.calls()
+    assert calls == 9, f"9 rows, 9 calls between two runs, not {calls}"
+    for output in outputs:
+        assert "9/9 model rows, 0 errors" in output, output[-2000:]
+    assert outputs[0].splitlines()[-1].split(" in ")[0] == outputs[1].splitlines()[-1].split(" in ")[0], \
+        "the same answers, the same grades"
+    assert "9 from cache" in outputs[1], "the second run paid for nothing: every answer was the first run's"
+
+
+def test_a_run_killed_while_holding_a_call_blocks_no_other_run(tmp_path):
+    """The lock on a key in flight dies with its owner (kill -9 included): the next run asks at once."""
+    import subprocess
+
+    with ScriptedLLM(latency_s=2.0) as slow:
+        cache = tmp_path / "cache"
+        (tmp_path / "work").mkdir()
+        owner = subprocess.Popen(_run_args(slow.url, cache, "-k", "edu-lookup-1"), cwd=tmp_path / "work",
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait_for(lambda: slow.calls() >= 1)
+        assert list(cache.rglob("*.lock")), "the call in flight holds a claim"
+        owner.kill()
+        owner.wait()
+        started = time.monotonic()
+        again = subprocess.run(_run_args(slow.url, cache, "-k", "edu-lookup-1"), cwd=tmp_path / "work",
+                               capture_output=True, text=True, timeout=120)
+        waited = time.monotonic() - started
+    assert "1/1 model rows, 0 errors" in again.stdout, again.stdout[-2000:]
+    assert slow.calls() == 2, "the dead run's call is asked again, once"
+    assert waited < 30, "nobody waited for the dead owner"
+
+
+def test_a_claim_is_exclusive_across_processes_and_released_when_its_owner_dies(tmp_path):
+    import subprocess
+
+    from pytest_researchqa.llm.cache import AnswerCache
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
+         "from pytest_researchqa.llm.cache import AnswerCache; "
+         f"claim = AnswerCache(Path({str(tmp_path)!r})).claim('ab' * 32); print('held', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        cache = AnswerCache(tmp_path)
+        assert cache.claim("ab" * 32) is None, "another process holds it"
+        mine = cache.claim("cd" * 32)
+        assert mine is not None, "other keys are free"
+        mine.release()
+    finally:
+        holder.kill()
+        holder.wait()
+    claim = cache.claim("ab" * 32)
+    assert claim is not None and claim.fd is not None, "a dead owner's lock is gone with it"
+    claim.release()
+    assert not list(tmp_path.rglob("*.lock")), "released claims leave no lock file"
+
+
+# ------------------------------------------------------------------ secrets in tracebacks with locals
+
+
+PARAM_KEY = "sk-param-0123456789abcdefSECRET"
+ENV_KEY = "sk-env-0123456789abcdefSECRET"
+
+
+def test_no_key_appears_in_a_failing_run_with_full_trace_and_locals(pytester, server, tmp_path, monkeypatch):
+    """Rows that fail, rows that error, and a project's own test that fails holding the plugin's objects
+    (the model's spec and its parameters, the settings, the answer) in its locals: under
+    ``--full-trace -l --showlocals`` no key given as a model parameter or in the environment is printed."""
+    monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ENV_KEY + "2")
+    pytester.makepyfile(test_own="""
+        from pytest_researchqa.stash import run_state
+
+        def test_my_gate(request, researchqa_system, researchqa_answer):
+            spec = researchqa_system.spec
+            params = dict(spec.params)
+            settings = run_state(request.config).settings
+            key = params["api_key"]
+            assert researchqa_answer.text == "something else", (spec, settings, key)
+    """)
+    models = ("openai/sloppy", "openai/down", "openai/echo-key")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--full-trace", "-l", "--showlocals", "-rA", "--junitxml=junit.xml",
+        f"--researchqa-cache-dir={tmp_path}", "--researchqa-retries=0", "-k", "edu-lookup-1",
+        *(f"--researchqa-model={m}" for m in models),
+        *(f"--researchqa-model-param={m}:api_base={server.url}" for m in models),
+        *(f"--researchqa-model-param={m}:api_key={PARAM_KEY}" for m in models))
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed") and outcomes.get("errors"), result.stdout.str()[-3000:]
+    assert "<redacted>" in result.stdout.str(), "the key's place is shown, redacted"
+    written = result.stdout.str() + result.stderr.str() + (pytester.path / "junit.xml").read_text()
+    for path in (pytester.path / ".researchqa").rglob("*"):
+        if path.is_file():
+            written += path.read_text()
+    for key in (PARAM_KEY, ENV_KEY):
+        assert key not in written

@@ -14,10 +14,10 @@ from typing import Any, Optional
 
 from ...answers import Answer
 from ...llm.cache import AnswerCache, cache_key
-from ...llm.contract import parse_reply
-from ...llm.engine import CallResult, ModelRunner, with_retries
+from ...llm.contract import json_schema, parse_reply
+from ...llm.engine import CallResult, ModelRunner
 from ...llm.prompts import load_prompt
-from ...llm.system import LlmSystem, ModelSpec, _acompletion, _structured_output
+from ...llm.system import LlmSystem, ModelSpec, _structured_output
 from .rows import ResearchRow
 
 DEFAULT_LENGTH_WORDS = 250
@@ -81,25 +81,25 @@ class ResearchAnswerSystem(LlmSystem):
         return cache_key(model=self.spec.name, params=self.spec.call_params, prompt=self.prompt.sha,
                          mode="research", row=row.row_id, query=row.query, task=self.options.for_row(row))
 
-    async def _call(self, row: Any, paper: Any, key: str) -> dict[str, Any]:
+    async def _call(self, row: Any, paper: Any, key: str, submitted: Optional[float] = None) -> dict[str, Any]:
         messages = [{"role": "user", "content": task_prompt(row, self.options)}]
         kwargs = dict(self.spec.call_params)
         if "response_format" not in kwargs:
             kwargs.update(_structured_output(self.spec))
 
-        async def attempt() -> CallResult:
-            await self.runner.pace(self.spec.provider)
-            result = await _acompletion(self.spec.name, messages, self.timeout_s, kwargs, priced=self._priced)
+        def validate(result: CallResult) -> Any:
             if result.cost_usd is None:
-                self._priced = False
-            return result
+                self._priced = False  # litellm has no price for this model: stop asking
+            return parse_reply(result.content)
 
-        result, parsed = await with_retries(attempt, retries=self.retries, validate=lambda r: parse_reply(r.content),
-                                            describe=self.name)
+        # The shared call path: pacing, queue time apart, a malformed reply repaired once.
+        result, parsed = await self._ask(messages, kwargs, validate=validate, describe=self.name,
+                                         schema=json_schema(), submitted=submitted, priced=self._priced)
         entry = {"row_id": row.row_id, "question": row.query, "model": self.spec.name, "prompt_sha": self.prompt.sha,
                  "baseline": False, "context": "none (research query)", "latency_s": result.latency_s,
-                 "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
-                 "cost_usd": result.cost_usd, "attempts": result.attempts, "answer": parsed.answer,
+                 "queue_s": result.extra.get("queue_s"), "prompt_tokens": result.prompt_tokens,
+                 "completion_tokens": result.completion_tokens, "cost_usd": result.cost_usd,
+                 "attempts": result.attempts, "repaired": result.repaired, "answer": parsed.answer,
                  "citations": parsed.citations, "refused": parsed.refused}
         self.cache.put(key, entry)
         return entry
