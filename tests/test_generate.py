@@ -253,8 +253,10 @@ def test_a_broken_json_reply_is_retried_and_a_reply_that_never_parses_fails_only
     assert status == 1
     assert paper_report(report, "tides")["status"] == "failed"
     error = paper_report(report, "tides")["error"]
-    assert "malformed reply: no JSON object in the reply" in error and "--param max_tokens=N" in error
-    assert "[1/1] tides: FAILED: openai/garbage (tides): failed after 2 attempts" in printed
+    assert "malformed reply after one repair follow-up: no JSON object in the reply" in error
+    assert "--param max_tokens=N" in error
+    assert "[1/1] tides: FAILED: openai/garbage (tides): malformed reply after one repair follow-up" in printed
+    assert server.calls("garbage") == 2, "one call, one repair follow-up, then the paper fails"
 
 
 def test_an_unreadable_pdf_and_a_provider_error_are_reported_and_the_other_papers_go_on(generate, tides, tmp_path):
