@@ -48,6 +48,15 @@ def run_folder_name(name: str, started: _dt.datetime) -> str:
     return f"{started.strftime('%Y%m%d-%H%M%S')}-{safe}"
 
 
+_FOLDER_NAME = re.compile(r"\d{8}-\d{6}(?:\.\d+)?-(?P<name>.+)")
+
+
+def saved_name(folder_name: str) -> Optional[str]:
+    """The ``--researchqa-save`` name a run folder was given (``20261123-101500.2-main`` -> ``main``)."""
+    found = _FOLDER_NAME.fullmatch(folder_name)
+    return found.group("name") if found else None
+
+
 def new_run_folder(runs_dir: Path, name: str, started: _dt.datetime) -> Path:
     """A folder no earlier run used: a second run in the same second gets ``.2`` after the time,
     which still sorts after the first (so ``last`` stays the most recent)."""
@@ -147,7 +156,7 @@ def resolve_run(spec: str, runs_dir: Path) -> Path:
             raise RunNotFound(f"no saved run in {runs_dir}")
         # The run that finished last: names sort by start second, and two runs of one second by name.
         return max(finished, key=lambda p: ((p / ROWS_FILE).stat().st_mtime_ns, p.name))
-    matches = [p for p in finished if p.name == spec or p.name.endswith(f"-{spec}")]
+    matches = [p for p in finished if p.name == spec or saved_name(p.name) == spec]
     if not matches:
         known = ", ".join(p.name for p in finished[-5:]) or "none"
         raise RunNotFound(f"no saved run {spec!r} in {runs_dir} (latest: {known})")

@@ -348,3 +348,18 @@ def test_regression_gates_decide_the_same_under_xdist(pytester, tmp_path):
     result.stdout.fnmatch_lines(["bm25: section_coverage: 0.583 vs 0.583, delta +0.000, *: ok, but 3 papers are "
                                  "too few for any difference to be significant*"])
     assert len(list((pytester.path / ".researchqa" / "runs").iterdir())) == 2
+
+
+def test_a_run_is_named_by_its_save_name_exactly_not_by_a_suffix_of_another(tmp_path):
+    import datetime
+
+    from pytest_researchqa.runs import ROWS_FILE, new_run_folder, resolve_run
+
+    for second, name in enumerate(["main", "hotfix-main", "pr-42"]):
+        folder = new_run_folder(tmp_path, name, datetime.datetime(2026, 1, 2, 3, 4, second))
+        folder.mkdir()
+        (folder / ROWS_FILE).write_text("")
+    assert resolve_run("main", tmp_path).name == "20260102-030400-main"
+    assert resolve_run("hotfix-main", tmp_path).name == "20260102-030401-hotfix-main"
+    with pytest.raises(LookupError, match="no saved run '42'"):
+        resolve_run("42", tmp_path)
