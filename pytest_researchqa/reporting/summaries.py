@@ -35,11 +35,15 @@ class Summary:
         """The sort key: mean of the metric means over the metrics the run measured.
 
         A metric this group left undefined while others were measured on it (it never
-        cited, so it has no accuracy) counts 0: citing nothing cannot outrank citing.
+        cited, so it has no accuracy) counts 0: citing nothing cannot outrank citing. A row
+        that errored counts 0 too (the means leave it out, as the seed's do, but the ranking
+        may not: crashing on the hard rows cannot outrank answering them).
         """
         if not measured or all(self.means.get(m) is None for m in measured):
             return None
-        return fmean(self.means.get(m) or 0.0 for m in measured)
+        gradable = self.rows - self.defects
+        answered = (gradable - self.errors) / gradable if gradable > 0 else 1.0
+        return fmean(self.means.get(m) or 0.0 for m in measured) * answered
 
 
 def summarize(label: str, records: Sequence[RowRecord], metrics: Sequence[str],

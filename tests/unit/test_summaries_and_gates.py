@@ -32,3 +32,17 @@ def test_the_answerable_means_leave_false_premise_rows_out():
     means = summarize("s", records, METRICS).means
     assert means == {"citation_precision": 1.0, "section_coverage": 1.0, "citation_accuracy": 1.0,
                      "refusal_correctness": 1.0, "premise_flagged": 1.0}
+
+
+def test_a_system_that_errors_on_hard_rows_does_not_outrank_the_same_system_answering_them():
+    from pytest_researchqa.records import RowRecord
+    from pytest_researchqa.reporting.summaries import by_system
+
+    def rec(system, row, value, error=None):
+        return RowRecord(row_id=row, system=system, metrics={} if error else {"citation_accuracy": value}, error=error)
+
+    steady = [rec("steady", "easy", 0.9), rec("steady", "hard", 0.3)]
+    crashy = [rec("crashy", "easy", 0.9), rec("crashy", "hard", None, error="crashed")]
+    ranked = by_system(steady + crashy, ["citation_accuracy"])
+    assert [s.label for s in ranked] == ["steady", "crashy"]
+    assert ranked[1].means["citation_accuracy"] == 0.9, "the means still leave errored rows out"
