@@ -27,6 +27,9 @@ from .runs import DEFAULT_RUNS_DIR, ROWS_FILE, RunNotFound, SavedRun, load_basel
 if TYPE_CHECKING:  # pragma: no cover
     from .session import ResearchSession
 
+# One call writes a paper's questions: more than this per type outgrows any reply.
+MAX_QUESTIONS_PER_TYPE = 50
+
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pytest_researchqa", description=__doc__,
@@ -164,6 +167,10 @@ def _generate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         if not number.strip().isdigit():
             parser.error(f"--count {entry!r}: expected TYPE=N, e.g. multi_hop=3")
         counts[kind.strip()] = int(number)
+        if int(number) > MAX_QUESTIONS_PER_TYPE:
+            parser.error(f"--count {entry!r}: at most {MAX_QUESTIONS_PER_TYPE} questions of a type per paper")
+    if not any(counts.values()):
+        parser.error("--count: every question type is 0; ask for at least one question")
     for name in ("concurrency", "retries", "rows_per_minute"):
         value = getattr(args, name)
         if value is not None and value < (0 if name == "retries" else 1):

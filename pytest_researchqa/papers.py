@@ -180,6 +180,8 @@ def read_paper(path: Path, paper_id: str, cache_dir: Path | None = None) -> Pape
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise PaperUnavailable(f"paper {paper_id!r}: {path} is not UTF-8 text") from None
+        if not any(c.isalnum() for c in text):
+            raise PaperUnavailable(f"paper {paper_id!r} ({path.name}): no text (the file is empty)")
         return Paper(paper_id, text, source=str(path), content_hash=digest)
     cached = _cached_extraction(cache_dir, digest) if cache_dir else None
     if cached is None:

@@ -300,7 +300,20 @@ def test_usage_errors_exit_2_before_any_call(generate, tmp_path, server, capsys)
     with pytest.raises(SystemExit) as exit_:
         main(["generate", str(empty), "--model", "m", "--out", "x.yaml", "--count", "lookup=many"])
     assert exit_.value.code == 2 and "expected TYPE=N" in capsys.readouterr().err
+    nothing = [f"--count={kind}=0" for kind in ("lookup", "comprehension", "multi_hop", "adversarial")]
+    for counts, message in [(nothing, "every question type is 0"), (["--count", "lookup=100000"], "at most 50")]:
+        with pytest.raises(SystemExit) as exit_:
+            main(["generate", str(empty), "--model", "m", "--out", "x.yaml", *counts])
+        assert exit_.value.code == 2 and message in capsys.readouterr().err
     assert server.calls() == 0
+
+
+def test_an_empty_text_paper_fails_alone_before_any_call(generate, tides, tmp_path, server):
+    (tides / "blank.txt").write_text("  \n")
+    status, printed, report = generate(tides, tmp_path / "rows.yaml")
+    assert status == 1 and "no text (the file is empty)" in paper_report(report, "blank")["error"]
+    assert paper_report(report, "tides")["status"] != "failed"
+    assert not any("blank" in str(r) for r in server.requests), "the empty paper never reached the provider"
 
 
 def test_help_lists_the_generate_subcommand():
