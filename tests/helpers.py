@@ -32,7 +32,7 @@ def leaderboard_table(result, intervals: bool = False) -> dict[str, dict[str, st
         cells = [c.strip() for c in line.strip("|").split("|")]
         row = dict(zip(headers, cells))
         if not intervals:
-            row = {h: c.split(" ±")[0] if h in METRIC_LABELS else c for h, c in row.items()}
+            row = {h: c.split(" ±")[0].split(" [")[0] if h in METRIC_LABELS else c for h, c in row.items()}
         table[cells[0]] = row
     return table
 

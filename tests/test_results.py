@@ -143,7 +143,10 @@ def test_each_mean_in_the_leaderboard_carries_its_interval_over_papers(pytester,
     bm25 = leaderboard_table(result, intervals=True)["bm25"]
     assert re.fullmatch(r"0\.\d{3} ±0\.\d{3}", bm25["sect cov"]), bm25
     result.stdout.fnmatch_lines(["±: half-width of a 95% bootstrap interval over papers (a paper's rows resampled "
-                                 "together; 2,000 resamples, fixed seed); over only 3 papers the interval is rough*"])
+                                 "together; 2,000 resamples, fixed seed); [[]low–high]: the interval itself where it is "
+                                 "lopsided; over only 3 papers the interval is rough*"])
+    # bm25 flags 1 of 9 false premises (0.111): over three papers its interval runs from 0 to 0.333.
+    assert bm25["flagged"] == "0.111 [0.000–0.333]", bm25
     again = pytester.runpytest("--researchqa-system=bm25", f"--researchqa-cache-dir={tmp_path}", *RUN)
     assert leaderboard_table(again, intervals=True)["bm25"]["sect cov"] == bm25["sect cov"], "a fixed seed"
 

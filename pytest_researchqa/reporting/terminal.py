@@ -17,16 +17,25 @@ Intervals = dict[str, dict[str, Optional[Interval]]]
 FEW_PAPERS = 10
 
 
+# An interval whose shorter side is less than this share of its longer side is printed as [low–high].
+LOPSIDED = 0.5
+
+
 def cell(value: Optional[float], digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
 def mean_cell(value: Optional[float], interval: Optional[Interval]) -> str:
-    """``0.812 ±0.031``: the mean and the half-width of its interval over papers, when there is one."""
+    """``0.812 ±0.031``: the mean and the half-width of its interval over papers, when there is one;
+    ``0.111 [0.000–0.333]`` when the interval is lopsided (near a bound), where a ± would misstate it."""
     if value is None:
         return "—"
-    half = interval.half_width if interval is not None else None
-    return cell(value) + (f" ±{half:.3f}" if half is not None else "")
+    if interval is None or interval.low is None or interval.high is None:
+        return cell(value)
+    below, above = value - interval.low, interval.high - value
+    if max(below, above) > 0 and min(below, above) < LOPSIDED * max(below, above):
+        return f"{cell(value)} [{cell(interval.low)}–{cell(interval.high)}]"
+    return f"{cell(value)} ±{(interval.high - interval.low) / 2:.3f}"
 
 
 def delta_cell(test: Optional[PairedTest], higher_is_better: bool) -> str:
@@ -134,7 +143,7 @@ def interval_note(intervals: Optional[Intervals], judged: bool = False) -> Optio
     if not papers or max(papers) < 2:
         return None
     note = (f"±: half-width of a {CONFIDENCE:.0%} bootstrap interval over papers (a paper's rows resampled "
-            f"together; {RESAMPLES:,} resamples, fixed seed)")
+            f"together; {RESAMPLES:,} resamples, fixed seed); [low–high]: the interval itself where it is lopsided")
     if judged:
         note += "; in judge columns, the judges' mean disagreement"
     if max(papers) < FEW_PAPERS:
