@@ -18,7 +18,7 @@ FEW_PAPERS = 10
 
 
 # An interval whose shorter side is less than this share of its longer side is printed as [low–high].
-LOPSIDED = 0.5
+LOPSIDED = 0.75
 
 
 def cell(value: Optional[float], digits: int = 3) -> str:
