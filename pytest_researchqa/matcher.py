@@ -108,9 +108,14 @@ _REFERENCES_HEADING = re.compile(
 _APPENDIX_HEADING = re.compile(
     r"(?m)^\s*(?:Appendix|APPENDIX|Appendices|Supplementary|[A-H]\.?\s+[A-Z][a-z]+(?:\s+[A-Za-z]+){0,6})\s*$")
 # A bibliography entry names authors and a year, a venue or an identifier.
+_FULL_NAME = r"(?:[A-Z][\w'’.-]*\s+){1,3}[A-Z][\w'’-]+"
 _LOOKS_LIKE_REFERENCE = re.compile(
     r"\bet al\.|\b(?:19|20)\d\d[a-z]?\b.*(?:Proceedings|Conference|Journal|arXiv|preprint|URL|doi|Press|pp\.|vol\.)"
-    r"|(?:Proceedings|arXiv|preprint|doi|URL)\b.*\b(?:19|20)\d\d\b|[A-Z][a-z]+,\s+[A-Z]\.(?:\s*[A-Z]\.)*,?\s+(?:&|and)\s",
+    r"|(?:Proceedings|arXiv|preprint|doi|URL)\b.*\b(?:19|20)\d\d\b|[A-Z][a-z]+,\s+[A-Z]\.(?:\s*[A-Z]\.)*,?\s+(?:&|and)\s"
+    # An entry led by its authors' full names ("Bowen Baker, Joost Huizinga, ..., and David Farhi.
+    # Monitoring reasoning models ..., 2025."): names, a full stop, then a title with a year.
+    rf"|^\s*{_FULL_NAME}(?:,\s+(?:and\s+)?{_FULL_NAME})*,?(?:\s+and\s+{_FULL_NAME})?\.\s+\S.*\b(?:19|20)\d\d\b"
+    rf"|^\s*{_FULL_NAME}(?:,\s+(?:and\s+)?{_FULL_NAME})+,?(?:\s+and\s+{_FULL_NAME})?\.\s+[A-Z]",  # 2+ names
     re.DOTALL,
 )
 BIBLIOGRAPHY_LIMIT = 60_000

@@ -117,3 +117,18 @@ def test_bibliography_entries_and_running_headers_of_a_real_paper_are_not_eviden
     prose_start = text.index("reasoning")
     prose = " ".join(text[prose_start:prose_start + 150].split())
     assert paper.match_index.match(prose).grounded, "prose outside the reference list stays evidence"
+
+
+@needs_shared
+@pytest.mark.parametrize(("paper_file", "entry"), [
+    ("chain_of_thought.pdf", "Dario Amodei. The urgency of interpretability, April 2025."),
+    ("chain_of_thought.pdf", "Bowen Baker, Joost Huizinga, Leo Gao, Zehao Dou, Melody Y. Guan, Aleksander Madry, "
+                             "Wojciech Zaremba, Jakub Pachocki, and David Farhi. Monitoring reasoning models for "
+                             "misbehavior and the risks of promoting obfuscation, 2025."),
+    ("sycophancy_undersatnding.pdf", "Arnav Gudibande, Eric Wallace, Charlie Snell, Xinyang Geng, Hao Liu, Pieter "
+                                     "Abbeel, Sergey Levine, and Dawn Song. The false promise of imitating proprietary "
+                                     "LLMs."),
+])
+def test_reference_list_entries_led_by_full_author_names_are_not_evidence(tmp_path, paper_file, entry):
+    paper = read_paper(shared_path("papers", paper_file), "p", tmp_path)
+    assert match_citation(entry, paper).verdict == "not_evidence"
