@@ -12,7 +12,8 @@ is absent from a key, so it cannot cause a mismatch, while every changed letter,
 digit, decimal point, sign or comparison still does.
 
 A hyphen or dash is a sign only when no letter, digit or closing bracket stands
-right before it and a digit follows (``COVID-19`` and ``10-20`` keep no hyphen);
+right before it and a digit follows (``COVID-19`` and ``10-20`` keep no hyphen), or
+when it is an exponent's (``5e-5``, as a model types the paper's ``5e−5``);
 the Unicode minus sign before a digit always is (``14B−1`` in a table keeps its
 sign); a full stop is a decimal point only between two digits.
 
@@ -38,10 +39,12 @@ _DECIMAL_POINT = re.compile(r"\.(?<=\d\.)(?=\d)")
 _DECIMAL_MIDDLE_DOT = re.compile(r"\u00b7(?<=\d\u00b7)(?=\d)")
 # The Unicode minus sign is never a hyphen: before a number it is a sign wherever it stands.
 _MINUS = re.compile(r"\u2212(?=\s?\.?\d)")
-# A hyphen or dash is a sign only where no letter, digit or closing bracket stands before it.
-_HYPHEN_SIGN = re.compile(r"-(?<![^\W_]-)(?<![)\]]-)(?=\s?\.?\d)")
+# A hyphen or dash is a sign only where no letter, digit or closing bracket stands before it,
+# or where it is an exponent's (``5e-5``: a digit and an e before it).
+_HYPHEN_SIGN = re.compile(r"-(?:(?<=\d[eE]-)|(?<![^\W_]-)(?<![)\]]-))(?=\s?\.?\d)")
 _DASHES = "\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d"
-_DASH_SIGN = re.compile(r"[\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d](?<![^\W_].)(?<![)\]].)(?=\s?\.?\d)")
+_DASH_SIGN = re.compile(
+    r"[\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d](?:(?<=\d[eE].)|(?<![^\W_].)(?<![)\]].))(?=\s?\.?\d)")
 # Non-ASCII characters with an ASCII reading, applied before the (fast) ASCII path.
 _FOLD = str.maketrans({
     "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",

@@ -50,6 +50,13 @@ def test_hyphens_inside_words_and_ranges_are_still_noise():
     assert match_citation("COVID 19 cases rose in 10-20 districts of the statewide survey", paper).grounded
 
 
+def test_an_exponent_typed_with_a_hyphen_is_the_papers_minus_and_a_dropped_one_is_not():
+    # From a real paper's training details, where pypdf reads "5e −5" (a Unicode minus).
+    paper = "We used AdamW with learning rate 5e \u22125, weight decay of 0.01, and the batch size of 8."
+    assert match_citation("with learning rate 5e-5, weight decay of 0.01", paper).verdict == "verbatim"
+    assert not match_citation("with learning rate 5e5, weight decay of 0.01", paper).grounded
+
+
 def test_the_diagnosis_shows_both_readings_of_a_moved_decimal_point():
     found = match_citation("Accuracy rose to 6.14% (95% CI 58.2 to 64.6)", RESULTS)
     departure = found.departure
