@@ -37,6 +37,7 @@ class SystemComparison:
     only_here: tuple[str, ...]  # row ids this run has and the baseline does not
     only_baseline: tuple[str, ...]
     deltas: dict[str, Optional[PairedTest]] = field(default_factory=dict)  # per family metric
+    wanted: Optional[str] = None  # the baseline system looked for (a --researchqa-compare-map target)
 
     def scoped_pairs(self, question_type: Optional[str]) -> list[tuple[RowRecord, RowRecord]]:
         return [(new, old) for new, old in self.pairs if question_type in (None, new.question_type)]
@@ -96,7 +97,7 @@ def compare(records: Sequence[RowRecord], baseline: Baseline, family: Family,
         old_rows = theirs.get(counterpart)
         new_by_id = {r.row_id or r.nodeid or "?": r for r in ours[system]}
         if old_rows is None:
-            systems.append(SystemComparison(system, None, (), tuple(sorted(new_by_id)), ()))
+            systems.append(SystemComparison(system, None, (), tuple(sorted(new_by_id)), (), wanted=counterpart))
             continue
         old_by_id = {r.row_id or r.nodeid or "?": r for r in old_rows}
         shared = sorted(new_by_id.keys() & old_by_id.keys())
@@ -106,7 +107,8 @@ def compare(records: Sequence[RowRecord], baseline: Baseline, family: Family,
                                         tuple(sorted(old_by_id.keys() - new_by_id.keys())), deltas))
     used = {s.baseline_system for s in systems}
     unmatched = tuple(sorted(name for name in theirs if name not in used))
-    notes = []
+    notes = [f"the map {new}={old} names no system of this run (its systems: {', '.join(sorted(ours))})"
+             for new, old in sorted(mapping.items()) if new not in ours]
     if dataset_sha and baseline.dataset_sha and dataset_sha != baseline.dataset_sha:
         notes.append(f"the baseline {baseline.name} was measured on a different version of the dataset file "
                      "(rows are paired by id: a changed row compares different questions)")
@@ -125,8 +127,8 @@ def coverage_lines(comparison: Comparison) -> list[str]:
     lines = []
     for s in comparison.systems:
         if s.baseline_system is None:
-            lines.append(f"{s.system}: not in the baseline {comparison.baseline} (map it with "
-                         f"--researchqa-compare-map={s.system}=BASELINE_SYSTEM); {name_rows(s.only_here)} not compared")
+            lines.append(f"{s.system}: {missing_counterpart(s, comparison.baseline)}; {name_rows(s.only_here)} "
+                         "not compared")
             continue
         against = "" if s.baseline_system == s.system else f" (as {s.baseline_system})"
         line = f"{s.system}{against}: {len(s.pairs)} row(s) paired"
@@ -136,5 +138,14 @@ def coverage_lines(comparison: Comparison) -> list[str]:
             line += f"; only in the baseline: {name_rows(s.only_baseline)}"
         lines.append(line)
     if comparison.unmatched_baseline_systems:
-        lines.append(f"baseline systems not in this run: {', '.join(comparison.unmatched_baseline_systems)}")
+        lines.append(f"baseline systems nothing was compared with: {', '.join(comparison.unmatched_baseline_systems)}")
     return lines + list(comparison.notes)
+
+
+def missing_counterpart(system: SystemComparison, baseline: str) -> str:
+    """Why a system has nothing to compare with: the baseline lacks it, or lacks the system it was mapped to."""
+    wanted = system.wanted or system.system
+    if wanted != system.system:
+        return f"the baseline {baseline} has no system {wanted!r} (the --researchqa-compare-map target)"
+    return (f"the baseline {baseline} has no system {wanted!r} (map it with "
+            f"--researchqa-compare-map={system.system}=BASELINE_SYSTEM)")

@@ -137,6 +137,7 @@ class RegressionResult:
     baseline: str  # the baseline run's name
     baseline_system: Optional[str]  # None: the baseline has no such system
     test: Optional["PairedTest"]
+    wanted: Optional[str] = None  # the baseline system looked for, when a map named another
 
     @property
     def worse_by(self) -> Optional[float]:
@@ -160,6 +161,10 @@ class RegressionResult:
         prefix = f"{self.gate.question_type}." if self.gate.question_type else ""
         metric = f"{prefix}{self.gate.metric}"
         if self.baseline_system is None:
+            wanted = self.wanted or self.system
+            if wanted != self.system:
+                return (f"{self.system}: {metric} FAILED: the baseline {self.baseline} has no system {wanted!r} "
+                        "(the --researchqa-compare-map target)")
             return (f"{self.system}: {metric} FAILED: the baseline {self.baseline} has no system {self.system!r} "
                     f"(name one with --researchqa-compare-map={self.system}=BASELINE_SYSTEM)")
         if self.test is None:
@@ -189,5 +194,6 @@ def evaluate_regressions(gates: Sequence[RegressionGate], comparison: "Compariso
         for gate in gates:
             test = (paired_metric_test(system.scoped_pairs(gate.question_type), gate.metric)
                     if system.baseline_system is not None else None)
-            results.append(RegressionResult(gate, system.system, comparison.baseline, system.baseline_system, test))
+            results.append(RegressionResult(gate, system.system, comparison.baseline, system.baseline_system, test,
+                                            wanted=system.wanted))
     return results

@@ -157,3 +157,16 @@ def test_a_regression_gate_that_cannot_be_read_says_why(text, message):
 def test_a_mapping_needs_both_names():
     with pytest.raises(ValueError, match="expected NEW=OLD"):
         parse_mapping(["bm25"])
+
+
+def test_a_map_to_a_system_the_baseline_lacks_names_the_target_and_a_map_of_no_system_is_reported():
+    from pytest_researchqa.reporting.compare import coverage_lines
+
+    ours = [record("bm25", f"r{i}", f"p{i}", 0.5) for i in range(6)]
+    baseline = Baseline("base", tuple(record("bm25", f"r{i}", f"p{i}", 0.5) for i in range(6)))
+    comparison = compare(ours, baseline, CITATION, {"bm25": "oracle", "bm2": "bm25"})
+    lines = coverage_lines(comparison)
+    assert any("the baseline base has no system 'oracle' (the --researchqa-compare-map target)" in line for line in lines)
+    assert any("the map bm2=bm25 names no system of this run" in line for line in lines)
+    [result] = evaluate_regressions([parse_regression_gate("citation_precision", CITATION)], comparison)
+    assert "has no system 'oracle'" in result.describe() and not result.passed

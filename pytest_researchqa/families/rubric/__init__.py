@@ -48,7 +48,7 @@ def domain_marker(general_domain: Optional[str]) -> str:
 
 
 METRICS: tuple[MetricSpec, ...] = (
-    MetricSpec("coverage", "Coverage %", rows="rows with rubric items, judged"),
+    MetricSpec("coverage", "coverage (0-1)", rows="rows with rubric items, judged"),  # x100 = Coverage %
 )
 
 
