@@ -24,11 +24,17 @@ def test_query(researchqa_row: Any, researchqa_answer: Any, researchqa_judge: An
 
     settings = pytestconfig.stash[SETTINGS]
     record_answer(researchqa_answer, researchqa_row, TaskOptions(settings.date_cutoff, settings.length_words))
+    not_graded = failed = None
     try:
         grade_coverage(researchqa_answer, researchqa_row, researchqa_judge, generic_rubric=settings.generic_rubric)
     except NotGraded as reason:
-        researchqa_recorder.detail("not_graded", str(reason))
-        pytest.skip(str(reason))
+        not_graded = str(reason)
     except JudgesFailed as failure:
-        researchqa_recorder.record.error = str(failure)
-        pytest.fail(str(failure), pytrace=False)
+        failed = str(failure)
+    # Outside the except blocks: the reason is said once, not chained to the exception it came from.
+    if not_graded is not None:
+        researchqa_recorder.detail("not_graded", not_graded)
+        pytest.skip(not_graded)
+    if failed is not None:
+        researchqa_recorder.record.error = failed  # a row error (never a zero coverage)
+        pytest.fail(failed, pytrace=False)
