@@ -415,6 +415,9 @@ class RunHooks:
                      else terminal.leaderboard(outcome.records, state.family))  # no papers to check
             for line in audit.splitlines():
                 write(line)
+            if outcome.invalid_rows:
+                write(f"{len(outcome.invalid_rows)} invalid dataset row(s): each is an erroring test naming its file, "
+                      "row and field", red=True)
             for note in outcome.notes:
                 write(note, yellow=True)
             return

@@ -231,7 +231,7 @@ def test_bad_rubric_options_are_usage_errors_naming_the_option(run, option, mess
 
 def test_the_audit_describes_the_rows_without_answering(run, server):
     result = run("--researchqa-family=rubric", "--researchqa-audit")
-    result.stdout.fnmatch_lines(["*researchqa dataset audit*", "12 row(s) loaded, 0 invalid; no system ran",
+    result.stdout.fnmatch_lines(["*researchqa dataset audit*", "12 row(s) loaded; no system ran",
                                  "12 with rubric items (96 items, 8.0 per row)",
                                  "12 with a date cutoff, 3 naming their source survey",
                                  "item kinds: citation 12 (12%), limitation *, comparison *, example *, impact *, other *"])
@@ -276,3 +276,14 @@ def test_editing_a_judge_prompt_changes_every_verdicts_cache_key(tmp_path, monke
         assert after[0] != before[0] and after[1] != before[1]
     finally:
         runner.close()
+
+
+def test_the_audit_counts_invalid_rows_apart(run, pytester):
+    rows = [{"id": "q-1", "field": "Ecology", "general_domain": "Life & Earth Sciences", "subdomain": "Ecology",
+             "query": "How do fires shape savannas?", "date": "2020-01-01",
+             "rubric": [{"rubric_item": "Does the response name grazing?", "type": "general"}]},
+            {"id": "q-2", "field": "Ecology", "general_domain": "Life & Earth Sciences", "subdomain": "Ecology",
+             "query": "And floods?", "date": "2018-13-45", "rubric": [{"rubric_item": "Does it cite work?"}]}]
+    (pytester.path / "mine.json").write_text(json.dumps(rows))
+    result = run("--researchqa-family=rubric", "--researchqa-dataset=mine.json", "--researchqa-audit")
+    result.stdout.fnmatch_lines(["1 row(s) loaded; no system ran", "*1 invalid dataset row(s): each is an erroring*"])

@@ -159,7 +159,7 @@ def audit(records: Sequence[RowRecord]) -> str:
     items = [i for r in rows for i in r.details.get("items") or []]
     kinds = {kind: sum(1 for i in items if i.get("kind") == kind) for kind in ITEM_KINDS}
     with_items = sum(1 for r in rows if r.details.get("items"))
-    lines = [f"{len(rows)} row(s) loaded, {len(records) - len(rows)} invalid; no system ran",
+    lines = [f"{len(rows)} row(s) loaded; no system ran",
              f"{with_items} with rubric items ({len(items)} items, {len(items) / with_items:.1f} per row)"
              if with_items else "no row has rubric items: answers can be saved, not graded "
                                 "(--researchqa-generic-rubric grades them on generic criteria)",
