@@ -199,6 +199,9 @@ def _compare(baseline_spec: str, spec: str, runs_dir: Path, *, mapping: Sequence
     if baseline.name == saved.name:
         raise ValueError(f"{saved.name} would be compared with itself: name two different runs")
     family = get_family(saved.manifest.get("family", "citation"))
+    if baseline.family != family.name:
+        raise ValueError(f"{baseline.name} is a run of the {baseline.family} family and {saved.name} of the "
+                         f"{family.name} family: their rows cannot be paired")
     gates = [parse_regression_gate(text, family) for text in regressions]
     dataset = saved.manifest.get("dataset") or {}
     session = _session(saved, regressions=gates, baseline=baseline, compare_map=parse_mapping(mapping),

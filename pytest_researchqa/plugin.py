@@ -97,9 +97,13 @@ def _baseline(config: pytest.Config, settings: Any) -> Any:
     from .runs import RunNotFound, load_baseline
 
     try:
-        return load_baseline(settings.compare, _runs_dir(config, settings))
+        baseline = load_baseline(settings.compare, _runs_dir(config, settings))
     except (RunNotFound, ValueError, OSError) as error:
         raise pytest.UsageError(f"--researchqa-compare: {error}") from None
+    if baseline.family != settings.family:
+        raise pytest.UsageError(f"--researchqa-compare: {baseline.name} is a run of the {baseline.family} family; "
+                                f"this run is of the {settings.family} family, whose rows it cannot be paired with")
+    return baseline
 
 
 def _new_state(settings: Any, sample_after_selection: bool) -> "RunState":

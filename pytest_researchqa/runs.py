@@ -187,7 +187,8 @@ def load_baseline(spec: str, runs_dir: Path) -> "Baseline":
     if not saved.records:
         raise ValueError(f"the saved run {saved.folder} has no rows to compare with")
     dataset = saved.manifest.get("dataset") or {}
-    return Baseline(saved.name, saved.records, dataset.get("sha256") if isinstance(dataset, dict) else None)
+    return Baseline(saved.name, saved.records, dataset.get("sha256") if isinstance(dataset, dict) else None,
+                    str(saved.manifest.get("family") or "citation"))
 
 
 def environment() -> dict[str, str]:

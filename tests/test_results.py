@@ -366,3 +366,11 @@ def test_a_run_is_named_by_its_save_name_exactly_not_by_a_suffix_of_another(tmp_
     assert resolve_run("hotfix-main", tmp_path).name == "20260102-030401-hotfix-main"
     with pytest.raises(LookupError, match="no saved run '42'"):
         resolve_run("42", tmp_path)
+
+
+def test_a_baseline_of_another_family_is_a_usage_error_not_a_wrong_reason(pytester, tmp_path):
+    pytester.runpytest("--researchqa-family=rubric", "--researchqa-save=rub", f"--researchqa-cache-dir={tmp_path}", *RUN)
+    result = pytester.runpytest("--researchqa-system=bm25", "--researchqa-compare=rub",
+                                f"--researchqa-cache-dir={tmp_path}", *RUN)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*is a run of the rubric family; this run is of the citation family*"])

@@ -27,6 +27,7 @@ class Baseline:
     name: str
     records: tuple[RowRecord, ...]
     dataset_sha: Optional[str] = None
+    family: str = "citation"
 
 
 @dataclass(frozen=True)
