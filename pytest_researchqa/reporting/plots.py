@@ -127,6 +127,10 @@ def question_types(records: Sequence[RowRecord], summaries: Sequence[Summary], f
                 heights.append(float("nan") if mean is None else mean)
             positions = [i + (k - (len(systems) - 1) / 2) * width for i in range(len(types))]
             ax.bar(positions, heights, width=width, color=colors[k], label=system)
+            zeros = [x for x, h in zip(positions, heights) if h == 0]
+            if zeros:  # a measured 0 draws no bar: mark it, so it does not read as "not measured"
+                ax.plot(zeros, [0.0] * len(zeros), linestyle="none", marker="_", markersize=14, markeredgewidth=4,
+                        clip_on=False, zorder=4, color=colors[k])
         spec = family.metric(metric)
         ax.set_title(spec.label if spec else metric, fontsize=10)
         ax.set_xticks(range(len(types)), [t.replace("_", "-") for t in types], rotation=20, ha="right",
@@ -138,7 +142,8 @@ def question_types(records: Sequence[RowRecord], summaries: Sequence[Summary], f
         axes[n // columns][n % columns].set_visible(False)
     handles, labels = axes[0][0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="outside lower center", ncols=min(len(systems), 4), frameon=False)
-    figure.suptitle("Metrics per question type (bars missing: not measured on that type)", fontsize=11)
+    figure.suptitle("Metrics per question type (no bar: not measured on that type; a dash on the axis: 0)",
+                    fontsize=11)
     return figure
 
 
