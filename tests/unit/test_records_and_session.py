@@ -98,3 +98,12 @@ def test_the_markers_registered_at_start_up_are_the_citation_familys_question_ty
     from pytest_researchqa.options import CITATION_QUESTION_TYPES
 
     assert CITATION_QUESTION_TYPES == CITATION.question_types
+
+
+def test_the_row_schema_and_the_citation_family_declare_the_same_question_types():
+    import typing
+
+    from pytest_researchqa.families.citation import QUESTION_TYPES
+    from pytest_researchqa.rows import QuestionType
+
+    assert typing.get_args(QuestionType) == QUESTION_TYPES
