@@ -64,6 +64,11 @@ class Family:
     renderer: str = ""
 
     @property
+    def cluster_unit(self) -> str:
+        """What intervals and paired tests resample together: a paper's rows, or (no papers) each query."""
+        return "papers" if self.uses_papers else "queries"
+
+    @property
     def metric_names(self) -> tuple[str, ...]:
         return tuple(m.name for m in self.metrics)
 

@@ -50,6 +50,7 @@ class Comparison:
     systems: tuple[SystemComparison, ...]
     unmatched_baseline_systems: tuple[str, ...] = ()  # baseline systems nothing here was compared with
     notes: tuple[str, ...] = ()
+    unit: str = "papers"  # what the paired test resamples together (the family's cluster unit)
 
     def of(self, system: str) -> Optional[SystemComparison]:
         return next((s for s in self.systems if s.system == system), None)
@@ -113,7 +114,7 @@ def compare(records: Sequence[RowRecord], baseline: Baseline, family: Family,
     if dataset_sha and baseline.dataset_sha and dataset_sha != baseline.dataset_sha:
         notes.append(f"the baseline {baseline.name} was measured on a different version of the dataset file "
                      "(rows are paired by id: a changed row compares different questions)")
-    return Comparison(baseline.name, tuple(systems), unmatched, tuple(notes))
+    return Comparison(baseline.name, tuple(systems), unmatched, tuple(notes), family.cluster_unit)
 
 
 def name_rows(row_ids: Sequence[str]) -> str:

@@ -138,6 +138,7 @@ class RegressionResult:
     baseline_system: Optional[str]  # None: the baseline has no such system
     test: Optional["PairedTest"]
     wanted: Optional[str] = None  # the baseline system looked for, when a map named another
+    unit: str = "papers"  # what the test resampled together
 
     @property
     def worse_by(self) -> Optional[float]:
@@ -173,7 +174,7 @@ class RegressionResult:
         interval = f", 95% CI {t.low:+.3f} to {t.high:+.3f}" if t.low is not None and t.high is not None else ""
         p = describe_p(t.p_worse(self.gate.higher_is_better))
         facts = (f"{t.new_mean:.3f} vs {t.old_mean:.3f}, delta {t.delta:+.3f}{interval}, p(worse) {p} "
-                 f"over {t.papers} papers / {t.rows} rows")
+                 f"over {t.papers} {self.unit} / {t.rows} rows")
         if not self.passed:
             beyond = f" and beyond the minimum effect {self.gate.min_effect:g}" if self.gate.min_effect else ""
             return f"{self.system}: {metric} REGRESSED: {facts}: significant at alpha {ALPHA:g}{beyond}: FAILED"
@@ -181,8 +182,8 @@ class RegressionResult:
             return (f"{self.system}: {metric}: {facts}: a significant drop within the minimum effect "
                     f"{self.gate.min_effect:g}, ok")
         if 0.5 ** t.papers >= ALPHA:
-            return (f"{self.system}: {metric}: {facts}: ok, but {t.papers} papers are too few for any difference "
-                    f"to be significant (the paper-clustered test needs at least {MIN_PAPERS})")
+            return (f"{self.system}: {metric}: {facts}: ok, but {t.papers} {self.unit} are too few for any difference "
+                    f"to be significant (the clustered test needs at least {MIN_PAPERS})")
         return f"{self.system}: {metric}: {facts}: no significant drop, ok"
 
 
@@ -195,5 +196,5 @@ def evaluate_regressions(gates: Sequence[RegressionGate], comparison: "Compariso
             test = (paired_metric_test(system.scoped_pairs(gate.question_type), gate.metric)
                     if system.baseline_system is not None else None)
             results.append(RegressionResult(gate, system.system, comparison.baseline, system.baseline_system, test,
-                                            wanted=system.wanted))
+                                            wanted=system.wanted, unit=comparison.unit))
     return results

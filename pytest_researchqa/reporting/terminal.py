@@ -173,7 +173,7 @@ def comparison_table(comparison: Comparison, family: Family) -> Table:
                          delta_cell(test, spec.higher_is_better), interval,
                          describe_p(test.p_worse(spec.higher_is_better)), f"{test.papers}/{test.rows}"])
     return Table("comparison", ["system", "metric", "this run", "baseline", "Δ", f"{CONFIDENCE:.0%} CI of Δ",
-                                "p (worse)", "papers/rows"], rows)
+                                "p (worse)", f"{comparison.unit}/rows"], rows)
 
 
 def comparison_text(comparison: Comparison, family: Family) -> str:
