@@ -9,7 +9,6 @@ a text paper written here, and (shared_data) a real PDF with real pypdf noise.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from helpers import SAMPLE, leaderboard_table, shared_path
-from llm_server import FABRICATED, REJECTED_PAPER, ScriptedLLM
+from llm_server import FABRICATED, REJECTED_PAPER
 from test_e2e_small_model import llama_server  # noqa: F401  (the opt-in real-model test's server)
 
 from pytest_researchqa.__main__ import main
@@ -55,17 +54,7 @@ Future work should replicate the comparison across several estuaries of each typ
 ROWS_PER_PAPER = sum(DEFAULT_COUNTS.values())
 
 
-@pytest.fixture(scope="module", autouse=True)
-def litellm_loaded():
-    """Import litellm once: pytester's in-process runs would otherwise re-import it (seconds each)."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm  # noqa: F401
-
-
-@pytest.fixture
-def server():
-    with ScriptedLLM() as scripted:
-        yield scripted
+pytestmark = pytest.mark.usefixtures("litellm_loaded")
 
 
 @pytest.fixture

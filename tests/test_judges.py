@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 from helpers import leaderboard_table as board
@@ -14,11 +13,7 @@ from pytest_researchqa.llm.contract import MalformedReply
 from pytest_researchqa.llm.judges import ClaimsVerdict, JudgePrompt, claims_scores, parse_verdict
 from pytest_researchqa.llm_params import model_family
 
-
-@pytest.fixture(scope="module", autouse=True)
-def litellm_loaded():
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm  # noqa: F401
+pytestmark = pytest.mark.usefixtures("litellm_loaded")
 
 
 ROW = Row(row_id="r1", paper_id="p", question_type="adversarial", question="What did the placebo arm show?",
@@ -92,12 +87,6 @@ def run(pytester, server, tmp_path, *args):
     params = [f"--researchqa-model-param={m}:{k}" for m in judges + models + ["openai/judge-alt"]
               for k in (f"api_base={server.url}", "api_key=t")]
     return pytester.runpytest("-p", "no:cacheprovider", f"--researchqa-cache-dir={tmp_path}", *args, *params)
-
-
-@pytest.fixture
-def server():
-    with ScriptedLLM() as scripted:
-        yield scripted
 
 
 def test_two_judges_give_consensus_and_spread_and_a_rerun_makes_no_judge_calls(pytester, server, tmp_path):

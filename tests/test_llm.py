@@ -20,18 +20,7 @@ from pytest_researchqa.llm.system import LlmSystem, ModelSpec
 from pytest_researchqa.loaders import load_dataset
 from pytest_researchqa.papers import PaperStore
 
-
-@pytest.fixture(scope="module", autouse=True)
-def litellm_loaded():
-    """Import litellm once: pytester's in-process runs would otherwise re-import it (seconds each)."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm  # noqa: F401
-
-
-@pytest.fixture
-def server():
-    with ScriptedLLM() as scripted:
-        yield scripted
+pytestmark = pytest.mark.usefixtures("litellm_loaded")
 
 
 @pytest.fixture(scope="module")

@@ -9,21 +9,12 @@ import sys
 
 import pytest
 from helpers import leaderboard_table, needs_shared, shared_path
-from llm_server import ScriptedLLM
 
 REAL_QUERIES = ("external-datasets", "penn-researchqa-partial", "researchqa_med_med.jsonl")
 SAMPLE_ROWS = 12
 
 
-@pytest.fixture(scope="module", autouse=True)
-def litellm_loaded():
-    import litellm  # noqa: F401  (once per process: pytester runs in-process)
-
-
-@pytest.fixture
-def server():
-    with ScriptedLLM() as scripted:
-        yield scripted
+pytestmark = pytest.mark.usefixtures("litellm_loaded")
 
 
 @pytest.fixture

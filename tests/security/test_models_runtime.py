@@ -17,12 +17,6 @@ import litellm  # noqa: E402,F401
 from llm_server import ScriptedLLM  # noqa: E402
 
 
-@pytest.fixture
-def server():
-    with ScriptedLLM() as scripted:
-        yield scripted
-
-
 def run(pytester, server, cache, model, *args):
     return pytester.runpytest("-p", "no:cacheprovider", f"--researchqa-cache-dir={cache}",
                               f"--researchqa-model=openai/{model}",
