@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, TypeVar
 
-from .rows import Row
+RowT = TypeVar("RowT")
 
 
 class DatasetError(Exception):
@@ -34,11 +35,11 @@ class RowProblem:
 
 
 @dataclass
-class Dataset:
-    """Rows in file order, the rows that failed, and where papers live."""
+class Dataset(Generic[RowT]):
+    """Rows in file order, the rows that failed, and where papers live (any family's rows)."""
 
     path: Path
-    rows: list[Row]
+    rows: list[RowT]
     problems: list[RowProblem] = field(default_factory=list)
     # paper_id -> text for datasets that carry their papers inline (QASPER).
     inline_papers: dict[str, str] = field(default_factory=dict)

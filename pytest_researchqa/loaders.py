@@ -31,7 +31,7 @@ from .rows import METADATA_FIELDS, Row
 __all__ = ["Dataset", "DatasetError", "DatasetWarning", "RowProblem", "load_dataset"]
 
 
-def load_dataset(path: str | Path) -> Dataset:
+def load_dataset(path: str | Path) -> Dataset[Row]:
     """Load a dataset file, choosing the reader by its suffix and shape."""
     path = Path(path)
     if not path.is_file():
@@ -220,7 +220,7 @@ class Unparsable:
         self.message = message
 
 
-def _from_records(path: Path, records, flat: bool) -> Dataset:
+def _from_records(path: Path, records, flat: bool) -> Dataset[Row]:
     from pydantic import ValidationError
 
     rows: list[Row] = []

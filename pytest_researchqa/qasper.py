@@ -56,7 +56,7 @@ def _answer_text(answer: dict) -> str:
     return ""
 
 
-def qasper_dataset(path: Path, data: dict) -> Dataset:
+def qasper_dataset(path: Path, data: dict) -> Dataset[Row]:
     rows: list[Row] = []
     problems: list[RowProblem] = []
     inline: dict[str, str] = {}

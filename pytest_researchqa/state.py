@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import pytest
 
@@ -50,11 +50,11 @@ class RunState:
         return bundled_path(*self.family.sample_dataset)
 
     @functools.cached_property
-    def dataset(self) -> "Dataset":
+    def dataset(self) -> "Dataset[Any]":
         from .dataset import DatasetError, DatasetWarning
 
         try:
-            dataset: "Dataset" = self.family.load(self.dataset_path)
+            dataset: "Dataset[Any]" = self.family.load(self.dataset_path)
         except DatasetError as error:
             raise pytest.UsageError(f"researchqa: {error}") from None
         except DatasetWarning as warning:

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import datetime
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from ...dataset import DatasetError, DatasetWarning, RowProblem
+from ...dataset import Dataset, DatasetError, DatasetWarning, RowProblem
 from .kinds import classify_item
 
 # Keys each shape carries that this family reads nowhere (kept quiet, not warned about).
@@ -81,27 +81,13 @@ class ResearchRow:
         return int(self.date[:4]) if self.date else None
 
 
-@dataclass
-class QueryDataset:
-    """Rows in file order and the rows that failed (the family's counterpart of ``dataset.Dataset``)."""
-
-    path: Path
-    rows: list[ResearchRow]
-    problems: list[RowProblem] = field(default_factory=list)
-    inline_papers: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def root(self) -> Path:
-        return self.path.parent
-
-
 class _Bad(ValueError):
     def __init__(self, field_name: str, message: str) -> None:
         super().__init__(message)
         self.field_name = field_name
 
 
-def load_queries(path: str | Path) -> QueryDataset:
+def load_queries(path: str | Path) -> "Dataset[ResearchRow]":
     from ... import loaders
 
     path = Path(path)
@@ -132,7 +118,7 @@ def load_queries(path: str | Path) -> QueryDataset:
     if unknown:
         warnings.warn(DatasetWarning(f"{path.name}: ignored unknown key(s): {', '.join(sorted(unknown))}"),
                       stacklevel=2)
-    return QueryDataset(path, rows, problems)
+    return Dataset(path, rows, problems)
 
 
 def _text(value: Any) -> Optional[str]:
