@@ -348,8 +348,8 @@ def test_regression_gates_decide_the_same_under_xdist(pytester, tmp_path):
                                            "--researchqa-fail-on-regression=section_coverage")
     assert result.ret == pytest.ExitCode.OK, "rows below their bar are expected failures: the gate decides"
     result.assert_outcomes(passed=10, xfailed=17)
-    result.stdout.fnmatch_lines(["bm25: section_coverage: 0.583 vs 0.583, delta +0.000, *: ok, but 3 papers are "
-                                 "too few for any difference to be significant*"])
+    result.stdout.fnmatch_lines(["bm25: section_coverage: 0.583 vs 0.583, delta +0.000, *: ok, but too few papers (3) "
+                                 "for any difference to be significant*"])
     assert len(list((pytester.path / ".researchqa" / "runs").iterdir())) == 2
 
 

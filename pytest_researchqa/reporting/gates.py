@@ -182,7 +182,7 @@ class RegressionResult:
             return (f"{self.system}: {metric}: {facts}: a significant drop within the minimum effect "
                     f"{self.gate.min_effect:g}, ok")
         if 0.5 ** t.papers >= ALPHA:
-            return (f"{self.system}: {metric}: {facts}: ok, but {t.papers} {self.unit} are too few for any difference "
+            return (f"{self.system}: {metric}: {facts}: ok, but too few {self.unit} ({t.papers}) for any difference "
                     f"to be significant (the clustered test needs at least {MIN_PAPERS})")
         return f"{self.system}: {metric}: {facts}: no significant drop, ok"
 

@@ -127,7 +127,7 @@ def test_a_scoped_gate_compares_only_its_question_type():
     [result] = evaluate_regressions([parse_regression_gate("multi_hop.citation_precision", CITATION)],
                                     compare(new, baseline, CITATION))
     assert result.test.rows == 1 and result.test.delta == -1.0
-    assert result.passed and "too few for any difference to be significant" in result.describe()
+    assert result.passed and "too few papers (1) for any difference to be significant" in result.describe()
 
 
 def test_rows_that_errored_in_either_run_are_paired_but_not_compared():

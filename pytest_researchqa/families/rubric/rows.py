@@ -175,7 +175,7 @@ def _iso_date(text: str) -> str:
             continue
         if len(text) == width or (width == 10 and text[10:11] in ("T", " ")):
             return text[:width]
-    raise _Bad("date", f"{text!r} is not a date (YYYY-MM-DD)")
+    raise _Bad("date", f"{text!r} is not a date (YYYY-MM-DD, YYYY-MM or YYYY)")
 
 
 def _item(number: int, item: Any, unknown: set[str]) -> RubricItem:
