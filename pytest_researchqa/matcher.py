@@ -861,7 +861,8 @@ def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high
                 and not flow.carries_on(cursor)):
             resume = _after_page_break(key, page_starts, flow, quote_key, done, cursor, high)
             if resume is None:
-                resume = _after_line_jump(key, page_starts, flow, quote_key, done, cursor, high)
+                resume = _after_line_jump(key, page_starts, flow, quote_key, done, cursor, high,
+                                          begun=max(low, spans[0][0]))
             page_jumps += 1
         if resume is None:
             return None
@@ -872,19 +873,24 @@ def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high
 
 
 def _after_line_jump(key: str, page_starts: Sequence[int], flow: "_Flow", quote_key: str,
-                     done: int, cursor: int, high: int) -> int | None:
+                     done: int, cursor: int, high: int, begun: int = 0) -> int | None:
     """Where the quote resumes after text the reader put in between: a figure, a table or the
     other column, on the same page or the next.
 
     Extraction puts such text between a sentence's halves only at line boundaries, so the
     quote must break exactly where a line ends (the caller checks) and resume exactly where a
-    later line begins, reading on, with a substantial run (at least MIN_ANCHOR key
-    characters, or the quote's whole rest). Splices of passages cut at arbitrary words rarely
-    meet all of that.
+    line begins, reading on, with a substantial run (at least MIN_ANCHOR key characters, or
+    the quote's whole rest). Splices of passages cut at arbitrary words rarely meet all of
+    that. The resumption is looked for after the break first, then earlier on the same page,
+    before the quote began: pypdf may read a column's continuation before the text it
+    continues (a sentence that runs on below a table sits after the page's top block).
     """
     page = bisect.bisect_right(page_starts, cursor) - 1 if page_starts else 0
     limit = page_starts[page + 2] if page + 2 < len(page_starts) else len(key)
-    return _resumption(key, flow, quote_key, done, cursor, cursor + 1, min(limit, high), MIN_ANCHOR)
+    found = _resumption(key, flow, quote_key, done, cursor, cursor + 1, min(limit, high), MIN_ANCHOR)
+    if found is None and page_starts:
+        found = _resumption(key, flow, quote_key, done, cursor, page_starts[page], begun, MIN_ANCHOR)
+    return found
 
 
 def _resumption(key: str, flow: "_Flow", quote_key: str, done: int, cursor: int, low: int, high: int,

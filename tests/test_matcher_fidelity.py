@@ -139,3 +139,14 @@ def test_bibliography_entries_and_running_headers_of_a_real_paper_are_not_eviden
 def test_reference_list_entries_led_by_full_author_names_are_not_evidence(tmp_path, paper_file, entry):
     paper = read_paper(shared_path("papers", paper_file), "p", tmp_path)
     assert match_citation(entry, paper).verdict == "not_evidence"
+
+
+@needs_shared
+def test_a_sentence_whose_continuation_pypdf_reads_earlier_on_the_page_is_verbatim(tmp_path):
+    # Page 2: "...Of these, 99.1% have a known" ends a line above Table 1; pypdf puts the column's
+    # continuation ("platform value and are included ...") before it, after the page's top block.
+    paper = read_paper(shared_path("papers", "publicusegeneralhealthchatbots.pdf"), "health", tmp_path)
+    quote = ("the sample contains N = 617,827 conversations across the remaining intent categories. Of these, "
+             "99.1% have a known platform value and are included in the mobile-versus-desktop analysis")
+    assert match_citation(quote, paper).verdict == "verbatim"
+    assert not match_citation(quote.replace("99.1%", "91.1%"), paper).grounded
