@@ -38,6 +38,8 @@ class HasMatchIndex(Protocol):
 MIN_QUOTE_KEY = 10
 # A verbatim piece this long anchors a page-break walk or a commentary split.
 MIN_ANCHOR = 20
+# A shorter anchor serves only where a short number glued into the paper ends it (see _locate).
+MIN_GAPPED_ANCHOR = 12
 # A quote may run over at most this many page breaks; between its parts the
 # paper may hold footnotes and a footer (before the break) and a header after.
 MAX_PAGE_JUMPS = 2
@@ -802,6 +804,22 @@ def _longest_end(key: str, quote_key: str, from_end: bool = False) -> tuple[int,
     return best, position
 
 
+def _prefix_before_digit_gap(key: str, quote_key: str, low: int, high: int, tries: int = 8) -> tuple[int, int]:
+    """A prefix shorter than MIN_ANCHOR that ends where the paper has a short number the quote lacks
+    (a superscript citation marker or a margin line number) and the quote carries on right after it."""
+    anchor = quote_key[:MIN_GAPPED_ANCHOR]
+    if len(anchor) < MIN_GAPPED_ANCHOR:
+        return 0, -1
+    found = key.find(anchor, low, high)
+    while found >= 0 and tries:
+        length = common_prefix_length(key, found, quote_key, 0)
+        if length < len(quote_key) and _after_digit_gap(key, quote_key, length, found + length) is not None:
+            return length, found
+        tries -= 1
+        found = key.find(anchor, found + 1, high)
+    return 0, -1
+
+
 def _anchored_prefix(key: str, quote_key: str, low: int, high: int, tries: int = 8) -> tuple[int, int]:
     """The longest prefix of at least MIN_ANCHOR characters: one find, then extend.
 
@@ -852,7 +870,10 @@ def _locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high
         return [(found, found + len(quote_key))]
     length, position = _anchored_prefix(key, quote_key, low, high)
     if length < min(MIN_ANCHOR, len(quote_key)):
-        return None
+        # A citation marker or line number glued in before the anchor's length ("optimizer30 with").
+        length, position = _prefix_before_digit_gap(key, quote_key, low, high)
+        if position < 0:
+            return None
     spans = [(position, position + length)]
     done, cursor, page_jumps = length, position + length, 0
     while done < len(quote_key):

@@ -150,3 +150,11 @@ def test_a_sentence_whose_continuation_pypdf_reads_earlier_on_the_page_is_verbat
              "99.1% have a known platform value and are included in the mobile-versus-desktop analysis")
     assert match_citation(quote, paper).verdict == "verbatim"
     assert not match_citation(quote.replace("99.1%", "91.1%"), paper).grounded
+
+
+def test_a_citation_marker_glued_to_a_word_near_the_quotes_start_is_skipped_and_a_changed_number_is_not():
+    # From a real paper's text as pypdf reads it: a superscript reference number glued to "optimizer".
+    paper = "The models were trained using AdamW optimizer30 with learning rate 5e \u22125, weight decay of 0.01."
+    assert match_citation("using AdamW optimizer with learning rate 5e-5, weight decay of 0.01", paper).grounded
+    assert not match_citation("using AdamW optimizer with learning rate 5e-4, weight decay of 0.01", paper).grounded
+    assert match_citation("using AdamW optimizer30 with learning rate 5e-5", paper).grounded, "the marker quoted too"
