@@ -32,7 +32,7 @@ from pytest_researchqa.families.citation import CITATION
 from pytest_researchqa.records import RowRecord
 from pytest_researchqa.reporting.compare import Baseline, compare
 from pytest_researchqa.reporting.gates import ALPHA, evaluate_regressions, parse_regression_gate
-from pytest_researchqa.reporting.stats import RESAMPLES, SEED
+from pytest_researchqa.stats import RESAMPLES, SEED
 
 CITATIONS_PER_ROW = 3
 PAPER_SD = 1.0  # logit-scale spread of paper difficulty

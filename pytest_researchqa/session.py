@@ -19,8 +19,8 @@ from .reporting.compare import Baseline, Comparison, compare
 from .reporting.gates import Gate, RegressionGate, evaluate, evaluate_regressions
 from .reporting.guards import judge_guards
 from .reporting.outcome import RunOutcome, Selection
-from .reporting.stats import Interval, bootstrap_mean
 from .reporting.summaries import group, system_of
+from .stats import Interval, bootstrap_mean
 
 __all__ = ["ResearchSession", "RunOutcome", "Selection"]
 

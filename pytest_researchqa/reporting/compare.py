@@ -14,7 +14,7 @@ from typing import Mapping, Optional, Sequence
 
 from ..families import Family
 from ..records import RowRecord
-from .stats import PairedTest, paired_test
+from ..stats import PairedTest, paired_test
 from .summaries import group, system_of
 
 NAMED_ROWS = 10  # row ids named before "and N more"

@@ -15,8 +15,8 @@ from ..records import RowRecord
 from .summaries import group, summarize, system_of
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..stats import PairedTest
     from .compare import Comparison
-    from .stats import PairedTest
 
 
 class GateSpecError(ValueError):
@@ -157,7 +157,7 @@ class RegressionResult:
         return not (self.significant and worse_by > self.gate.min_effect)
 
     def describe(self) -> str:
-        from .stats import describe_p
+        from ..stats import describe_p
 
         prefix = f"{self.gate.question_type}." if self.gate.question_type else ""
         metric = f"{prefix}{self.gate.metric}"

@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..records import RowRecord
+from ..stats import Interval
 from .compare import Comparison
 from .gates import GateResult, RegressionResult
 from .guards import Guard
-from .stats import Interval
 
 
 @dataclass(frozen=True)

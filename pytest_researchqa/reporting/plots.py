@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from ..families import Family
 from ..records import RowRecord
+from ..stats import paper_means
 from .compare import Comparison, metric_pairs
-from .stats import paper_means
 from .summaries import Summary, by_system, group, summarize, system_of
 
 if TYPE_CHECKING:  # pragma: no cover

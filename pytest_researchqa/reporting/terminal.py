@@ -7,9 +7,9 @@ from typing import Any, Callable, Optional, Sequence
 
 from ..families import Family
 from ..records import RowRecord
+from ..stats import CONFIDENCE, RESAMPLES, Interval, PairedTest, describe_p
 from .compare import Comparison, coverage_lines
 from .gates import ALPHA
-from .stats import CONFIDENCE, RESAMPLES, Interval, PairedTest, describe_p
 from .summaries import Summary, by_system, group, summarize, system_of
 
 Intervals = dict[str, dict[str, Optional[Interval]]]

@@ -10,7 +10,7 @@ from pytest_researchqa.families.citation import CITATION
 from pytest_researchqa.records import RowRecord
 from pytest_researchqa.reporting.compare import Baseline, compare, name_rows, parse_mapping
 from pytest_researchqa.reporting.gates import GateSpecError, evaluate_regressions, parse_regression_gate
-from pytest_researchqa.reporting.stats import EXACT_UP_TO, bootstrap_mean, paired_test
+from pytest_researchqa.stats import EXACT_UP_TO, bootstrap_mean, paired_test
 
 
 def test_the_interval_holds_the_mean_and_is_the_same_on_every_call():

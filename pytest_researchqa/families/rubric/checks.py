@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from ...records import RowRecord
-from .stats import pearson
+from ...stats import pearson
 
 _YEAR = re.compile(r"(?<![\d.])((?:19|20)\d\d)(?![\d])")
 NGRAM = 6

@@ -7,7 +7,7 @@ import statistics
 from typing import Any, Optional, Sequence
 
 from ...records import RowRecord
-from ...reporting.stats import bootstrap_mean
+from ...stats import bootstrap_mean
 from .. import Family
 from . import GENERAL_DOMAINS, domain_marker
 from .checks import system_checks

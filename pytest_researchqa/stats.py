@@ -6,6 +6,7 @@ takes whole papers, never single rows:
 
 * :func:`bootstrap_mean` -- a percentile interval of a metric's row-weighted mean,
   resampling papers with replacement (the leaderboard's ``0.812 ±0.031``);
+* :func:`pearson` -- a correlation (the rubric family's length-vs-coverage check);
 * :func:`paired_test` -- for rows measured by two runs, the row-weighted mean
   difference (new minus old), its paired paper-clustered bootstrap interval, and
   one-sided p-values from a sign-flip permutation test over papers: under "no
@@ -185,3 +186,12 @@ def describe_p(p: float) -> str:
 
 
 __all__ = ["Interval", "PairedTest", "bootstrap_mean", "paired_test", "paper_means", "describe_p"]
+
+
+def pearson(xs: Sequence[float], ys: Sequence[float]) -> Optional[float]:
+    """Pearson's r, or None where it is undefined (fewer than 3 points, or a constant side)."""
+    import statistics
+
+    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
+        return None
+    return statistics.correlation(xs, ys)
