@@ -108,7 +108,7 @@ def load_system(spec: str) -> System:
 
         return System("oracle", oracle_answer)
     if spec == "rubric-oracle":
-        from ..families.rubric.task import rubric_oracle
+        from .rubric_oracle import rubric_oracle
 
         return System("rubric-oracle", rubric_oracle)
     if spec == "bm25":

@@ -2,8 +2,8 @@
 a length guidance (both on by default, both switchable, recorded per row), and the systems that answer it.
 
 ``ResearchAnswerSystem`` is a litellm model under this task (the shared runner,
-cache, retries and structured output of ``llm.system.LlmSystem``); ``rubric_oracle``
-answers with the rubric items' own content, the family's self-test.
+cache, retries and structured output of ``llm.system.LlmSystem``). The family's
+self-test, ``rubric-oracle``, is a built-in system (``systems/rubric_oracle.py``).
 """
 
 from __future__ import annotations
@@ -103,20 +103,3 @@ class ResearchAnswerSystem(LlmSystem):
                  "citations": parsed.citations, "refused": parsed.refused}
         self.cache.put(key, entry)
         return entry
-
-
-_ITEM_LEAD = re.compile(r"^(?:does|do|did|is|are|has|have)\s+the\s+(?:response|answer)\s+", re.IGNORECASE)
-
-
-def rubric_oracle(row: Any, paper: Any = None) -> Answer:
-    """An answer made of the rubric items' own content, and their cited works as references."""
-    sentences, cited = [], []
-    for item in getattr(row, "rubric", ()):
-        statement = _ITEM_LEAD.sub("", item.text).rstrip(" ?")
-        sentences.append(statement[:1].upper() + statement[1:] + ".")
-        if item.citation:
-            title = item.citation.get("title") or item.citation.get("name")
-            year = item.citation.get("year")
-            if title:
-                cited.append(f"{item.citation.get('authors', 'Authors')} ({year or 'n.d.'}). {title}.")
-    return Answer(text=" ".join(sentences) or row.query, citations=cited)

@@ -1,0 +1,28 @@
+"""The rubric oracle: answers a research query with its rubric items' own content.
+
+Each item's statement becomes a sentence and its cited work a reference, so a coverage
+judge should find every item completely covered: the rubric family's self-test.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..answers import Answer
+
+_ITEM_LEAD = re.compile(r"^(?:does|do|did|is|are|has|have)\s+the\s+(?:response|answer)\s+", re.IGNORECASE)
+
+
+def rubric_oracle(row: Any, paper: Any = None) -> Answer:
+    """An answer made of the rubric items' own content, and their cited works as references."""
+    sentences, cited = [], []
+    for item in getattr(row, "rubric", ()):
+        statement = _ITEM_LEAD.sub("", item.text).rstrip(" ?")
+        sentences.append(statement[:1].upper() + statement[1:] + ".")
+        if item.citation:
+            title = item.citation.get("title") or item.citation.get("name")
+            year = item.citation.get("year")
+            if title:
+                cited.append(f"{item.citation.get('authors', 'Authors')} ({year or 'n.d.'}). {title}.")
+    return Answer(text=" ".join(sentences) or row.query, citations=cited)
