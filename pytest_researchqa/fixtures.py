@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
-from .stash import RECORD, RECORDER, Case, run_state
+from .stash import RECORD, RECORDER, SETTINGS, Case, run_state
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .options import Settings
     from .records import Recorder
 
 
@@ -131,6 +132,12 @@ def researchqa_judge(request: pytest.FixtureRequest, researchqa_case: Case):
     if not state.settings.judges or researchqa_case.system is None:
         return None
     return state.services.judges_for(researchqa_case.system)
+
+
+@pytest.fixture(scope="session")
+def researchqa_settings(pytestconfig: pytest.Config) -> "Settings":
+    """What the run was asked to do (:class:`~pytest_researchqa.options.Settings`, plain values)."""
+    return pytestconfig.stash[SETTINGS]
 
 
 @pytest.fixture(scope="session")

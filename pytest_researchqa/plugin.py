@@ -27,6 +27,7 @@ from .fixtures import (  # noqa: F401  (fixtures are found as attributes of the 
     researchqa_paper,
     researchqa_recorder,
     researchqa_row,
+    researchqa_settings,
     researchqa_system,
 )
 from .options import add_options, read_settings

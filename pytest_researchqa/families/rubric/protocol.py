@@ -13,16 +13,14 @@ from pytest_researchqa.families.rubric.task import TaskOptions
 
 
 def test_query(researchqa_row: Any, researchqa_answer: Any, researchqa_judge: Any, researchqa_recorder: Any,
-               pytestconfig: pytest.Config) -> None:
+               researchqa_settings: Any) -> None:
     if researchqa_answer is None:  # --researchqa-audit: describe the row, answer nothing
         researchqa_recorder.detail("items", [{"text": i.text, "kind": i.kind, "coverage": None}
                                              for i in researchqa_row.rubric])
         researchqa_recorder.detail("date", researchqa_row.date)
         researchqa_recorder.detail("survey_title", researchqa_row.survey_title)
         return
-    from pytest_researchqa.stash import SETTINGS
-
-    settings = pytestconfig.stash[SETTINGS]
+    settings = researchqa_settings
     record_answer(researchqa_answer, researchqa_row, TaskOptions(settings.date_cutoff, settings.length_words))
     not_graded = failed = None
     try:
