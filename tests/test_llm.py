@@ -152,11 +152,11 @@ def test_a_reply_still_cut_off_after_its_repair_is_an_error_naming_the_cut(serve
 
 def test_a_judge_inherits_the_repair_with_its_verdict_schema(server, tmp_path, sample):
     from pytest_researchqa.answers import Answer
-    from pytest_researchqa.llm.judges import LlmJudge
+    from pytest_researchqa.llm.judges import make_judge
 
     row, _ = first_row(sample)
     spec = ModelSpec("openai/judge-repairable", {"api_base": server.url, "api_key": "t"})
-    judge = LlmJudge(spec, ModelRunner(), AnswerCache(tmp_path), timeout_s=5.0, retries=3)
+    judge = make_judge("rubric", spec, ModelRunner(), AnswerCache(tmp_path), timeout_s=5.0, retries=3)
     verdict = judge.submit(row, Answer(text=row.expected_answer, citations=[])).result(timeout=30)
     assert 1 <= verdict["scores"]["factual_accuracy"] <= 5
     assert server.calls() == 2

@@ -440,12 +440,6 @@ def make_judge(kind: str, spec: ModelSpec, runner: ModelRunner, cache: AnswerCac
     return JUDGE_KINDS[kind](spec, runner, cache, timeout_s=timeout_s, retries=retries)
 
 
-def LlmJudge(spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, *, mode: str = "rubric",  # noqa: N802
-             timeout_s: float = 120.0, retries: int = 3) -> ModelJudge:
-    """The citation family's judge of a mode (kept for callers of the one-class API)."""
-    return make_judge(mode, spec, runner, cache, timeout_s=timeout_s, retries=retries)
-
-
 class JudgePanel(list):
     """The judges of one row, and how many extra times to re-judge sampled rows (flip-rate probe)."""
 
