@@ -43,6 +43,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     show = commands.add_parser("show", help="print a saved run's leaderboard", parents=[with_runs])
     show.add_argument("run", nargs="?", default="last")
     show.add_argument("--markdown", action="store_true", help="as GitHub-flavoured Markdown")
+    show.add_argument("--json", action="store_true",
+                      help="the run's machine-readable summary (schema researchqa-summary/1, docs/json.md)")
     compare = commands.add_parser("compare", help="compare a saved run with a baseline run", parents=[with_runs])
     compare.add_argument("baseline", help="the run compared with (old)")
     compare.add_argument("run", nargs="?", default="last", help="the run compared (new; default: last)")
@@ -62,7 +64,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "compare":
             return _compare(args.baseline, args.run, args.runs, mapping=args.map, regressions=args.fail_on_regression,
                             markdown=args.markdown)
-        return _show(args.run, args.runs, markdown=args.markdown)
+        return _show(args.run, args.runs, markdown=args.markdown, as_json=args.json)
     except (RunNotFound, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -104,13 +106,26 @@ def _print(session: "ResearchSession", title: str, *, markdown: bool) -> None:
                                outcome.family_results))
     if outcome.comparison is not None:
         print(terminal.comparison_text(outcome.comparison, session.family))
-    for result in outcome.regressions:
-        print(result.describe())
+    for check in outcome.checks:
+        print(f"{check.mark} {check.message}")
+    if outcome.gated:
+        print(f"researchqa: {outcome.headline}")
 
 
-def _show(spec: str, runs_dir: Path, *, markdown: bool) -> int:
+def _show(spec: str, runs_dir: Path, *, markdown: bool, as_json: bool = False) -> int:
     saved = load_run(resolve_run(spec, runs_dir))
     session = _session(saved)
+    if as_json:
+        import json
+
+        from .reporting.json_summary import summary
+        from .runs import SUMMARY_FILE
+
+        kept = saved.folder / SUMMARY_FILE  # written by the run itself: it knows the run's gates
+        data = json.loads(kept.read_text(encoding="utf-8")) if kept.is_file() else summary(
+            session.outcome(), session.family, saved.manifest)
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+        return 0
     _print(session, f"researchqa run {saved.name} ({len(saved.records)} rows)", markdown=markdown)
     return 0
 

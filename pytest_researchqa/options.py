@@ -95,6 +95,17 @@ OPTIONS: tuple[Option, ...] = (
     Option("--researchqa-fail-under", "append",
            "Gate: METRIC=VALUE or TYPE.METRIC=VALUE (e.g. multi_hop.section_coverage=0.7). "
            "Repeatable. When given, the gates decide the exit status."),
+    Option("--researchqa-fail-rows", "flag",
+           "Rows below their per-row bar fail as tests. Default: they are reported as xfailed, counted and "
+           "diagnosed in the summary, and only errors and configured gates decide the exit status."),
+    Option("--researchqa-undecidable", "choice",
+           "A gate that cannot decide (too few papers, a metric undefined or NaN, no baseline): warn (default: "
+           "shown as undecided, exit 0) or fail (exit 1).", "warn", ("warn", "fail")),
+    Option("--researchqa-only", "flag",
+           "Run only the benchmark: the project's own collected tests are deselected."),
+    Option("--researchqa-json", "path",
+           "Write the run's machine-readable summary (schema researchqa-summary/1: metrics, intervals, counts, "
+           "errors, cost, each gate's state and figures) to this file. Every saved run keeps one as summary.json."),
     Option("--researchqa-allow-partial", "flag",
            "Let gates decide a run that measured fewer rows than it selected (-x, --maxfail, --lf, --sw)."),
     Option("--researchqa-results", "text",
@@ -106,6 +117,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--researchqa-compare", "text",
            "Compare with a saved run (its folder, folder name, --researchqa-save name, or 'last' for the most recent "
            "saved run): the leaderboard gains a delta per metric and a comparison table."),
+    Option("--researchqa-compare-missing", "choice",
+           "When --researchqa-compare names no saved run: error (default, a usage error before any row runs) or "
+           "skip (the run says 'no baseline: nothing compared' and its regression gates are undecidable).",
+           "error", ("error", "skip")),
     Option("--researchqa-compare-map", "append",
            "NEW=OLD: compare this run's system NEW with the baseline's system OLD (default: same name). Repeatable."),
     Option("--researchqa-fail-on-regression", "append",
@@ -184,6 +199,11 @@ class Settings:
     compare_map: dict[str, str] = field(default_factory=dict)
     regressions: tuple["RegressionGate", ...] = ()
     plots: Optional[Path] = None
+    fail_rows: bool = False
+    undecidable_fails: bool = False
+    only: bool = False
+    json_summary: Optional[Path] = None
+    compare_missing: str = "error"
     battles: Optional[int] = None  # per pair of systems; None: every query both answered
     date_cutoff: bool = True
     length_words: Optional[int] = 250
@@ -305,6 +325,11 @@ def read_settings(config: pytest.Config) -> Settings:
         compare_map=compare_map,
         regressions=regressions,
         plots=resolved["researchqa_plots"],
+        fail_rows=resolved["researchqa_fail_rows"],
+        undecidable_fails=resolved["researchqa_undecidable"] == "fail",
+        only=resolved["researchqa_only"],
+        json_summary=resolved["researchqa_json"],
+        compare_missing=resolved["researchqa_compare_missing"],
         battles=_battles(resolved["researchqa_battles"]),
         date_cutoff=resolved["researchqa_date_cutoff"] == "on",
         length_words=resolved["researchqa_length_words"] or None,

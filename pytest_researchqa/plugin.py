@@ -53,8 +53,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS] = settings
     selects = bool(config.option.keyword or config.option.markexpr)
     config.stash[STATE_FACTORY] = lambda: _new_state(settings, sample_after_selection=selects)
-    for question_type in settings.question_types:
-        config.addinivalue_line("markers", f"{question_type}: researchqa rows of question type {question_type}")
+    if settings.active:  # an inactive plugin adds nothing to --markers (nor to --strict-markers' list)
+        _register_markers(config, settings.question_types)
     if settings.models:
         # litellm's own types make pydantic warn as they load; nothing a user can act on.
         config.addinivalue_line("filterwarnings", "ignore:.*using the .ReadOnly. qualifier:UserWarning")
@@ -79,6 +79,8 @@ def pytest_configure(config: pytest.Config) -> None:
             state.system(spec)  # a bad spec is a usage error now, not N failing rows
         if settings.compare and not is_worker(config):
             state.session.baseline = _baseline(config, settings)
+            if state.session.baseline is None:
+                state.session.missing_baseline = settings.compare
         if settings.plots is not None:
             from .reporting.plots import require_matplotlib
 
@@ -99,12 +101,23 @@ def _baseline(config: pytest.Config, settings: Any) -> Any:
 
     try:
         baseline = load_baseline(settings.compare, _runs_dir(config, settings))
-    except (RunNotFound, ValueError, OSError) as error:
+    except RunNotFound as error:
+        if settings.compare_missing == "skip":
+            return None  # the run says "no baseline: nothing compared"; its regression gates cannot decide
+        raise pytest.UsageError(f"--researchqa-compare: {error}") from None
+    except (ValueError, OSError) as error:
         raise pytest.UsageError(f"--researchqa-compare: {error}") from None
     if baseline.family != settings.family:
         raise pytest.UsageError(f"--researchqa-compare: {baseline.name} is a run of the {baseline.family} family; "
                                 f"this run is of the {settings.family} family, whose rows it cannot be paired with")
     return baseline
+
+
+def _register_markers(config: pytest.Config, question_types: tuple[str, ...]) -> None:
+    known = {line.split(":", 1)[0].strip() for line in config.getini("markers")}
+    for question_type in question_types:
+        if question_type not in known:
+            config.addinivalue_line("markers", f"{question_type}: researchqa rows of question type {question_type}")
 
 
 def _new_state(settings: Any, sample_after_selection: bool) -> "RunState":
@@ -117,6 +130,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "researchqa_case" not in metafunc.fixturenames:
         return
     state = run_state(metafunc.config)
+    _register_markers(metafunc.config, state.family.question_types)  # a project's own row test, no option
     with_systems = bool({"researchqa_answer", "researchqa_system"} & set(metafunc.fixturenames))
     metafunc.parametrize(
         "researchqa_case",
@@ -133,6 +147,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     uses_rows = any("researchqa_case" in getattr(item, "fixturenames", ()) for item in items)
     if settings.requested and not uses_rows:
         items.extend(_collect_protocol(session, run_state(config)))
+    if settings.only:
+        others = [item for item in items if case_of(item) is None]
+        if others:
+            config.hook.pytest_deselected(items=others)
+            items[:] = [item for item in items if case_of(item) is not None]
     generated = 0
     for item in items:
         case = case_of(item)
@@ -180,22 +199,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if record is None:
         return report
     if call.when == "call" or (call.when == "setup" and report.outcome != "passed"):
-        graded_failure = (call.when == "call" and call.excinfo is not None
-                          and call.excinfo.errisinstance(AssertionError) and not record.error)
-        if call.when == "call" and call.excinfo is not None and not record.error and not graded_failure:
-            if not call.excinfo.errisinstance((pytest.xfail.Exception, pytest.skip.Exception)):
-                record.error = f"{call.excinfo.typename}: {call.excinfo.value}"
-        if graded_failure and call.excinfo is not None and run_state(item.config).session.gates_decide:
-            # One policy under aggregate gates: a row below its per-row bar is an expected
-            # failure, so the terminal, JUnit and the exit status all follow the gates.
-            first_line = str(call.excinfo.value).splitlines()[0] if str(call.excinfo.value) else "below the bar"
-            report.outcome = "skipped"
-            report.wasxfail = f"below the per-row bar (the gates decide): {first_line}"
-            record.outcome = "below_bar"
-        else:
-            record.outcome = "error" if record.error else _outcome_word(report)
-        record.nodeid = item.nodeid
+        from .row_reports import add_sections, settle
+
         state = run_state(item.config)
+        settle(item, call, report, record, state)
+        record.nodeid = item.nodeid
         if record.error:
             record.error = state.redact(record.error)
         for scores in ((record.judge or {}).get("by_judge") or {}).values():
@@ -204,27 +212,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.researchqa = record.to_plain()
         # JUnit writes the properties of the item (copied onto its teardown report), not of this report.
         item.user_properties.extend(record.junit_properties())
-        if report.outcome != "passed" and record.usage.context:
-            usage = record.usage
-            tokens = (f", {usage.prompt_tokens} tokens in, {usage.completion_tokens} out"
-                      if usage.prompt_tokens is not None else "")
-            cached = ", from the cache" if usage.cached else ""
-            report.sections.append(("researchqa model input", f"context: {usage.context}{tokens}{cached}"))
-        if record.judge and (report.outcome != "passed" or record.outcome == "below_bar"):
-            from .assertions import judge_reasons
-
-            report.sections.append(("researchqa judges", "\n".join(judge_reasons(record.judge))))
-        failures = record.judge_failures
-        if failures:
-            report.sections.append(("researchqa judge errors", "\n".join(failures)))
-            item.user_properties.append(("researchqa_judge_errors", "; ".join(failures)))
+        add_sections(report, record)
+        if record.judge_failures:
+            item.user_properties.append(("researchqa_judge_errors", "; ".join(record.judge_failures)))
     return report
-
-
-def _outcome_word(report: pytest.TestReport) -> str:
-    if hasattr(report, "wasxfail"):
-        return "xfailed"
-    return report.outcome
 
 
 _GENERATED = pytest.StashKey[int]()
@@ -283,6 +274,10 @@ class RunHooks:
             return  # a run without the benchmark: nothing to count, nothing to start
         invalid_rows = any((c := case_of(i)) is not None and c.kind == "problem" for i in session.items)
         if settings.requested and self.selected == 0 and not invalid_rows and not session.config.option.collectonly:
+            from .row_reports import first_missing_path
+
+            if not session.config.option.pyargs and first_missing_path(session.config) is not None:
+                return  # pytest's own "file or directory not found" follows; ours would replace it
             if self.generated == 0:
                 # pytest calls this hook from a `finally`: a load error raised during collection would
                 # be replaced by ours, so load again here and let its own message stand.
@@ -327,6 +322,8 @@ class RunHooks:
         """Collect records on the process that prints (the controller under xdist)."""
         if is_worker(self.config):
             return  # a worker's reports reach the controller, which records (and saves) them once
+        if hasattr(report, "researchqa_check"):
+            return  # a gate's own testcase (pytest_sessionfinish): already counted in the outcome
         plain = getattr(report, "researchqa", None)
         if plain is not None:
             from .records import RowRecord
@@ -340,6 +337,17 @@ class RunHooks:
                 self.progress.row_done(record)
         elif report.failed:
             self.foreign_failures += 1
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> Optional[tuple[str, str, str]]:
+        """A gate's testcase is counted (the final line agrees with JUnit) but draws no progress letter."""
+        if not hasattr(report, "researchqa_check"):
+            return None
+        category = report.outcome if report.when == "call" else ""
+        if not getattr(report, "researchqa_counted", False):
+            report.researchqa_counted = True  # type: ignore[attr-defined]
+            return (category, "", "")  # the live progress line: nothing
+        return (category, "", report.outcome.upper())  # the short summary's word (FAILED, SKIPPED)
 
     def _selection(self) -> "Selection":
         from .session import Selection
@@ -355,6 +363,7 @@ class RunHooks:
                          markexpr=getattr(option, "markexpr", "") or "", sample=self.state.settings.sample,
                          rerun_subset=rerun)
 
+    @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file: the gates' testcases go in it
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """With gates, the run's outcome decides the exit status (see docs/gating.md)."""
         state = started(self.config)
@@ -375,13 +384,24 @@ class RunHooks:
 
             state.session.dataset_sha = file_sha256(state.dataset_path)
         outcome = state.session.outcome()
+        from .reporting.json_summary import summary
+        from .row_reports import check_reports
+
+        manifest = self._manifest(outcome)
+        data = summary(outcome, state.family, manifest)
         if self.writer is not None:
-            self.writer.finish(outcome.records + outcome.invalid_rows, self._manifest(outcome))
+            self.writer.finish(outcome.records + outcome.invalid_rows, manifest, data)
+        if state.settings.json_summary is not None:
+            from .reporting.json_summary import write_json
+
+            write_json(state.settings.json_summary, data)
         self._write_markdown(outcome)
         if state.settings.plots is not None and outcome.records:
             from .reporting.plots import write_plots
 
             self.plots = write_plots(outcome, state.family, state.settings.plots)
+        for report in check_reports(outcome):  # JUnit and pytest's counts carry each gate as a testcase
+            self.config.hook.pytest_runtest_logreport(report=report)
         if outcome.passed is None or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             return
         session.exitstatus = pytest.ExitCode.OK if outcome.passed else pytest.ExitCode.TESTS_FAILED
@@ -411,6 +431,7 @@ class RunHooks:
         if state is None or not state.session.records or is_worker(config):
             return
         from .reporting import terminal
+        from .row_reports import short_list
 
         outcome = state.session.outcome()
         write = terminalreporter.write_line
@@ -446,22 +467,19 @@ class RunHooks:
             terminalreporter.write_sep("-", "researchqa judge guards")
             for guard in outcome.guards:
                 write(guard.message, yellow=guard.severity == "warning")
-        if outcome.gated:
-            terminalreporter.write_sep("-", "researchqa gates")
-            for result in outcome.gates:
-                write(result.describe(), red=not result.passed, green=result.passed)
-            for regression in outcome.regressions:
-                write(regression.describe(), red=not regression.passed, green=regression.passed)
-            if outcome.below_bar:
-                write(f"{outcome.below_bar} row(s) below their per-row bar are reported as xfailed: the gates decide "
-                      "(-rx lists them)")
-            for reason in outcome.partial_reasons:
-                write(f"{reason}; the gates do not pass a partial run (--researchqa-allow-partial to allow)",
-                      red=True)
-            if outcome.errors:
-                write(f"{outcome.errors} row(s) errored: the gates cannot pass while rows error", red=True)
-            if outcome.foreign_failures:
-                write(f"{outcome.foreign_failures} other test(s) failed: the gates do not excuse them", red=True)
+        below = short_list(list(outcome.records))
+        if below:
+            count = outcome.below_bar + outcome.failed_rows
+            terminalreporter.write_sep("-", f"researchqa rows below their bar ({count})")
+            for line in below:
+                write(line)
+        terminalreporter.write_sep("-", "researchqa verdict")
+        for check in outcome.checks:
+            write(f"{check.mark} {check.message}", red=check.fails_run, green=check.state == "passed",
+                  yellow=check.state == "undecidable" and not check.fails_run)
+        verdict = outcome.verdict
+        write(f"researchqa: {outcome.headline}", bold=True, red=verdict == "failed", green=verdict == "passed",
+              yellow=verdict == "undecidable")
         for note in outcome.notes:
             write(note, yellow=True)
 
@@ -493,12 +511,15 @@ class RunHooks:
             "selection": {"rows": selection.rows, "keyword": selection.keyword, "markexpr": selection.markexpr,
                           "sample": selection.sample, "rerun_subset": selection.rerun_subset},
             "outcome": {"measured": outcome.measured, "errors": outcome.errors, "passed": outcome.passed,
-                        "gates": [{"gate": g.gate.label, "system": g.system, "value": g.value, "passed": g.passed}
+                        "verdict": outcome.verdict,
+                        "gates": [{"gate": g.gate.label, "system": g.system, "value": g.value, "passed": g.passed,
+                                   "state": g.state}
                                   for g in outcome.gates],
                         "partial_reasons": list(outcome.partial_reasons),
                         "compared_with": outcome.comparison.baseline if outcome.comparison else None,
                         "regressions": [{"gate": r.gate.label, "metric": r.gate.metric, "system": r.system,
                                          "baseline_system": r.baseline_system, "passed": r.passed,
+                                         "state": r.state,
                                          "delta": r.test.delta if r.test else None,
                                          "p_worse": r.test.p_worse(r.gate.higher_is_better) if r.test else None}
                                         for r in outcome.regressions]},

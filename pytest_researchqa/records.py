@@ -56,9 +56,11 @@ class RowRecord:
     baseline: bool = False
     error: Optional[str] = None
     defect: Optional[str] = None
-    # The row's test: "passed", "failed" (below its per-row bar), "below_bar" (failed, reported as
-    # xfailed because aggregate gates decide), "error", "xfailed" (dataset defect) or "skipped".
+    # The row's test: "passed", "failed" (below its per-row bar, --researchqa-fail-rows), "below_bar"
+    # (below its bar, reported as xfailed: the default), "error", "xfailed" (dataset defect) or "skipped".
     outcome: Optional[str] = None
+    # Why the row fell below its bar: the assertions' diagnosis, a few lines (None when it did not).
+    diagnosis: Optional[str] = None
     expected_found: Optional[int] = None
     expected_total: Optional[int] = None
     # What a family keeps of the row beyond metrics, as plain data (the rubric family: the answer text,

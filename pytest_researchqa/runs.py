@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
 ROWS_FILE = "rows.jsonl"
 PARTIAL_FILE = "rows.partial.jsonl"
 MANIFEST_FILE = "manifest.json"
+SUMMARY_FILE = "summary.json"  # the machine-readable summary (docs/json.md)
 DEFAULT_RUNS_DIR = Path(".researchqa") / "runs"
 MANIFEST_VERSION = 1
 _SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.IGNORECASE)
@@ -116,7 +117,8 @@ class RunWriter:
         self._partial.write(json.dumps(record.to_plain(), ensure_ascii=False) + "\n")
         self._partial.flush()
 
-    def finish(self, records: Iterable[RowRecord], manifest: dict[str, Any]) -> None:
+    def finish(self, records: Iterable[RowRecord], manifest: dict[str, Any],
+               summary: Optional[dict[str, Any]] = None) -> None:
         from .papers import atomic_write
 
         if self._partial is not None:
@@ -127,6 +129,9 @@ class RunWriter:
         manifest = {"version": MANIFEST_VERSION, **manifest}
         atomic_write(self.folder / MANIFEST_FILE,
                      (json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
+        if summary is not None:  # the machine-readable summary (docs/json.md), beside the manifest
+            atomic_write(self.folder / SUMMARY_FILE,
+                         (json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
         try:
             os.unlink(self.folder / PARTIAL_FILE)
         except OSError:

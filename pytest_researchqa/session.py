@@ -39,6 +39,8 @@ class ResearchSession:
     baseline: Optional[Baseline] = None  # --researchqa-compare's run
     compare_map: Mapping[str, str] = field(default_factory=dict)
     dataset_sha: Optional[str] = None
+    undecidable_fails: bool = False  # --researchqa-undecidable=fail
+    missing_baseline: Optional[str] = None  # --researchqa-compare-missing=skip found no such run
     # What the family's end-of-run step found (the rubric family: battles, Elo), plain data for renderers.
     family_results: dict[str, Any] = field(default_factory=dict)
     _outcome: Optional[RunOutcome] = None
@@ -93,6 +95,8 @@ class ResearchSession:
             comparison=comparison,
             regressions=tuple(regressions),
             family_results=self.family_results or None,
+            undecidable_fails=self.undecidable_fails,
+            missing_baseline=self.missing_baseline if gated else None,
         )
 
     def _partial_reasons(self, measured: int, invalid: int) -> list[str]:

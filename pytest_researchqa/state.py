@@ -39,7 +39,8 @@ class RunState:
         self.services = Services(settings)
         self.session = ResearchSession(
             self.family, settings.gates, allow_partial=settings.allow_partial, gates_apply=not settings.audit,
-            regressions=settings.regressions, compare_map=settings.compare_map)
+            regressions=settings.regressions, compare_map=settings.compare_map,
+            undecidable_fails=settings.undecidable_fails)
 
     @property
     def dataset_path(self) -> Path:

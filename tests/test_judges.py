@@ -209,7 +209,7 @@ def test_judges_ask_for_the_providers_json_schema_mode_through_structured_output
 
 def test_a_failing_rows_report_and_its_saved_record_carry_each_judges_reasons(pytester, server, tmp_path):
     result = run(pytester, server, tmp_path, "--researchqa-system=bm25", "--researchqa-judge=openai/judge-a",
-                 "-k", "edu-lookup-1", "--researchqa-save=judged")
+                 "-k", "edu-lookup-1", "--researchqa-save=judged", "--researchqa-fail-rows")
     result.stdout.fnmatch_lines(["*researchqa judges*",
                                  "  openai/judge-a factual_accuracy *: Checked the stated figures.",
                                  "  openai/judge-a completeness *: Compared the key points."])

@@ -250,13 +250,13 @@ def test_a_degraded_system_fails_the_regression_gate_and_an_identical_rerun_does
 
     same = pytester.runpytest(*common, "--researchqa-system=bm25", "--researchqa-save=rerun", *gate)
     assert same.ret == pytest.ExitCode.OK
-    same.stdout.fnmatch_lines(["bm25: citation_precision: 0.133 vs 0.133, delta +0.000, *, p(worse) 1.000 over "
+    same.stdout.fnmatch_lines(["✅ bm25: citation_precision: 0.133 vs 0.133, delta +0.000, *, p(worse) 1.000 over "
                                "60 papers / 188 rows: no significant drop, ok"])
 
     worse = pytester.runpytest(*common, "--researchqa-system=degraded:short_query", "--researchqa-save=pr", *gate,
                                "--researchqa-compare-map=degraded:short_query=bm25", "--researchqa-markdown=pr.md")
     assert worse.ret == pytest.ExitCode.TESTS_FAILED
-    worse.stdout.fnmatch_lines(["degraded:short_query: citation_precision REGRESSED: 0.080 vs 0.133, delta -0.053, "
+    worse.stdout.fnmatch_lines(["❌ degraded:short_query: citation_precision REGRESSED: 0.080 vs 0.133, delta -0.053, "
                                 "95% CI -0.* to -0.*, p(worse) 0.0* over 60 papers / 188 rows: significant at alpha "
                                 "0.05: FAILED"])
     assert leaderboard_table(worse)["degraded:short_query"]["Δ cite prec"] == "-0.053 ▼"
@@ -347,9 +347,9 @@ def test_regression_gates_decide_the_same_under_xdist(pytester, tmp_path):
     result = pytester.runpytest_subprocess(*args, "-n", "2", "--researchqa-compare=main",
                                            "--researchqa-fail-on-regression=section_coverage")
     assert result.ret == pytest.ExitCode.OK, "rows below their bar are expected failures: the gate decides"
-    result.assert_outcomes(passed=10, xfailed=17)
-    result.stdout.fnmatch_lines(["bm25: section_coverage: 0.583 vs 0.583, delta +0.000, *: ok, but too few papers (3) "
-                                 "for any difference to be significant*"])
+    result.assert_outcomes(passed=11, xfailed=17)  # the rows, and the gate's own testcase
+    result.stdout.fnmatch_lines(["✅ bm25: section_coverage: 0.583 vs 0.583, delta +0.000, *: no drop on any paired row "
+                                 "(too few papers (3) for the clustered test to reach alpha 0.05*"])
     assert len(list((pytester.path / ".researchqa" / "runs").iterdir())) == 2
 
 

@@ -203,7 +203,7 @@ def test_a_projects_own_test_grades_coverage_and_a_failing_row_shows_each_items_
             assert result["consensus"]["coverage"] >= 3.5
     """)
     result = run("--researchqa-model=openai/sloppy", "--researchqa-family=rubric", "--researchqa-judge=openai/judge-a",
-                 "-k", "Linguistics")
+                 "--researchqa-fail-rows", "-k", "Linguistics")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*researchqa judges*", "  openai/judge-a item 1 coverage 0: 0 of * key words present."])
     assert leaderboard_table(result)["openai/sloppy"]["graded"] == "1"

@@ -7,8 +7,9 @@ is validated against the benchmark family's declared metrics.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Literal, Optional, Sequence
 
 from ..families import Family, MetricSpec
 from ..records import RowRecord
@@ -21,6 +22,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 class GateSpecError(ValueError):
     """A gate that cannot be parsed; the message names the valid choices."""
+
+
+# What a gate found: it held, it failed, or the data could not decide either way (too few
+# papers for the test to reach alpha, a metric undefined or NaN, no row both runs measured).
+GateState = Literal["passed", "failed", "undecidable"]
 
 
 @dataclass(frozen=True)
@@ -70,15 +76,29 @@ class GateResult:
     system: str
     value: Optional[float]
 
+    kind = "threshold"
+
+    @property
+    def state(self) -> GateState:
+        if self.value is None or not math.isfinite(self.value):
+            return "undecidable"
+        held = self.value >= self.gate.threshold if self.gate.higher_is_better else self.value <= self.gate.threshold
+        return "passed" if held else "failed"
+
     @property
     def passed(self) -> bool:
-        if self.value is None:
-            return False
-        return self.value >= self.gate.threshold if self.gate.higher_is_better else self.value <= self.gate.threshold
+        return self.state == "passed"
+
+    @property
+    def name(self) -> str:
+        """The gate's test name (a JUnit testcase): which kind of gate, which metric, which system."""
+        return f"{self.kind}::{self.gate.label}[{self.system}]"
 
     def describe(self) -> str:
         if self.value is None:
-            return f"{self.system}: {self.gate.label} FAILED: no graded row measured it"
+            return f"{self.system}: {self.gate.label} UNDECIDABLE: no graded row measured it"
+        if not math.isfinite(self.value):
+            return f"{self.system}: {self.gate.label} UNDECIDABLE: the mean is {self.value}"
         verdict = "ok" if self.passed else f"FAILED by {abs(self.gate.threshold - self.value):.3f}"
         return f"{self.system}: {self.gate.label}: {self.value:.3f} {verdict}"
 
@@ -97,6 +117,9 @@ def evaluate(gates: Sequence[Gate], records: Sequence[RowRecord]) -> list[GateRe
 ALPHA = 0.05
 # The smallest one-sided p-value a sign-flip test over n papers can give is 1 / 2**n.
 MIN_PAPERS = 5
+# Below MIN_PAPERS no drop can be significant: the gate then decides on the size of the drop
+# alone, failing a drop larger than MIN_EFFECT, or this when the gate names none.
+SMALL_DATA_MIN_EFFECT = 0.05
 
 
 @dataclass(frozen=True)
@@ -148,13 +171,40 @@ class RegressionResult:
     def significant(self) -> bool:
         return self.test is not None and self.test.p_worse(self.gate.higher_is_better) < ALPHA
 
+    kind = "regression"
+
+    @property
+    def can_reach_alpha(self) -> bool:
+        """Whether the sign-flip test over this many papers can give a p-value below alpha at all."""
+        return self.test is not None and 0.5 ** self.test.papers < ALPHA
+
+    @property
+    def small_data_effect(self) -> float:
+        return self.gate.min_effect or SMALL_DATA_MIN_EFFECT
+
+    @property
+    def state(self) -> GateState:
+        if self.baseline_system is None:
+            return "failed"  # a configuration error, named in the description
+        worse_by = self.worse_by
+        if self.test is None or worse_by is None or not all(
+                math.isfinite(x) for x in (self.test.delta, self.test.new_mean, self.test.old_mean)):
+            return "undecidable"
+        if not self.can_reach_alpha:
+            if worse_by > self.small_data_effect:
+                return "failed"  # decided on the size of the drop alone
+            return "passed" if worse_by <= 0 else "undecidable"
+        return "failed" if self.significant and worse_by > self.gate.min_effect else "passed"
+
     @property
     def passed(self) -> bool:
-        if self.test is None:
-            return False  # nothing compared: no evidence that nothing regressed
-        worse_by = self.worse_by
-        assert worse_by is not None
-        return not (self.significant and worse_by > self.gate.min_effect)
+        return self.state == "passed"
+
+    @property
+    def name(self) -> str:
+        """The gate's test name (a JUnit testcase): which kind of gate, which metric, which system."""
+        prefix = f"{self.gate.question_type}." if self.gate.question_type else ""
+        return f"{self.kind}::{prefix}{self.gate.metric}[{self.system}]"
 
     def describe(self) -> str:
         from ..stats import describe_p
@@ -169,21 +219,32 @@ class RegressionResult:
             return (f"{self.system}: {metric} FAILED: the baseline {self.baseline} has no system {self.system!r} "
                     f"(name one with --researchqa-compare-map={self.system}=BASELINE_SYSTEM)")
         if self.test is None:
-            return f"{self.system}: {metric} FAILED: no row both runs graded measured it"
+            return f"{self.system}: {metric} UNDECIDABLE: no row both runs graded measured it"
         t = self.test
+        state = self.state
+        if state == "undecidable" and not all(math.isfinite(x) for x in (t.delta, t.new_mean, t.old_mean)):
+            return (f"{self.system}: {metric} UNDECIDABLE: a mean is not a number "
+                    f"({t.new_mean} vs {t.old_mean} over {t.rows} rows)")
         interval = f", 95% CI {t.low:+.3f} to {t.high:+.3f}" if t.low is not None and t.high is not None else ""
         p = describe_p(t.p_worse(self.gate.higher_is_better))
         facts = (f"{t.new_mean:.3f} vs {t.old_mean:.3f}, delta {t.delta:+.3f}{interval}, p(worse) {p} "
                  f"over {t.papers} {self.unit} / {t.rows} rows")
-        if not self.passed:
+        if not self.can_reach_alpha:
+            few = (f"too few {self.unit} ({t.papers}) for the clustered test to reach alpha {ALPHA:g} "
+                   f"(it needs at least {MIN_PAPERS})")
+            if state == "failed":
+                return (f"{self.system}: {metric} REGRESSED: {facts}: {few}; decided on effect size alone: the drop "
+                        f"is larger than the minimum effect {self.small_data_effect:g}: FAILED")
+            if state == "passed":
+                return f"{self.system}: {metric}: {facts}: no drop on any paired row ({few}), ok"
+            return (f"{self.system}: {metric} UNDECIDABLE: {facts}: {few}, and the drop is within the minimum "
+                    f"effect {self.small_data_effect:g}")
+        if state == "failed":
             beyond = f" and beyond the minimum effect {self.gate.min_effect:g}" if self.gate.min_effect else ""
             return f"{self.system}: {metric} REGRESSED: {facts}: significant at alpha {ALPHA:g}{beyond}: FAILED"
         if self.significant:
             return (f"{self.system}: {metric}: {facts}: a significant drop within the minimum effect "
                     f"{self.gate.min_effect:g}, ok")
-        if 0.5 ** t.papers >= ALPHA:
-            return (f"{self.system}: {metric}: {facts}: ok, but too few {self.unit} ({t.papers}) for any difference "
-                    f"to be significant (the clustered test needs at least {MIN_PAPERS})")
         return f"{self.system}: {metric}: {facts}: no significant drop, ok"
 
 

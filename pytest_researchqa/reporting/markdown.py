@@ -41,9 +41,8 @@ def _section(t: Table) -> str:
 def render(outcome: "RunOutcome", family: Family, title: str = "researchqa") -> str:
     comparison = outcome.comparison
     tables = leaderboard_tables(outcome.records, family, outcome.intervals, comparison)
-    verdict = ""
-    if outcome.passed is not None:
-        verdict = " — gates passed ✅" if outcome.passed else " — gates FAILED ❌"
+    verdict = {"passed": " — gates passed ✅", "failed": " — gates FAILED ❌",
+               "undecidable": " — gates UNDECIDED ⚠️", "report": ""}[outcome.verdict]
     parts = [f"## {title}{verdict}", "", table(tables[0].headers, tables[0].rows), ""]
     notes = [family.scope_note, interval_note(outcome.intervals, any(r.judge for r in outcome.records)),
              delta_note(comparison) if comparison is not None else None, outcome.coverage_line]
@@ -56,18 +55,8 @@ def render(outcome: "RunOutcome", family: Family, title: str = "researchqa") -> 
     notes.append(defects_line(outcome.records))
     parts += [f"_{_escape(n)}_  " for n in notes if n] + [""]
     if outcome.gated:
-        parts.append("### Gates")
-        parts.append("")
-        for result in outcome.gates:
-            parts.append(f"- {'✅' if result.passed else '❌'} {_escape(result.describe())}")
-        for regression in outcome.regressions:
-            parts.append(f"- {'✅' if regression.passed else '❌'} {_escape(regression.describe())}")
-        for reason in outcome.partial_reasons:
-            parts.append(f"- ❌ {_escape(reason)} (the gates do not pass a partial run)")
-        if outcome.errors:
-            parts.append(f"- ❌ {outcome.errors} row(s) errored: the gates cannot pass while rows error")
-        if outcome.foreign_failures:
-            parts.append(f"- ❌ {outcome.foreign_failures} other test(s) failed")
+        parts += ["### Gates", "", f"**{_escape(outcome.headline)}**", ""]
+        parts += [f"- {check.mark} {_escape(check.message)}" for check in outcome.checks]
         parts.append("")
     if comparison is not None:
         compared = comparison_table(comparison, family)

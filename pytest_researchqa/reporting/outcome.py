@@ -3,13 +3,35 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from ..records import RowRecord
 from ..stats import Interval
 from .compare import Comparison
-from .gates import GateResult, RegressionResult
+from .gates import GateResult, GateState, RegressionResult
 from .guards import Guard
+
+# The run's verdict: "report" when nothing was asked to decide it (no gate configured).
+Verdict = Literal["passed", "failed", "undecidable", "report"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One thing that decides the exit status: a gate, or a condition of the run a gate needs.
+
+    Every medium renders the same checks: a line in the terminal and in Markdown, a testcase
+    in JUnit (``researchqa.gates.<kind>``, named by ``name``), an entry in the JSON summary.
+    """
+
+    kind: str  # "threshold", "regression", "run"
+    name: str  # e.g. "regression::citation_precision[bm25]"
+    state: GateState
+    message: str
+    fails_run: bool  # whether this check's state makes the run exit 1
+
+    @property
+    def mark(self) -> str:
+        return {"passed": "✅", "failed": "❌", "undecidable": "⚠️"}[self.state]
 
 
 @dataclass(frozen=True)
@@ -48,19 +70,80 @@ class RunOutcome:
     regressions: tuple[RegressionResult, ...] = ()
     invalid_rows: tuple[RowRecord, ...] = ()  # dataset rows that failed validation (erroring tests)
     family_results: Optional[dict[str, Any]] = None  # the family's end-of-run step (rubric: battles, Elo)
+    undecidable_fails: bool = False  # --researchqa-undecidable=fail
+    missing_baseline: Optional[str] = None  # --researchqa-compare named a run that does not exist (yet)
+
+    @property
+    def checks(self) -> tuple[Check, ...]:
+        """Everything the gates decide on, in the order every medium shows it."""
+        if not self.gated:
+            return ()
+        found = [Check(g.kind, g.name, g.state, g.describe(), self._fails(g.state)) for g in self.gates]
+        found += [Check(r.kind, r.name, r.state, r.describe(), self._fails(r.state)) for r in self.regressions]
+        if self.missing_baseline is not None:
+            found.append(Check("regression", "regression::baseline", "undecidable",
+                               f"no baseline: nothing compared (no saved run matches {self.missing_baseline!r}); "
+                               "the regression gates cannot decide", self._fails("undecidable")))
+        for reason in self.partial_reasons:
+            found.append(Check("run", "run::whole", "failed",
+                               f"{reason}; the gates do not pass a partial run (--researchqa-allow-partial to allow)",
+                               True))
+        if self.errors:
+            found.append(Check("run", "run::no_errors", "failed",
+                               f"{self.errors} row(s) errored: the gates cannot pass while rows error", True))
+        if self.foreign_failures:
+            found.append(Check("run", "run::other_tests", "failed",
+                               f"{self.foreign_failures} other test(s) failed: the gates do not excuse them", True))
+        return tuple(found)
+
+    def _fails(self, state: GateState) -> bool:
+        return state == "failed" or (state == "undecidable" and self.undecidable_fails)
+
+    @property
+    def verdict(self) -> Verdict:
+        """The run's one verdict: every medium's headline and the exit status follow it."""
+        if not self.gated:
+            return "report"
+        checks = self.checks
+        if not checks or any(c.fails_run for c in checks):
+            return "failed"
+        if any(c.state == "undecidable" for c in checks):
+            return "undecidable"
+        return "passed"
 
     @property
     def passed(self) -> Optional[bool]:
-        """With gates: whether the run passes; without: None (pytest's own outcome stands)."""
+        """With gates: whether the run passes (exit 0); without: None (pytest's own outcome stands)."""
         if not self.gated:
             return None
-        return (bool(self.gates or self.regressions) and all(g.passed for g in self.gates)
-                and all(r.passed for r in self.regressions) and self.errors == 0
-                and self.foreign_failures == 0 and not self.partial_reasons)
+        return self.verdict != "failed"
+
+    @property
+    def headline(self) -> str:
+        """The verdict in words, the same in every medium."""
+        checks = self.checks
+        failed = sum(c.fails_run for c in checks)
+        undecided = sum(c.state == "undecidable" for c in checks)
+        if self.verdict == "report":
+            if self.failed_rows:
+                return "report only: no gate configured (rows below their bar failed as tests: --researchqa-fail-rows)"
+            return "report only: no gate configured (rows below their bar do not fail the run)"
+        if self.verdict == "failed":
+            return f"gates FAILED: {failed} of {len(checks)} check(s) failed"
+        if self.verdict == "undecidable":
+            return (f"gates UNDECIDED: {undecided} of {len(checks)} check(s) could not decide "
+                    "(--researchqa-undecidable=fail to fail on them)")
+        return f"gates passed: {len(checks)} of {len(checks)} check(s) held"
 
     @property
     def below_bar(self) -> int:
+        """Rows below their per-row bar reported as xfailed (the default policy)."""
         return sum(1 for r in self.records if r.outcome == "below_bar")
+
+    @property
+    def failed_rows(self) -> int:
+        """Rows below their per-row bar that failed as tests (--researchqa-fail-rows)."""
+        return sum(1 for r in self.records if r.outcome == "failed")
 
     @property
     def coverage_line(self) -> str:

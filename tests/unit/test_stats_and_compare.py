@@ -127,7 +127,21 @@ def test_a_scoped_gate_compares_only_its_question_type():
     [result] = evaluate_regressions([parse_regression_gate("multi_hop.citation_precision", CITATION)],
                                     compare(new, baseline, CITATION))
     assert result.test.rows == 1 and result.test.delta == -1.0
-    assert result.passed and "too few papers (1) for any difference to be significant" in result.describe()
+    assert result.state == "failed", "a drop of 1.0 is larger than any minimum effect, however few the papers"
+    assert "too few papers (1)" in result.describe() and "decided on effect size alone" in result.describe()
+
+
+def test_on_too_few_papers_a_small_drop_is_undecidable_and_no_drop_passes():
+    new, baseline = runs(0.5, 0.5)
+    new.append(record("bm25", "mh", "p0", 0.97, "multi_hop"))
+    baseline = Baseline(baseline.name, baseline.records + (record("bm25", "mh", "p0", 1.0, "multi_hop"),))
+    gate = parse_regression_gate("multi_hop.citation_precision", CITATION)
+    [small] = evaluate_regressions([gate], compare(new, baseline, CITATION))
+    assert small.state == "undecidable" and not small.passed
+    assert "UNDECIDABLE" in small.describe() and "within the minimum effect 0.05" in small.describe()
+    new[-1] = record("bm25", "mh", "p0", 1.0, "multi_hop")
+    [same] = evaluate_regressions([gate], compare(new, baseline, CITATION))
+    assert same.state == "passed" and "no drop on any paired row" in same.describe()
 
 
 def test_rows_that_errored_in_either_run_are_paired_but_not_compared():

@@ -1,0 +1,95 @@
+"""The run as one JSON document for dashboards: ``researchqa-summary/1`` (docs/json.md). Renders only.
+
+Written by ``--researchqa-json=FILE``, kept in every saved run as ``summary.json`` and printed
+by ``python -m pytest_researchqa show --json``. Its ``schema`` names the version: a reader
+that finds a newer one should refuse it; fields are only ever added within a version.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..families import Family
+from .summaries import by_system
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .outcome import RunOutcome
+
+SCHEMA = "researchqa-summary/1"
+
+
+def _number(value: Optional[float]) -> Optional[float]:
+    """JSON has no NaN or infinity: those become null, as an undefined metric does."""
+    return value if value is not None and math.isfinite(value) else None
+
+
+def summary(outcome: "RunOutcome", family: Family, run: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """Plain data: per system its metrics with intervals, counts, errors, cost; each gate's state."""
+    systems = []
+    dimensions = [d.name for d in family.judge_dimensions]
+    for item in by_system(outcome.records, family.metric_names, dimensions):
+        intervals = outcome.intervals.get(item.label, {})
+        metrics = {}
+        for metric in family.metric_names:
+            interval = intervals.get(metric)
+            metrics[metric] = {
+                "mean": _number(item.means.get(metric)),
+                "low": _number(interval.low) if interval is not None else None,
+                "high": _number(interval.high) if interval is not None else None,
+                "papers": interval.papers if interval is not None else None,
+                "rows": interval.rows if interval is not None else None,
+            }
+        systems.append({
+            "system": item.label,
+            "rows": item.rows,
+            "errors": item.errors,
+            "defects": item.defects,
+            "below_bar": sum(1 for r in outcome.records if r.system == item.label
+                             and r.outcome in ("below_bar", "failed")),
+            "metrics": metrics,
+            "judge": {k: _number(v) for k, v in item.judge_means.items()},
+            "latency_s": _number(item.latency_s),
+            "cost_usd": _number(item.cost_usd),
+            "prompt_tokens": item.prompt_tokens,
+            "completion_tokens": item.completion_tokens,
+        })
+    return {
+        "schema": SCHEMA,
+        "family": family.name,
+        "verdict": outcome.verdict,
+        "headline": outcome.headline,
+        "passed": outcome.passed,
+        "measured": outcome.measured,
+        "selected": outcome.selection.rows,
+        "errors": outcome.errors,
+        "invalid_rows": len(outcome.invalid_rows),
+        "below_bar": outcome.below_bar + outcome.failed_rows,
+        "compared_with": outcome.comparison.baseline if outcome.comparison else None,
+        "missing_baseline": outcome.missing_baseline,
+        "checks": [{"kind": c.kind, "name": c.name, "state": c.state, "fails_run": c.fails_run,
+                    "message": c.message} for c in outcome.checks],
+        "gates": [{"gate": g.gate.label, "metric": g.gate.metric, "question_type": g.gate.question_type,
+                   "system": g.system, "threshold": g.gate.threshold, "value": _number(g.value), "state": g.state}
+                  for g in outcome.gates],
+        "regressions": [{"gate": r.gate.label, "metric": r.gate.metric, "question_type": r.gate.question_type,
+                         "system": r.system, "baseline": r.baseline, "baseline_system": r.baseline_system,
+                         "min_effect": r.gate.min_effect, "state": r.state,
+                         "delta": _number(r.test.delta) if r.test else None,
+                         "p_worse": _number(r.test.p_worse(r.gate.higher_is_better)) if r.test else None,
+                         "units": r.test.papers if r.test else None, "unit": r.unit,
+                         "rows": r.test.rows if r.test else None}
+                        for r in outcome.regressions],
+        "partial_reasons": list(outcome.partial_reasons),
+        "notes": list(outcome.notes),
+        "systems": systems,
+        "run": {k: (run or {}).get(k) for k in ("name", "started", "ended", "git_commit", "dataset")},
+    }
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    from ..papers import atomic_write
+
+    atomic_write(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))

@@ -1,0 +1,118 @@
+"""What a row's test report says: the policy for rows below their bar, and their short diagnosis.
+
+A row that scores below its per-row bar is a measurement, not a crash: by default it is
+reported as an expected failure (xfailed) whose reason is its diagnosis, and only errors and
+configured gates decide the exit status. With ``--researchqa-fail-rows`` it fails as a test,
+and its report is the diagnosis itself (a few lines, no traceback, no argument reprs) unless
+``--tb=long`` or ``-v`` asks for pytest's full report. A real exception inside a system keeps
+its traceback. Light: imported with the plugin.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal, Optional
+
+import pytest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .records import RowRecord
+    from .state import RunState
+
+# A failed row's diagnosis in the terminal: the row's line plus at most this many lines of it.
+DIAGNOSIS_LINES = 7
+
+
+def diagnosis_of(message: str) -> str:
+    """The assertion's message cut to what a reader needs (the rest is in saved runs and --tb=long)."""
+    lines = [line.rstrip() for line in message.strip().splitlines() if line.strip()] or ["below the per-row bar"]
+    if len(lines) > DIAGNOSIS_LINES:
+        lines = lines[:DIAGNOSIS_LINES - 1] + [f"... {len(lines) - DIAGNOSIS_LINES + 1} more line(s) (--tb=long)"]
+    return "\n".join(lines)
+
+
+def wants_full_report(config: pytest.Config) -> bool:
+    return config.option.tbstyle == "long" or config.getoption("verbose") > 0
+
+
+def settle(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport, record: "RowRecord",
+           state: "RunState") -> None:
+    """Decide the row's outcome on its report and record: error, below its bar, or the test's own."""
+    failed_call = call.when == "call" and call.excinfo is not None
+    graded_failure = failed_call and call.excinfo.errisinstance(AssertionError) and not record.error  # type: ignore[union-attr]
+    if failed_call and not record.error and not graded_failure:
+        if not call.excinfo.errisinstance((pytest.xfail.Exception, pytest.skip.Exception)):  # type: ignore[union-attr]
+            record.error = f"{call.excinfo.typename}: {call.excinfo.value}"  # type: ignore[union-attr]
+    if graded_failure and call.excinfo is not None:
+        record.diagnosis = diagnosis_of(str(call.excinfo.value))
+        if not state.settings.fail_rows:
+            first_line = record.diagnosis.splitlines()[0]
+            report.outcome = "skipped"
+            report.wasxfail = f"below the per-row bar: {first_line}"
+            record.outcome = "below_bar"
+            return
+        if not wants_full_report(item.config):
+            report.longrepr = f"{record.system} · {record.row_id}: {record.diagnosis}"
+    record.outcome = "error" if record.error else ("xfailed" if hasattr(report, "wasxfail") else report.outcome)
+
+
+def add_sections(report: pytest.TestReport, record: "RowRecord") -> None:
+    """The model input and judge reasons of a row that did not simply pass."""
+    if report.outcome != "passed" and record.usage.context:
+        usage = record.usage
+        tokens = (f", {usage.prompt_tokens} tokens in, {usage.completion_tokens} out"
+                  if usage.prompt_tokens is not None else "")
+        cached = ", from the cache" if usage.cached else ""
+        report.sections.append(("researchqa model input", f"context: {usage.context}{tokens}{cached}"))
+    if record.judge and (report.outcome != "passed" or record.outcome == "below_bar"):
+        from .assertions import judge_reasons
+
+        report.sections.append(("researchqa judges", "\n".join(judge_reasons(record.judge))))
+    failures = record.judge_failures
+    if failures:
+        report.sections.append(("researchqa judge errors", "\n".join(failures)))
+
+
+def check_reports(outcome: Any) -> list[pytest.TestReport]:
+    """The gates as test reports (setup, call, teardown each), so JUnit and pytest's own counts carry
+    every gate as a testcase of its own: ``researchqa.gates.<kind>`` / ``<metric>[<system>]``."""
+    reports: list[pytest.TestReport] = []
+    for check in outcome.checks:
+        nodeid = f"researchqa::gates::{check.name}"
+        location = ("researchqa", None, f"gates::{check.name}")
+        properties = [("researchqa.gate_state", check.state)]
+        call_outcome: Literal["passed", "failed", "skipped"]
+        longrepr: Any
+        if check.fails_run:
+            call_outcome, longrepr = "failed", check.message
+        elif check.state == "undecidable":
+            call_outcome, longrepr = "skipped", ("researchqa", None, f"UNDECIDABLE: {check.message}")
+        else:
+            call_outcome, longrepr = "passed", None
+        phases: tuple[tuple[Literal["setup", "call", "teardown"], Literal["passed", "failed", "skipped"], Any], ...]
+        phases = (("setup", "passed", None), ("call", call_outcome, longrepr), ("teardown", "passed", None))
+        for when, result, text in phases:
+            report = pytest.TestReport(nodeid, location, {}, result, text, when, user_properties=properties)
+            report.researchqa_check = check.message  # type: ignore[attr-defined]
+            reports.append(report)
+    return reports
+
+
+def short_list(records: "list[RowRecord]", limit: int = 10) -> list[str]:
+    """``system · row_id: first line`` for rows below their bar, at most ``limit`` and a count of the rest."""
+    below = [r for r in records if r.outcome in ("below_bar", "failed") and r.diagnosis]
+    lines = [f"{r.system} · {r.row_id}: {(r.diagnosis or '').splitlines()[0]}" for r in below[:limit]]
+    if len(below) > limit:
+        lines.append(f"... and {len(below) - limit} more (every diagnosis is in the saved run's rows.jsonl; "
+                     "-rx lists them)")
+    return lines
+
+
+def first_missing_path(config: pytest.Config) -> Optional[str]:
+    """A path argument that does not exist: pytest's own 'file or directory not found' must stand."""
+    from pathlib import Path
+
+    for arg in config.args:
+        path = arg.split("::", 1)[0]
+        if path and not (config.invocation_params.dir / path).exists() and not Path(path).exists():
+            return arg
+    return None
