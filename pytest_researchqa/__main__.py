@@ -53,6 +53,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     compare.add_argument("--fail-on-regression", action="append", default=[], metavar="METRIC[:MIN_EFFECT]",
                          help="exit 1 when METRIC dropped significantly (repeatable)")
     compare.add_argument("--markdown", action="store_true", help="as GitHub-flavoured Markdown")
+    view = commands.add_parser("view", help="write a saved run as one self-contained HTML report",
+                               parents=[with_runs])
+    view.add_argument("run", nargs="?", default="last")
+    view.add_argument("--compare", metavar="OTHER", help="also show the rows whose scores changed against OTHER")
+    view.add_argument("-o", "--output", type=Path, metavar="FILE",
+                      help="where to write it (default: report.html in the run's folder)")
+    view.add_argument("--open", action="store_true", help="open it in a browser (only where a display is available)")
     commands.add_parser("list", help="list saved runs", parents=[with_runs])
     _add_generate(commands)
     args = parser.parse_args(argv)
@@ -61,6 +68,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _generate(args, parser)
         if args.command == "list":
             return _list(args.runs)
+        if args.command == "view":
+            return _view(args.run, args.runs, compare=args.compare, output=args.output, open_it=args.open)
         if args.command == "compare":
             return _compare(args.baseline, args.run, args.runs, mapping=args.map, regressions=args.fail_on_regression,
                             markdown=args.markdown)
@@ -127,6 +136,25 @@ def _show(spec: str, runs_dir: Path, *, markdown: bool, as_json: bool = False) -
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return 0
     _print(session, f"researchqa run {saved.name} ({len(saved.records)} rows)", markdown=markdown)
+    return 0
+
+
+def _view(spec: str, runs_dir: Path, *, compare: Optional[str], output: Optional[Path], open_it: bool) -> int:
+    from .reporting.html import render, write_html
+
+    saved = load_run(resolve_run(spec, runs_dir))
+    session = _session(saved)
+    other = None
+    if compare is not None:
+        baseline = load_run(resolve_run(compare, runs_dir))
+        other = (baseline.name, baseline.records)
+    target = output or saved.folder / "report.html"
+    write_html(target, render(session.outcome(), session.family, f"researchqa {saved.name}", other=other))
+    print(f"researchqa: HTML report of {saved.name} in {target}")
+    if open_it and (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or sys.platform == "darwin"):
+        import webbrowser
+
+        webbrowser.open(target.resolve().as_uri())
     return 0
 
 

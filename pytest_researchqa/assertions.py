@@ -225,10 +225,18 @@ def check_answer(answer: Answer, row: Row, paper: PaperLike, *, recorder: Option
     if not answer.cites:
         return
     index = match_index(paper)
+    matches = metrics.match_citations(answer, index)
     _record_nested(recorder, "citations", [
-        {"verdict": found.verdict, "grounded": found.grounded, "pages": found.pages}
-        for found in metrics.match_citations(answer, index)
-    ])
+        {"verdict": found.verdict, "grounded": found.grounded, "pages": found.pages} for found in matches])
+    target = current_recorder(recorder)
+    if target is not None:  # what the HTML report shows of each citation (row_view)
+        from .row_view import citation_views
+
+        target.detail("citations", citation_views(matches, index, row))
+        if not metrics.expects_refusal(row):
+            covered = metrics.section_report(answer.citations, row, index).covered
+            target.detail("sections", [{"section": s.section_label, "covered": hit}
+                                       for s, hit in zip(row.expected_references, covered)])
     checks: list[Callable[[], object]]
     if metrics.expects_refusal(row):
         checks = [lambda: grounded_refusal(answer, row, index, recorder=recorder),

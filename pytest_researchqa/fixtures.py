@@ -122,7 +122,15 @@ def researchqa_answer(request: pytest.FixtureRequest, researchqa_row, researchqa
     measured = {k: v for k, v in answer.meta.items() if k in USAGE_FIELDS and v is not None}
     record.usage = Usage(**{"latency_s": time.perf_counter() - started, **measured})
     record.baseline = not answer.cites
+    if state_uses_papers(request):  # the citation family: what the HTML report shows of the row
+        from .row_view import answer_view
+
+        record.details.update(answer_view(researchqa_row, answer))
     return answer
+
+
+def state_uses_papers(request: pytest.FixtureRequest) -> bool:
+    return bool(run_state(request.config).family.uses_papers)
 
 
 @pytest.fixture

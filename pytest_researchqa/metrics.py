@@ -106,6 +106,12 @@ def section_report(
     sections = row.expected_references
     per_citation: list[frozenset[int]] = []
     for citation in citations:
+        found = index.match(citation) if index is not None else None
+        if found is not None and found.is_evidence and not found.grounded:
+            # Not in the paper: it matches no section, even when it contains an expected passage
+            # (an expected passage with invented text before or after it earns no credit).
+            per_citation.append(frozenset())
+            continue
         hit = frozenset(
             position
             for position, section in enumerate(sections)

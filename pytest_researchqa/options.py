@@ -103,6 +103,9 @@ OPTIONS: tuple[Option, ...] = (
            "shown as undecided, exit 0) or fail (exit 1).", "warn", ("warn", "fail")),
     Option("--researchqa-only", "flag",
            "Run only the benchmark: the project's own collected tests are deselected."),
+    Option("--researchqa-html", "path",
+           "Write one self-contained HTML report to this file: leaderboard, gates, and every row with its question, "
+           "answer, citations (verdict, page, word diff against the paper) and judges; opens offline."),
     Option("--researchqa-json", "path",
            "Write the run's machine-readable summary (schema researchqa-summary/1: metrics, intervals, counts, "
            "errors, cost, each gate's state and figures) to this file. Every saved run keeps one as summary.json."),
@@ -203,6 +206,7 @@ class Settings:
     undecidable_fails: bool = False
     only: bool = False
     json_summary: Optional[Path] = None
+    html: Optional[Path] = None
     compare_missing: str = "error"
     battles: Optional[int] = None  # per pair of systems; None: every query both answered
     date_cutoff: bool = True
@@ -329,6 +333,7 @@ def read_settings(config: pytest.Config) -> Settings:
         undecidable_fails=resolved["researchqa_undecidable"] == "fail",
         only=resolved["researchqa_only"],
         json_summary=resolved["researchqa_json"],
+        html=resolved["researchqa_html"],
         compare_missing=resolved["researchqa_compare_missing"],
         battles=_battles(resolved["researchqa_battles"]),
         date_cutoff=resolved["researchqa_date_cutoff"] == "on",

@@ -400,6 +400,11 @@ class RunHooks:
             from .reporting.plots import write_plots
 
             self.plots = write_plots(outcome, state.family, state.settings.plots)
+        if state.settings.html is not None:
+            from .reporting.html import render, write_html
+
+            write_html(state.settings.html, render(outcome, state.family, f"researchqa {state.settings.save_name}",
+                                                   figures=self.plots))
         for report in check_reports(outcome):  # JUnit and pytest's counts carry each gate as a testcase
             self.config.hook.pytest_runtest_logreport(report=report)
         if outcome.passed is None or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
@@ -460,6 +465,8 @@ class RunHooks:
             terminalreporter.write_sep("-", "researchqa comparison")
             for line in terminal.comparison_text(outcome.comparison, state.family).splitlines():
                 write(line)
+        if state.settings.html is not None:
+            write(f"researchqa: HTML report in {state.settings.html}")
         if self.plots:
             figures = sorted({p.stem for p in self.plots})
             write(f"researchqa: figures (PNG and SVG) in {state.settings.plots}: {', '.join(figures)}")

@@ -565,7 +565,8 @@ class TestOneOutcomeEveryMedium:
         pytester.makepyfile(test_unit="import pytest\n\n@pytest.mark.lookup\ndef test_unit():\n    pass\n")
         markers = pytester.runpytest("--markers", "-p", "no:cacheprovider")
         assert "lookup: researchqa rows" not in markers.stdout.str()
-        strict = pytester.runpytest("--strict-markers", "-p", "no:cacheprovider")
+        # In a fresh process: pytest.mark remembers markers that earlier in-process runs registered.
+        strict = pytester.runpytest_subprocess("--strict-markers", "-p", "no:cacheprovider")
         strict.stdout.fnmatch_lines(["*'lookup' not found in `markers` configuration option*"])
         active = pytester.runpytest("--markers", "--researchqa-system=oracle", "-p", "no:cacheprovider")
         active.stdout.fnmatch_lines(["@pytest.mark.lookup: researchqa rows of question type lookup"])

@@ -204,7 +204,7 @@ def test_no_key_appears_in_a_failing_run_with_full_trace_and_locals(pytester, se
     """)
     models = ("openai/sloppy", "openai/down", "openai/echo-key")
     args = ("-p", "no:cacheprovider", "--full-trace", "-l", "--showlocals", "-rA", "--junitxml=junit.xml",
-            f"--researchqa-cache-dir={tmp_path}", "--researchqa-retries=0", "-k", "edu-lookup-1",
+            f"--researchqa-cache-dir={tmp_path}", "--researchqa-retries=0", "--researchqa-fail-rows", "-k", "edu-lookup-1",
             *(f"--researchqa-model={m}" for m in models),
             *(f"--researchqa-model-param={m}:api_base={server.url}" for m in models),
             *(f"--researchqa-model-param={m}:api_key={PARAM_KEY}" for m in models))

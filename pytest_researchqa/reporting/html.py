@@ -1,0 +1,149 @@
+"""The run as one self-contained HTML file: leaderboard, gates, every row and why it scored so.
+
+``--researchqa-html=FILE`` writes it at the end of a run; ``python -m pytest_researchqa view``
+writes it for a saved run (``--compare OTHER`` adds the rows whose scores changed). Opens from
+``file://`` with no network: the script and styles are inlined, the data is embedded as
+gzip-compressed JSON that the page inflates with the browser's own ``DecompressionStream``.
+Everything from a dataset, a model, a paper or a saved run reaches the page only as data that
+the script puts in with ``textContent``: nothing it says can run as script. Renders only.
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import gzip
+import json
+import math
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+from ..families import Family
+from ..records import RowRecord
+from .terminal import leaderboard_tables
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .outcome import RunOutcome
+
+LABELS_SCHEMA = "researchqa-labels/1"
+
+
+def word_diff(quote: str, paper: str) -> list[list[str]]:
+    """``[[op, words], ...]`` with op ``=`` (both), ``-`` (the quote only) or ``+`` (the paper only)."""
+    a, b = quote.split(), paper.split()
+    ops: list[list[str]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            ops.append(["=", " ".join(a[i1:i2])])
+            continue
+        if i2 > i1:
+            ops.append(["-", " ".join(a[i1:i2])])
+        if j2 > j1:
+            ops.append(["+", " ".join(b[j1:j2])])
+    return ops
+
+
+def _number(value: Any) -> Any:
+    return value if not isinstance(value, float) or math.isfinite(value) else None
+
+
+def _citations(details: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for view in details.get("citations") or []:
+        if not isinstance(view, dict):
+            continue
+        view = dict(view)
+        departure, nearest = view.get("departure"), view.get("nearest")
+        if isinstance(departure, dict) and departure.get("quote_after") is not None:
+            view["diff"] = word_diff(str(departure.get("quote_before", "")) + " " + str(departure["quote_after"]),
+                                     str(departure.get("quote_before", "")) + " " + str(departure.get("paper_after")))
+            view["diff_page"] = departure.get("page")
+        elif isinstance(nearest, dict) and nearest.get("text"):
+            view["diff"] = word_diff(str(view.get("quote") or ""), str(nearest["text"]))
+            view["diff_page"] = nearest.get("page")
+        out.append(view)
+    return out
+
+
+def _row(record: RowRecord, key: str) -> dict[str, Any]:
+    details = dict(record.details or {})
+    citations = _citations(details)
+    details.pop("citations", None)
+    return {
+        "key": key, "row_id": record.row_id, "system": record.system or "(dataset)", "paper": record.paper_id,
+        "type": record.question_type, "domain": record.domain, "outcome": record.outcome or "",
+        "metrics": {k: _number(v) for k, v in record.metrics.items()},
+        "diagnosis": record.diagnosis, "error": record.error, "defect": record.defect,
+        "latency_s": _number(record.usage.latency_s), "cost_usd": _number(record.usage.cost_usd),
+        "tokens": [record.usage.prompt_tokens, record.usage.completion_tokens],
+        "judge": record.judge, "citations": citations, "details": details,
+    }
+
+
+def _keyed(records: Sequence[RowRecord]) -> dict[str, RowRecord]:
+    return {f"{r.system}\u241f{r.row_id}": r for r in records}
+
+
+def _changes(records: Sequence[RowRecord], other: Sequence[RowRecord], metrics: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows both runs measured whose metrics moved, largest total change first."""
+    mine, theirs = _keyed(records), _keyed(other)
+    changed = []
+    for key, record in mine.items():
+        old = theirs.get(key)
+        if old is None:
+            continue
+        deltas = {m: new - was for m in metrics
+                  if isinstance(new := record.metrics.get(m), (int, float)) and isinstance(was := old.metrics.get(m),
+                                                                                           (int, float))
+                  and new != was}
+        if deltas:
+            changed.append({"key": key, "deltas": deltas, "size": sum(abs(d) for d in deltas.values()),
+                            "old": _row(old, key)})
+    return sorted(changed, key=lambda c: (-c["size"], c["key"]))
+
+
+def page_data(outcome: "RunOutcome", family: Family, title: str, *,
+              other: Optional[tuple[str, Sequence[RowRecord]]] = None,
+              figures: Sequence[Path] = ()) -> dict[str, Any]:
+    """Everything the page shows, as plain data (tested without a browser)."""
+    board = leaderboard_tables(outcome.records, family, outcome.intervals, outcome.comparison)[0]
+    rows = [_row(r, key) for key, r in _keyed(list(outcome.records) + list(outcome.invalid_rows)).items()]
+    data: dict[str, Any] = {
+        "title": title, "family": family.name, "verdict": outcome.verdict, "headline": outcome.headline,
+        "coverage": outcome.coverage_line, "notes": [n for n in (family.scope_note, *outcome.notes) if n],
+        "leaderboard": {"headers": board.headers, "rows": [[str(c) for c in row] for row in board.rows]},
+        "checks": [{"state": c.state, "mark": c.mark, "message": c.message} for c in outcome.checks],
+        "metrics": [{"name": m.name, "label": m.label} for m in family.metrics],
+        "rows": rows, "labels_schema": LABELS_SCHEMA,
+        "figures": [{"name": f.stem, "svg": f.read_text(encoding="utf-8")} for f in figures if f.suffix == ".svg"],
+    }
+    if other is not None:
+        name, other_records = other
+        data["compare"] = {"baseline": name, "changed": _changes(outcome.records, other_records,
+                                                                 family.metric_names)}
+    return data
+
+
+def render(outcome: "RunOutcome", family: Family, title: str = "researchqa", *,
+           other: Optional[tuple[str, Sequence[RowRecord]]] = None, figures: Sequence[Path] = ()) -> str:
+    data = page_data(outcome, family, title, other=other, figures=figures)
+    packed = base64.b64encode(gzip.compress(json.dumps(data, ensure_ascii=False).encode("utf-8"), 6, mtime=0))
+    assets = resources.files("pytest_researchqa.reporting") / "html_assets"
+    template = (assets / "report.html").read_text(encoding="utf-8")
+    return (template.replace("/*STYLE*/", (assets / "report.css").read_text(encoding="utf-8"))
+            .replace("/*SCRIPT*/", (assets / "report.js").read_text(encoding="utf-8"))
+            .replace("@@TITLE@@", _html_text(title))
+            .replace("@@DATA@@", packed.decode("ascii")))
+
+
+def _html_text(text: str) -> str:
+    import html
+
+    return html.escape(text, quote=True)
+
+
+def write_html(path: Path, text: str) -> None:
+    from ..papers import atomic_write
+
+    atomic_write(path, text.encode("utf-8"))

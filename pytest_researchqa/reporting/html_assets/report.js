@@ -1,0 +1,301 @@
+"use strict";
+// The page builds every element with textContent: data from datasets, models and saved runs
+// never becomes markup. State (filters, the open row) lives in the URL's hash, so a link
+// shows the same view.
+(function () {
+  const $ = (id) => document.getElementById(id);
+  // Bidi overrides and control characters from data would reorder or hide what a reader sees:
+  // they are shown as visible code points instead.
+  const clean = (text) => String(text).replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
+    (c) => `⟨U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}⟩`);
+  const el = (tag, attrs, ...children) => {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === "class") node.className = v; else if (k === "text") node.textContent = clean(v); else node.setAttribute(k, clean(v));
+    }
+    for (const child of children) if (child !== null && child !== undefined) node.append(typeof child === "string" ? clean(child) : child);
+    return node;
+  };
+  const fmt = (v, d = 3) => (v === null || v === undefined) ? "—" : Number(v).toFixed(d);
+  const LIMIT = 500; // rows drawn at once; the count says how many match
+  let data, byKey = new Map(), marks = new Map();
+
+  async function load() {
+    const packed = $("researchqa-data").textContent.trim();
+    const bytes = Uint8Array.from(atob(packed), (c) => c.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return JSON.parse(await new Response(stream).text());
+  }
+
+  function state() {
+    const params = new URLSearchParams(location.hash.slice(1));
+    return Object.fromEntries(params.entries());
+  }
+  function setState(update) {
+    const params = new URLSearchParams(location.hash.slice(1));
+    for (const [k, v] of Object.entries(update)) { if (v === "" || v === null || v === undefined) params.delete(k); else params.set(k, v); }
+    history.replaceState(null, "", "#" + params.toString());
+    draw();
+  }
+
+  function summary() {
+    const verdict = $("verdict");
+    verdict.textContent = data.headline;
+    verdict.className = "verdict " + data.verdict;
+    const box = $("summary");
+    box.append(el("h2", { text: "Leaderboard" }));
+    const table = el("table", { id: "leaderboard" });
+    table.append(el("thead", {}, el("tr", {}, ...data.leaderboard.headers.map((h) => el("th", { text: h })))));
+    const body = el("tbody");
+    for (const row of data.leaderboard.rows) body.append(el("tr", {}, ...row.map((c, i) => el("td", { class: i ? "num" : "", text: c }))));
+    table.append(body);
+    box.append(table, el("p", { class: "muted", text: data.coverage }));
+    for (const note of data.notes) box.append(el("p", { class: "muted", text: note }));
+    if (data.checks.length) {
+      box.append(el("h2", { text: "Gates" }));
+      box.append(el("ul", { class: "checks" }, ...data.checks.map((c) => el("li", { class: c.state, text: `${c.mark} ${c.message}` }))));
+    }
+    if (data.figures.length) {
+      // Images, not inline SVG: a figure's text (domains, system names) can never run as script.
+      const figures = el("div", { class: "figures" });
+      for (const f of data.figures) {
+        const img = el("img", { alt: f.name, title: f.name });
+        img.src = "data:image/svg+xml;base64," + btoa(unescape(encodeURIComponent(f.svg)));
+        figures.append(img);
+      }
+      $("figures").append(el("details", {}, el("summary", { text: `Figures (${data.figures.length})` }), figures));
+    }
+  }
+
+  function options(select, values, all) {
+    select.append(el("option", { value: "", text: all }));
+    for (const v of values) select.append(el("option", { value: v, text: v }));
+  }
+  const uniq = (f) => [...new Set(data.rows.map(f).filter((v) => v !== null && v !== undefined && v !== ""))].sort();
+
+  function filters() {
+    options($("f-system"), uniq((r) => r.system), "all systems");
+    options($("f-type"), uniq((r) => r.type), "all types");
+    options($("f-domain"), uniq((r) => r.domain), "all domains");
+    options($("f-outcome"), uniq((r) => r.outcome), "any outcome");
+    options($("f-metric"), data.metrics.map((m) => m.name), "no metric range");
+    const bind = { "f-system": "system", "f-type": "type", "f-domain": "domain", "f-outcome": "outcome", "f-metric": "metric", "f-min": "min", "f-max": "max", "f-text": "q" };
+    for (const [id, key] of Object.entries(bind)) $(id).addEventListener("input", () => setState({ [key]: $(id).value }));
+    const head = el("tr", {}, el("th", { text: "row" }), el("th", { text: "system" }), el("th", { text: "type" }),
+      el("th", { text: "domain" }), el("th", { text: "outcome" }), ...data.metrics.map((m) => el("th", { text: m.label })), el("th", { text: "why" }));
+    $("rows").querySelector("thead").append(head);
+  }
+
+  function haystack(r) {
+    if (r._text === undefined) {
+      const d = r.details || {};
+      r._text = [r.row_id, r.system, r.paper, d.question, d.answer, r.diagnosis, r.error, ...(r.citations || []).map((c) => c.quote)]
+        .filter(Boolean).join("\n").toLowerCase();
+    }
+    return r._text;
+  }
+
+  function matching(s) {
+    const q = (s.q || "").toLowerCase(), lo = s.min === undefined ? null : Number(s.min), hi = s.max === undefined ? null : Number(s.max);
+    return data.rows.filter((r) => (!s.system || r.system === s.system) && (!s.type || r.type === s.type) &&
+      (!s.domain || r.domain === s.domain) && (!s.outcome || r.outcome === s.outcome) &&
+      (!s.metric || ((v) => v !== null && v !== undefined && (lo === null || v >= lo) && (hi === null || v <= hi))(r.metrics[s.metric])) &&
+      (!q || haystack(r).includes(q)));
+  }
+
+  function draw() {
+    const started = performance.now();
+    const s = state();
+    const bind = { system: "f-system", type: "f-type", domain: "f-domain", outcome: "f-outcome", metric: "f-metric", min: "f-min", max: "f-max", q: "f-text" };
+    for (const [key, id] of Object.entries(bind)) if (document.activeElement !== $(id)) $(id).value = s[key] || "";
+    const found = matching(s);
+    $("count").textContent = `${found.length} of ${data.rows.length} rows` + (found.length > LIMIT ? ` (the first ${LIMIT} shown: narrow the filters)` : "");
+    const body = document.createDocumentFragment();
+    for (const r of found.slice(0, LIMIT)) {
+      const tr = el("tr", { "data-row-id": r.row_id, "data-key": r.key },
+        el("td", { text: r.row_id }), el("td", { text: r.system }), el("td", { text: r.type || "" }), el("td", { text: r.domain || "" }),
+        el("td", {}, el("span", { class: "badge o-" + r.outcome, text: r.outcome || "" })),
+        ...data.metrics.map((m) => el("td", { class: "num", text: fmt(r.metrics[m.name]) })),
+        el("td", { text: (r.error || r.defect || (r.diagnosis || "").split("\n")[0] || "") }));
+      tr.addEventListener("click", () => setState({ row: r.key }));
+      body.append(tr);
+    }
+    const tbody = $("rows").querySelector("tbody");
+    tbody.replaceChildren(body);
+    rowPage(s.row ? byKey.get(s.row) : null);
+    document.body.dataset.drawMs = (performance.now() - started).toFixed(1); // read by benchmarks/html_report.py
+  }
+
+  function highlighted(text, citations) {
+    // The answer with each citation that appears in it marked, coloured by its verdict.
+    const spans = [];
+    citations.forEach((c, i) => {
+      // The quote's words in order, whatever whitespace the answer put between them.
+      const words = (c.quote || "").split(/\s+/).filter(Boolean).slice(0, 200);
+      if (!words.length) return;
+      const found = new RegExp(words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("\\s+")).exec(text);
+      if (!found) return;
+      const at = found.index, end = at + found[0].length;
+      if (!spans.some((s) => at < s.end && end > s.start)) spans.push({ start: at, end, c, i });
+    });
+    spans.sort((a, b) => a.start - b.start);
+    const out = el("div", { class: "answer" });
+    let pos = 0;
+    for (const s of spans) {
+      out.append(clean(text.slice(pos, s.start)));
+      out.append(el("mark", { class: "cite " + kind(s.c), title: `[${s.i + 1}] ${s.c.verdict}`, text: text.slice(s.start, s.end) }));
+      pos = s.end;
+    }
+    out.append(clean(text.slice(pos)));
+    return out;
+  }
+  const kind = (c) => c.grounded ? "grounded" : (c.evidence === false ? "not_evidence" : "ungrounded");
+
+  function review(target, label) {
+    // One mark per thing judged: the reviewer picks the right value (prefilled with the machine's) and a note.
+    const id = label.kind + "|" + label.system + "|" + label.row_id + "|" + (label.citation_index ?? label.dimension ?? label.item_index ?? "");
+    const choice = el("select", { "aria-label": "right value" });
+    for (const v of label.values) choice.append(el("option", { value: String(v), text: String(v) }));
+    const note = el("input", { type: "text", placeholder: "note" });
+    const saved = marks.get(id);
+    choice.value = String(saved ? saved.human : label.judge);
+    if (saved) note.value = saved.note || "";
+    const save = () => {
+      const human = label.values.includes(Number(choice.value)) ? Number(choice.value) : choice.value;
+      const entry = { schema: data.labels_schema, kind: label.kind, system: label.system, row_id: label.row_id, run: data.title, judge: label.judge, human, note: note.value };
+      for (const k of ["citation_index", "quote", "dimension", "item_index", "item"]) if (label[k] !== undefined) entry[k] = label[k];
+      marks.set(id, entry);
+      $("review-count").textContent = `${marks.size} review mark(s)`;
+      $("download-labels").disabled = marks.size === 0;
+    };
+    choice.addEventListener("change", save); note.addEventListener("change", save);
+    target.append(el("div", { class: "review" }, "review: right value ", choice, " ", note));
+  }
+
+  function citationBlock(r, c, i) {
+    const box = el("div", { class: "citation " + kind(c), "data-row-id": r.row_id });
+    const pages = c.pages && c.pages.length ? ` · page ${c.pages.join(", ")}` : "";
+    box.append(el("div", {}, el("strong", { text: `[${i + 1}] ${c.verdict}` }), el("span", { class: "muted", text: pages + (c.sections && c.sections.length ? " · reaches " + c.sections.join(", ") : "") })));
+    box.append(el("pre", { text: c.quote || "" }));
+    if (c.diff) {
+      const diff = el("div", { class: "diff" }, el("div", { class: "label", text: "word diff against the paper" + (c.diff_page ? ` (page ${c.diff_page})` : "") + ": struck = only in the quote, green = the paper" }));
+      const line = el("pre");
+      for (const [op, words] of c.diff) { line.append(op === "=" ? clean(words) : el(op === "-" ? "del" : "ins", { text: words })); line.append(" "); }
+      diff.append(line);
+      box.append(diff);
+    }
+    if (c.explain) box.append(el("pre", { class: "muted", text: c.explain }));
+    if (c.context) {
+      box.append(el("div", { class: "label", text: "in the paper" }));
+      box.append(el("pre", { class: "context" }, "…" + c.context[0], el("span", { class: "hit", text: c.context[1] }), c.context[2] + "…"));
+    }
+    review(box, { kind: "citation", system: r.system, row_id: r.row_id, citation_index: i, quote: c.quote, judge: kind(c), values: ["grounded", "ungrounded", "not_evidence"] });
+    return box;
+  }
+
+  function rowDetail(r) {
+    const d = r.details || {};
+    const page = el("div", { "data-row-id": r.row_id });
+    page.append(el("h2", { text: `${r.row_id} · ${r.system}` }));
+    page.append(el("p", { class: "muted", text: [r.type, r.domain, r.paper, r.outcome].filter(Boolean).join(" · ") }));
+    if (r.error) page.append(el("div", { class: "block" }, el("div", { class: "label", text: "error" }), el("pre", { text: r.error })));
+    if (r.defect) page.append(el("div", { class: "block" }, el("div", { class: "label", text: "dataset defect" }), el("pre", { text: r.defect })));
+    if (r.diagnosis) page.append(el("div", { class: "block" }, el("div", { class: "label", text: "diagnosis" }), el("pre", { text: r.diagnosis })));
+    const metrics = el("div", { class: "block" }, el("div", { class: "label", text: "metrics" }),
+      el("p", { text: data.metrics.map((m) => `${m.label} ${fmt(r.metrics[m.name])}`).join(" · ") + (r.latency_s !== null ? ` · ${fmt(r.latency_s, 2)} s` : "") + (r.cost_usd !== null && r.cost_usd !== undefined ? ` · $${fmt(r.cost_usd, 4)}` : "") }));
+    page.append(metrics);
+    if (d.question || d.query) page.append(el("div", { class: "label", text: "question" }), el("p", { text: d.question || d.query }));
+    if (d.false_premise) page.append(el("div", { class: "label", text: "false premise" }), el("p", { text: d.false_premise }));
+    if (d.expected_answer) page.append(el("div", { class: "label", text: "expected answer" }), el("p", { text: d.expected_answer }));
+    const answer = d.answer || d.text;
+    if (answer !== undefined) {
+      page.append(el("div", { class: "label", text: "answer" + (d.refused ? " (refused)" : "") }));
+      page.append(el("div", { class: "block" }, highlighted(String(answer), r.citations || [])));
+    }
+    if (d.sections && d.sections.length) {
+      page.append(el("div", { class: "label", text: "required sections" }));
+      page.append(el("ul", { class: "sections" }, ...d.sections.map((s) => el("li", { class: s.covered ? "covered" : "missed", text: s.section }))));
+    }
+    if ((r.citations || []).length) {
+      page.append(el("div", { class: "label", text: `citations (${r.citations.length})` }));
+      r.citations.forEach((c, i) => page.append(citationBlock(r, c, i)));
+    }
+    if (d.expected && d.expected.length) {
+      page.append(el("div", { class: "label", text: "expected evidence" }));
+      for (const e of d.expected) page.append(el("div", { class: "block" }, el("strong", { text: e.section }), ...e.alternatives.map((a) => el("pre", { text: a }))));
+    }
+    if (Array.isArray(d.items)) {
+      page.append(el("div", { class: "label", text: "rubric items (coverage 0–4)" }));
+      d.items.forEach((item, n) => {
+        const line = el("div", { class: "block" }, el("strong", { text: `${item.coverage ?? "—"} · ${item.kind || ""}` }), el("p", { text: item.text || "" }));
+        if (item.coverage !== null && item.coverage !== undefined) review(line, { kind: "coverage", system: r.system, row_id: r.row_id, item_index: n, item: item.text, judge: item.coverage, values: [0, 1, 2, 3, 4] });
+        page.append(line);
+      });
+    }
+    const judge = r.judge || {};
+    const byJudge = judge.by_judge || {};
+    if (Object.keys(byJudge).length) {
+      page.append(el("div", { class: "label", text: "judges" }));
+      for (const [name, scores] of Object.entries(byJudge)) {
+        const box = el("div", { class: "block" }, el("strong", { text: name }));
+        if (scores && scores.error) box.append(el("pre", { text: scores.error }));
+        const why = (scores && scores.justifications) || {};
+        for (const [dim, value] of Object.entries(scores || {})) {
+          if (typeof value !== "number") continue;
+          box.append(el("p", {}, el("strong", { text: `${dim}: ${value}` }), " ", why[dim] || ""));
+          review(box, { kind: "judge", system: r.system, row_id: r.row_id, dimension: dim, judge: value, values: [1, 2, 3, 4, 5] });
+        }
+        page.append(box);
+      }
+    }
+    return page;
+  }
+
+  function rowPage(r) {
+    const aside = $("row-page");
+    if (!r) { aside.hidden = true; aside.replaceChildren(); return; }
+    const close = el("button", { type: "button", class: "close", text: "close ✕" });
+    close.addEventListener("click", () => setState({ row: "" }));
+    aside.replaceChildren(close, rowDetail(r));
+    aside.hidden = false;
+  }
+
+  function compare() {
+    if (!data.compare) return;
+    const box = $("compare");
+    box.hidden = false;
+    const changed = data.compare.changed;
+    box.append(el("h2", { text: `Changed against ${data.compare.baseline}: ${changed.length} row(s)` }));
+    const table = el("table", { id: "changed" });
+    table.append(el("thead", {}, el("tr", {}, el("th", { text: "row" }), el("th", { text: "system" }), el("th", { text: "change" }), el("th", { text: "this run" }), el("th", { text: "baseline" }))));
+    const body = el("tbody");
+    for (const c of changed.slice(0, LIMIT)) {
+      const now = byKey.get(c.key);
+      const tr = el("tr", { "data-row-id": now ? now.row_id : c.old.row_id },
+        el("td", { text: c.old.row_id }), el("td", { text: c.old.system }),
+        el("td", { text: Object.entries(c.deltas).map(([m, v]) => `${m} ${v > 0 ? "+" : ""}${v.toFixed(3)}`).join(", ") }),
+        el("td", { text: now ? ((now.details || {}).answer || "") : "" }), el("td", { text: (c.old.details || {}).answer || "" }));
+      tr.addEventListener("click", () => setState({ row: c.key }));
+      body.append(tr);
+    }
+    table.append(body);
+    box.append(table);
+  }
+
+  $("download-labels").addEventListener("click", () => {
+    const text = [...marks.values()].map((m) => JSON.stringify(m)).join("\n") + "\n";
+    const link = el("a", { download: "researchqa-labels.jsonl" });
+    link.href = URL.createObjectURL(new Blob([text], { type: "application/x-ndjson" }));
+    document.body.append(link); link.click(); link.remove();
+  });
+  document.addEventListener("keydown", (e) => { if (e.key === "Escape") setState({ row: "" }); });
+  window.addEventListener("hashchange", draw);
+
+  load().then((loaded) => {
+    data = loaded;
+    for (const r of data.rows) byKey.set(r.key, r);
+    summary(); filters(); compare(); draw();
+    document.body.dataset.ready = "1";
+  }).catch((error) => { $("verdict").textContent = "this report could not be read: " + error; });
+})();

@@ -1,0 +1,134 @@
+"""The HTML report, read the way a person meets it: opened from file:// in real headless Chromium.
+
+Chromium (Debian's package) loads the report of a real run of the bundled sample and the DOM it
+builds is read back (``--dump-dom``); the view is chosen through the page's own URL hash, the
+same links a reviewer shares. Screenshots are kept under $RESEARCHQA_ARTIFACTS (CI keeps that
+folder) or the test's temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from pytest_researchqa.reporting.html import word_diff
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+# A system whose answers are hostile text, with one altered number in a real quote.
+HOSTILE = '''
+from pytest_researchqa import Answer
+
+def answer(question, paper, *, row):
+    quote = row.expected_references[0].alternatives[0] if row.expected_references else "nothing"
+    altered = quote.replace("412", "999").replace("74.2", "79.2")
+    text = ("<img src=x onerror=\\"document.title='pwned'\\"></script><script>document.title='pwned'</script>"
+            "\\u202e\\x1b[31m " + altered)
+    return Answer(text=text, citations=[altered])
+'''
+
+
+def test_a_word_diff_marks_what_only_the_quote_and_what_only_the_paper_says():
+    assert word_diff("students numbered 999 in all", "students numbered 412 in all") == [
+        ["=", "students numbered"], ["-", "999"], ["+", "412"], ["=", "in all"]]
+
+
+def dump(report: Path, fragment: str, tmp_path: Path, screenshot: str | None = None) -> str:
+    assert CHROMIUM is not None
+    url = report.resolve().as_uri() + ("#" + fragment if fragment else "")
+    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+             f"--user-data-dir={tmp_path / 'chromium-profile'}", "--window-size=1400,1000",
+             "--virtual-time-budget=8000"]
+    if screenshot is not None:
+        target = Path(os.environ.get("RESEARCHQA_ARTIFACTS") or tmp_path) / screenshot
+        target.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([*flags, f"--screenshot={target}", url], capture_output=True, timeout=90, check=True)
+        assert target.stat().st_size > 10_000, "a blank screenshot"
+    done = subprocess.run([*flags, "--dump-dom", url], capture_output=True, text=True, timeout=90, check=True)
+    assert 'data-ready="1"' in done.stdout, done.stdout[-2000:]
+    return done.stdout
+
+
+def row_ids(dom: str) -> list[str]:
+    body = dom.split('<table id="rows">', 1)[1].split("</table>", 1)[0]
+    return re.findall(r'<tr data-row-id="([^"]+)"', body)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_the_report_of_a_real_run_opens_offline_filters_and_shows_why_each_row_scored(pytester, tmp_path):
+    pytester.makepyfile(hostile=HOSTILE)
+    pytester.syspathinsert()
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--researchqa-cache-dir={tmp_path / 'cache'}",
+                                "--researchqa-system=oracle", "--researchqa-system=bm25",
+                                "--researchqa-system=hostile:answer", "--researchqa-html=report.html")
+    result.stdout.fnmatch_lines(["researchqa: HTML report in report.html"])
+    report = pytester.path / "report.html"
+    page = report.read_text(encoding="utf-8")
+    assert "<script>document.title" not in page and "pwned" not in page, "data is embedded packed, never as markup"
+    assert "http://" not in page and "https://" not in page, "nothing is fetched: no CDN, no network"
+
+    everything = dump(report, "", tmp_path, screenshot="report-leaderboard.png")
+    assert len(row_ids(everything)) == 81, "every row of the three systems is listed"
+    assert "<title>pwned</title>" not in everything
+    lookups = dump(report, "type=lookup", tmp_path)
+    assert len(row_ids(lookups)) == 18 and all("lookup" in r for r in row_ids(lookups))
+    searched = dump(report, "q=" + urllib.parse.quote("spaced quizzes cost"), tmp_path)
+    assert set(row_ids(searched)) and all(r.startswith("edu-") for r in row_ids(searched))
+
+    row = dump(report, "row=" + urllib.parse.quote("hostile:answer\u241fedu-lookup-1"), tmp_path,
+               screenshot="report-hostile-row.png")
+    aside = row.split('<aside id="row-page">', 1)[1]
+    assert 'data-row-id="edu-lookup-1"' in aside
+    assert "&lt;img src=x onerror=" in aside and "&lt;/script&gt;&lt;script&gt;" in aside, "hostile text stays text"
+    assert "<img src=\"x\"" not in aside and "<title>pwned</title>" not in row
+    assert "⟨U+202E⟩⟨U+001B⟩" in aside and "\u202e" not in aside, "a right-to-left override cannot reorder the page"
+    assert '<mark class="cite ungrounded"' in aside, "the altered quote is highlighted in the answer"
+    assert "<del>999</del>" in aside and "<ins>412</ins>" in aside, "the departure is a word diff"
+
+    bm25 = dump(report, "row=" + urllib.parse.quote("bm25\u241fedu-multihop-1"), tmp_path,
+                screenshot="report-bm25-row.png")
+    aside = bm25.split('<aside id="row-page">', 1)[1]
+    assert '<li class="missed">Results</li>' in aside and '<mark class="cite grounded"' in aside
+    assert 'class="context"' in aside, "the paper text around a grounded quote"
+
+
+def test_view_writes_a_saved_runs_report_and_compare_lists_the_rows_that_changed(pytester, tmp_path, capsys):
+    from pytest_researchqa.__main__ import main
+    from pytest_researchqa.reporting.html import page_data
+    from pytest_researchqa.runs import load_run, resolve_run
+
+    common = ("-p", "no:cacheprovider", f"--researchqa-cache-dir={tmp_path / 'cache'}")
+    pytester.runpytest(*common, "--researchqa-system=oracle", "--researchqa-save=before")
+    pytester.runpytest(*common, "--researchqa-system=bm25", "--researchqa-save=after")
+    runs = pytester.path / ".researchqa" / "runs"
+    # Pair the two runs' rows by system name: the baseline's oracle is saved as bm25's counterpart here.
+    before = load_run(resolve_run("before", runs))
+    for record in before.records:
+        record.system = "bm25"
+    capsys.readouterr()
+    assert main(["--runs", str(runs), "view", "after", "--compare", "before", "-o", str(tmp_path / "r.html")]) == 0
+    assert "HTML report of" in capsys.readouterr().out and (tmp_path / "r.html").stat().st_size > 10_000
+
+    from pytest_researchqa.families.citation import CITATION
+    from pytest_researchqa.session import ResearchSession
+
+    after = load_run(resolve_run("after", runs))
+    session = ResearchSession(CITATION)
+    for record in after.records:
+        session.add(record)
+    data = page_data(session.outcome(), CITATION, "t", other=("before", before.records))
+    changed = data["compare"]["changed"]
+    assert changed and changed[0]["size"] >= changed[-1]["size"], "the largest changes first"
+    assert {c["key"].split("\u241f")[1] for c in changed} <= {r["row_id"] for r in data["rows"]}
+    row = next(r for r in data["rows"] if r["row_id"] == "edu-multihop-1")
+    assert row["details"]["question"].startswith("The discussion says spaced quizzes")
+    assert [s["covered"] for s in row["details"]["sections"]] == [False, False]
+    assert all(c["grounded"] and c["context"] for c in row["citations"]), "bm25 quotes the paper: its context is kept"
