@@ -10,6 +10,7 @@ its traceback. Light: imported with the plugin.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Literal, Optional
 
 import pytest
@@ -18,16 +19,31 @@ if TYPE_CHECKING:  # pragma: no cover
     from .records import RowRecord
     from .state import RunState
 
-# A failed row's diagnosis in the terminal: the row's line plus at most this many lines of it.
-DIAGNOSIS_LINES = 7
+# A failed row's diagnosis in the terminal: at most this many lines (the rest: --tb=long, saved runs).
+DIAGNOSIS_LINES = 8
+# Within each failed check, the lines a reader needs first: the quote, where it departs, the section missed.
+_FIRST = re.compile(r"^\s*(\[\d+\]|missed |departs from|differs from)")
 
 
 def diagnosis_of(message: str) -> str:
-    """The assertion's message cut to what a reader needs (the rest is in saved runs and --tb=long)."""
+    """The assertion's message cut to what a reader needs: every failed check's headline, then its
+    most telling lines (the quote, where it departs from the paper, the section missed)."""
     lines = [line.rstrip() for line in message.strip().splitlines() if line.strip()] or ["below the per-row bar"]
-    if len(lines) > DIAGNOSIS_LINES:
-        lines = lines[:DIAGNOSIS_LINES - 1] + [f"... {len(lines) - DIAGNOSIS_LINES + 1} more line(s) (--tb=long)"]
-    return "\n".join(lines)
+    if len(lines) <= DIAGNOSIS_LINES:
+        return "\n".join(lines)
+    blocks: list[list[str]] = []
+    for line in lines:
+        if not line.startswith((" ", "\t")) or not blocks:
+            blocks.append([line])
+        else:
+            blocks[-1].append(line)
+    room = max(0, DIAGNOSIS_LINES - 1 - len(blocks)) // max(1, len(blocks))
+    kept: list[str] = []
+    for head, *details in blocks:
+        ranked = sorted(range(len(details)), key=lambda n: (not _FIRST.match(details[n]), n))[:room]
+        kept += [head, *(details[n] for n in sorted(ranked))]
+    kept = kept[:DIAGNOSIS_LINES - 1]
+    return "\n".join([*kept, f"... {len(lines) - len(kept)} more line(s): --tb=long, or the HTML report"])
 
 
 def wants_full_report(config: pytest.Config) -> bool:

@@ -109,6 +109,18 @@ def test_a_fabricated_citation_matches_nothing_even_if_it_resembles_an_alternati
     assert report.covered == (False, False, False)
 
 
+@pytest.mark.parametrize("citation", [
+    "We enrolled 240 adults from three clinics in 2021, and all of them were cured within a week.",
+    "Our own trial showed that we enrolled 240 adults from three clinics in 2021.",
+])
+def test_an_expected_passage_with_invented_text_around_it_earns_no_credit(citation):
+    index = MatchIndex(PAPER)
+    assert not index.match(citation).grounded, "the invented part is not in the paper"
+    report = section_report([citation], row("lookup", sections=[{"section_label": "Methods", "alternatives": [METHODS]}]),
+                            index)
+    assert report.covered == (False,) and report.citation_precision == 0.0
+
+
 def test_without_a_paper_sections_are_matched_on_text():
     assert keys_overlap(text_key("240 adults from three clinics in 2021"), text_key(METHODS))
     assert not keys_overlap(text_key("240 adults"), text_key(METHODS)), "too short to count as a sub-quote"
