@@ -28,9 +28,7 @@ def parse_model_params(entries: list[str], models: list[str]) -> dict[str, dict]
         key = key.strip()
         if key == "profile" and value not in PROFILES:
             raise ValueError(f"{entry!r}: profile must be one of {', '.join(PROFILES)}")
-        if _SECRET_NAME.search(key) and isinstance(value, str):
-            value = Secret(value)
-        params[name][key] = value
+        params[name][key] = protect(key, value)
     return params
 
 
@@ -60,7 +58,8 @@ _LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
 
 
 def is_loopback_url(url: object) -> bool:
-    """Whether a URL points at this machine (127.0.0.0/8, ::1, localhost)."""
+    """Whether a URL points at this machine: 127.0.0.0/8, ::1, localhost, the unspecified addresses
+    0.0.0.0 and ::, IPv4-mapped IPv6 spellings of those ([::ffff:127.0.0.1]) and integer spellings."""
     import ipaddress
     from urllib.parse import urlsplit
 
@@ -71,9 +70,13 @@ def is_loopback_url(url: object) -> bool:
     if host.lower() in _LOOPBACK_NAMES or host.lower().endswith(".localhost"):
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        address = ipaddress.ip_address(int(host) if host.isdigit() else host)  # 2130706433 is 127.0.0.1
     except ValueError:
         return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped  # [::ffff:127.0.0.1]
+    # 0.0.0.0 and [::] as a destination reach this machine too.
+    return address.is_loopback or address.is_unspecified
 
 
 def is_local(params: dict[str, Any]) -> bool:
@@ -123,19 +126,81 @@ def model_family(model: str) -> str:
     return lowered.split("/", 1)[0] if "/" in lowered else lowered
 
 
-_SECRET_NAME = re.compile(r"(api[_-]?key|token|secret|password|authorization|credential)", re.IGNORECASE)
-_SECRET_ENV = re.compile(r"(API_KEY|_TOKEN|_SECRET|_PASSWORD|ACCESS_KEY)$")
+# A parameter (or header, at any depth) whose name says it holds a credential: api_key, x-api-key,
+# aws_access_key_id, aws_secret_access_key, vertex_credentials, Authorization, access_token,
+# password, cookie... As whole words of the name, so max_tokens and top_k are not.
+_SECRET_NAME = re.compile(r"(^|[^a-z])(api[_-]?key|key|token|secret|password|passwd|authorization|credentials?|"
+                          r"cookie|bearer)([^a-z]|$)", re.IGNORECASE)
+_SECRET_ENV = re.compile(r"(API_KEY|_TOKEN|_SECRET|_PASSWORD|ACCESS_KEY|ACCESS_KEY_ID|_CREDENTIALS)$")
+
+
+def is_secret_name(name: object) -> bool:
+    return _SECRET_NAME.search(str(name)) is not None
+
+
+def protect(name: object, value: Any) -> Any:
+    """A parameter's value with every credential in it a :class:`Secret`: the value of a secret-named
+    key at any depth (headers, credential objects), and the password of a URL (``user:password@``)."""
+    if isinstance(value, dict):
+        return {k: protect(k, v) if not is_secret_name(name) else protect(name, v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [protect(name, v) for v in value]
+    if isinstance(value, str) and (is_secret_name(name) or _url_password(value)):
+        return Secret(value)
+    return value
+
+
+def _url_password(text: str) -> Optional[str]:
+    if "@" not in text or "://" not in text:
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(text).password or urlsplit(text).username
+    except ValueError:
+        return None
+
+
+def _secret_strings(name: object, value: Any) -> set[str]:
+    if isinstance(value, dict):
+        return {s for k, v in value.items() for s in _secret_strings(name if is_secret_name(name) else k, v)}
+    if isinstance(value, list):
+        return {s for v in value for s in _secret_strings(name, v)}
+    if isinstance(value, str):
+        if is_secret_name(name):
+            found = {value}
+            if value.lower().startswith(("bearer ", "basic ", "token ")):
+                found.add(value.split(" ", 1)[1])  # the credential alone, as a provider may echo it
+            return found
+        password = _url_password(value)
+        return {password} if password else set()
+    return set()
+
+
+def redact_value(name: object, value: Any) -> Any:
+    """What a manifest may show of a parameter: credentials replaced at any depth, a URL's user info too."""
+    if isinstance(value, dict):
+        return {k: redact_value(name if is_secret_name(name) else k, v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_value(name, v) for v in value]
+    if is_secret_name(name) and value is not None and not isinstance(value, (bool, int, float)):
+        return "<redacted>"
+    if isinstance(value, str) and _url_password(value):
+        scheme, _, rest = value.partition("://")
+        return f"{scheme}://<redacted>@{rest.rsplit('@', 1)[1]}"
+    return value
 
 
 def known_secrets(model_params: dict[str, dict[str, object]], environ: Optional[dict[str, str]] = None) -> list[str]:
     """Values that must never appear in anything the plugin writes: credentials given as model
-    parameters, and provider keys in the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...)."""
+    parameters (at any depth: headers, credential objects, a URL's password), and provider keys in
+    the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, AWS_SECRET_ACCESS_KEY, ...)."""
     import os
 
     environ = dict(os.environ) if environ is None else environ
-    found = {str(v) for params in model_params.values() for k, v in params.items() if _SECRET_NAME.search(k)}
+    found = {s for params in model_params.values() for k, v in params.items() for s in _secret_strings(k, v)}
     found |= {v for k, v in environ.items() if _SECRET_ENV.search(k)}
-    return [Secret(s) for s in sorted((s for s in found if len(s) >= 8), key=len, reverse=True)]
+    return [Secret(s) for s in sorted((str(s) for s in found if len(s) >= 8), key=len, reverse=True)]
 
 
 def redact(text: str, secrets: list[str]) -> str:

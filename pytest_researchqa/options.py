@@ -25,6 +25,7 @@ DEFAULT_SYSTEMS = {"citation": "bm25", "rubric": "rubric-oracle"}
 # Mirrors families.citation.QUESTION_TYPES (a unit test holds them equal): markers are
 # registered at every start-up, and this spares importing the family there.
 CITATION_QUESTION_TYPES = ("lookup", "comprehension", "multi_hop", "adversarial")
+MAX_SAVE_NAME = 100
 
 
 @dataclass(frozen=True)
@@ -287,6 +288,10 @@ def read_settings(config: pytest.Config) -> Settings:
                                 for text in resolved["researchqa_fail_on_regression"])
         except GateSpecError as error:
             raise pytest.UsageError(f"--researchqa-fail-on-regression {error}") from None
+    if len(resolved["researchqa_save"]) > MAX_SAVE_NAME:
+        # It names a folder: file systems refuse names of more than 255 bytes.
+        raise pytest.UsageError(f"--researchqa-save: {len(resolved['researchqa_save'])} characters; a run's name "
+                                f"has at most {MAX_SAVE_NAME}")
     compare_map: dict[str, str] = {}
     if resolved["researchqa_compare_map"]:
         from .reporting.compare import parse_mapping

@@ -209,7 +209,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         for scores in ((record.judge or {}).get("by_judge") or {}).values():
             if isinstance(scores, dict) and scores.get("error"):
                 scores["error"] = state.redact(str(scores["error"]))
-        report.researchqa = record.to_plain()
+        report.researchqa = state.redact_plain(record.to_plain())
         # JUnit writes the properties of the item (copied onto its teardown report), not of this report.
         item.user_properties.extend(record.junit_properties())
         add_sections(report, record)

@@ -59,7 +59,7 @@ def settle(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestRe
         if not call.excinfo.errisinstance((pytest.xfail.Exception, pytest.skip.Exception)):  # type: ignore[union-attr]
             record.error = f"{call.excinfo.typename}: {call.excinfo.value}"  # type: ignore[union-attr]
     if graded_failure and call.excinfo is not None:
-        record.diagnosis = diagnosis_of(str(call.excinfo.value))
+        record.diagnosis = state.redact(diagnosis_of(str(call.excinfo.value)))  # a provider may echo a key
         if not state.settings.fail_rows:
             first_line = record.diagnosis.splitlines()[0]
             report.outcome = "skipped"

@@ -37,7 +37,6 @@ MANIFEST_FILE = "manifest.json"
 SUMMARY_FILE = "summary.json"  # the machine-readable summary (docs/json.md)
 DEFAULT_RUNS_DIR = Path(".researchqa") / "runs"
 MANIFEST_VERSION = 1
-_SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.IGNORECASE)
 
 
 class RunNotFound(LookupError):
@@ -76,9 +75,10 @@ def sort_key(record: RowRecord) -> tuple[str, str, str]:
 
 
 def redact_params(params: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Model parameters with anything that looks like a credential replaced."""
-    return {model: {k: ("<redacted>" if _SECRET_KEYS.search(k) else v) for k, v in values.items()}
-            for model, values in params.items()}
+    """Model parameters with every credential replaced, at any depth (headers, URLs with a password)."""
+    from .llm_params import redact_value
+
+    return {model: {k: redact_value(k, v) for k, v in values.items()} for model, values in params.items()}
 
 
 def file_sha256(path: Path) -> Optional[str]:

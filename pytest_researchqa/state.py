@@ -92,6 +92,17 @@ class RunState:
 
         return redact(text, self.secrets)
 
+    def redact_plain(self, plain: dict[str, Any]) -> dict[str, Any]:
+        """A record's plain data with every known secret replaced, wherever a provider echoed it
+        (an answer, a judge's justification, an error): it goes to the terminal, JUnit and rows.jsonl."""
+        if not self.secrets:
+            return plain
+        import json
+
+        text = json.dumps(plain, ensure_ascii=False)
+        cleaned = self.redact(text)
+        return plain if cleaned == text else dict(json.loads(cleaned))
+
     def system(self, name: str) -> "System":
         """The named system; a bad spec is a usage error."""
         from .systems import SystemSpecError

@@ -17,9 +17,9 @@ import json
 import re
 import secrets
 import statistics
-from typing import Any, Callable, ClassVar, Literal, Optional, Sequence, TypeVar
+from typing import Annotated, Any, Callable, ClassVar, Literal, Optional, Sequence, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
 from ..bundled import bundled_path
 from ..llm_params import model_family  # noqa: F401  (re-exported)
@@ -34,9 +34,19 @@ DEFAULT_POOL = ("gpt-5.4", "anthropic/claude-opus-4-7", "gemini/gemini-3.1-pro-p
 # Judges run at temperature 0 with a fixed seed where the provider honours one.
 JUDGE_CALL_PARAMS = {"temperature": 0, "seed": 20260101}
 
+def _not_a_boolean(value: Any) -> Any:
+    # JSON true would pass as 1 (pydantic reads bools as ints): a boolean is not a score.
+    if isinstance(value, bool):
+        raise ValueError("a score is a whole number, not true/false")
+    return value
+
+
+Score = Annotated[int, BeforeValidator(_not_a_boolean)]
+
+
 class Graded(BaseModel):
     justification: str = Field(min_length=1)
-    score: int = Field(ge=1, le=5)
+    score: Score = Field(ge=1, le=5)
 
 
 class RubricVerdict(BaseModel):
@@ -285,8 +295,13 @@ class _CitationJudge(ModelJudge):
     """The citation family's kinds: one answer to a row, against its expected answer."""
 
     def key_parts(self, row, answer) -> dict:
-        return {"row": row.row_id, "question": row.question, "expected": row.expected_answer,
-                "answer": answer.text, "citations": answer.citations}
+        parts = {"row": row.row_id, "question": row.question, "expected": row.expected_answer,
+                 "answer": answer.text, "citations": answer.citations}
+        # What else the prompt shows the judge: an edited criterion or premise is a new verdict.
+        # Added only when set, so the keys of rows without them (and their cached verdicts) stay.
+        premise = getattr(getattr(row, "metadata", None), "false_premise", None)
+        extra = {"judge_rubric": getattr(row, "judge_rubric", None), "false_premise": premise}
+        return {**parts, **{k: v for k, v in extra.items() if v}}
 
     def render(self, row, answer) -> str:
         return self.prompt.render(row, answer)
@@ -336,7 +351,7 @@ COVERAGE_MAX = 4
 class ItemCoverage(BaseModel):
     item: int = Field(ge=1)
     justification: str = Field(min_length=1)
-    coverage: int = Field(ge=0, le=COVERAGE_MAX)
+    coverage: Score = Field(ge=0, le=COVERAGE_MAX)
 
 
 class CoverageVerdict(BaseModel):

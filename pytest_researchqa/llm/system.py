@@ -195,6 +195,8 @@ class LlmSystem(ModelCaller):
             question=row.question,
             row=row.row_id,
             paper=paper.content_hash or paper.paper_id,
+            # Whole paper or retrieved passages: a different window is a different question asked.
+            **({"max_input_tokens": window} if (window := self.spec.params.get("max_input_tokens")) else {}),
         )
 
     def prefetch(self, row, paper) -> None:
