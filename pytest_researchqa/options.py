@@ -92,7 +92,9 @@ OPTIONS: tuple[Option, ...] = (
            "Rubric family: length guidance in words given to systems (default 250; 0: none).", 250, minimum=0),
     Option("--researchqa-generic-rubric", "flag",
            "Rubric family: judge rows without rubric items against eight generic criteria instead of skipping them."),
-    Option("--researchqa-sample", "int", "Run N evenly spaced rows of the dataset.", minimum=1),
+    Option("--researchqa-sample", "int",
+           "Run a sample of N rows: stratified by question type (every type present at least once, shares "
+           "proportional), evenly spaced within a type; the same on every run and worker.", minimum=1),
     Option("--researchqa-fail-under", "append",
            "Gate: METRIC=VALUE or TYPE.METRIC=VALUE (e.g. multi_hop.section_coverage=0.7). "
            "Repeatable. When given, the gates decide the exit status."),
