@@ -60,6 +60,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     view.add_argument("-o", "--output", type=Path, metavar="FILE",
                       help="where to write it (default: report.html in the run's folder)")
     view.add_argument("--open", action="store_true", help="open it in a browser (only where a display is available)")
+    calibrate = commands.add_parser(
+        "calibrate", parents=[with_runs],
+        help="how far a judge agrees with human labels (researchqa-labels/1 JSONL, docs/judges.md)")
+    calibrate.add_argument("labels", type=Path, help="the labels file (the HTML report's review marks download it)")
+    calibrate.add_argument("--run", metavar="RUN",
+                           help="take missing judge values from this saved run's (cached) verdicts")
+    calibrate.add_argument("--json", action="store_true", help="the figures as JSON")
     commands.add_parser("list", help="list saved runs", parents=[with_runs])
     _add_generate(commands)
     args = parser.parse_args(argv)
@@ -68,13 +75,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _generate(args, parser)
         if args.command == "list":
             return _list(args.runs)
+        if args.command == "calibrate":
+            return _calibrate(args.labels, args.runs, run=args.run, as_json=args.json)
         if args.command == "view":
             return _view(args.run, args.runs, compare=args.compare, output=args.output, open_it=args.open)
         if args.command == "compare":
             return _compare(args.baseline, args.run, args.runs, mapping=args.map, regressions=args.fail_on_regression,
                             markdown=args.markdown)
         return _show(args.run, args.runs, markdown=args.markdown, as_json=args.json)
-    except (RunNotFound, ValueError) as error:
+    except (RunNotFound, ValueError) as error:  # LabelError is a ValueError: it names file, line, field
         print(f"error: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `show last | head`: the reader has what it wanted
@@ -136,6 +145,26 @@ def _show(spec: str, runs_dir: Path, *, markdown: bool, as_json: bool = False) -
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return 0
     _print(session, f"researchqa run {saved.name} ({len(saved.records)} rows)", markdown=markdown)
+    return 0
+
+
+def _calibrate(path: Path, runs_dir: Path, *, run: Optional[str], as_json: bool) -> int:
+    from .calibration import fill_from_run, read_labels, render, report
+
+    labels, problems = read_labels(path)
+    if run is not None:
+        labels = fill_from_run(labels, load_run(resolve_run(run, runs_dir)).records)
+    found = report(labels)
+    if as_json:
+        import json
+
+        print(json.dumps({"labels": str(path), "agreement": [a.as_plain() for a in found],
+                          "not_read": problems}, indent=2))
+    else:
+        print(render(found, problems))
+    if not labels:
+        print(f"error: {path}: no label could be read", file=sys.stderr)
+        return 2
     return 0
 
 

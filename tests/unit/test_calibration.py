@@ -1,0 +1,100 @@
+"""Judge calibration (issue 21.7): agreement figures as seed 001 computes them, and the label file."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+from pytest_researchqa.calibration import (
+    Label,
+    agreement,
+    cohens_kappa,
+    pairwise_credit,
+    read_labels,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = ROOT / "datasets" / "sample" / "labels.jsonl"
+
+
+def pair(human, judge=None, orders=None):
+    return Label("pairwise", "q", None, judge, human, "a|b", tuple(orders) if orders else None)
+
+
+@pytest.mark.parametrize(("label", "credit"), [
+    (pair("a", "a"), 1.0), (pair("a", "b"), 0.0), (pair("a", "tie"), 0.5),   # a judge's tie: half right
+    (pair("tie", "a"), None),                                                # a human tie is dropped
+    (pair("a", orders=("a", "b")), 0.5),                                     # the two orders disagree
+    (pair("a", orders=("a", "tie")), 0.75), (pair("b", orders=("tie", "b")), 0.75),
+    (pair("a", orders=("a", "a")), 1.0),
+])
+def test_pairwise_credit_follows_the_papers_partial_credit_rules(label, credit):
+    assert pairwise_credit(label) == credit
+
+
+def test_coverage_agreement_reports_pearson_mean_difference_and_the_top_level_shares():
+    human = [0, 1, 2, 3, 4, 4, 2, 1]
+    judge = [0, 2, 2, 4, 4, 3, 1, 1]
+    labels = [Label("coverage", f"r{n}", "s", j, h, "0") for n, (h, j) in enumerate(zip(human, judge))]
+    found = agreement(labels, "coverage")
+    assert found.figures["pearson"].value == pytest.approx(statistics.correlation(human, judge))
+    assert found.figures["mean difference (judge - human)"].value == pytest.approx(
+        (sum(judge) - sum(human)) / len(human))
+    assert found.figures["human gives 4"].value == 0.25 and found.figures["judge gives 4"].value == 0.25
+    low, high = found.figures["pearson"].low, found.figures["pearson"].high
+    assert low is not None and high is not None and low <= found.figures["pearson"].value <= high
+    assert found.confusion["4"]["3"] == 1 and sum(found.confusion["1"].values()) == 2
+
+
+def test_cohens_kappa_is_one_for_agreement_and_zero_for_chance():
+    assert cohens_kappa([("a", "a"), ("b", "b")], ("a", "b")) == 1.0
+    assert cohens_kappa([("a", "a"), ("a", "b"), ("b", "a"), ("b", "b")], ("a", "b")) == 0.0
+
+
+def test_a_bad_label_is_named_by_file_line_and_field_and_the_others_still_count(tmp_path):
+    path = tmp_path / "labels.jsonl"
+    good = {"schema": "researchqa-labels/1", "kind": "judge", "row_id": "r", "dimension": "factual_accuracy",
+            "judge": 4, "human": 5}
+    path.write_text("\n".join([json.dumps(good), "[1, 2]", json.dumps({**good, "human": 7}),
+                               json.dumps({**good, "human": True}), "{not json"]) + "\n")
+    labels, problems = read_labels(path)
+    assert len(labels) == 1
+    assert problems[0].startswith(f"{path}, line 2: a label is a JSON object")
+    assert f"{path}, line 3: field 'human': 7 is not one of 1, 2, 3, 4, 5" in problems[1]
+    assert "line 4: field 'human': True" in problems[2] and "line 5: not JSON" in problems[3]
+
+
+def test_the_shipped_labels_still_hold_the_matchers_verdicts_and_calibrate_reads_them(capsys, tmp_path):
+    from pytest_researchqa.__main__ import main
+    from pytest_researchqa.bundled import bundled_path
+    from pytest_researchqa.papers import PaperStore
+
+    labels, problems = read_labels(SHIPPED)
+    assert not problems and len(labels) == 20
+    index = PaperStore(bundled_path("datasets", "sample", "papers"), cache_dir=tmp_path).get("sample-edu", None).match_index
+    for line in SHIPPED.read_text().splitlines():
+        entry = json.loads(line)
+        found = index.match(entry["quote"])
+        now = "grounded" if found.grounded else ("ungrounded" if found.is_evidence else "not_evidence")
+        assert now == entry["judge"], f"the matcher's verdict on {entry['quote']!r} changed: relabel the set"
+    assert main(["calibrate", str(SHIPPED)]) == 0
+    out = capsys.readouterr().out
+    assert "citation: 20 label(s)" in out and "accuracy: 0.950" in out and "kappa:" in out
+
+
+def test_missing_judge_values_come_from_a_saved_runs_cached_verdicts(pytester, tmp_path, capsys):
+    from pytest_researchqa.__main__ import main
+
+    pytester.runpytest("-p", "no:cacheprovider", f"--researchqa-cache-dir={tmp_path}", "--researchqa-system=bm25",
+                       "-k", "edu-lookup-1", "--researchqa-save=judged")
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"schema": "researchqa-labels/1", "kind": "citation", "system": "bm25",
+                                  "row_id": "edu-lookup-1", "citation_index": 0, "human": "grounded"}) + "\n")
+    runs = pytester.path / ".researchqa" / "runs"
+    capsys.readouterr()
+    assert main(["--runs", str(runs), "calibrate", str(labels), "--run", "judged", "--json"]) == 0
+    [citation] = json.loads(capsys.readouterr().out)["agreement"]
+    assert citation["labels"] == 1 and citation["figures"]["accuracy"]["value"] == 1.0
