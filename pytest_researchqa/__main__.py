@@ -17,6 +17,7 @@ RUN is a run folder, a folder name, its name suffix (``--researchqa-save=NAME``)
 from __future__ import annotations
 
 import argparse
+import builtins
 import os
 import sys
 from pathlib import Path
@@ -112,6 +113,10 @@ def _session(saved: SavedRun, **options: Any) -> "ResearchSession":
 
 def _print(session: "ResearchSession", title: str, *, markdown: bool) -> None:
     from .reporting import terminal
+    from .text_safety import for_terminal
+
+    def print(text: str = "", end: str = "\n") -> None:  # a saved run's data never steers the terminal
+        builtins.print(text if markdown else for_terminal(text), end=end)
 
     outcome = session.outcome()
     if markdown:

@@ -437,9 +437,13 @@ class RunHooks:
             return
         from .reporting import terminal
         from .row_reports import short_list
+        from .text_safety import for_terminal
 
         outcome = state.session.outcome()
-        write = terminalreporter.write_line
+
+        def write(line: str, **markup: bool) -> None:  # data never steers the terminal (escape sequences)
+            terminalreporter.write_line(for_terminal(line), **markup)
+
         if state.settings.audit:
             terminalreporter.write_sep("=", "researchqa dataset audit")
             audit = (terminal.audit(outcome.records) if state.family.uses_papers

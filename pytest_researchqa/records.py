@@ -98,17 +98,56 @@ class RowRecord:
         return asdict(self)
 
     @classmethod
-    def from_plain(cls, data: dict[str, Any]) -> "RowRecord":
+    def from_plain(cls, data: Any) -> "RowRecord":
+        """A record from plain data (xdist, saved runs); data of the wrong shape is a ValueError naming
+        the field, never a record that fails later in a sum or a sort."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a row record is a JSON object, not {type(data).__name__}")
+        if isinstance(data.get("version"), int) and not isinstance(data["version"], bool) \
+                and data["version"] > RECORD_VERSION:
+            raise ValueError(f"a row record of version {data['version']}, newer than this plugin reads "
+                             f"({RECORD_VERSION}): upgrade pytest-researchqa")
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
-        usage = values.get("usage")
-        values["usage"] = Usage(**{k: v for k, v in (usage or {}).items() if k in USAGE_FIELDS})
-        values["metrics"] = dict(values.get("metrics") or {})
+        for name in _TEXT_FIELDS:
+            if values.get(name) is not None and not isinstance(values[name], str):
+                raise ValueError(f"field {name!r}: {type(values[name]).__name__}, not text")
+        for name in _FLAG_FIELDS:
+            if name in values and not isinstance(values[name], bool):
+                raise ValueError(f"field {name!r}: {values[name]!r}, not true or false")
+        for name, kind in (("metrics", dict), ("details", dict), ("citations", list)):
+            if values.get(name) is not None and not isinstance(values[name], kind):
+                raise ValueError(f"field {name!r}: {type(values[name]).__name__}, not {kind.__name__}")
+        if values.get("judge") is not None and not isinstance(values["judge"], dict):
+            raise ValueError(f"field 'judge': {type(values['judge']).__name__}, not an object")
+        metrics = dict(values.get("metrics") or {})
+        for name, value in metrics.items():
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise ValueError(f"field 'metrics.{name}': {value!r}, not a number")
+        usage = values.get("usage") or {}
+        if not isinstance(usage, dict):
+            raise ValueError(f"field 'usage': {type(usage).__name__}, not an object")
+        for name, value in usage.items():
+            if name in USAGE_FIELDS and value is not None and not isinstance(value, _USAGE_TYPES[name]):
+                raise ValueError(f"field 'usage.{name}': {value!r} is of the wrong type")
+        for name in ("expected_found", "expected_total"):
+            if values.get(name) is not None and (isinstance(values[name], bool) or not isinstance(values[name], int)):
+                raise ValueError(f"field {name!r}: {values[name]!r}, not a whole number")
+        values["usage"] = Usage(**{k: v for k, v in usage.items() if k in USAGE_FIELDS})
+        values["metrics"] = metrics
         values["details"] = dict(values.get("details") or {})
+        values["version"] = RECORD_VERSION  # older records are read as this version (fields only added)
         return cls(**values)
 
 
 USAGE_FIELDS = frozenset(f.name for f in fields(Usage))
+_TEXT_FIELDS = ("row_id", "system", "paper_id", "family", "question_type", "domain", "nodeid", "error", "defect",
+                "outcome", "diagnosis")
+_FLAG_FIELDS = ("model_system", "baseline", "invalid_row")
+_NUMBER = (int, float)
+_USAGE_TYPES: dict[str, Any] = {"latency_s": _NUMBER, "queue_s": _NUMBER, "prompt_tokens": int,
+                                "completion_tokens": int, "cost_usd": _NUMBER, "cached": bool, "context": str,
+                                "prompt_sha": str, "attempts": int}
 
 
 def _text(value: Any) -> str:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal, Optional
 
 import pytest
 
+from .text_safety import for_terminal
+
 if TYPE_CHECKING:  # pragma: no cover
     from .records import RowRecord
     from .state import RunState
@@ -63,11 +65,11 @@ def settle(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestRe
         if not state.settings.fail_rows:
             first_line = record.diagnosis.splitlines()[0]
             report.outcome = "skipped"
-            report.wasxfail = f"below the per-row bar: {first_line}"
+            report.wasxfail = for_terminal(f"below the per-row bar: {first_line}")
             record.outcome = "below_bar"
             return
         if not wants_full_report(item.config):
-            report.longrepr = f"{record.system} · {record.row_id}: {record.diagnosis}"
+            report.longrepr = for_terminal(f"{record.system} · {record.row_id}: {record.diagnosis}")
     record.outcome = "error" if record.error else ("xfailed" if hasattr(report, "wasxfail") else report.outcome)
 
 

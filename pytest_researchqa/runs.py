@@ -169,19 +169,39 @@ def resolve_run(spec: str, runs_dir: Path) -> Path:
 
 
 def load_run(folder: Path) -> SavedRun:
-    """A saved run; a run cut short (no rows.jsonl yet) is read from its partial file."""
+    """A saved run; a run cut short (no rows.jsonl yet) is read from its partial file.
+
+    Read line by line; a line that is not a row record, and a manifest that is not a JSON
+    object, are a ValueError naming the file and line (the commands exit 2, a baseline is a
+    usage error before any row runs)."""
     rows_file = folder / ROWS_FILE if (folder / ROWS_FILE).is_file() else folder / PARTIAL_FILE
     records = []
-    for number, line in enumerate(rows_file.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    with open(rows_file, encoding="utf-8", errors="strict") as stream:
         try:
-            records.append(RowRecord.from_plain(json.loads(line)))
-        except (ValueError, TypeError) as error:
-            raise ValueError(f"{rows_file}, line {number}: not a row record ({error})") from None
+            for number, line in enumerate(stream, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    records.append(RowRecord.from_plain(json.loads(line)))
+                except (ValueError, TypeError, RecursionError) as error:
+                    raise ValueError(f"{rows_file}, line {number}: not a row record ({_short(error)})") from None
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{rows_file}: not UTF-8 text ({error.reason})") from None
     manifest_file = folder / MANIFEST_FILE
-    manifest = json.loads(manifest_file.read_text(encoding="utf-8")) if manifest_file.is_file() else {}
+    manifest: Any = {}
+    if manifest_file.is_file():
+        try:
+            manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+        except (ValueError, RecursionError) as error:
+            raise ValueError(f"{manifest_file}: not JSON ({_short(error)})") from None
+        if not isinstance(manifest, dict):
+            raise ValueError(f"{manifest_file}: a manifest is a JSON object, not {type(manifest).__name__}")
     return SavedRun(folder, manifest, tuple(records))
+
+
+def _short(error: BaseException) -> str:
+    text = str(error) or type(error).__name__
+    return text if len(text) <= 200 else text[:200] + "…"
 
 
 def load_baseline(spec: str, runs_dir: Path) -> "Baseline":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 from ..families import Family
+from ..text_safety import for_markdown, printable
 from .compare import coverage_lines
 from .terminal import Table, comparison_table, defects_line, delta_note, interval_note, leaderboard_tables
 
@@ -13,7 +14,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def _escape(value: object) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    return for_markdown(value)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -30,7 +31,9 @@ def _paragraphs(text: str) -> str:
         in_table = line.startswith("|")
         if out and in_table != out[-1].startswith("|"):
             out.append("")
-        out.append(line if in_table else _escape(line.strip()) + "  ")
+        # A family's own table: its cells keep their pipes, but no HTML, image or mention comes out of them.
+        cells = printable(line).replace("<", "&lt;").replace(">", "&gt;").replace("![", "!\\[").replace("@", "@\u2060")
+        out.append(cells if in_table else _escape(line.strip()) + "  ")
     return "\n".join(out)
 
 

@@ -227,7 +227,15 @@ def _colors(n: int) -> list[Any]:
 
 def write_plots(outcome: "RunOutcome", family: Family, folder: Path) -> list[Path]:
     """Every figure the run has data for; the files written."""
-    records = [r for r in outcome.records if r.system]
+    import dataclasses
+
+    from ..text_safety import printable
+
+    # Labels from the data go into SVG text: control characters would make the file invalid XML.
+    records = [dataclasses.replace(r, system=printable(r.system),
+                                   domain=None if r.domain is None else printable(r.domain),
+                                   question_type=None if r.question_type is None else printable(r.question_type))
+               for r in outcome.records if r.system]
     if not records:
         return []
     summaries = by_system(records, family.metric_names)

@@ -10,7 +10,7 @@ from ..records import RowRecord
 from ..stats import CONFIDENCE, RESAMPLES, Interval, PairedTest, describe_p
 from .compare import Comparison, coverage_lines
 from .gates import ALPHA
-from .summaries import Summary, by_system, group, summarize, system_of
+from .summaries import Summary, by_system, summarize, system_of
 
 Intervals = dict[str, dict[str, Optional[Interval]]]
 # Fewer papers than this and a percentile bootstrap over papers is too narrow to trust as stated.
@@ -118,12 +118,12 @@ def leaderboard_tables(records: Sequence[RowRecord], family: Family, intervals: 
     for title, field in breakdowns:
         rows = []
 
-        def key_of(record: RowRecord, field: Callable[[RowRecord], Optional[str]] = field) -> str:
-            return f"{system_of(record)}\0{field(record) or '?'}"
-
-        groups = group(records, key_of)
-        for key in sorted(groups, key=lambda k: (order.get(k.split("\0")[0], 0), k.split("\0")[1])):
-            system, value = key.split("\0")
+        # Keyed by (system, value): data may hold any character, so no separator could be safe.
+        groups: dict[tuple[str, str], list[RowRecord]] = {}
+        for record in records:
+            groups.setdefault((system_of(record), field(record) or "?"), []).append(record)
+        for key in sorted(groups, key=lambda k: (order.get(k[0], 0), k[1])):
+            system, value = key
             s = summarize(system, groups[key], metrics)
             rows.append([system, value, *(cell(s.means[m]) for m in metrics), s.rows, s.errors])
         tables.append(Table(title, ["system", title, *(m.label for m in family.metrics), "rows", "errors"], rows))

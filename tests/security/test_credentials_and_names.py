@@ -78,3 +78,51 @@ def test_a_run_name_too_long_for_a_folder_is_a_usage_error(pytester, tmp_path):
                                 f"--researchqa-cache-dir={tmp_path}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--researchqa-save: 300 characters; a run's name has at most 100*"])
+
+
+GOOD = {"row_id": "r1", "system": "bm25", "paper_id": "p", "metrics": {"citation_accuracy": 1.0}}
+
+
+@pytest.mark.parametrize(("line", "says"), [
+    ("[]", "a row record is a JSON object, not list"), ('"x"', "not str"), ("null", "not NoneType"), ("42", "not int"),
+    (json.dumps({**GOOD, "usage": {"latency_s": "fast"}}), "usage.latency_s"),
+    (json.dumps({**GOOD, "usage": {"prompt_tokens": 1.5}}), "usage.prompt_tokens"),
+    (json.dumps({**GOOD, "paper_id": ["a", "b"]}), "field 'paper_id'"),
+    (json.dumps({**GOOD, "judge": "great"}), "field 'judge'"),
+    (json.dumps({**GOOD, "metrics": {"citation_accuracy": "high"}}), "metrics.citation_accuracy"),
+    (json.dumps({**GOOD, "metrics": []}), "field 'metrics'"),
+    (json.dumps({**GOOD, "version": 99}), "newer than this plugin reads"),
+    ("[" * 100_000 + "]" * 100_000, "not a row record"),
+])
+def test_a_malformed_saved_run_is_one_clear_error_naming_file_and_line(tmp_path, capsys, line, says):
+    from pytest_researchqa.__main__ import main
+
+    folder = tmp_path / "runs" / "20261125-120000-bad"
+    folder.mkdir(parents=True)
+    (folder / "rows.jsonl").write_text(json.dumps(GOOD) + "\n" + line + "\n")
+    for command in (["show", "bad"], ["compare", "bad", "bad"], ["view", "bad"], ["show", "bad", "--json"]):
+        assert main(["--runs", str(tmp_path / "runs"), *command]) == 2
+        err = capsys.readouterr().err
+        assert "rows.jsonl, line 2: not a row record" in err and says in err, err
+
+
+def test_a_manifest_that_is_not_an_object_is_named(tmp_path, capsys):
+    from pytest_researchqa.__main__ import main
+
+    folder = tmp_path / "runs" / "20261125-120000-bad"
+    folder.mkdir(parents=True)
+    (folder / "rows.jsonl").write_text(json.dumps(GOOD) + "\n")
+    (folder / "manifest.json").write_text("[1, 2]")
+    assert main(["--runs", str(tmp_path / "runs"), "show", "bad"]) == 2
+    assert "manifest.json: a manifest is a JSON object, not list" in capsys.readouterr().err
+
+
+def test_a_bad_baseline_stops_the_run_before_any_row_is_answered(pytester, tmp_path):
+    folder = pytester.path / ".researchqa" / "runs" / "20261125-120000-main"
+    folder.mkdir(parents=True)
+    (folder / "rows.jsonl").write_text(json.dumps({**GOOD, "usage": {"cost_usd": "free"}}) + "\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--researchqa-cache-dir={tmp_path}",
+                                "--researchqa-system=bm25", "--researchqa-compare=main")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--researchqa-compare: *rows.jsonl, line 1: not a row record*usage.cost_usd*"])
+    assert "researchqa leaderboard" not in result.stdout.str()

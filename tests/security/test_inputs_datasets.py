@@ -85,3 +85,35 @@ def test_a_malformed_qasper_file_is_a_clear_error(tmp_path):
     path.write_text(json.dumps({"1602.0": {"qas": [{"question": "q"}], "full_text": "not a list", "title": 3}}))
     with pytest.raises(DatasetError, match="QASPER"):
         load_dataset(path)
+
+
+@pytest.mark.slow
+def test_hostile_row_ids_and_domains_stay_text_in_the_terminal_markdown_and_figures(pytester, tmp_path):
+    """Issue 22 items 4, 5, 10, 15: a NUL, escape sequences, HTML, an image, a mention and a
+    right-to-left override in a dataset's ids and domains: the run finishes and every medium shows them as text."""
+    import json
+    import shutil
+    import xml.dom.minidom
+
+    import cmarkgfm
+    import yaml
+
+    from pytest_researchqa.bundled import bundled_path
+
+    rows = yaml.safe_load(bundled_path("datasets", "sample", "sample.yaml").read_text())["rows"][:6]
+    rows[0]["domain"] = "edu\x00cation \x1b[2J\x1b]0;pwned\x07 <img src=x onerror=alert(1)> ![i](http://x/i.png) @octocat"
+    rows[1]["row_id"] = "id\u202egnp.exe\r## researchqa \u2014 gates passed \u2705"
+    (pytester.path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    shutil.copytree(bundled_path("datasets", "sample", "papers"), pytester.path / "papers")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", f"--researchqa-cache-dir={tmp_path}", "--researchqa-dataset=rows.jsonl",
+        "--researchqa-system=bm25", "--researchqa-markdown=report.md", "--researchqa-plots=figures")
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    terminal = result.stdout.str()
+    assert "\x1b" not in terminal and "\x00" not in terminal and "\u202e" not in terminal
+    assert "edu\\x00cation \\x1b[2J" in terminal, "shown, as escapes"
+    html = cmarkgfm.github_flavored_markdown_to_html((pytester.path / "report.md").read_text())
+    assert "<img" not in html and "<h2>researchqa \u2014 gates passed" not in html
+    assert "@octocat" not in html.replace("@\u2060", "@ "), "no mention is made"
+    for figure in (pytester.path / "figures").glob("*.svg"):
+        xml.dom.minidom.parse(str(figure))  # valid XML

@@ -18,7 +18,7 @@ from pytest_researchqa.llm_params import (
 @pytest.mark.parametrize(("url", "loopback"), [
     ("http://127.0.0.1:8000/v1", True), ("http://127.8.9.10/v1", True), ("http://localhost:11434/v1", True),
     ("http://[::1]:8080/v1", True), ("http://LOCALHOST/v1", True), ("http://api.localhost/v1", True),
-    ("http://192.168.1.20:8000/v1", False), ("https://api.openai.com/v1", False), ("http://0.0.0.0:8000", False),
+    ("http://192.168.1.20:8000/v1", False), ("https://api.openai.com/v1", False), ("http://0.0.0.0:8000", True),
     ("not a url", False), ("http://[::1/v1", False),
 ])
 def test_only_addresses_on_this_machine_are_loopback(url, loopback):
