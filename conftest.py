@@ -14,6 +14,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import pytest  # noqa: E402
 import rank_bm25  # noqa: E402,F401
 
+# Likewise the plugin's answer type: a project module a run imports must meet the same Answer class the
+# plugin checks against, which a reload between in-process runs would replace.
+import pytest_researchqa.answers  # noqa: E402,F401
+import pytest_researchqa.systems  # noqa: E402,F401
+
 pytest_plugins = ["pytester"]
 
 
@@ -22,6 +27,28 @@ def litellm_loaded():
     """Import litellm once per test module that uses models: pytester's in-process runs would
     otherwise re-import it (seconds each). Modules ask for it with ``pytestmark``."""
     import litellm  # noqa: F401
+
+
+@pytest.fixture(scope="session")
+def read_once(tmp_path_factory):
+    """``read_once(path, paper_id=None)``: a paper read through one extraction cache for the whole run.
+
+    pypdf takes seconds a real paper: each is extracted once per session, and under xdist the workers
+    share the cache, so once per run. Tests of reading and caching itself call ``read_paper``.
+    """
+    from pytest_researchqa.papers import read_paper
+
+    base = tmp_path_factory.getbasetemp()
+    cache = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "extracted-papers"
+    papers: dict = {}
+
+    def read(path, paper_id=None):
+        key = (path, paper_id or path.stem)
+        if key not in papers:
+            papers[key] = read_paper(path, key[1], cache)
+        return papers[key]
+
+    return read
 
 
 @pytest.fixture

@@ -1,8 +1,11 @@
-"""Shared test helpers: paths to the bundled sample and the optional ../shared data."""
+"""Shared test helpers: the one way tests run pytest on a project (``run_pytest``), paths to the
+bundled sample and the optional shared data."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any, Iterable, Optional
 
 import pytest
 
@@ -12,7 +15,8 @@ METRIC_LABELS = frozenset(m.label for m in CITATION.metrics)
 
 PROJECT = Path(__file__).resolve().parent.parent
 SAMPLE = PROJECT / "datasets" / "sample"
-SHARED = PROJECT.parent / "shared"
+# The real papers and datasets: beside the checkout, or where RESEARCHQA_SHARED_DATA says (a worktree).
+SHARED = Path(os.environ.get("RESEARCHQA_SHARED_DATA") or PROJECT.parent / "shared")
 
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared is not beside this checkout")
 
@@ -42,3 +46,26 @@ def shared_path(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is not available")
     return path
+
+
+_NAMED_MODELS = ("--researchqa-model=", "--researchqa-judge=", "--researchqa-judge-pool=")
+
+
+def run_pytest(pytester: pytest.Pytester, *args: str, cache: Path, server: Optional[Any] = None,
+               also: Iterable[str] = (), key: str = "t", subprocess_: bool = False) -> pytest.RunResult:
+    """Run pytest in pytester's folder as a user would, with its own answer cache and no cacheprovider.
+
+    With ``server`` (tests/llm_server.py), every model and judge the arguments name, and those in
+    ``also``, is pointed at it (unless the arguments point it somewhere already). In a subprocess only
+    when the test needs a fresh interpreter (xdist, import checks): in-process runs are much cheaper.
+    """
+    params: list[str] = []
+    if server is not None:
+        named = [a.split("=", 1)[1] for a in args if a.startswith(_NAMED_MODELS)]
+        for model in dict.fromkeys([*named, *also]):
+            if model == "auto" or any(a.startswith(f"--researchqa-model-param={model}:api_base=") for a in args):
+                continue
+            params += [f"--researchqa-model-param={model}:api_base={server.url}",
+                       f"--researchqa-model-param={model}:api_key={key}"]
+    full = ("-p", "no:cacheprovider", f"--researchqa-cache-dir={cache}", *args, *params)
+    return pytester.runpytest_subprocess(*full) if subprocess_ else pytester.runpytest(*full)

@@ -88,6 +88,7 @@ def llama_server():
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_the_docs_recipe_answers_and_judges_the_sample_with_no_errors(pytester, llama_server, tmp_path):
     url, documented_port, port = llama_server
     _, _, run = recipe_commands()

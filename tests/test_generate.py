@@ -416,6 +416,7 @@ def test_a_multi_hop_question_without_evidence_for_a_required_section_is_dropped
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_a_real_small_model_generates_rows_whose_kept_passages_are_all_verbatim(request, tmp_path):
     """``python -m pytest -m e2e``: the llama.cpp server of test_e2e_small_model (skips when not installed)."""
     url = request.getfixturevalue("llama_server")

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from helpers import leaderboard_table as board
+from helpers import run_pytest
 from llm_server import ScriptedLLM
 
 from pytest_researchqa import Answer, Row
@@ -82,11 +83,7 @@ def test_model_families():
 
 
 def run(pytester, server, tmp_path, *args):
-    judges = [a.split("=", 1)[1] for a in args if a.startswith("--researchqa-judge=")]
-    models = [a.split("=", 1)[1] for a in args if a.startswith("--researchqa-model=")]
-    params = [f"--researchqa-model-param={m}:{k}" for m in judges + models + ["openai/judge-alt"]
-              for k in (f"api_base={server.url}", "api_key=t")]
-    return pytester.runpytest("-p", "no:cacheprovider", f"--researchqa-cache-dir={tmp_path}", *args, *params)
+    return run_pytest(pytester, *args, cache=tmp_path, server=server, also=["openai/judge-alt"])
 
 
 def test_two_judges_give_consensus_and_spread_and_a_rerun_makes_no_judge_calls(pytester, server, tmp_path):

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import SAMPLE, leaderboard_table
+from helpers import SAMPLE, leaderboard_table, run_pytest
 from llm_server import ScriptedLLM
 
 from pytest_researchqa.llm.cache import AnswerCache
@@ -259,11 +259,7 @@ def test_a_local_server_never_receives_the_provider_key_from_the_environment(ser
 
 
 def run(pytester, server, *args, cache):
-    return pytester.runpytest(
-        "-p", "no:cacheprovider", f"--researchqa-cache-dir={cache}", *args,
-        *(f"--researchqa-model-param={m}:api_base={server.url}" for m in ("openai/good", "openai/sloppy")),
-        *(f"--researchqa-model-param={m}:api_key=test" for m in ("openai/good", "openai/sloppy")),
-    )
+    return run_pytest(pytester, *args, cache=cache, server=server, also=["openai/good", "openai/sloppy"])
 
 
 def board(result) -> dict[str, list[str]]:
@@ -316,6 +312,7 @@ def test_baseline_mode_shows_citation_metrics_as_dashes(pytester, server, tmp_pa
     assert '"citations"' not in prompt and "quotation" not in prompt, "no citation contract in baseline mode"
 
 
+@pytest.mark.slow
 def test_a_run_killed_with_sigkill_resumes_without_repeating_a_call(tmp_path):
     """Answers are on disk the moment they arrive; the re-run asks only for the rest."""
     import json
@@ -344,13 +341,14 @@ def test_a_run_killed_with_sigkill_resumes_without_repeating_a_call(tmp_path):
     assert "27 model rows" in done.stdout and f"{len(kept)} from cache" in done.stdout, done.stdout[-1500:]
 
 
+@pytest.mark.slow
 def test_under_xdist_each_worker_pipelines_its_own_rows_without_duplicate_calls(pytester, tmp_path):
     with ScriptedLLM(latency_s=0.1) as slow:
         common = ("--researchqa-model=openai/good", f"--researchqa-model-param=openai/good:api_base={slow.url}",
                   "--researchqa-model-param=openai/good:api_key=t", "-p", "no:cacheprovider")
         parallel = pytester.runpytest_subprocess(*common, f"--researchqa-cache-dir={tmp_path / 'a'}", "-n", "2")
         parallel_calls = slow.calls()
-        serial = pytester.runpytest_subprocess(*common, f"--researchqa-cache-dir={tmp_path / 'b'}", "-p", "no:xdist")
+        serial = pytester.runpytest(*common, f"--researchqa-cache-dir={tmp_path / 'b'}", "-p", "no:xdist")
     assert parallel_calls == 27 and slow.calls() == 54, "each row asked once per run"
     assert board(parallel)["openai/good"][:8] == board(serial)["openai/good"][:8]
     parallel.stdout.fnmatch_lines(["researchqa: 27/27 model rows, 0 errors*"])

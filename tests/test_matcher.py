@@ -234,16 +234,9 @@ def test_every_window_of_the_source_text_is_found_in_the_pdf_extraction():
 # ------------------------------------------------------------------ real papers
 
 
-def real_papers() -> list[tuple[str, object]]:
-    folder = shared_path("papers")
-    return [(p.stem, read_paper(p, p.stem)) for p in sorted(folder.glob("*.pdf"))]
-
-
 @pytest.fixture(scope="module")
-def papers(tmp_path_factory):
-    folder = shared_path("papers")
-    cache = tmp_path_factory.mktemp("extracted")
-    return [read_paper(p, p.stem, cache) for p in sorted(folder.glob("*.pdf"))]
+def papers(read_once):
+    return [read_once(p) for p in sorted(shared_path("papers").glob("*.pdf"))]
 
 
 def _page_crossing_quote(paper, rng: random.Random) -> str | None:
@@ -307,6 +300,7 @@ def _ungrounded(papers, make_quote, per_paper: int) -> tuple[int, list]:
 
 
 @needs_shared
+@pytest.mark.slow  # the papers fixture reads every real paper (pypdf: ~15 s, once a run)
 def test_genuine_quotes_from_real_papers_are_grounded(papers):
     rng = random.Random(11)
     total, missed = _ungrounded(papers, lambda p: noisy(as_a_model_quotes_it(window(p.text, rng)), rng, 2), 60)
@@ -315,6 +309,7 @@ def test_genuine_quotes_from_real_papers_are_grounded(papers):
 
 
 @needs_shared
+@pytest.mark.slow  # the papers fixture reads every real paper (pypdf: ~15 s, once a run)
 def test_quotes_across_real_page_breaks_are_grounded(papers):
     rng = random.Random(5)
     total, missed = _ungrounded(papers, lambda p: _page_crossing_quote(p, rng), 6)
@@ -323,6 +318,7 @@ def test_quotes_across_real_page_breaks_are_grounded(papers):
 
 
 @needs_shared
+@pytest.mark.slow  # the papers fixture reads every real paper (pypdf: ~15 s, once a run)
 @pytest.mark.parametrize("kind", FABRICATIONS)
 def test_fabricated_quotes_from_real_papers_are_rejected(papers, kind):
     rng = random.Random(zlib.crc32(kind.encode()))  # hash() of a str changes from process to process
@@ -345,6 +341,7 @@ def test_the_noise_catalogue_is_exercised():
 
 
 @needs_shared
+@pytest.mark.slow  # the papers fixture reads every real paper (pypdf: ~15 s, once a run)
 @pytest.mark.parametrize("kind", SYMBOL_FABRICATIONS)
 def test_symbol_only_fabrications_from_real_papers_are_never_grounded(papers, kind):
     rng = random.Random(7)

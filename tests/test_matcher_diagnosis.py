@@ -46,8 +46,8 @@ def _sentences(paper, count: int, need_number: bool = False) -> list[tuple[str, 
 
 
 @pytest.fixture(scope="module", params=PAPERS)
-def paper(request):
-    return read_paper(shared_path("papers", request.param), request.param)
+def paper(request, read_once):
+    return read_once(shared_path("papers", request.param), request.param)
 
 
 def _changed_word(word: str) -> str:

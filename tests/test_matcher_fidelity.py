@@ -6,7 +6,6 @@ import pytest
 from helpers import needs_shared, shared_path
 
 from pytest_researchqa.matcher import MatchIndex, match_citation
-from pytest_researchqa.papers import read_paper
 
 RESULTS = ("Accuracy rose to 61.4% (95% CI 58.2 to 64.6), while the error rate fell from 0.32 to -0.05 "
            "on the held-out set; all effects were significant at p < 0.05 and the gain was 2.5 ± 0.3 points.")
@@ -78,9 +77,9 @@ def test_a_leading_margin_number_never_becomes_the_quotes_number():
 
 
 @pytest.fixture(scope="module")
-def index():
+def index(read_once):
     """llm_accuracy_inventivizes_hallucinations.pdf comes out of pypdf with each line's number glued to its end."""
-    paper = read_paper(shared_path("papers", "llm_accuracy_inventivizes_hallucinations.pdf"), "llm")
+    paper = read_once(shared_path("papers", "llm_accuracy_inventivizes_hallucinations.pdf"))
     return MatchIndex(paper.text, paper.page_starts)
 
 
@@ -114,8 +113,8 @@ def test_a_citation_that_only_points_somewhere_is_not_evidence(citation):
 
 
 @needs_shared
-def test_bibliography_entries_and_running_headers_of_a_real_paper_are_not_evidence():
-    paper = read_paper(shared_path("papers", "chain_of_thought.pdf"), "cot")
+def test_bibliography_entries_and_running_headers_of_a_real_paper_are_not_evidence(read_once):
+    paper = read_once(shared_path("papers", "chain_of_thought.pdf"))
     text = paper.text
     entry_start = text.index("Dario Amodei. The urgency of interpretability")
     entry = " ".join(text[entry_start:entry_start + 120].split())
@@ -136,16 +135,16 @@ def test_bibliography_entries_and_running_headers_of_a_real_paper_are_not_eviden
                                      "Abbeel, Sergey Levine, and Dawn Song. The false promise of imitating proprietary "
                                      "LLMs."),
 ])
-def test_reference_list_entries_led_by_full_author_names_are_not_evidence(tmp_path, paper_file, entry):
-    paper = read_paper(shared_path("papers", paper_file), "p", tmp_path)
+def test_reference_list_entries_led_by_full_author_names_are_not_evidence(read_once, paper_file, entry):
+    paper = read_once(shared_path("papers", paper_file))
     assert match_citation(entry, paper).verdict == "not_evidence"
 
 
 @needs_shared
-def test_a_sentence_whose_continuation_pypdf_reads_earlier_on_the_page_is_verbatim(tmp_path):
+def test_a_sentence_whose_continuation_pypdf_reads_earlier_on_the_page_is_verbatim(read_once):
     # Page 2: "...Of these, 99.1% have a known" ends a line above Table 1; pypdf puts the column's
     # continuation ("platform value and are included ...") before it, after the page's top block.
-    paper = read_paper(shared_path("papers", "publicusegeneralhealthchatbots.pdf"), "health", tmp_path)
+    paper = read_once(shared_path("papers", "publicusegeneralhealthchatbots.pdf"))
     quote = ("the sample contains N = 617,827 conversations across the remaining intent categories. Of these, "
              "99.1% have a known platform value and are included in the mobile-versus-desktop analysis")
     assert match_citation(quote, paper).verdict == "verbatim"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import textwrap
 from xml.etree import ElementTree
 
 import pytest
-from helpers import leaderboard_table
+from helpers import leaderboard_table, run_pytest
 
 ROWS = 27
 
@@ -17,14 +18,7 @@ ROWS = 27
 @pytest.fixture
 def run(pytester: pytest.Pytester, tmp_path_factory):
     cache = tmp_path_factory.mktemp("cache")
-
-    def runner(*args: str, subprocess_: bool = False) -> pytest.RunResult:
-        full = ("-p", "no:cacheprovider", f"--researchqa-cache-dir={cache}", *args)
-        if subprocess_:
-            return pytester.runpytest_subprocess(*full)
-        return pytester.runpytest(*full)
-
-    return runner
+    return functools.partial(run_pytest, pytester, cache=cache)
 
 
 def leaderboard(result: pytest.RunResult) -> dict[str, list[str]]:
@@ -102,14 +96,6 @@ def test_sample_is_drawn_from_the_rows_k_and_m_keep(run):
     assert {i.split("[", 1)[1].split("-", 1)[0] for i in ids} == {"oracle", "bm25"}, "the same rows for every system"
     marked = run("--researchqa-system=oracle", "--researchqa-sample=2", "-m", "multi_hop", "--collect-only", "-q")
     assert len([l for l in marked.stdout.lines if "multi_hop" in l]) == 2
-
-
-def test_xdist_gives_the_same_leaderboard_as_a_serial_run(run):
-    serial = run("--researchqa-system=bm25", "--researchqa-system=oracle", "-p", "no:xdist", subprocess_=True)
-    parallel = run("--researchqa-system=bm25", "--researchqa-system=oracle", "-n", "2", subprocess_=True)
-    strip_latency = lambda board: {k: v[:-2] + v[-1:] for k, v in board.items()}  # noqa: E731
-    assert strip_latency(leaderboard(parallel)) == strip_latency(leaderboard(serial))
-    assert "2 workers" in parallel.stdout.str()
 
 
 def test_exitfirst_stops_at_the_first_failing_row(run):
@@ -543,8 +529,7 @@ def test_a_run_that_measures_nothing_says_so(run, pytester):
     pytester.makepyfile(prose="from pytest_researchqa import Answer\n\n"
                               "def answer(question, paper):\n    return Answer('Some prose.', cites=False)\n")
     pytester.syspathinsert()
-    # In a subprocess: pytester's in-process runs reload the plugin's modules, so classes differ.
-    result = run("--researchqa-system=prose:answer", "-k", "edu", subprocess_=True)
+    result = run("--researchqa-system=prose:answer", "-k", "edu")
     result.stdout.fnmatch_lines(["warning: this run measured no answer quality*no judge is configured*"])
 
 

@@ -3,12 +3,13 @@ models and judges served by the local scripted server)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
 
 import pytest
-from helpers import leaderboard_table, needs_shared, shared_path
+from helpers import leaderboard_table, needs_shared, run_pytest, shared_path
 
 REAL_QUERIES = ("external-datasets", "penn-researchqa-partial", "researchqa_med_med.jsonl")
 SAMPLE_ROWS = 12
@@ -20,15 +21,7 @@ pytestmark = pytest.mark.usefixtures("litellm_loaded")
 @pytest.fixture
 def run(pytester: pytest.Pytester, tmp_path_factory, server):
     cache = tmp_path_factory.mktemp("cache")
-
-    def runner(*args: str, subprocess_: bool = False) -> pytest.RunResult:
-        named = [a.split("=", 1)[1] for a in args
-                 if a.startswith(("--researchqa-judge=", "--researchqa-model="))]
-        params = [f"--researchqa-model-param={m}:{k}" for m in named for k in (f"api_base={server.url}", "api_key=t")]
-        full = ("-p", "no:cacheprovider", f"--researchqa-cache-dir={cache}", *args, *params)
-        return pytester.runpytest_subprocess(*full) if subprocess_ else pytester.runpytest(*full)
-
-    return runner
+    return functools.partial(run_pytest, pytester, cache=cache, server=server)
 
 
 def section(result: pytest.RunResult, title: str) -> list[str]:
@@ -171,10 +164,11 @@ def test_rows_without_items_can_be_judged_on_the_generic_rubric(run, pytester, s
     assert "8. " in coverage.split("RUBRIC ITEMS:")[1] and "Does the answer cite published work" in coverage
 
 
+@pytest.mark.slow
 def test_xdist_gives_the_same_rubric_leaderboard_as_a_serial_run(run):
     args = ("--researchqa-model=openai/good", "--researchqa-model=openai/sloppy", "--researchqa-family=rubric",
             "--researchqa-judge=openai/judge-a")
-    serial = run(*args, "-p", "no:xdist", subprocess_=True)
+    serial = run(*args, "-p", "no:xdist")  # in-process: only the xdist run needs a fresh interpreter
     parallel = run(*args, "-n", "2", subprocess_=True)
     assert "2 workers" in parallel.stdout.str()
 

@@ -14,14 +14,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 # pytester's in-process runs restore sys.modules after each run; litellm, loaded by a first run
 # and unloaded after it, breaks the plugin's loading in a second. Loaded here, it stays.
 import litellm  # noqa: E402,F401
+from helpers import run_pytest  # noqa: E402
 from llm_server import ScriptedLLM  # noqa: E402
 
 
 def run(pytester, server, cache, model, *args):
-    return pytester.runpytest("-p", "no:cacheprovider", f"--researchqa-cache-dir={cache}",
-                              f"--researchqa-model=openai/{model}",
-                              f"--researchqa-model-param=openai/{model}:api_base={server.url}",
-                              f"--researchqa-model-param=openai/{model}:api_key=sk-test-0123456789abcdef", *args)
+    return run_pytest(pytester, f"--researchqa-model=openai/{model}", *args, cache=cache, server=server,
+                      key="sk-test-0123456789abcdef")
 
 
 def test_a_server_that_trickles_its_reply_times_out_at_the_deadline(pytester, server, tmp_path):
@@ -108,6 +107,7 @@ def _wait_for(condition, seconds: float = 120.0) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_two_runs_sharing_one_cache_pay_for_each_call_once(tmp_path):
     """The second run starts while the first one's calls are in flight: it waits for those answers and
     reuses them instead of asking again (each run alone would make all 9 calls)."""
@@ -132,6 +132,7 @@ def test_two_runs_sharing_one_cache_pay_for_each_call_once(tmp_path):
     assert "9 from cache" in outputs[1], "the second run paid for nothing: every answer was the first run's"
 
 
+@pytest.mark.slow
 def test_a_run_killed_while_holding_a_call_blocks_no_other_run(tmp_path):
     """The lock on a key in flight dies with its owner (kill -9 included): the next run asks at once."""
     import subprocess
@@ -186,6 +187,7 @@ PARAM_KEY = "sk-param-0123456789abcdefSECRET"
 ENV_KEY = "sk-env-0123456789abcdefSECRET"
 
 
+@pytest.mark.slow
 def test_no_key_appears_in_a_failing_run_with_full_trace_and_locals(pytester, server, tmp_path, monkeypatch):
     """Rows that fail, rows that error, and a project's own test that fails holding the plugin's objects
     (the model's spec and its parameters, the settings, the answer) in its locals: under
