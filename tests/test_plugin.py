@@ -101,12 +101,19 @@ def test_sample_is_drawn_from_the_rows_k_and_m_keep(run):
     assert len([l for l in marked.stdout.lines if "multi_hop" in l]) == 2
 
 
-def test_xdist_gives_the_same_leaderboard_as_a_serial_run(run):
+def test_xdist_gives_the_same_leaderboard_as_a_serial_run_and_sends_each_paper_to_one_worker(run):
     serial = run("--researchqa-system=bm25", "--researchqa-system=oracle", "-p", "no:xdist", subprocess_=True)
-    parallel = run("--researchqa-system=bm25", "--researchqa-system=oracle", "-n", "2", subprocess_=True)
+    parallel = run("--researchqa-system=bm25", "--researchqa-system=oracle", "-n", "2", "-v", subprocess_=True)
     strip_latency = lambda board: {k: v[:-2] + v[-1:] for k, v in board.items()}  # noqa: E731
     assert strip_latency(leaderboard(parallel)) == strip_latency(leaderboard(serial))
     assert "2 workers" in parallel.stdout.str()
+    workers: dict[str, set[str]] = {}  # "[gw0] [ 3%] PASSED researchqa::test_question[oracle-lookup-edu-lookup-1]"
+    for line in parallel.stdout.lines:
+        if line.startswith("[gw") and "test_question[" in line:
+            paper = line.split("[")[-1].split("-")[2]  # the sample's row ids start with their paper's name
+            workers.setdefault(paper, set()).add(line.split("]", 1)[0])
+    assert sorted(workers) == ["edu", "env", "ml"]
+    assert all(len(ran_on) == 1 for ran_on in workers.values()), workers
 
 
 def test_exitfirst_stops_at_the_first_failing_row(run):
