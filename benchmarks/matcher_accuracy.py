@@ -64,8 +64,10 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--show-misses", action="store_true",
                         help="print every genuine quote not grounded and every fabrication grounded")
+    parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared",
+                        help="the folder holding papers/ and pdf-edge-cases/ (default: ../shared)")
     args = parser.parse_args()
-    shared = ROOT.parent / "shared"
+    shared = args.shared
     pdfs = sorted((shared / "papers").glob("*.pdf")) + sorted((shared / "pdf-edge-cases").glob("*.pdf"))
     if not pdfs:
         print(f"{shared} is not available; nothing to measure")

@@ -32,7 +32,7 @@ from .fixtures import (  # noqa: F401  (fixtures are found as attributes of the 
 )
 from .options import add_options, read_settings
 from .stash import RECORD, RECORDER, SETTINGS, STATE_FACTORY, case_of, run_state, started
-from .xdist_compat import ControllerHooks, is_worker, upcoming_items
+from .xdist_compat import ControllerHooks, Lookahead, groups_by_paper, is_worker
 
 if TYPE_CHECKING:  # pragma: no cover
     from .records import RowRecord
@@ -61,7 +61,9 @@ def pytest_configure(config: pytest.Config) -> None:
     run_hooks = RunHooks(config)
     config.pluginmanager.register(run_hooks, "researchqa-run")
     if config.pluginmanager.hasplugin("xdist") and not is_worker(config):
-        config.pluginmanager.register(ControllerHooks(run_hooks.node_collected, run_hooks.node_down),
+        by_paper = settings.active and settings.benchmark_family.uses_papers and groups_by_paper(config)
+        config.pluginmanager.register(ControllerHooks(run_hooks.node_collected, run_hooks.node_down,
+                                                      run_hooks.papers_by_test_id if by_paper else None),
                                       "researchqa-xdist")
     if settings.models or settings.judges:
         import importlib.util
@@ -132,9 +134,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     state = run_state(metafunc.config)
     _register_markers(metafunc.config, state.family.question_types)  # a project's own row test, no option
     with_systems = bool({"researchqa_answer", "researchqa_system"} & set(metafunc.fixturenames))
+    known: dict[str, pytest.MarkDecorator] = {}  # one lookup per mark name, not per row
     metafunc.parametrize(
         "researchqa_case",
-        [pytest.param(case, id=case_id, marks=[getattr(pytest.mark, m) for m in marks])
+        [pytest.param(case, id=case_id, marks=[known.get(m) or known.setdefault(m, getattr(pytest.mark, m))
+                                               for m in marks])
          for case, case_id, marks in state.cases(with_systems)],
         indirect=True,
     )
@@ -233,6 +237,8 @@ class RunHooks:
         self.started_at = datetime.datetime.now(datetime.timezone.utc)
         self.writer: Optional["RunWriter"] = None
         self.plots: list[Path] = []
+        self.lookahead: Optional[Lookahead] = None
+        self.pipelines: Optional[bool] = None
 
     @property
     def state(self) -> "RunState":
@@ -295,10 +301,19 @@ class RunHooks:
             _prefetch(self.state, row_items)
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_protocol(self, item: pytest.Item) -> None:
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Optional[pytest.Item]) -> None:
         """Under xdist, a worker learns its rows as they are handed over: start their calls then."""
-        if is_worker(item.config) and case_of(item) is not None:
-            _prefetch(self.state, [item, *upcoming_items(item)])
+        if is_worker(item.config) and case_of(item) is not None and self._pipelines():
+            if self.lookahead is None:
+                self.lookahead = Lookahead(item.config)
+            _prefetch(self.state, self.lookahead.fresh(item, nextitem))
+
+    def _pipelines(self) -> bool:
+        """Whether any system of the run starts calls ahead of its rows (decided once)."""
+        if self.pipelines is None:
+            state = self.state
+            self.pipelines = any(state.services.pipelined(name) for name in state.settings.all_systems)
+        return self.pipelines
 
     # -- xdist controller ----------------------------------------------------------------
     def node_collected(self, ids: list[str]) -> None:
@@ -311,6 +326,12 @@ class RunHooks:
         counts = workeroutput.get(_WORKER_SELECTION)
         if counts:  # every worker collects the same items: any one's counts will do
             self.generated, self.selected = counts
+
+    def papers_by_test_id(self) -> dict[str, str]:
+        """The paper of each row's test id, for the controller's scheduler (the dataset is read here once)."""
+        state = self.state
+        return {case_id: state.dataset.rows[case.position].paper_id
+                for case, case_id, _ in state.cases(with_systems=True) if case.kind == "row"}
 
     def _new_progress(self, total: int) -> Any:
         from .reporting.progress import Progress

@@ -1,10 +1,16 @@
 """Everything that knows about pytest-xdist, in one place.
 
 xdist is optional: without it, ``is_worker`` is always False and no hook here
-is registered. ``worker_queue`` reads an xdist internal (the worker's queue
-of assigned test indices) so model calls for upcoming rows can start early;
-if a future xdist changes it, the function returns None and workers simply
-start each row's call when the row begins (slower, still correct).
+is registered.
+
+The one xdist internal the plugin reads is here, in ``worker_queue``: the
+worker's queue of assigned test indices (``WorkerInteractor.torun``), so
+model calls for rows handed to this worker can start before those rows run.
+xdist has no public hook that tells a worker which items it was given; the
+public ``nextitem`` of ``pytest_runtest_protocol`` looks one item ahead, too
+little to keep several calls in flight. If a future xdist changes the queue,
+``worker_queue`` returns None and :class:`Lookahead` falls back to ``nextitem``
+(slower, still correct).
 """
 
 from __future__ import annotations
@@ -29,25 +35,94 @@ def worker_queue(config: pytest.Config) -> Optional[Any]:
     return None
 
 
-def upcoming_items(item: pytest.Item) -> list[pytest.Item]:
-    """Items this worker will run after ``item`` (empty when the queue cannot be read)."""
-    queue = worker_queue(item.config)
-    if queue is None:
-        return []
+def groups_by_paper(config: pytest.Config) -> bool:
+    """Whether the controller sends the rows of one paper to one worker: under ``-n`` when the user chose no ``--dist``.
+
+    xdist's own ``loadgroup`` cannot carry it here: it renames items through an attribute
+    pytest 9 no longer reads. So the controller makes the scheduler itself through xdist's
+    public ``pytest_xdist_make_scheduler`` hook (:class:`ControllerHooks`): xdist's
+    ``LoadScopeScheduling`` with each row's scope being its paper. A worker then reads and
+    indexes a paper once instead of every worker doing it.
+    """
+    return (not is_worker(config) and bool(getattr(config.option, "numprocesses", None))
+            and getattr(config.option, "dist", "no") == "load" and not _dist_named(config))
+
+
+def _dist_named(config: pytest.Config) -> bool:
+    import os
+    import shlex
+
+    words = [*config.invocation_params.args, *shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))]
     try:
-        with queue.lock() as pending:
-            return [item.session.items[i] for i in pending if isinstance(i, int)]
-    except Exception:  # an xdist change must cost speed, never the run
-        return []
+        words += list(config.getini("addopts"))
+    except (ValueError, KeyError):
+        pass
+    return any(w == "-d" or w == "--distload" or w.startswith("--dist") for w in map(str, words))
+
+
+class Lookahead:
+    """The items a worker was handed since it last looked: amortized O(1) per row.
+
+    xdist appends assigned indices at the queue's end and takes them from its front, so the
+    items not seen yet are a run at the end: read backwards up to the first one seen.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self._queue = worker_queue(config)
+        self._seen: set[int] = set()
+        self._position: dict[int, int] = {}  # id(item) -> index in session.items, built once
+
+    def fresh(self, item: pytest.Item, nextitem: Optional[pytest.Item]) -> list[pytest.Item]:
+        """``item``, ``nextitem`` and the items queued for this worker, each returned once over the run."""
+        items = item.session.items
+        if not self._position:
+            self._position = {id(each): index for index, each in enumerate(items)}
+        queued: list[int] = []
+        if self._queue is not None:
+            try:
+                with self._queue.lock() as pending:
+                    for index in reversed(pending):
+                        if isinstance(index, int):
+                            if index in self._seen:
+                                break
+                            queued.append(index)
+            except Exception:  # an xdist change must cost speed, never the run
+                self._queue, queued = None, []
+        known = [self._position[id(each)] for each in (item, nextitem)
+                 if each is not None and id(each) in self._position]
+        found = []
+        for index in [*known, *reversed(queued)]:
+            if index not in self._seen:
+                self._seen.add(index)
+                found.append(items[index])
+        return found
 
 
 class ControllerHooks:
     """Hooks that exist only under xdist, registered on the controller."""
 
     def __init__(self, on_collection: Callable[[list[str]], None],
-                 on_node_down: Callable[[dict[str, Any]], None]) -> None:
+                 on_node_down: Callable[[dict[str, Any]], None],
+                 papers_by_test_id: Optional[Callable[[], dict[str, str]]] = None) -> None:
         self._on_collection = on_collection
         self._on_node_down = on_node_down
+        self._papers_by_test_id = papers_by_test_id
+
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        """Rows of one paper to one worker (see :func:`groups_by_paper`); None leaves xdist's choice."""
+        if self._papers_by_test_id is None:
+            return None
+        from xdist.scheduler import LoadScopeScheduling
+
+        papers = self._papers_by_test_id()
+
+        class ByPaper(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                test_id = nodeid.rpartition("[")[2].rstrip("]")
+                paper = papers.get(test_id)
+                return f"paper:{paper}" if paper is not None else nodeid
+
+        return ByPaper(config, log)
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self._on_collection(ids)

@@ -178,6 +178,22 @@ def test_bm25_cites_passages_that_are_verbatim_and_cover_the_paper():
     assert len(answer.citations) == 2 and all(c in text for c in answer.citations)
 
 
+def test_bm25_keeps_only_its_most_recent_indexes_and_rebuilds_an_evicted_one_to_the_same_answer():
+    from pytest_researchqa.papers import Paper
+    from pytest_researchqa.systems.bm25 import Bm25System
+
+    papers = [Paper(f"p{n}", f"Paper {n} opens here. " + PAPER) for n in range(3)]
+    system = Bm25System(kept=2)
+    first = system(row(), papers[0])
+    system(row(), papers[1])
+    system(row(), papers[0])  # recently used again: papers[1] is now the oldest
+    system(row(), papers[2])
+    assert system.built == 3, "papers[0] was kept while papers[1] and papers[2] came"
+    system(row(), papers[1])
+    assert system.built == 4, "papers[1] was evicted, so it is built again"
+    assert system(row(), papers[0]) == first
+
+
 REFUTATION = "Diastolic pressure did not change."
 
 

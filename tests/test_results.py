@@ -47,10 +47,17 @@ def test_under_xdist_the_leaderboard_the_saved_rows_and_the_regression_gate_are_
     a fresh interpreter."""
     args = ("--researchqa-system=bm25", "--researchqa-system=oracle", f"--researchqa-cache-dir={tmp_path}", *RUN)
     serial = pytester.runpytest(*args, "--researchqa-save=serial", "-p", "no:xdist")
-    parallel = pytester.runpytest_subprocess(*args, "--researchqa-save=parallel", "-n", "2",
+    parallel = pytester.runpytest_subprocess(*args, "--researchqa-save=parallel", "-n", "2", "-v",
                                              "--researchqa-compare=serial",
                                              "--researchqa-fail-on-regression=section_coverage")
     assert "2 workers" in parallel.stdout.str()
+    workers: dict[str, set[str]] = {}  # "[gw0] [ 3%] PASSED researchqa::test_question[oracle-lookup-edu-lookup-1]"
+    for line in parallel.stdout.lines:
+        if line.startswith("[gw") and "test_question[" in line:
+            paper = line.split("[")[-1].split("-")[2]  # the sample's row ids start with their paper's name
+            workers.setdefault(paper, set()).add(line.split("]", 1)[0])
+    assert sorted(workers) == ["edu", "env", "ml"]
+    assert all(len(ran_on) == 1 for ran_on in workers.values()), f"each paper's rows go to one worker: {workers}"
 
     def stable(result):
         return {system: {k: v for k, v in cells.items() if "latency" not in k}

@@ -8,11 +8,16 @@ top passages, copied from the paper text exactly.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 
 from ..answers import Answer
 
 PASSAGE_WORDS = 60
 CITED_PASSAGES = 2
+# Indexes kept at once: about 1 MiB each for a 45 KB paper. Rows of one paper run together
+# (grouped in the file, or sent to one xdist worker by paper), so a few suffice; an evicted
+# index is rebuilt from the paper's text in milliseconds.
+KEPT_INDEXES = 16
 _WORD = re.compile(r"\w+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[])")
 _STOPWORDS = frozenset(
@@ -42,19 +47,27 @@ def passages(text: str) -> list[str]:
 
 
 class Bm25System:
-    """Keeps one BM25 index per paper for the life of the run."""
+    """One BM25 index per paper, built on the paper's first row; the least recently used go first."""
 
-    def __init__(self) -> None:
-        self._indexes: dict[str, tuple[list[str], object]] = {}
+    def __init__(self, kept: int = KEPT_INDEXES) -> None:
+        self.kept = kept
+        self.built = 0  # indexes built over the run (a rebuilt one counts again)
+        self._indexes: OrderedDict[str, tuple[list[str], object]] = OrderedDict()
 
     def _index(self, paper):
         key = paper.content_hash or paper.paper_id
-        if key not in self._indexes:
-            from rank_bm25 import BM25Okapi
+        found = self._indexes.get(key)
+        if found is not None:
+            self._indexes.move_to_end(key)
+            return found
+        from rank_bm25 import BM25Okapi
 
-            chunks = passages(paper.text) or [paper.text]
-            self._indexes[key] = (chunks, BM25Okapi([tokens(c) or ["_"] for c in chunks]))
-        return self._indexes[key]
+        chunks = passages(paper.text) or [paper.text]
+        found = self._indexes[key] = (chunks, BM25Okapi([tokens(c) or ["_"] for c in chunks]))
+        self.built += 1
+        while len(self._indexes) > self.kept:
+            self._indexes.popitem(last=False)
+        return found
 
     def ranked_passages(self, row, paper) -> list[str]:
         """The paper's passages, best first for the row's question."""
