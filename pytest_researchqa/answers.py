@@ -68,6 +68,31 @@ class Answer:
         return self.refused if self.refused is not None else looks_like_refusal(self.text)
 
 
+# Template filler a model copies instead of answering: "...", "<answer>", "[quote]", "TODO", "N/A"-free.
+_PLACEHOLDER = re.compile(
+    r"^\W*(?:|\.\.\.|…|<[^<>]{0,40}>|\[[^\[\]]{0,40}\]|\{[^{}]{0,40}\}|todo|tbd|placeholder|"
+    r"(?:your |the )?(?:answer|question|quote|quotation|citation|exact quote|text)(?: here)?)\W*$",
+    re.IGNORECASE,
+)
+
+
+def placeholder_reason(text: Optional[str], prompt: str = "") -> Optional[str]:
+    """Why ``text`` is template filler rather than content (None when it is content).
+
+    Empty text, an ellipsis, a bracketed slot (``<answer>``, ``[quote]``), a slot's name, or a
+    string the prompt itself contains (the model copied its instructions back) is no answer,
+    question or passage.
+    """
+    flat = " ".join((text or "").split())
+    if not flat:
+        return "it is empty"
+    if _PLACEHOLDER.match(flat):
+        return f"{flat[:40]!r} is template filler, not content"
+    if prompt and len(flat) >= 12 and flat in " ".join(prompt.split()):
+        return f"{flat[:40]!r} is copied from the prompt"
+    return None
+
+
 def looks_like_refusal(text: str) -> bool:
     return bool(_REFUSAL.search(text or ""))
 

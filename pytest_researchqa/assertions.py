@@ -114,16 +114,33 @@ def covers_sections(
         lines.append("  the answer cites nothing")
     else:
         lines.append("  cited instead:")
-        for number, (citation, hit) in enumerate(zip(answer.citations, report.sections_per_citation), start=1):
-            reached = ", ".join(repr(sections[i].section_label) for i in sorted(hit)) or "no expected section"
-            where = ""
-            if index is not None:
-                found = index.match(citation)
-                where = f" (page {', '.join(map(str, found.pages))})" if found.grounded and found.pages else ""
-                if not found.grounded:
-                    where = " (not in the paper)"
-            lines.append(f"  [{number}] {_quote(citation, 80)}{where} -> {reached}")
+        reached_by = dict(zip(report.counted, report.sections_per_citation))
+        for number, citation in enumerate(answer.citations, start=1):
+            where = _cited_where(citation, number - 1, reached_by, sections, index)
+            lines.append(f"  [{number}] {_quote(citation, 80)}{where}")
     raise AssertionError("\n".join(lines))
+
+
+def _cited_where(citation: str, position: int, reached_by: dict[int, frozenset[int]], sections: list,
+                 index: Optional["MatchIndex"]) -> str:
+    """Where one citation is in the paper and which expected sections it reaches, for the failure message."""
+    found = index.match(citation) if index is not None else None
+    if position not in reached_by:  # left out of coverage: too short to verify, or not evidence at all
+        verdict = found.verdict.replace("_", " ") if found is not None else "too short"
+        return f" ({verdict}) -> not counted"
+    where = ""
+    if found is not None:
+        if not found.grounded:
+            where = " (not in the paper)"
+        elif found.pages:
+            where = f" (page {', '.join(map(str, found.pages))})"
+    hit = reached_by[position]
+    if hit:
+        return f"{where} -> " + ", ".join(repr(sections[i].section_label) for i in sorted(hit))
+    if not metrics.covers_enough(citation):
+        return (f"{where} -> too short to cover a section (fewer than {metrics.MIN_COVERING_WORDS} words"
+                f" or {metrics.MIN_COVERING_KEY} letters)")
+    return f"{where} -> no expected section"
 
 
 def grounded_refusal(answer: Answer, row: Row, paper: PaperLike, *,

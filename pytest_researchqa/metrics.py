@@ -37,6 +37,11 @@ from .textkey import text_key
 PASSAGE_OVERLAP = 0.5
 # Without a paper, a quote contained in an alternative must be this long to count.
 MIN_SUBQUOTE_KEY = 20
+# A citation covers a required section only when it is a passage, not a name: at least this many words
+# and key characters ("Amazon Mechanical Turk" is a name that any paper using it mentions), unless it is
+# the whole of the dataset's own expected text. docs/metrics.md.
+MIN_COVERING_WORDS = 6
+MIN_COVERING_KEY = 30
 
 
 def match_citations(answer: Answer, index: MatchIndex) -> list[CitationMatch]:
@@ -79,6 +84,8 @@ class SectionReport:
 
     sections_per_citation: tuple[frozenset[int], ...]
     covered: tuple[bool, ...]
+    # Which of the answer's citations each entry of sections_per_citation is (too-short ones are left out).
+    counted: tuple[int, ...] = ()
 
     @property
     def section_coverage(self) -> Optional[float]:
@@ -105,23 +112,33 @@ def section_report(
     """
     sections = row.expected_references
     per_citation: list[frozenset[int]] = []
-    for citation in citations:
+    counted: list[int] = []
+    for number, citation in enumerate(citations):
         found = index.match(citation) if index is not None else None
         if found is not None and found.is_evidence and not found.grounded:
             # Not in the paper: it matches no section, even when it contains an expected passage
             # (an expected passage with invented text before or after it earns no credit).
             per_citation.append(frozenset())
+            counted.append(number)
             continue
+        substantial = covers_enough(citation)
         hit = frozenset(
             position
             for position, section in enumerate(sections)
-            if any(_same_passage(citation, alternative, index) for alternative in section.alternatives)
+            if any((substantial or text_key(citation) == text_key(alternative))
+                   and _same_passage(citation, alternative, index) for alternative in section.alternatives)
         )
         # A citation too short to verify counts only when it is the dataset's own expected text.
-        if hit or index is None or index.match(citation).is_evidence:
+        if hit or found is None or found.is_evidence:
             per_citation.append(hit)
+            counted.append(number)
     covered = tuple(any(position in hit for hit in per_citation) for position in range(len(sections)))
-    return SectionReport(tuple(per_citation), covered)
+    return SectionReport(tuple(per_citation), covered, tuple(counted))
+
+
+def covers_enough(citation: str) -> bool:
+    """Long enough to stand for a passage of the paper (the coverage floor; see MIN_COVERING_WORDS)."""
+    return len(citation.split()) >= MIN_COVERING_WORDS and len(text_key(citation)) >= MIN_COVERING_KEY
 
 
 def _same_passage(citation: str, alternative: str, index: MatchIndex | None) -> bool:

@@ -41,6 +41,13 @@ class SectionEvidence(BaseModel):
         return value
 
 
+def reasoning_text(value: object) -> object:
+    """A reasoning chain given as a list of steps (natural in YAML) is one text, its steps joined by " -> "."""
+    if isinstance(value, (list, tuple)) and all(isinstance(step, str) for step in value):
+        return " -> ".join(step.strip() for step in value if step.strip()) or None
+    return value
+
+
 class RowMetadata(BaseModel):
     """The sparse per-type fields (``metadata_*`` in the flat file)."""
 
@@ -53,6 +60,11 @@ class RowMetadata(BaseModel):
     required_sections: Optional[list[str]] = None
     reasoning_chain: Optional[str] = None
     false_premise: Optional[str] = None
+
+    @field_validator("reasoning_chain", mode="before")
+    @classmethod
+    def _steps_are_one_text(cls, value: object) -> object:
+        return reasoning_text(value)
 
 
 class Row(BaseModel):

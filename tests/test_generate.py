@@ -470,3 +470,25 @@ def test_a_paper_longer_than_the_context_window_is_cut_and_the_report_says_so(ge
     assert f"note: {note}" in printed
     sent = server.requests[0]["messages"][-1]["content"]
     assert "Appendix note 1 repeats" in sent and "Appendix note 399" not in sent
+
+
+def test_placeholder_questions_and_passages_are_rejected_with_a_reason_and_make_way_for_real_ones():
+    from pytest_researchqa.generation import checking
+
+    passage = "Each raft carried 150 hatchery-reared spat of the same cohort"
+    template = 'Write questions. {"question": "...", "expected_answer": "..."} Ask about the methods of the paper.'
+    chunks = [{"lookup": {"question": "...", "expected_answer": "...",
+                          "expected_references": [{"section_label": "Methods", "alternatives": [passage]}]}},
+              {"lookup": {"question": "Ask about the methods of the paper.", "expected_answer": "150",
+                          "expected_references": [{"section_label": "Methods", "alternatives": [passage]}]}},
+              {"lookup": {"question": "How many spat did each raft carry?", "expected_answer": "150",
+                          "expected_references": [{"section_label": "Methods", "alternatives": [passage, "..."]}]}}]
+    candidates, notes = checking.candidates_from(parse_generation(json.dumps({"chunks": chunks})), "tides",
+                                                 {"lookup": 1}, template=template)
+    assert [c.question for c in candidates] == ["How many spat did each raft carry?"]
+    assert notes["malformed"] == [
+        "lookup question '...': the question is no content: '...' is template filler, not content",
+        "lookup question 'Ask about the methods of the paper.': the question is no content: "
+        "'Ask about the methods of the paper.' is copied from the prompt"]
+    [_, placeholder] = candidates[0].passages
+    assert placeholder[1].status == "dropped" and "template filler" in placeholder[1].reason

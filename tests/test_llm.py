@@ -384,3 +384,16 @@ def test_collect_only_never_calls_a_model(pytester, server, tmp_path):
     result = run(pytester, server, "--researchqa-model=openai/good", "--collect-only", "-q", cache=tmp_path)
     assert "27 tests collected" in result.stdout.str()
     assert server.calls() == 0
+
+
+@pytest.mark.parametrize("reply", ['{"answer": "...", "citations": ["..."]}', '{"answer": "<answer>", "citations": []}',
+                                   '{"answer": "", "citations": ["We enrolled 240 adults."]}'])
+def test_a_template_copied_back_is_a_malformed_reply_not_an_answer(reply):
+    with pytest.raises(MalformedReply, match="field answer"):
+        parse_reply(reply)
+
+
+def test_placeholder_citations_are_dropped_and_an_empty_refusal_stands():
+    assert parse_reply('{"answer": "About 240.", "citations": ["...", "We enrolled 240."]}').citations == [
+        "We enrolled 240."]
+    assert parse_reply('{"answer": "", "citations": [], "refused": true}').refused is True

@@ -342,3 +342,39 @@ def test_a_sub_quote_covers_its_section_even_when_a_caption_has_the_same_words_f
     report = section_report(["chain of thought as a form of working memory"], row("lookup", one_section),
                             MatchIndex(paper))
     assert report.section_coverage == 1.0 and report.citation_precision == 1.0
+
+
+def test_the_failure_message_lines_up_every_citation_with_its_own_verdict():
+    answer = Answer("It fell.", ["Table 2", "p < 0.05", RESULTS, "We enrolled 240 adults"])
+    with pytest.raises(AssertionError) as failure:
+        covers_sections(answer, row(), PAPER)
+    lines = [line.strip() for line in str(failure.value).split("cited instead:")[1].strip().splitlines()]
+    assert len(lines) == 4
+    assert lines[0].startswith('[1] "Table 2"') and "not evidence" in lines[0] and "not counted" in lines[0]
+    assert lines[1].startswith('[2] "p < 0.05"') and "too short" in lines[1] and "not counted" in lines[1]
+    assert lines[2].startswith(f'[3] "{RESULTS}"') and lines[2].endswith("-> 'Results'")
+    assert lines[3].startswith('[4] "We enrolled 240 adults"') and "too short to cover a section" in lines[3]
+
+
+PAPER_WITH_A_NAME = (PAPER + " Annotation. Workers on Amazon Mechanical Turk labelled every transcript twice, "
+                     "and disagreements went to a third worker.")
+
+
+def test_a_name_quoted_from_a_required_passage_does_not_cover_its_section():
+    turk = {"section_label": "Annotation", "alternatives": [
+        "Workers on Amazon Mechanical Turk labelled every transcript twice"]}
+    short = Answer("Crowd workers.", ["Amazon Mechanical Turk"])
+    assert section_report(short.citations, row("lookup", [turk]), MatchIndex(PAPER_WITH_A_NAME)).covered == (False,)
+    whole = Answer("Crowd workers.", ["Workers on Amazon Mechanical Turk labelled every transcript twice"])
+    assert section_report(whole.citations, row("lookup", [turk]), MatchIndex(PAPER_WITH_A_NAME)).covered == (True,)
+
+
+def test_a_short_expected_text_is_covered_by_quoting_it_whole():
+    name = {"section_label": "Annotation", "alternatives": ["Amazon Mechanical Turk"]}
+    report = section_report(["Amazon Mechanical Turk"], row("lookup", [name]), MatchIndex(PAPER_WITH_A_NAME))
+    assert report.covered == (True,)
+
+
+def test_a_reasoning_chain_given_as_a_list_of_steps_is_one_text():
+    chained = row(metadata={"reasoning_chain": ["240 adults enrolled", "blood pressure fell by 6 mmHg"]})
+    assert chained.metadata.reasoning_chain == "240 adults enrolled -> blood pressure fell by 6 mmHg"

@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..answers import placeholder_reason
 from ..matcher import PARAPHRASE, VERBATIM, VERBATIM_ELIDED, CitationMatch, MatchIndex
+from ..rows import reasoning_text
 from ..textkey import text_key
 from .reply import AdversarialItem, ComprehensionItem, EvidenceBlock, LookupItem, MultiHopItem, ParsedGeneration
 
@@ -64,6 +66,7 @@ class Candidate:
     judge_rubric: Optional[str] = None
     metadata: dict[str, Any] = field(default_factory=dict)
     dropped: Optional[str] = None
+    placeholder: Optional[str] = None  # why the question or answer is template filler, not content
 
     @property
     def passages(self) -> list[tuple[Section, Passage]]:
@@ -81,8 +84,12 @@ class PaperResult:
 # --------------------------------------------------------------------------- candidates
 
 
-def candidates_from(parsed: ParsedGeneration, paper_id: str, counts: dict[str, int]) -> tuple[list[Candidate], dict]:
-    """The requested number of questions of each type, and notes on what the reply lacked or broke."""
+def candidates_from(parsed: ParsedGeneration, paper_id: str, counts: dict[str, int], template: str = ""
+                    ) -> tuple[list[Candidate], dict]:
+    """The requested number of questions of each type, and notes on what the reply lacked or broke.
+
+    A question, expected answer or passage that is template filler (empty, ``...``, ``<question>``) or
+    text copied from the prompt's instructions (``template``) is rejected with that reason."""
     notes: dict[str, list[str]] = {"shortfalls": [], "malformed": []}
     found: dict[str, list[Candidate]] = {kind: [] for kind in QUESTION_TYPES}
     for number, (chunk, problems) in enumerate(parsed.chunks, start=1):
@@ -90,16 +97,20 @@ def candidates_from(parsed: ParsedGeneration, paper_id: str, counts: dict[str, i
         base = {"section": chunk.section, "page_hint": chunk.page_hint,
                 "chunk_description": chunk.chunk_description, "source_text": chunk.source_text}
         if chunk.lookup is not None:
-            found["lookup"].append(_candidate("lookup", chunk.lookup, dict(base)))
+            found["lookup"].append(_candidate("lookup", chunk.lookup, dict(base), template))
         if chunk.comprehension is not None:
-            found["comprehension"].append(_candidate("comprehension", chunk.comprehension, dict(base)))
+            found["comprehension"].append(_candidate("comprehension", chunk.comprehension, dict(base), template))
     others: tuple[tuple[str, list], ...] = (("multi_hop", parsed.multi_hop), ("adversarial", parsed.adversarial))
     for kind, items in others:
         for number, item in enumerate(items, start=1):
             if isinstance(item, str):
                 notes["malformed"].append(f"{kind.replace('_', '-')} question {number}: {item}")
             else:
-                found[kind].append(_candidate(kind, item, {}))
+                found[kind].append(_candidate(kind, item, {}, template))
+    for kind in QUESTION_TYPES:  # a placeholder must not take the place of a usable question
+        rejected = [c for c in found[kind] if c.placeholder]
+        notes["malformed"].extend(f"{kind} question {c.question[:40]!r}: {c.placeholder}" for c in rejected)
+        found[kind] = [c for c in found[kind] if not c.placeholder]
     chosen: list[Candidate] = []
     for kind in QUESTION_TYPES:
         wanted = counts.get(kind, 0)
@@ -111,14 +122,19 @@ def candidates_from(parsed: ParsedGeneration, paper_id: str, counts: dict[str, i
     return chosen, notes
 
 
-def _candidate(kind: str, item: LookupItem, metadata: dict) -> Candidate:
-    sections = [_section(block) for block in item.expected_references]
+def _candidate(kind: str, item: LookupItem, metadata: dict, template: str = "") -> Candidate:
+    sections = [_section(block, template) for block in item.expected_references]
     candidate = Candidate("", kind, item.question.strip(), item.expected_answer.strip(), sections,
                           evidence_required=kind != "adversarial", metadata=metadata)
+    for name, text in (("question", item.question), ("expected answer", item.expected_answer)):
+        # An expected answer may be left out (the passages are what is graded); filler in its place may not.
+        reason = placeholder_reason(text, template) if text.strip() or name == "question" else None
+        if reason is not None and not candidate.placeholder:
+            candidate.placeholder = f"the {name} is no content: {reason}"
     if isinstance(item, ComprehensionItem):
         candidate.judge_rubric = (item.judge_rubric or "").strip() or None
     if isinstance(item, MultiHopItem):
-        candidate.metadata["reasoning_chain"] = item.reasoning_chain
+        candidate.metadata["reasoning_chain"] = reasoning_text(item.reasoning_chain)
         labels = {_label_key(s.label) for s in sections}
         missing = [name for name in item.required_sections if _label_key(name) not in labels]
         # Labels worded differently ("Results" listed, "Results (Table 2)" given) are no loss as long as
@@ -136,8 +152,12 @@ def _candidate(kind: str, item: LookupItem, metadata: dict) -> Candidate:
     return candidate
 
 
-def _section(block: EvidenceBlock) -> Section:
+def _section(block: EvidenceBlock, template: str = "") -> Section:
     passages = [Passage(text.strip(), text.strip()) for text in block.alternatives if text.strip()]
+    for passage in passages:
+        reason = placeholder_reason(passage.text, template)
+        if reason is not None:
+            passage.status, passage.reason = DROPPED, f"no passage: {reason}"
     return Section(block.section_label.strip(), passages)
 
 
@@ -154,6 +174,8 @@ def check_passages(candidates: list[Candidate], index: MatchIndex) -> None:
         if candidate.dropped:
             continue
         for _, passage in candidate.passages:
+            if passage.status != PENDING:
+                continue
             match = index.match(passage.text)
             passage.match = match
             passage.first_verdict = match.verdict

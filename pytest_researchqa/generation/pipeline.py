@@ -318,7 +318,8 @@ class GenerationRun:
     def _after_generation(self, job: PaperJob, parsed, writer: RowWriter) -> Optional[concurrent.futures.Future]:
         assert job.paper is not None
         job.domain = self.options.domain or parsed.domain or "unknown"
-        job.candidates, notes = checking.candidates_from(parsed, job.paper_id, self.options.counts)
+        job.candidates, notes = checking.candidates_from(parsed, job.paper_id, self.options.counts,
+                                                             template=writer.generate_prompt.template)
         job.notes.update({k: v for k, v in notes.items() if v})
         checking.check_passages(job.candidates, job.paper.match_index)
         items = checking.repair_requests(job.candidates)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -46,7 +46,7 @@ class Chunk(BaseModel):
 
 class MultiHopItem(ComprehensionItem):
     required_sections: list[str] = Field(default_factory=list)
-    reasoning_chain: Optional[str] = None
+    reasoning_chain: Optional[Union[str, list[str]]] = None
 
 
 class AdversarialItem(ComprehensionItem):

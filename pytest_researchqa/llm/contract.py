@@ -28,6 +28,18 @@ def json_schema() -> dict:
     return CitedAnswer.model_json_schema()
 
 
+def _without_placeholders(reply: CitedAnswer) -> CitedAnswer:
+    """A template copied back (``"answer": "..."``) is no answer: malformed, so it is repaired, never graded.
+    Placeholder citations (``"..."``) are dropped: they could never be evidence."""
+    from ..answers import placeholder_reason
+
+    reason = placeholder_reason(reply.answer)
+    if reason is not None and not (reply.refused and not reply.answer.strip()):
+        raise MalformedReply(f"field answer: {reason}")
+    citations = [c for c in reply.citations if placeholder_reason(c) is None]
+    return reply if citations == reply.citations else reply.model_copy(update={"citations": citations})
+
+
 def parse_reply(text: Optional[str]) -> CitedAnswer:
     """Parse a reply, tolerating code fences and prose around one JSON object."""
     if not text or not text.strip():
@@ -47,8 +59,10 @@ def parse_reply(text: Optional[str]) -> CitedAnswer:
             last_error = f"not valid JSON ({error.msg} at character {error.pos})"
             continue
         try:
-            return CitedAnswer.model_validate(data)
+            reply = CitedAnswer.model_validate(data)
         except ValidationError as error:
             first = error.errors()[0]
             last_error = f"field {'.'.join(map(str, first['loc'])) or '(reply)'}: {first['msg']}"
+            continue
+        return _without_placeholders(reply)
     raise MalformedReply(f"{last_error}; reply began: {text.strip()[:120]!r}")
