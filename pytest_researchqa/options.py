@@ -83,6 +83,16 @@ OPTIONS: tuple[Option, ...] = (
            "Candidates for --researchqa-judge=auto (default: gpt-5.4, claude, gemini)."),
     Option("--researchqa-judge-repeats", "int", "Re-judge a sample K more times and report how often scores flip.", 0,
            minimum=0),
+    Option("--researchqa-protocol", "choice",
+           "project (default: this plugin's choices) or paper: each seed's own procedure, to reproduce its "
+           "tables (docs/rubric.md, 'Reproducing the paper').", "project", ("project", "paper")),
+    Option("--researchqa-ensemble", "choice",
+           "Rubric family: points per direct-judge vote in the ensemble: eq1 (4, the paper's Eq. 1, default) or "
+           "notebook (5, as the notebook behind Table 3).", "eq1", ("eq1", "notebook")),
+    Option("--researchqa-judge-prompts", "path",
+           "Folder of judge prompt files used instead of the bundled ones of the same name (coverage.md, "
+           "pairwise.md, coverage_paper.md, pairwise_paper.md, rubric.md, claims.md): e.g. the rubric seed's "
+           "released prompts, to reproduce its tables word for word (docs/rubric.md)."),
     Option("--researchqa-battles", "text",
            "Rubric family: pairwise battles per pair of systems, N or 'all' (default all queries both answered).",
            "all"),
@@ -94,7 +104,8 @@ OPTIONS: tuple[Option, ...] = (
            "Rubric family: judge rows without rubric items against eight generic criteria instead of skipping them."),
     Option("--researchqa-sample", "int",
            "Run a sample of N rows: stratified by question type (every type present at least once, shares "
-           "proportional), evenly spaced within a type; the same on every run and worker.", minimum=1),
+           "proportional), evenly spaced within a type; under --researchqa-protocol=paper, row int(i*n/N) for "
+           "i < N (the citation seed's sample). The same on every run and worker.", minimum=1),
     Option("--researchqa-fail-under", "append",
            "Gate: METRIC=VALUE or TYPE.METRIC=VALUE (e.g. multi_hop.section_coverage=0.7). "
            "Repeatable. When given, the gates decide the exit status."),
@@ -184,6 +195,7 @@ class Settings:
     audit: bool
     defect_policy: str
     family: str = "citation"
+    judge_prompts: Optional[Path] = None  # a folder of prompt files overriding the bundled judges/ ones
     models: tuple[str, ...] = ()
     model_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     concurrency: int = 5
@@ -215,6 +227,8 @@ class Settings:
     date_cutoff: bool = True
     length_words: Optional[int] = 250
     generic_rubric: bool = False
+    protocol: str = "project"  # or "paper": each seed's own procedure
+    ensemble: str = "eq1"  # or "notebook": 5 points per direct vote
     # The options given on the command line or in an ini file (their dests): a profile's defaults
     # (the local-server profile's concurrency and deadline) yield to what the user chose.
     given: frozenset[str] = frozenset()
@@ -311,6 +325,7 @@ def read_settings(config: pytest.Config) -> Settings:
         sample=resolved["researchqa_sample"],
         gates=gates,
         cache_dir=resolved["researchqa_cache_dir"],
+        judge_prompts=resolved["researchqa_judge_prompts"],
         download_papers=resolved["researchqa_download_papers"],
         audit=resolved["researchqa_audit"],
         defect_policy=resolved["researchqa_dataset_defects"],
@@ -346,6 +361,8 @@ def read_settings(config: pytest.Config) -> Settings:
         date_cutoff=resolved["researchqa_date_cutoff"] == "on",
         length_words=resolved["researchqa_length_words"] or None,
         generic_rubric=resolved["researchqa_generic_rubric"],
+        protocol=resolved["researchqa_protocol"],
+        ensemble=resolved["researchqa_ensemble"],
         given=frozenset(given),
     )
 

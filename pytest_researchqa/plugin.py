@@ -537,7 +537,9 @@ class RunHooks:
             "judges": list(settings.judges),
             "judge_mode": state.services.judge_kind(),
             "prompt_sha": sorted({r.usage.prompt_sha for r in outcome.records if r.usage.prompt_sha}),
-            "judge_prompts": folder_hashes(bundled_path("judges")) if settings.judges else {},
+            "judge_prompts": ({**folder_hashes(bundled_path("judges")),
+                               **(folder_hashes(settings.judge_prompts) if settings.judge_prompts else {})}
+                              if settings.judges else {}),
             "baseline": settings.baseline,
             "family_results": outcome.family_results,
             "selection": {"rows": selection.rows, "keyword": selection.keyword, "markexpr": selection.markexpr,

@@ -46,3 +46,9 @@ def stratified_sample(strata: Sequence[str], size: Optional[int]) -> list[int]:
         quotas[under] += 1
     chosen = [groups[name][i] for name in names for i in centred(len(groups[name]), quotas[name])]
     return sorted(chosen)
+
+
+def paper_sample(total: int, count: int) -> list[int]:
+    """The seed's evenly spaced sample, row for row: ``all_rows[int(i * total / count)]``
+    (``--researchqa-protocol=paper``)."""
+    return [int(i * total / count) for i in range(min(count, total))]

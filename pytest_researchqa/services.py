@@ -95,16 +95,23 @@ class Services:
         )
 
     def judge_names_for(self, system: str) -> list[str]:
-        """The judges of one system's rows, 'auto' resolved to another family than the system's."""
+        """The judges of one system's rows, 'auto' resolved to another family than the system's.
+
+        Coverage (the rubric family) is graded by one evaluator for every system, as in the seed: 'auto'
+        is the pool's first model of a family none of the run's systems belongs to (else the pool's first),
+        so no system's Coverage % comes from a different judge than another's.
+        """
         from .llm.judges import DEFAULT_POOL
         from .llm_params import model_family
 
         names = []
+        one_for_all = self.judge_kind().startswith("coverage")
         for name in self.settings.judges:
             if name == "auto":
-                family = model_family(system) if self.is_model(system) else None
+                graded = self.settings.all_systems if one_for_all else (system,)
+                families = {model_family(s) for s in graded if self.is_model(s)}
                 pool = self.settings.judge_pool or DEFAULT_POOL
-                name = next((c for c in pool if model_family(c) != family), pool[0])
+                name = next((c for c in pool if model_family(c) not in families), pool[0])
             names.append(name)
         return list(dict.fromkeys(names))
 
@@ -116,7 +123,15 @@ class Services:
     def judge_kind(self) -> str:
         """The kind of judge the family's rows are graded by (the citation family: --researchqa-judge-mode)."""
         kinds = self.settings.benchmark_family.judge_kinds
-        return self.settings.judge_mode if self.settings.judge_mode in kinds else kinds[0]
+        return self._protocol_kind(self.settings.judge_mode if self.settings.judge_mode in kinds else kinds[0])
+
+    def _protocol_kind(self, kind: str) -> str:
+        """Under --researchqa-protocol=paper, the rubric seed's released prompt for the kind (where it has one)."""
+        if self.settings.protocol != "paper":
+            return kind
+        from .llm.judges import PAPER_KINDS
+
+        return PAPER_KINDS.get(kind, kind)
 
     def _judge(self, name: str, kind: Optional[str] = None) -> Any:
         kind = kind or self.judge_kind()
@@ -128,8 +143,8 @@ class Services:
             spec, timeout_s = self._spec(name)
             self._judges[(name, kind)] = make_judge(
                 kind, spec, self.runner(), AnswerCache(self._cache_dir()), timeout_s=timeout_s,
-                retries=settings.retries)
-            if kind == "coverage":
+                retries=settings.retries, prompt_folder=settings.judge_prompts)
+            if kind.startswith("coverage"):
                 self._judges[(name, kind)].generic_rubric = settings.generic_rubric
         return self._judges[(name, kind)]
 
@@ -144,7 +159,7 @@ class Services:
             families = {model_family(s) for s in (first, second) if self.is_model(s)}
             pool = self.settings.judge_pool or DEFAULT_POOL
             name = next((c for c in pool if model_family(c) not in families), pool[0])
-        return self._judge(name, "pairwise")
+        return self._judge(name, self._protocol_kind("pairwise"))
 
     def close(self) -> None:
         if self._runner is not None:

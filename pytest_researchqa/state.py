@@ -114,20 +114,24 @@ class RunState:
 
     @functools.cached_property
     def row_positions(self) -> list[int]:
-        """Rows to run, in file order; a stratified, evenly spaced sample when sampling."""
-        from .sampling import stratified_sample
-
+        """Rows to run, in file order; a stratified, evenly spaced sample when sampling (the seed's plain
+        evenly spaced one under the paper protocol)."""
         rows = self.dataset.rows
         if self.sample_after_selection:
             return list(range(len(rows)))
-        return stratified_sample([row.question_type for row in rows], self.settings.sample)
+        return self._sample([row.question_type for row in rows])
+
+    def _sample(self, strata: list[str]) -> list[int]:
+        from .sampling import paper_sample, stratified_sample
+
+        if self.settings.protocol == "paper" and self.settings.sample is not None:
+            return paper_sample(len(strata), self.settings.sample)
+        return stratified_sample(strata, self.settings.sample)
 
     def sample_leaves_out(self, cases: list[Case]) -> set[int]:
         """Row positions outside the sample when it is drawn from the rows -k / -m kept."""
-        from .sampling import stratified_sample
-
         positions = sorted({case.position for case in cases if case.kind == "row"})
-        kept = stratified_sample([self.dataset.rows[p].question_type for p in positions], self.settings.sample)
+        kept = self._sample([self.dataset.rows[p].question_type for p in positions])
         return set(positions) - {positions[i] for i in kept}
 
     def cases(self, with_systems: bool) -> list[tuple[Case, str, list[str]]]:

@@ -113,11 +113,11 @@ def valid_entry(entry: Any) -> bool:
         scores = entry.get("scores")
         if not isinstance(scores, dict):
             return False
-        if kind == "coverage":
+        if str(kind).startswith("coverage"):  # coverage, coverage-paper
             items = scores.get("items")
             return (isinstance(items, list) and bool(items)
                     and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 4 for v in items))
-        return kind == "pairwise" and scores.get("preferred") in ("A", "B", "tie")
+        return str(kind).startswith("pairwise") and scores.get("preferred") in ("A", "B", "tie")
     if "scores" in entry:
         scores = entry["scores"]
         if not isinstance(scores, dict):

@@ -218,7 +218,9 @@ def repair_turn(result: CallResult, error: BaseException, schema: Optional[dict]
     problem = (f"Your reply was cut off at the output limit before it was complete ({_why(error)})."
                if cut_off else f"Your reply could not be used: {_why(error)}.")
     ask = "Reply again with only one complete JSON object, nothing before or after it"
-    if schema:
+    if schema == {}:  # an empty schema: the reply is plain text (the rubric seed's released prompts)
+        ask = "Reply again in exactly the format the first message asks for, nothing before or after it."
+    elif schema:
         ask += f", following this JSON schema:\n{json.dumps(schema, separators=(',', ':'))}"
     else:
         ask += ", in the format the first message asks for."

@@ -17,6 +17,7 @@ import json
 import re
 import secrets
 import statistics
+from pathlib import Path
 from typing import Annotated, Any, Callable, ClassVar, Literal, Optional, Sequence, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError
@@ -133,7 +134,23 @@ def parse_verdict(text: Optional[str], mode: str) -> dict:
 
 def verdict_schema(mode: str) -> dict:
     """The JSON schema a judge's verdict must follow (for providers' structured-output modes)."""
-    return (ClaimsVerdict if mode == "claims" else RubricVerdict).model_json_schema()
+    return small_model_schema((ClaimsVerdict if mode == "claims" else RubricVerdict).model_json_schema())
+
+
+def small_model_schema(schema: Any) -> Any:
+    """A schema a small model's grammar can hold it to: every bounded integer (a 1-5 score, a 0-4
+    coverage) spelled out as an ``enum`` of its values, and every string that must not be empty
+    given ``minLength``. llama.cpp turns an enum into a grammar that admits only those numbers;
+    ``minimum``/``maximum`` alone let a 135M model answer 0 on a 1-5 scale. A copy; pure."""
+    if isinstance(schema, list):
+        return [small_model_schema(value) for value in schema]
+    if not isinstance(schema, dict):
+        return schema
+    copy = {key: small_model_schema(value) for key, value in schema.items()}
+    low, high = copy.get("minimum"), copy.get("maximum")
+    if copy.get("type") == "integer" and isinstance(low, int) and isinstance(high, int) and high - low <= 10:
+        copy["enum"] = list(range(low, high + 1))
+    return copy
 
 
 # ------------------------------------------------------------------ prompts
@@ -160,12 +177,21 @@ def fill(template: str, values: dict[str, str], blocks: Sequence[str] = ("ANSWER
     return pattern.sub(lambda m: values[m.group(1)], template)
 
 
+def judge_prompt_path(mode: str, folder: Optional[Path] = None) -> Path:
+    """The user's own prompt file for a judge kind (--researchqa-judge-prompts) when the folder has one,
+    else the bundled one."""
+    if folder is not None and (folder / f"{mode}.md").is_file():
+        return folder / f"{mode}.md"
+    return bundled_path("judges", f"{mode}.md")
+
+
 class JudgePrompt:
     """A judge prompt file under judges/ and its hash (with guidance.yaml, which the citation kinds use)."""
 
-    def __init__(self, mode: str) -> None:
+    def __init__(self, mode: str, folder: Optional[Path] = None) -> None:
         self.mode = mode
-        self.template = bundled_path("judges", f"{mode}.md").read_text(encoding="utf-8")
+        self.path = judge_prompt_path(mode, folder)
+        self.template = self.path.read_text(encoding="utf-8")
         self.guidance, guidance_text = _load_guidance()
         self.sha = hashlib.sha256((self.template + guidance_text).encode()).hexdigest()[:16]
 
@@ -222,9 +248,9 @@ class ModelJudge(ModelCaller):
     cached_as_kind: ClassVar[bool] = False
 
     def __init__(self, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, *,
-                 timeout_s: float = 120.0, retries: int = 3) -> None:
+                 timeout_s: float = 120.0, retries: int = 3, prompt_folder: Optional[Path] = None) -> None:
         super().__init__(spec, runner, cache, timeout_s=timeout_s, retries=retries)
-        self.prompt = JudgePrompt(self.prompt_file or self.kind)
+        self.prompt = JudgePrompt(self.prompt_file or self.kind, prompt_folder)
         self.family = model_family(spec.name)
 
     @property
@@ -241,8 +267,9 @@ class ModelJudge(ModelCaller):
     def parse(self, text: Optional[str], *subject: Any) -> dict:
         raise NotImplementedError
 
-    def schema(self) -> dict:
-        return self.verdict_model.model_json_schema()
+    def schema(self, *subject: Any) -> dict:
+        """The verdict's JSON schema for one subject (sent in JSON-schema mode and in the repair turn)."""
+        return small_model_schema(self.verdict_model.model_json_schema())
 
     def subject(self, row, answer) -> Optional[tuple]:
         """What this kind judges of one row's answer (None: nothing to judge)."""
@@ -272,9 +299,10 @@ class ModelJudge(ModelCaller):
     async def _call(self, subject: tuple, key: str) -> dict:
         messages = [{"role": "user", "content": self.render(*subject)}]
         params = {**JUDGE_CALL_PARAMS, **self.spec.call_params}
-        if "response_format" not in params:
+        schema = self.schema(*subject)
+        if "response_format" not in params and schema:
             # The same structured_output parameter as systems: JSON-schema mode where supported.
-            params.update(_structured_output(self.spec, self.schema(), f"{self.kind}_verdict"))
+            params.update(_structured_output(self.spec, schema, f"{self.kind}_verdict"))
 
         async def attempt() -> CallResult:
             await self.runner.pace(self.spec.provider)
@@ -282,9 +310,9 @@ class ModelJudge(ModelCaller):
 
         result, scores = await with_retries(attempt, retries=self.retries, describe=f"judge {self.name}",
                                             validate=lambda r: self.parse(r.content, *subject),
-                                            schema=self.schema())
+                                            schema=schema)
         entry = {"judge": self.name, "prompt_sha": self.prompt.sha, "mode": self.kind, "scores": scores,
-                 "latency_s": result.latency_s}
+                 "latency_s": result.latency_s, "repaired": result.repaired}
         if self.cached_as_kind:
             entry["kind"] = self.kind
         self.cache.put(key, entry)
@@ -309,7 +337,7 @@ class _CitationJudge(ModelJudge):
     def parse(self, text: Optional[str], *subject: Any) -> dict:
         return parse_verdict(text, self.kind)
 
-    def schema(self) -> dict:
+    def schema(self, *subject: Any) -> dict:
         return verdict_schema(self.kind)
 
 
@@ -405,6 +433,18 @@ class RubricCoverageJudge(ModelJudge):
     def parse(self, text: Optional[str], *subject: Any) -> dict:
         return parse_coverage(text, len(subject[1]))
 
+    def schema(self, *subject: Any) -> dict:
+        """Exactly one entry per rubric item (numbered 1-N), each coverage one of 0-4: the verdict's whole
+        contract in the schema, so a grammar-constrained small model cannot score one item or a 7."""
+        schema = super().schema()
+        if subject:
+            count = len(subject[1])
+            item = schema["$defs"]["ItemCoverage"]
+            item["properties"]["item"]["enum"] = list(range(1, count + 1))
+            item["properties"]["justification"]["minLength"] = 1
+            schema["properties"]["items"].update(minItems=count, maxItems=count)
+        return schema
+
 
 # ---- the direct pairwise judge --------------------------------------------------------
 
@@ -444,15 +484,92 @@ class PairwiseJudge(ModelJudge):
         return parse_preference(text)
 
 
+# ---- the rubric seed's own judges, as released (--researchqa-protocol=paper) ---------------------
+
+PAPER_COVERAGE_LABELS = ("Not at all", "Barely", "Moderately", "Mostly", "Completely")  # 0-4
+
+
+def parse_paper_coverage(text: Optional[str], item_count: int) -> dict:
+    """The released coverage prompt's reply: one label per line, one line per item, in order.
+
+    Blank lines are dropped and a label is matched without regard to case or surrounding
+    whitespace, bullets or asterisks; a reply with another number of lines, or a line that is not
+    one of the five labels, is malformed (repaired once, then a judge error; the released script
+    asks again up to three times, then skips the answer).
+    """
+    lines = [line.strip().strip("-*• ").strip() for line in (text or "").splitlines()]
+    lines = [line for line in lines if line]
+    if len(lines) != item_count:
+        raise MalformedReply(f"the verdict has {len(lines)} rating line(s); expected {item_count}, one per question")
+    by_label = {label.lower(): n for n, label in enumerate(PAPER_COVERAGE_LABELS)}
+    unknown = [line for line in lines if line.lower() not in by_label]
+    if unknown:
+        raise MalformedReply(f"{unknown[0]!r} is not one of {', '.join(PAPER_COVERAGE_LABELS)}")
+    scores = [by_label[line.lower()] for line in lines]
+    return {"items": scores, "justifications": [PAPER_COVERAGE_LABELS[n] for n in scores],
+            "coverage": statistics.fmean(scores)}
+
+
+class PaperCoverageJudge(RubricCoverageJudge):
+    """The seed's released coverage prompt (judges/coverage_paper.md): the answer and the rubric items
+    (no query), a label per item on a five-point scale, plain text (no JSON mode)."""
+
+    kind = "coverage-paper"
+    prompt_file = "coverage_paper"
+
+    def render(self, query: str, items: Sequence[str], answer: str) -> str:
+        return fill(self.prompt.template, {"items": "\n".join(items), "answer": answer}, blocks=())
+
+    def parse(self, text: Optional[str], *subject: Any) -> dict:
+        return parse_paper_coverage(text, len(subject[1]))
+
+    def schema(self, *subject: Any) -> dict:
+        return {}
+
+
+_PAPER_JUDGEMENT = re.compile(r'judgement"?\s*:\s*"?\s*Response\s*([12])', re.IGNORECASE)
+
+
+def parse_paper_preference(text: Optional[str]) -> dict:
+    """The released pairwise prompt's reply: ``**output: {"judgement": "Response 1"}**`` then a justification.
+    Binary: "Response 1" is A, "Response 2" is B; anything else is malformed."""
+    found = _PAPER_JUDGEMENT.search(text or "")
+    if not found:
+        raise MalformedReply('no "judgement": "Response 1" or "Response 2" in the verdict; '
+                             f"it began: {(text or '').strip()[:120]!r}")
+    return {"preferred": "A" if found.group(1) == "1" else "B",
+            "justifications": (text or "")[found.end():].strip(' "}*\n') or "(none given)"}
+
+
+class PaperPairwiseJudge(PairwiseJudge):
+    """The seed's released binary pairwise prompt (judges/pairwise_paper.md): Response 1 or Response 2."""
+
+    kind = "pairwise-paper"
+    prompt_file = "pairwise_paper"
+
+    def render(self, query: str, first: str, second: str) -> str:
+        return fill(self.prompt.template, {"query": query, "first": first, "second": second}, blocks=())
+
+    def parse(self, text: Optional[str], *subject: Any) -> dict:
+        return parse_paper_preference(text)
+
+    def schema(self, *subject: Any) -> dict:
+        return {}
+
+
+# The kind each rubric-family kind becomes under --researchqa-protocol=paper.
+PAPER_KINDS = {"coverage": PaperCoverageJudge.kind, "pairwise": PaperPairwiseJudge.kind}
+
 JUDGE_KINDS: dict[str, type[ModelJudge]] = {
-    kind.kind: kind for kind in (AnchoredRubricJudge, ClaimsJudge, RubricCoverageJudge, PairwiseJudge)}
+    kind.kind: kind for kind in (AnchoredRubricJudge, ClaimsJudge, RubricCoverageJudge, PairwiseJudge,
+                                 PaperCoverageJudge, PaperPairwiseJudge)}
 
 
 def make_judge(kind: str, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, *,
-               timeout_s: float = 120.0, retries: int = 3) -> ModelJudge:
+               timeout_s: float = 120.0, retries: int = 3, prompt_folder: Optional[Path] = None) -> ModelJudge:
     if kind not in JUDGE_KINDS:
         raise ValueError(f"unknown judge kind {kind!r}; choose from {', '.join(JUDGE_KINDS)}")
-    return JUDGE_KINDS[kind](spec, runner, cache, timeout_s=timeout_s, retries=retries)
+    return JUDGE_KINDS[kind](spec, runner, cache, timeout_s=timeout_s, retries=retries, prompt_folder=prompt_folder)
 
 
 class JudgePanel(list):

@@ -7,11 +7,13 @@ minorization-maximization iteration (Hunter, 2004), and reported as
 ``400 * log10(p_i)`` shifted so the systems' mean is 1000 -- the Elo scale,
 where a 400-point gap means 10:1 odds.
 
-An unbeaten system has no finite maximum-likelihood strength, so every pair
-that met gets one virtual drawn battle (half a win each way): a weak prior that
-keeps scores finite and barely moves them once a pair has met a few dozen
-times. Systems in separate components of the comparison graph share no scale;
-:func:`connected` says whether they do.
+An unbeaten system has no finite maximum-likelihood strength, so by default
+(the project protocol) every pair that met gets one virtual drawn battle (half a
+win each way): a prior that keeps scores finite. It is not negligible: at the
+paper's scale (18 systems, ~50 battles per pair) it pulls the extremes inwards
+by ~30 Elo. The paper protocol fits plain Bradley-Terry (``prior_draws=0``), as
+the seed's leaderboard does. Systems in separate components of the comparison
+graph share no scale; :func:`connected` says whether they do.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class Rating:
     median: float  # over the bootstrap
     sd: float
     point: float  # the fit on all battles
+    mean: float = 0.0  # over the bootstrap (what the seed's Table 3 prints)
 
 
 Battle = tuple[str, str, float]
@@ -53,8 +56,8 @@ def connected(systems: Sequence[str], battles: Iterable[Battle]) -> bool:
     return len(seen) == len(systems)
 
 
-def _tally(systems: Sequence[str], battles: Iterable[Battle], pairs: set[tuple[int, int]]
-           ) -> tuple[list[float], list[list[float]]]:
+def _tally(systems: Sequence[str], battles: Iterable[Battle], pairs: set[tuple[int, int]],
+           prior_draws: float = PRIOR_DRAWS) -> tuple[list[float], list[list[float]]]:
     index = {s: n for n, s in enumerate(systems)}
     wins = [0.0] * len(systems)
     games = [[0.0] * len(systems) for _ in systems]
@@ -64,25 +67,26 @@ def _tally(systems: Sequence[str], battles: Iterable[Battle], pairs: set[tuple[i
         wins[j] += 1.0 - score
         games[i][j] += 1.0
         games[j][i] += 1.0
-    for i, j in pairs:
-        wins[i] += PRIOR_DRAWS / 2
-        wins[j] += PRIOR_DRAWS / 2
-        games[i][j] += PRIOR_DRAWS
-        games[j][i] += PRIOR_DRAWS
+    for i, j in pairs if prior_draws else ():
+        wins[i] += prior_draws / 2
+        wins[j] += prior_draws / 2
+        games[i][j] += prior_draws
+        games[j][i] += prior_draws
     return wins, games
 
 
 def fit(systems: Sequence[str], battles: Sequence[Battle], *, pairs: set[tuple[int, int]] | None = None,
-        tolerance: float = 1e-10, max_iterations: int = 5000, start: dict[str, float] | None = None
-        ) -> dict[str, float]:
+        tolerance: float = 1e-10, max_iterations: int = 5000, start: dict[str, float] | None = None,
+        prior_draws: float = PRIOR_DRAWS) -> dict[str, float]:
     """Each system's Elo-scale score (mean 1000) from the battles (``pairs``: where the prior applies;
-    ``start``: Elo scores to iterate from, e.g. the full fit when bootstrapping)."""
+    ``start``: Elo scores to iterate from, e.g. the full fit when bootstrapping; ``prior_draws``: virtual
+    drawn battles per pair that met, 0 for plain Bradley-Terry)."""
     if not systems:
         return {}
     index = {s: n for n, s in enumerate(systems)}
     if pairs is None:
         pairs = {tuple(sorted((index[a], index[b]))) for a, b, _ in battles}  # type: ignore[misc]
-    wins, games = _tally(systems, battles, pairs)
+    wins, games = _tally(systems, battles, pairs, prior_draws)
     strength = [10 ** ((start[s] - ELO_MEAN) / ELO_SCALE) if start else 1.0 for s in systems]
     for _ in range(max_iterations):
         updated = []
@@ -102,7 +106,7 @@ def fit(systems: Sequence[str], battles: Sequence[Battle], *, pairs: set[tuple[i
 
 
 def bootstrap(systems: Sequence[str], battles: Sequence[Battle], *, rounds: int = 1000,
-              seed: int = 20260101) -> list[Rating]:
+              seed: int = 20260101, prior_draws: float = PRIOR_DRAWS) -> list[Rating]:
     """Median and standard deviation of the scores over ``rounds`` resamplings of the battles (with
     replacement), best first. Deterministic for a seed.
 
@@ -113,9 +117,10 @@ def bootstrap(systems: Sequence[str], battles: Sequence[Battle], *, rounds: int 
 
     index = {s: n for n, s in enumerate(systems)}
     pairs = {tuple(sorted((index[a], index[b]))) for a, b, _ in battles}
-    point = fit(systems, battles, pairs=pairs)  # type: ignore[arg-type]
+    point = fit(systems, battles, pairs=pairs, prior_draws=prior_draws)  # type: ignore[arg-type]
     if not battles or rounds < 1:
-        return sorted((Rating(s, point[s], 0.0, point[s]) for s in systems), key=lambda r: (-r.median, r.system))
+        return sorted((Rating(s, point[s], 0.0, point[s], point[s]) for s in systems),
+                      key=lambda r: (-r.median, r.system))
     kinds: dict[Battle, int] = {}
     for battle in battles:
         kinds[battle] = kinds.get(battle, 0) + 1
@@ -127,10 +132,10 @@ def bootstrap(systems: Sequence[str], battles: Sequence[Battle], *, rounds: int 
     size = len(systems)
     prior_wins = np.zeros(size)
     prior_games = np.zeros((size, size))
-    for i, j in pairs:
-        prior_wins[[i, j]] += PRIOR_DRAWS / 2
-        prior_games[i, j] += PRIOR_DRAWS
-        prior_games[j, i] += PRIOR_DRAWS
+    for i, j in pairs if prior_draws else ():
+        prior_wins[[i, j]] += prior_draws / 2
+        prior_games[i, j] += prior_draws
+        prior_games[j, i] += prior_draws
     start = np.array([10 ** ((point[s] - ELO_MEAN) / ELO_SCALE) for s in systems])
     rng = np.random.default_rng(seed)
     samples = np.empty((rounds, size))
@@ -153,8 +158,8 @@ def bootstrap(systems: Sequence[str], battles: Sequence[Battle], *, rounds: int 
                 break
         logs = ELO_SCALE * np.log10(np.maximum(strength, 1e-300))
         samples[n] = logs - logs.mean() + ELO_MEAN
-    ratings = [Rating(s, float(np.median(samples[:, index[s]])), float(np.std(samples[:, index[s]])), point[s])
-               for s in systems]
+    ratings = [Rating(s, float(np.median(samples[:, index[s]])), float(np.std(samples[:, index[s]])), point[s],
+                      float(np.mean(samples[:, index[s]]))) for s in systems]
     return sorted(ratings, key=lambda r: (-r.median, r.system))
 
 

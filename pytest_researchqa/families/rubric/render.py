@@ -35,6 +35,11 @@ def _coverages(records: Sequence[RowRecord]) -> list[float]:
     return [c for r in records if r.graded and (c := r.metrics.get("coverage")) is not None]
 
 
+def _reported(results: Optional[dict[str, Any]]) -> str:
+    """The bootstrap statistic shown as Elo: the median (project), or the mean Table 3 prints (paper protocol)."""
+    return str(((results or {}).get("rules") or {}).get("reported", "median"))
+
+
 def system_order(grouped: dict[str, list[RowRecord]], results: Optional[dict[str, Any]]) -> list[str]:
     """Best first: by Elo when battles were rated, else by Coverage %; ties by name."""
     elo = (results or {}).get("elo") or {}
@@ -42,7 +47,7 @@ def system_order(grouped: dict[str, list[RowRecord]], results: Optional[dict[str
     def key(system: str) -> tuple[float, float, str]:
         coverage = _coverages(grouped[system])
         mean = statistics.fmean(coverage) if coverage else -1.0
-        return (-(elo[system]["median"] if system in elo else float("-inf")), -mean, system)
+        return (-(elo[system][_reported(results)] if system in elo else float("-inf")), -mean, system)
 
     return sorted(grouped, key=key)
 
@@ -72,7 +77,7 @@ def main_table(records: Sequence[RowRecord], results: Optional[dict[str, Any]]) 
         rows.append([
             system, _pct(statistics.fmean(coverage) if coverage else None),
             f"{_pct(interval[0])}–{_pct(interval[1])}" if interval else "—",
-            f"{rating['median']:.0f}" if rating else "—", f"{rating['sd']:.0f}" if rating else "—",
+            f"{rating[_reported(results)]:.0f}" if rating else "—", f"{rating['sd']:.0f}" if rating else "—",
             str(played.get(system, 0)), f"{statistics.fmean(words):.0f}" if words else "—", str(len(coverage)),
             str(sum(1 for r in rs if r.outcome == "skipped")), str(sum(1 for r in rs if r.error)),
             str(sum(1 for r in rs if r.judge_failures)),

@@ -8,7 +8,13 @@ pairs are represented uniformly and the comparison graph is complete whenever
 every pair shares a query. Each battle is put to the direct pairwise judge in
 both orders; the ensemble then gives each answer 4 points per direct-judge vote
 it won plus the sum of its rubric items' coverages (0-4 each): the larger sum
-wins, equal sums tie. A battle whose judge failed is left out and counted,
+wins, equal sums tie (Eq. 1; ``--researchqa-ensemble=notebook`` gives 5 points per
+vote, as the notebook that produced the seed's Table 3 does). Under
+``--researchqa-protocol=paper`` the schedule is the paper's instead: per domain,
+at least ``PAPER_BATTLES_PER_DOMAIN`` battles (or every battle the domain
+offers), spread evenly over the pairs, each pair's queries a seeded draw from
+the domain; Bradley-Terry is fitted without a prior and the bootstrap mean is
+reported, as Table 3 prints. A battle whose judge failed is left out and counted,
 never scored as a tie. Judging goes through the run's model runner (slots,
 pacing, retries) and the judge cache (a re-run makes no call).
 """
@@ -21,9 +27,28 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
 from ...records import RowRecord
-from .bradley_terry import Battle, bootstrap, connected, win_rates
+from .bradley_terry import PRIOR_DRAWS, Battle, bootstrap, connected, win_rates
 
-DIRECT_WIN_POINTS = 4.0
+DIRECT_WIN_POINTS = 4.0  # Eq. 1 of the seed
+ENSEMBLE_POINTS = {"eq1": DIRECT_WIN_POINTS, "notebook": 5.0}  # the notebook behind Table 3 adds 5 per vote
+PAPER_BATTLES_PER_DOMAIN = 1000  # "each domain consists of a minimum of 1K battles" (seed 004, 4.2)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """How a tournament is scheduled, scored and rated: the project's choices or the paper's."""
+
+    direct_points: float = DIRECT_WIN_POINTS
+    prior_draws: float = PRIOR_DRAWS
+    by_domain: bool = False  # the paper's schedule
+    reported: str = "median"  # the bootstrap statistic shown as Elo
+
+    @classmethod
+    def of(cls, settings: Any) -> "Rules":
+        points = ENSEMBLE_POINTS[getattr(settings, "ensemble", "eq1")]
+        if getattr(settings, "protocol", "project") == "paper":
+            return cls(direct_points=points, prior_draws=0.0, by_domain=True, reported="mean")
+        return cls(direct_points=points)
 
 
 @dataclass(frozen=True)
@@ -35,6 +60,7 @@ class Contender:
     query: str
     text: str  # the answer with its references
     item_coverage: tuple[float, ...]
+    domain: str = ""
 
     @property
     def coverage_points(self) -> float:
@@ -54,7 +80,8 @@ def contenders(records: Sequence[RowRecord]) -> dict[str, dict[str, Contender]]:
         text = details["answer"] + ("\n\nReferences:\n" + "\n".join(f"- {r}" for r in references)
                                     if references else "")
         found.setdefault(record.row_id, {})[record.system] = Contender(
-            record.system, record.row_id, details.get("query") or "", text, tuple(float(c) for c in items))
+            record.system, record.row_id, details.get("query") or "", text, tuple(float(c) for c in items),
+            record.domain or "")
     return found
 
 
@@ -70,16 +97,49 @@ def schedule(by_row: dict[str, dict[str, Contender]], per_pair: Optional[int]) -
     return battles
 
 
-def ensemble(first: Contender, second: Contender, forward: str, backward: str) -> float:
-    """The ensemble's verdict for ``first``: 1 win, 0 loss, 0.5 tie.
+def paper_schedule(by_row: dict[str, dict[str, Contender]], per_domain: int = PAPER_BATTLES_PER_DOMAIN,
+                   seed: int = 20260101) -> list[tuple[str, str, str]]:
+    """The paper's battles: per domain, ``per_domain`` of them (at least as many as the domain has queries,
+    at most every battle it offers), dealt to the pairs in turn so every matchup is represented evenly;
+    each pair's queries a seeded draw without replacement from those both systems answered."""
+    systems = sorted({s for answers in by_row.values() for s in answers})
+    pairs = list(itertools.combinations(systems, 2))
+    domains: dict[str, list[str]] = {}
+    for row_id, answers in sorted(by_row.items()):
+        domain = next(iter(answers.values())).domain
+        domains.setdefault(domain, []).append(row_id)
+    battles: list[tuple[str, str, str]] = []
+    for domain, rows in sorted(domains.items()):
+        rng = random.Random(f"{seed}\0{domain}")
+        pools = {pair: [r for r in rows if pair[0] in by_row[r] and pair[1] in by_row[r]] for pair in pairs}
+        for pool in pools.values():
+            rng.shuffle(pool)
+        target = min(max(per_domain, len(rows)), sum(len(p) for p in pools.values()))
+        taken = {pair: 0 for pair in pairs}
+        while target > 0:
+            dealt = False
+            for pair in pairs:
+                if target and taken[pair] < len(pools[pair]):
+                    battles.append((pools[pair][taken[pair]], *pair))
+                    taken[pair] += 1
+                    target -= 1
+                    dealt = True
+            if not dealt:
+                break
+    return battles
+
+
+def ensemble(first: Contender, second: Contender, forward: str, backward: str,
+             direct_points: float = DIRECT_WIN_POINTS) -> float:
+    """The ensemble's verdict for ``first``: 1 win, 0 loss, 0.5 tie (Eq. 1 with ``direct_points`` per vote).
 
     ``forward`` is the direct judge's choice with ``first`` shown as A, ``backward``
     with ``second`` shown as A ("A", "B" or "tie").
     """
     first_votes = (forward == "A") + (backward == "B")
     second_votes = (forward == "B") + (backward == "A")
-    first_total = DIRECT_WIN_POINTS * first_votes + first.coverage_points
-    second_total = DIRECT_WIN_POINTS * second_votes + second.coverage_points
+    first_total = direct_points * first_votes + first.coverage_points
+    second_total = direct_points * second_votes + second.coverage_points
     if abs(first_total - second_total) < 1e-9:
         return 0.5
     return 1.0 if first_total > second_total else 0.0
@@ -96,7 +156,8 @@ def run_tournament(records: Sequence[RowRecord], services: Any, settings: Any,
         return {}
     if not settings.judges:
         return {"note": "no pairwise battles: no judge given (--researchqa-judge=MODEL)"}
-    planned = schedule(by_row, settings.battles)
+    rules = Rules.of(settings)
+    planned = paper_schedule(by_row) if rules.by_domain else schedule(by_row, settings.battles)
     if not planned:
         return {"note": "no pairwise battles: no query was answered and judged by two systems"}
     say(f"researchqa: {len(planned)} pairwise battle(s) over {len(systems)} systems, each judged in both orders")
@@ -120,19 +181,21 @@ def run_tournament(records: Sequence[RowRecord], services: Any, settings: Any,
             if done % step == 0 or done == len(pending):
                 say(f"researchqa: battles judged {done}/{len(pending)}")
         consistent += (there, back) in (("A", "B"), ("B", "A"), ("tie", "tie"))
-        battles.append((a.system, b.system, ensemble(a, b, there, back)))
-    ratings = bootstrap(systems, battles) if battles else []
+        battles.append((a.system, b.system, ensemble(a, b, there, back, rules.direct_points)))
+    ratings = bootstrap(systems, battles, prior_draws=rules.prior_draws) if battles else []
     judges = sorted({p[2] for p in pending})
     return {
         "systems": systems,
         "judges": judges,
         "battles": len(battles),
         "scheduled": len(planned),
-        "per_pair": settings.battles,
+        "per_pair": None if rules.by_domain else settings.battles,
+        "rules": {"protocol": getattr(settings, "protocol", "project"), "direct_points": rules.direct_points,
+                  "prior_draws": rules.prior_draws, "reported": rules.reported},
         "errors": errors,
         "connected": connected(systems, battles),
         "order_consistent": consistent / len(battles) if battles else None,
-        "elo": {r.system: {"median": r.median, "sd": r.sd, "point": r.point} for r in ratings},
+        "elo": {r.system: {"median": r.median, "mean": r.mean, "sd": r.sd, "point": r.point} for r in ratings},
         "win_rates": {a: {b: list(v) for b, v in row.items()} for a, row in win_rates(battles).items()},
         "outcomes": [list(b) for b in battles],
     }
