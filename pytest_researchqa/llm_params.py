@@ -7,12 +7,12 @@ import re
 from typing import Any, Optional
 
 
-def parse_model_params(entries: list[str], models: list[str]) -> dict[str, dict]:
+def parse_model_params(entries: list[str], models: list[str]) -> dict[str, dict[str, Any]]:
     """``NAME:key=value`` entries into {model: {key: value}} for the models of this run.
 
     Values parse as JSON when they can (``temperature=0``, ``response_format={...}``).
     """
-    params: dict[str, dict] = {model: {} for model in models}
+    params: dict[str, dict[str, Any]] = {model: {} for model in models}
     for entry in entries:
         # The value may hold ':' and '=' (URLs), the model name ':' (ollama/llama3:8b).
         head, equals, raw = entry.partition("=")
@@ -83,7 +83,7 @@ def is_local(params: dict[str, Any]) -> bool:
     """The local-server profile: ``profile=local``, or an ``api_base`` on this machine (unless ``profile=remote``)."""
     profile = params.get("profile")
     if profile in PROFILES:
-        return profile == "local"
+        return bool(profile == "local")
     return is_loopback_url(params["api_base"]) if params.get("api_base") else False
 
 

@@ -48,13 +48,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """The hook a benchmark family implements (families/hookspecs.py), as pytest-xdist adds its own."""
+    from .families import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     settings = read_settings(config)
     config.stash[SETTINGS] = settings
     selects = bool(config.option.keyword or config.option.markexpr)
     config.stash[STATE_FACTORY] = lambda: _new_state(settings, sample_after_selection=selects)
-    if settings.active:  # an inactive plugin adds nothing to --markers (nor to --strict-markers' list)
-        _register_markers(config, settings.question_types)
+    if settings.declaration is not None:  # an inactive plugin adds nothing to --markers (nor --strict-markers)
+        _register_markers(config, settings.declaration.question_types)
     if settings.models:
         # litellm's own types make pydantic warn as they load; nothing a user can act on.
         config.addinivalue_line("filterwarnings", "ignore:.*using the .ReadOnly. qualifier:UserWarning")
@@ -168,19 +175,16 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def _collect_protocol(session: pytest.Session, state: "RunState") -> list[pytest.Item]:
     """The family's default test module, collected through pytest's own Module node.
 
-    Its node id is ``researchqa`` (``researchqa::test_question[bm25-lookup-<row_id>]``); its
-    collect report goes through the public hooks so terminal counts and xdist agree.
+    Its node id is ``researchqa`` (``researchqa::test_question[bm25-lookup-<row_id>]``).
+    ``Session.genitems`` collects it as pytest collects any module, firing the collection hooks
+    itself, so terminal counts, collection errors and xdist agree.
     """
     import importlib
 
     module_file = importlib.import_module(state.family.protocol_module).__file__
     assert module_file is not None
     module = pytest.Module.from_parent(session, path=Path(module_file), nodeid=PROTOCOL_NODEID)
-    collected: list[pytest.Item | pytest.Collector] = [n for n in module.collect() if isinstance(n, pytest.Item)]
-    session.ihook.pytest_collectreport(report=pytest.CollectReport(module.nodeid, "passed", None, collected))
-    for item in collected:
-        session.ihook.pytest_itemcollected(item=item)
-    return [item for item in collected if isinstance(item, pytest.Item)]
+    return list(session.genitems(module))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -242,7 +246,8 @@ class RunHooks:
 
     @property
     def state(self) -> "RunState":
-        return run_state(self.config)
+        state: "RunState" = run_state(self.config)
+        return state
 
     def _results_writer(self) -> Optional["RunWriter"]:
         """This run's results folder, opened with the first record (None when saving is off)."""

@@ -238,7 +238,7 @@ def repair_turn(result: CallResult, error: BaseException, schema: Optional[dict]
 
 def _why(error: BaseException) -> str:
     """The parse error without the reply's excerpt (the model sees its whole reply above)."""
-    return str(error).split("; reply began:")[0].split("; it began:")[0].rstrip(".")
+    return str(error).split("; it began:")[0].rstrip(".")
 
 
 def _malformed_message(error: BaseException, result: CallResult, *, repaired: bool) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
+from ..costs import add_cost, spend_text
 from ..records import RowRecord
 
 REPORT_EVERY_S = 15.0
@@ -28,9 +29,7 @@ class Progress:
         self.errors += bool(record.error)
         self.cached += record.usage.cached
         if self.spend is not None and not record.usage.cached and not record.error:
-            cost = record.usage.cost_usd
-            # Unknown prices stay unknown, as in the leaderboard: "—", never $0.
-            self.spend = None if cost is None else self.spend + cost
+            self.spend = add_cost(self.spend, record.usage.cost_usd)
         now = time.monotonic()
         if self.reporter is not None and now - self.last_report >= REPORT_EVERY_S and self.done < self.total:
             self.last_report = now
@@ -41,7 +40,7 @@ class Progress:
         elapsed = now - self.started
         fresh = max(self.done - self.cached, 1)
         eta = (self.total - self.done) * elapsed / fresh if self.done else float("nan")
-        spend = "—" if self.spend is None else f"${self.spend:.4f}"
+        spend = spend_text(self.spend)
         return (f"{self.done}/{self.total} model rows, {self.errors} errors, {self.cached} from cache, "
                 f"spend {spend}, elapsed {elapsed:.0f}s, ETA {eta:.0f}s")
 

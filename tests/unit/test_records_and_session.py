@@ -94,12 +94,6 @@ def test_an_unknown_family_is_named_with_the_choices():
         get_family("essays")
 
 
-def test_the_markers_registered_at_start_up_are_the_citation_familys_question_types():
-    from pytest_researchqa.options import CITATION_QUESTION_TYPES
-
-    assert CITATION_QUESTION_TYPES == CITATION.question_types
-
-
 def test_the_row_schema_and_the_citation_family_declare_the_same_question_types():
     import typing
 
@@ -107,3 +101,35 @@ def test_the_row_schema_and_the_citation_family_declare_the_same_question_types(
     from pytest_researchqa.rows import QuestionType
 
     assert typing.get_args(QuestionType) == QUESTION_TYPES
+
+
+def test_a_record_from_a_newer_plugin_is_refused_naming_its_file_and_line(tmp_path):
+    from pytest_researchqa.records import RECORD_VERSION
+    from pytest_researchqa.runs import ROWS_FILE, load_run
+
+    newer = {**RowRecord(row_id="a").to_plain(), "version": RECORD_VERSION + 1}
+    (tmp_path / ROWS_FILE).write_text(json.dumps(RowRecord(row_id="b").to_plain()) + "\n" + json.dumps(newer) + "\n")
+    with pytest.raises(ValueError, match=rf"rows.jsonl, line 2: record version {RECORD_VERSION + 1} is newer than "
+                                         "this pytest-researchqa reads .*: upgrade pytest-researchqa"):
+        load_run(tmp_path)
+
+
+def test_a_record_written_before_records_had_a_version_is_upgraded_on_read():
+    plain = RowRecord(row_id="a", metrics={"citation_precision": 1.0}).to_plain()
+    del plain["version"]
+    record = RowRecord.from_plain(plain)
+    assert record.version == RowRecord(row_id="x").version and record.metrics == {"citation_precision": 1.0}
+
+
+def test_an_unknown_price_keeps_every_total_unknown():
+    from pytest_researchqa.costs import add_cost, spend_text, total_cost
+
+    assert total_cost([0.5, 0.25]) == 0.75 and total_cost([0.5, None]) is None and total_cost([]) is None
+    assert add_cost(1.0, None) is None and add_cost(None, 1.0) is None and add_cost(1.0, 0.5) == 1.5
+    assert spend_text(None) == "—" and spend_text(0.0) == "$0.0000"
+
+
+def test_a_placeholder_inside_a_filled_value_is_never_filled():
+    from pytest_researchqa.llm.prompts import fill
+
+    assert fill("{paper} / {question}", {"paper": "see {question}", "question": "Q"}) == "see {question} / Q"
