@@ -339,9 +339,16 @@ class RunHooks:
                 for case, case_id, _ in state.cases(with_systems=True) if case.kind == "row"}
 
     def _new_progress(self, total: int) -> Any:
+        from .llm_params import call_limits
         from .reporting.progress import Progress
 
-        return Progress(self.config.pluginmanager.get_plugin("terminalreporter"), total)
+        settings = self.config.stash[SETTINGS]
+        slots = min((call_limits(settings.model_params.get(m, {}), concurrency=settings.concurrency,
+                                 timeout_s=settings.timeout_s, given=settings.given)[0] for m in settings.models),
+                    default=settings.concurrency)
+        progress = Progress(self.config.pluginmanager.get_plugin("terminalreporter"), total, slots)
+        progress.start(settings.models)
+        return progress
 
     # -- results -------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -458,6 +465,8 @@ class RunHooks:
         state.session.family_results = step(list(state.session.records), state.services, state.settings, say)
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        if self.progress is not None:
+            self.progress.stop()  # no progress line inside the summary
         state = started(config)
         if state is None or not state.session.records or is_worker(config):
             return

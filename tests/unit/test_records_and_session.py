@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -133,3 +134,50 @@ def test_a_placeholder_inside_a_filled_value_is_never_filled():
     from pytest_researchqa.llm.prompts import fill
 
     assert fill("{paper} / {question}", {"paper": "see {question}", "question": "Q"}) == "see {question} / Q"
+
+
+def test_progress_says_estimating_until_enough_fresh_answers_then_uses_their_rate():
+    progress = Progress(reporter=None, total=10, slots=2)
+    answer = RowRecord(row_id="a", system="openai/x", model_system=True,
+                       usage=Usage(latency_s=2.0, completion_tokens=40, cost_usd=None))
+    progress.row_done(answer)
+    assert progress.line(progress.started + 60).endswith("ETA estimating"), "one answer says little about the rate"
+    progress.row_done(answer)
+    progress.row_done(answer)
+    line = progress.line(progress.started + 30)  # 3 fresh answers in 30 s: 7 left take 70 s
+    assert line.endswith("ETA 70s") and "20.0 tokens/s a call" in line, line
+
+
+def test_a_spend_with_no_priced_call_is_unknown_even_when_every_answer_came_from_the_cache():
+    progress = Progress(reporter=None, total=2)
+    progress.row_done(RowRecord(row_id="a", system="openai/x", model_system=True, usage=Usage(cached=True)))
+    assert "spend —" in progress.line(progress.started)
+
+
+def test_the_first_progress_line_says_what_is_queued_and_how_many_calls_run_at_once():
+    from pytest_researchqa.reporting.progress import start_line
+
+    assert start_line(27, ["openai/local"], 1) == ("27 model row(s) queued (openai/local); calls start now, "
+                                                     "up to 1 at a time per provider; progress every 15s")
+
+
+def test_progress_writes_a_line_while_no_row_finishes():
+    import pytest_researchqa.reporting.progress as progress_module
+
+    class Reporter:
+        def __init__(self):
+            self.lines = []
+
+        def write_line(self, text):
+            self.lines.append(text)
+
+    reporter = Reporter()
+    progress = Progress(reporter=reporter, total=3)
+    progress.last_report -= progress_module.REPORT_EVERY_S  # as if the last line were that long ago
+    progress.start(["openai/slow"])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not any("0/3 model rows" in line for line in reporter.lines):
+        time.sleep(0.05)
+    progress.stop()
+    assert any(line.startswith("researchqa: 3 model row(s) queued") for line in reporter.lines)
+    assert any("0/3 model rows" in line and "ETA estimating" in line for line in reporter.lines), reporter.lines
