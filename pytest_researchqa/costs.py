@@ -24,3 +24,19 @@ def total_cost(costs: Iterable[Optional[float]]) -> Optional[float]:
 
 def spend_text(cost: Optional[float]) -> str:
     return "—" if cost is None else f"${cost:.4f}"
+
+
+# The start of the error of a row that --researchqa-max-cost kept from running.
+BUDGET_STOP = "not run: the run's budget"
+
+
+def price_of(model: str, prompt_tokens: int, completion_tokens: int) -> Optional[float]:
+    """What litellm's price table says such a call costs; None when it has no price for the model."""
+    try:
+        import litellm
+
+        prompt_cost, completion_cost = litellm.cost_per_token(model=model, prompt_tokens=prompt_tokens,
+                                                              completion_tokens=completion_tokens)
+    except Exception:  # noqa: BLE001 -- litellm raises for any model it cannot price
+        return None
+    return float(prompt_cost) + float(completion_cost)

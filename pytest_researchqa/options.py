@@ -63,6 +63,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("--researchqa-concurrency", "int", "Model calls in flight per provider (default 5; 1 for a local server).",
            5, minimum=1),
     Option("--researchqa-rows-per-minute", "int", "Start at most N model calls per minute per provider.", minimum=1),
+    Option("--researchqa-max-cost", "float",
+           "Budget in US dollars: refuse to start when the estimated cost is above it, and start no model call "
+           "once the run has spent it (rows not run are errors; no gate passes). docs/models.md.", minimum=0.0),
+    Option("--researchqa-dry-run", "flag",
+           "Print the model calls the run would make (per model: calls, cached answers, tokens, estimated cost) "
+           "and stop before the first."),
     Option("--researchqa-timeout", "float",
            "Seconds before a model call times out (default 120; 900 for a local server).", 120.0, minimum=0.001),
     Option("--researchqa-retries", "int",
@@ -200,6 +206,8 @@ class Settings:
     model_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     concurrency: int = 5
     rows_per_minute: Optional[int] = None
+    max_cost: Optional[float] = None
+    dry_run: bool = False
     timeout_s: float = 120.0
     retries: int = 3
     baseline: bool = False
@@ -331,6 +339,8 @@ def read_settings(config: pytest.Config) -> Settings:
         model_params=model_params,
         concurrency=resolved["researchqa_concurrency"],
         rows_per_minute=resolved["researchqa_rows_per_minute"],
+        max_cost=resolved["researchqa_max_cost"],
+        dry_run=resolved["researchqa_dry_run"],
         timeout_s=resolved["researchqa_timeout"],
         retries=resolved["researchqa_retries"],
         baseline=resolved["researchqa_baseline"],

@@ -227,6 +227,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 _GENERATED = pytest.StashKey[int]()
+DRY_RUN = pytest.StashKey[bool]()
 
 
 class RunHooks:
@@ -264,19 +265,49 @@ class RunHooks:
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         """``--researchqa-sample`` with ``-k``/``-m``: sample the rows they kept (runs after their deselection)."""
         state = started(config)
-        if state is None or not state.sample_after_selection:
+        if state is None:
             return
-        left_out = state.sample_leaves_out([c for i in items if (c := case_of(i)) is not None])
+        left_out = (state.sample_leaves_out([c for i in items if (c := case_of(i)) is not None])
+                    if state.sample_after_selection else None)
         if left_out:
             deselected = [i for i in items
                           if (c := case_of(i)) is not None and c.kind == "row" and c.position in left_out]
             config.hook.pytest_deselected(items=deselected)
             dropped = set(map(id, deselected))
             items[:] = [i for i in items if id(i) not in dropped]
+        self._check_budget(config, items)
+
+    def _check_budget(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """--researchqa-dry-run and --researchqa-max-cost: the call plan, before any call is made (under
+        xdist the controller collects nothing: the plan is each worker's, so it is not printed there)."""
+        settings = config.stash[SETTINGS]
+        if not settings.models or not (settings.dry_run or settings.max_cost is not None) or is_worker(config):
+            return
+        from .budget import plan_calls, plan_lines, total_cost
+
+        state = run_state(config)
+        plans = plan_calls(state, [c for i in items if (c := case_of(i)) is not None])
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line("")
+            for line in plan_lines(plans):
+                reporter.write_line(f"researchqa plan: {line}")
+        estimate = total_cost(plans)
+        if settings.max_cost is not None and estimate is not None and estimate > settings.max_cost:
+            raise pytest.UsageError(f"researchqa: the run's estimated cost ${estimate:.2f} is above "
+                                    f"--researchqa-max-cost=${settings.max_cost:.2f}: select fewer rows "
+                                    "(--researchqa-sample, -k) or raise the budget")
+        if settings.dry_run:  # every benchmark row is deselected: nothing runs, nothing is called
+            rows = [i for i in items if case_of(i) is not None]
+            config.hook.pytest_deselected(items=rows)
+            items[:] = [i for i in items if case_of(i) is None]
+            config.stash[DRY_RUN] = True
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Count the selected rows; put every selected model row's call in flight now."""
+        if self.config.stash.get(DRY_RUN, False):
+            return  # the plan is printed; nothing is counted, nothing is called
         row_items = [i for i in session.items if (c := case_of(i)) is not None and c.kind == "row"]
         self.selected = len(row_items)
         self.generated = self.config.stash.get(_GENERATED, self.selected)
@@ -399,6 +430,8 @@ class RunHooks:
     @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file: the gates' testcases go in it
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """With gates, the run's outcome decides the exit status (see docs/gating.md)."""
+        if self.config.stash.get(DRY_RUN, False) and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+            session.exitstatus = pytest.ExitCode.OK  # a dry run that printed its plan did what was asked
         state = started(self.config)
         if state is None:
             return  # the benchmark never ran: nothing to close, nothing to decide

@@ -292,7 +292,8 @@ class ModelJudge(ModelCaller):
 
         async def attempt() -> CallResult:
             await self.runner.pace(self.spec.provider)
-            return await _acompletion(self.spec.name, messages, self.timeout_s, params, priced=False)
+            return self.runner.charge(await _acompletion(self.spec.name, messages, self.timeout_s, params,
+                                                         priced=False))
 
         result, scores = await with_retries(attempt, retries=self.retries, describe=f"judge {self.name}",
                                             validate=lambda r: self.parse(r.content, *subject),

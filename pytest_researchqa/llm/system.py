@@ -35,6 +35,8 @@ DEFAULT_CONTEXT_TOKENS = 128_000
 # the output, the prompt around the paper and a repair turn (the bad reply echoed, the schema).
 LOCAL_CHARS_PER_TOKEN = 3
 LOCAL_OUTPUT_TOKENS = 768
+# A cited answer's length when nothing caps it, for cost estimates before a run (--researchqa-max-cost).
+OUTPUT_TOKENS_ESTIMATE = 500
 LOCAL_PROMPT_RESERVE_TOKENS = 1400
 # Parameters that steer the plugin, never sent to the provider.
 PLUGIN_PARAMS = ("max_input_tokens", "structured_output", "profile", "concurrency", "timeout")
@@ -157,7 +159,8 @@ class ModelCaller:
             await self.runner.pace(self.spec.provider)
             if submitted is not None and not queued:
                 queued.append(time.perf_counter() - submitted)
-            return await _acompletion(self.spec.name, messages, self.timeout_s, params, priced=priced)
+            return self.runner.charge(await _acompletion(self.spec.name, messages, self.timeout_s, params,
+                                                         priced=priced))
 
         result, parsed = await with_retries(attempt, retries=self.retries, validate=validate, describe=describe,
                                             schema=schema)
@@ -235,13 +238,26 @@ class LlmSystem(ModelCaller):
         return self._to_answer(future.result())
 
     # -- the call ------------------------------------------------------------------------
-    def _context(self, row, paper) -> tuple[str, str]:
+    def planned_call(self, row, paper) -> Optional[tuple[int, int]]:
+        """The prompt and output tokens this row's call would take (estimated from characters and the
+        output cap); None when its answer is on disk already."""
+        if not self.refresh and self.cache.get(self.key(row, paper)) is not None:
+            return None
+        chars = min(len(paper.text), self._context_chars()) + len(self.prompt.template) + len(row.question)
+        uncapped = LOCAL_OUTPUT_TOKENS if self.spec.local else OUTPUT_TOKENS_ESTIMATE
+        output = self.spec.params.get("max_tokens") or uncapped
+        return chars // CHARS_PER_TOKEN + 1, int(output)
+
+    def _context_chars(self) -> int:
+        """How much of a paper fits the prompt: the whole paper when it is shorter."""
         limit = self.context_tokens
         if self.spec.local:
             output = self.spec.params.get("max_tokens") or LOCAL_OUTPUT_TOKENS
-            budget_chars = max(0, (limit - LOCAL_PROMPT_RESERVE_TOKENS - output) * LOCAL_CHARS_PER_TOKEN)
-        else:
-            budget_chars = max(0, (limit - PROMPT_RESERVE_TOKENS) * CHARS_PER_TOKEN)
+            return max(0, (limit - LOCAL_PROMPT_RESERVE_TOKENS - output) * LOCAL_CHARS_PER_TOKEN)
+        return max(0, (limit - PROMPT_RESERVE_TOKENS) * CHARS_PER_TOKEN)
+
+    def _context(self, row, paper) -> tuple[str, str]:
+        budget_chars = self._context_chars()
         if len(paper.text) <= budget_chars:
             return paper.text, "full"
         from ..systems.bm25 import Bm25System
