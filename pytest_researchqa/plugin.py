@@ -641,9 +641,10 @@ def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:
         except PaperUnavailable:
             continue  # the row's own setup reports it
         system: Any = state.services.system(case.system)
-        system.prefetch(row, paper)
+        repeat = {"repeat": case.repeat} if case.repeat else {}  # only model systems are repeated
+        system.prefetch(row, paper, **repeat)
         if state.settings.judges and state.services.is_model(case.system):
             # Judge each answer the moment it arrives; the row's test then finds the verdict in flight.
             panel = state.services.judges_for(case.system)
             system.when_answered(row, paper, lambda answer, row=row, panel=panel: [
-                judge.submit(*subject) for judge in panel if (subject := judge.subject(row, answer))])
+                judge.submit(*subject) for judge in panel if (subject := judge.subject(row, answer))], **repeat)

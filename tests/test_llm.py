@@ -458,3 +458,23 @@ def test_a_spent_budget_stops_new_calls_and_no_gate_passes_on_the_run():
     assert outcome.partial_reasons == ("gate not decided: 1 row(s) not run because the run's budget "
                                        "(--researchqa-max-cost) was spent",)
     assert outcome.passed is False
+
+
+def test_repeats_answer_each_row_again_and_report_the_run_to_run_and_per_row_spread(pytester, server, tmp_path):
+    once = run(pytester, server, "--researchqa-model=openai/wavering", "-k", "lookup", cache=tmp_path)
+    calls_once = server.calls()
+    thrice = run(pytester, server, "--researchqa-model=openai/wavering", "-k", "lookup", "--researchqa-repeats=3",
+                 cache=tmp_path)
+    assert calls_once == 6 and server.calls() == 6 + 12, "the first answers are the cached ones: 2 more a row"
+    outcomes = thrice.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("xfailed", 0) == 18, outcomes
+    assert "by repeat:" not in once.stdout.str()
+    lines = thrice.stdout.lines
+    start = lines.index("by repeat:")
+    headers = [c.strip() for c in lines[start + 1].strip("|").split("|")]
+    rows = [dict(zip(headers, (c.strip() for c in line.strip("|").split("|"))))
+            for line in lines[start + 3:] if line.startswith("|")]
+    precision = next(r for r in rows if r["metric"] == "cite prec")
+    means = precision["mean of each repeat"].split(" / ")
+    assert len(means) == 3 and len(set(means)) > 1, "the answers differ from one repeat to the next"
+    assert float(precision["per-row SD"]) > 0 and float(precision["run-to-run SD"]) > 0

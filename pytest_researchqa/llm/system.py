@@ -202,19 +202,25 @@ class LlmSystem(ModelCaller):
             **({"max_input_tokens": window} if (window := self.spec.params.get("max_input_tokens")) else {}),
         )
 
-    def prefetch(self, row, paper) -> None:
-        """Start this row's call now (unless answered already); the test will wait for it."""
+    def repeat_key(self, row, paper, repeat: int = 0) -> str:
+        """The cache key of a row's answer number ``repeat`` (--researchqa-repeats): the first is the
+        key of a run without repeats, so its cached answers stay valid."""
         key = self.key(row, paper)
+        return key if repeat == 0 else cache_key(answer=key, repeat=repeat)
+
+    def prefetch(self, row, paper, repeat: int = 0) -> None:
+        """Start this row's call now (unless answered already); the test will wait for it."""
+        key = self.repeat_key(row, paper, repeat)
         with self._lock:
             if key in self._pending or (not self.refresh and self.cache.get(key) is not None):
                 return
             submitted = time.perf_counter()  # queue time (slots, pacing, another run's call) counts from here
             self._in_flight(key, lambda: self._call(row, paper, key, submitted))
 
-    def when_answered(self, row, paper, callback) -> None:
+    def when_answered(self, row, paper, callback, repeat: int = 0) -> None:
         """Call ``callback(answer)`` as soon as this row's prefetched answer arrives (used to chain judges)."""
         with self._lock:
-            future = self._pending.get(self.key(row, paper))
+            future = self._pending.get(self.repeat_key(row, paper, repeat))
         if future is None:
             return
 
@@ -225,8 +231,8 @@ class LlmSystem(ModelCaller):
 
         future.add_done_callback(done)
 
-    def answer(self, row, paper) -> Answer:
-        key = self.key(row, paper)
+    def answer(self, row, paper, repeat: int = 0) -> Answer:
+        key = self.repeat_key(row, paper, repeat)
         with self._lock:
             future = self._pending.pop(key, None)
         if future is None:
@@ -238,10 +244,10 @@ class LlmSystem(ModelCaller):
         return self._to_answer(future.result())
 
     # -- the call ------------------------------------------------------------------------
-    def planned_call(self, row, paper) -> Optional[tuple[int, int]]:
+    def planned_call(self, row, paper, repeat: int = 0) -> Optional[tuple[int, int]]:
         """The prompt and output tokens this row's call would take (estimated from characters and the
         output cap); None when its answer is on disk already."""
-        if not self.refresh and self.cache.get(self.key(row, paper)) is not None:
+        if not self.refresh and self.cache.get(self.repeat_key(row, paper, repeat)) is not None:
             return None
         chars = min(len(paper.text), self._context_chars()) + len(self.prompt.template) + len(row.question)
         uncapped = LOCAL_OUTPUT_TOKENS if self.spec.local else OUTPUT_TOKENS_ESTIMATE
