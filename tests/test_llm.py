@@ -478,3 +478,36 @@ def test_repeats_answer_each_row_again_and_report_the_run_to_run_and_per_row_spr
     means = precision["mean of each repeat"].split(" / ")
     assert len(means) == 3 and len(set(means)) > 1, "the answers differ from one repeat to the next"
     assert float(precision["per-row SD"]) > 0 and float(precision["run-to-run SD"]) > 0
+
+
+def test_one_model_on_two_servers_spreads_its_calls_and_loses_no_row_when_one_dies(pytester, tmp_path):
+    """Two local servers of one model (two GPUs): each holds its own one-at-a-time slot, so both work at
+    once; one stops answering mid-run and the rest of the calls go to the other."""
+    import threading
+
+    with ScriptedLLM(latency_s=0.05) as first, ScriptedLLM(latency_s=0.05) as second:
+        def stop_second_after_some_calls():
+            deadline = time.monotonic() + 60
+            while second.calls() < 4 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            second.__exit__(None, None, None)  # the server process is gone: connections are refused
+
+        stopper = threading.Thread(target=stop_second_after_some_calls, daemon=True)
+        stopper.start()
+        result = run_pytest(pytester, "--researchqa-model=openai/good",
+                            f'--researchqa-model-param=openai/good:api_base=["{first.url}", "{second.url}"]',
+                            cache=tmp_path)
+        stopper.join(timeout=5)
+    result.stdout.fnmatch_lines(["researchqa: 27 model row(s) queued (openai/good); calls start now, up to 2 at a "
+                                 "time per provider*", "researchqa: 27/27 model rows, 0 errors*"])
+    assert first.calls() > 0 and second.calls() >= 4
+    assert first.calls() + second.calls() >= 27
+    assert max(first.max_in_flight, second.max_in_flight) == 1, "each server still gets one call at a time"
+
+
+def test_endpoints_of_different_counts_are_a_clear_error():
+    from pytest_researchqa.llm_params import parse_model_params
+
+    with pytest.raises(ValueError, match=r"openai/m: api_base: 2 value\(s\) for 3 endpoint\(s\)"):
+        parse_model_params(['openai/m:api_base=["http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1"]',
+                            'openai/m:api_key=["a", "b", "c"]'], ["openai/m"])
