@@ -33,6 +33,8 @@ RUN_STATE: pytest.StashKey[Any] = pytest.StashKey()
 STATE_FACTORY: pytest.StashKey[Callable[[], Any]] = pytest.StashKey()
 RECORD: pytest.StashKey[RowRecord] = pytest.StashKey()
 RECORDER: pytest.StashKey[Recorder] = pytest.StashKey()
+GENERATED: pytest.StashKey[int] = pytest.StashKey()  # rows parametrized, before -k/-m and sampling
+DRY_RUN: pytest.StashKey[bool] = pytest.StashKey()  # --researchqa-dry-run printed its plan: nothing runs
 
 
 def run_state(config: pytest.Config) -> Any:

@@ -81,9 +81,10 @@ def test_a_good_model_answers_with_verbatim_citations(server, tmp_path, sample):
 
 @pytest.mark.parametrize("fault", ["429", "500", "timeout", "malformed", "empty"])
 def test_each_transport_fault_is_retried_identically_then_answered(server, tmp_path, sample, fault):
-    server.timeout_sleep_s = 2.0
+    server.timeout_sleep_s = 4.0
     row, paper = first_row(sample)
-    answer = system(server, tmp_path, f"fault-{fault}", timeout_s=0.5).answer(row, paper)
+    # A deadline a busy machine's good answer meets (0.5 s did not, on a loaded CI host).
+    answer = system(server, tmp_path, f"fault-{fault}", timeout_s=2.0).answer(row, paper)
     assert answer.citations
     assert server.calls(f"fault-{fault}") == 2
     assert answer.meta["attempts"] == 2
