@@ -52,6 +52,23 @@ def test_the_50_real_queries_load_answer_and_skip_grading_with_the_reason(run):
 
 
 @needs_shared
+def test_the_real_queries_in_the_released_test_json_shape_load_with_string_citations(tmp_path):
+    lines = shared_path(*REAL_QUERIES).read_text(
+        encoding="utf-8").splitlines()
+    real = [json.loads(line) for line in lines if line.strip()]
+    rows = [{"id": r["task_id"], **{k: r["metadata"][k] for k in ("general_domain", "subdomain", "field")},
+             "query": r["question"], "date": "2024-01-01",
+             "rubric": [{"rubric_item": "Does the response cite the key trial?", "type": "citation",
+                         "citation_metadata": "Smith J. A trial. Lancet. 2020."}]} for r in real]
+    path = tmp_path / "test.json"
+    path.write_text(json.dumps(rows), encoding="utf-8")
+    from pytest_researchqa.families.rubric.rows import load_queries
+
+    dataset = load_queries(path)
+    assert len(dataset.rows) == len(real) == 50 and not dataset.problems
+
+
+@needs_shared
 def test_the_real_queries_select_by_field_and_by_general_domain_marker(run):
     path = shared_path(*REAL_QUERIES)
     by_field = run(f"--researchqa-dataset={path}", "--collect-only", "-q", "-k", "Anesthesiology")
