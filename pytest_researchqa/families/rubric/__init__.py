@@ -86,4 +86,5 @@ RUBRIC = RubricFamily(
     model_system="pytest_researchqa.families.rubric.task:ResearchAnswerSystem",
     after_answers="pytest_researchqa.families.rubric.tournament:run_tournament",
     renderer="pytest_researchqa.families.rubric.render:leaderboard",
+    call_estimate="pytest_researchqa.families.rubric.costs:estimate_lines",
 )
