@@ -156,7 +156,15 @@ def plan(answers: Sequence[tuple[str, Any]], services: Any, settings: Any) -> Ca
         judges[f"pairwise {judge.name}"] = judge
         return str(judge.name)
 
+    sizes: dict[tuple[str, str, str], int] = {}  # a row's prompt is the same in all of its battles
+
     def size(kind: str, model: str, row: Any) -> int:
+        key = (kind, model, row.row_id)
+        if key not in sizes:
+            sizes[key] = rendered_size(kind, model, row)
+        return sizes[key]
+
+    def rendered_size(kind: str, model: str, row: Any) -> int:
         """A prompt's characters as the run renders it (with its JSON schema, when one is sent) / 4."""
         if kind == "answer":
             return len(task_prompt(row, options)) // CHARS_PER_TOKEN
