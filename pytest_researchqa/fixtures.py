@@ -8,15 +8,21 @@ it) is parametrized over the dataset; asking for ``researchqa_answer`` or
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 import pytest
 
 from .stash import RECORD, RECORDER, SETTINGS, Case, run_state
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .answers import Answer
+    from .dataset import Dataset
+    from .families.protocols import FamilyRow
     from .options import Settings
+    from .papers import Paper
     from .records import Recorder
+    from .state import RunState
+    from .systems import System
 
 
 @pytest.fixture
@@ -36,7 +42,8 @@ def researchqa_case(request: pytest.FixtureRequest) -> Case:
 @pytest.fixture
 def researchqa_recorder(request: pytest.FixtureRequest, researchqa_case: Case) -> "Recorder":
     """This row's recorder; assertions find it on their own inside a researchqa test."""
-    return request.node.stash[RECORDER]
+    recorder: "Recorder" = request.node.stash[RECORDER]
+    return recorder
 
 
 def _error(request: pytest.FixtureRequest, message: str) -> NoReturn:
@@ -46,7 +53,7 @@ def _error(request: pytest.FixtureRequest, message: str) -> NoReturn:
 
 
 @pytest.fixture
-def researchqa_row(request: pytest.FixtureRequest, researchqa_case: Case):
+def researchqa_row(request: pytest.FixtureRequest, researchqa_case: Case) -> "FamilyRow":
     """The benchmark row of this test (a :class:`~pytest_researchqa.rows.Row`)."""
     state = run_state(request.config)
     if researchqa_case.kind == "problem":
@@ -54,11 +61,12 @@ def researchqa_row(request: pytest.FixtureRequest, researchqa_case: Case):
         record = request.node.stash[RECORD]
         record.row_id, record.invalid_row = problem.row_id or problem.location, True
         _error(request, f"invalid row: {problem}")
-    return state.dataset.rows[researchqa_case.position]
+    row: "FamilyRow" = state.dataset.rows[researchqa_case.position]
+    return row
 
 
 @pytest.fixture
-def researchqa_paper(request: pytest.FixtureRequest, researchqa_row):
+def researchqa_paper(request: pytest.FixtureRequest, researchqa_row: Any) -> "Optional[Paper]":
     """The row's paper (:class:`~pytest_researchqa.papers.Paper`), checked against the row.
 
     A paper that cannot be read makes the row error. A row with a required
@@ -67,7 +75,7 @@ def researchqa_paper(request: pytest.FixtureRequest, researchqa_row):
     from .metrics import check_expected_passages
     from .papers import PaperUnavailable
 
-    state = run_state(request.config)
+    state: "RunState" = run_state(request.config)
     if not state.family.uses_papers:
         return None  # this family's rows are not about one paper
     record = request.node.stash[RECORD]
@@ -91,15 +99,17 @@ def researchqa_paper(request: pytest.FixtureRequest, researchqa_row):
 
 
 @pytest.fixture
-def researchqa_system(request: pytest.FixtureRequest, researchqa_case: Case):
+def researchqa_system(request: pytest.FixtureRequest, researchqa_case: Case) -> "Optional[System]":
     """The system under test (None when auditing the dataset)."""
     if researchqa_case.system is None:
         return None
-    return run_state(request.config).system(researchqa_case.system)
+    system: "System" = run_state(request.config).system(researchqa_case.system)
+    return system
 
 
 @pytest.fixture
-def researchqa_answer(request: pytest.FixtureRequest, researchqa_row, researchqa_paper, researchqa_system):
+def researchqa_answer(request: pytest.FixtureRequest, researchqa_case: Case, researchqa_row: "FamilyRow",
+                      researchqa_paper: "Optional[Paper]", researchqa_system: "Optional[System]") -> "Optional[Answer]":
     """The system's :class:`~pytest_researchqa.answers.Answer`; assertions on it record metrics."""
     if researchqa_system is None:
         return None
@@ -107,7 +117,8 @@ def researchqa_answer(request: pytest.FixtureRequest, researchqa_row, researchqa
     started = time.perf_counter()
     crash = None
     try:
-        answer = researchqa_system.answer(researchqa_row, researchqa_paper)
+        answer = (researchqa_system.answer(researchqa_row, researchqa_paper, repeat=researchqa_case.repeat)  # type: ignore[call-arg]
+                  if researchqa_case.repeat else researchqa_system.answer(researchqa_row, researchqa_paper))
     except Exception as error:  # a crashing system is an error, not a wrong answer
         from .systems import user_frames
 
@@ -134,12 +145,13 @@ def state_uses_papers(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture
-def researchqa_judge(request: pytest.FixtureRequest, researchqa_case: Case):
+def researchqa_judge(request: pytest.FixtureRequest, researchqa_case: Case) -> Optional[list[Any]]:
     """The LLM judges of this row's system (a list; None when no ``--researchqa-judge`` is given)."""
     state = run_state(request.config)
     if not state.settings.judges or researchqa_case.system is None:
         return None
-    return state.services.judges_for(researchqa_case.system)
+    judges: list[Any] = state.services.judges_for(researchqa_case.system)
+    return judges
 
 
 @pytest.fixture(scope="session")
@@ -149,6 +161,7 @@ def researchqa_settings(pytestconfig: pytest.Config) -> "Settings":
 
 
 @pytest.fixture(scope="session")
-def researchqa_dataset(pytestconfig: pytest.Config):
+def researchqa_dataset(pytestconfig: pytest.Config) -> "Dataset[Any]":
     """The loaded :class:`~pytest_researchqa.loaders.Dataset`."""
-    return run_state(pytestconfig).dataset
+    dataset: "Dataset[Any]" = run_state(pytestconfig).dataset
+    return dataset

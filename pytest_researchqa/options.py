@@ -16,15 +16,12 @@ from typing import TYPE_CHECKING, Any, Literal, Optional
 
 import pytest
 
+from .families import DEFAULT_FAMILY
+
 if TYPE_CHECKING:  # pragma: no cover
     from .families import Family
     from .reporting.gates import Gate, RegressionGate
 
-DEFAULT_SYSTEM = "bm25"
-DEFAULT_SYSTEMS = {"citation": "bm25", "rubric": "rubric-oracle"}
-# Mirrors families.citation.QUESTION_TYPES (a unit test holds them equal): markers are
-# registered at every start-up, and this spares importing the family there.
-CITATION_QUESTION_TYPES = ("lookup", "comprehension", "multi_hop", "adversarial")
 MAX_SAVE_NAME = 100
 
 
@@ -48,10 +45,10 @@ OPTIONS: tuple[Option, ...] = (
            "does too; ini settings alone never add the benchmark to a run."),
     Option("--researchqa-dataset", "path",
            "Dataset file (.jsonl, .json, .yaml). Default: the family's bundled sample."),
-    Option("--researchqa-family", "choice",
-           "Benchmark family: citation (questions about one paper, graded by verbatim citations) or rubric "
-           "(research queries judged against rubric items, pairwise battles, Elo). Default: what the dataset's "
-           "shape implies (citation without a dataset).", None, ("citation", "rubric")),
+    Option("--researchqa-family", "text",
+           "Benchmark family: citation (questions about one paper, graded by verbatim citations), rubric "
+           "(research queries judged against rubric items, pairwise battles, Elo), or one an installed plugin "
+           "provides. Default: what the dataset's shape implies (citation without a dataset)."),
     Option("--researchqa-papers", "path", "Folder of <paper_id>.pdf/.txt/.md. Default: papers/ beside the dataset."),
     Option("--researchqa-system", "append",
            "System under test: oracle, bm25 (citation family), rubric-oracle (rubric family) or "
@@ -66,6 +63,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("--researchqa-concurrency", "int", "Model calls in flight per provider (default 5; 1 for a local server).",
            5, minimum=1),
     Option("--researchqa-rows-per-minute", "int", "Start at most N model calls per minute per provider.", minimum=1),
+    Option("--researchqa-repeats", "int",
+           "Answer each model row N times (distinct cache keys; the first is the answer of a run without "
+           "repeats): the report adds each metric's run-to-run spread and per-row spread (docs/models.md).",
+           1, minimum=1),
+    Option("--researchqa-max-cost", "float",
+           "Budget in US dollars: refuse to start when the estimated cost is above it, and start no model call "
+           "once the run has spent it (rows not run are errors; no gate passes). docs/models.md.", minimum=0.0),
+    Option("--researchqa-dry-run", "flag",
+           "Print the model calls the run would make (per model: calls, cached answers, tokens, estimated cost) "
+           "and stop before the first."),
     Option("--researchqa-timeout", "float",
            "Seconds before a model call times out (default 120; 900 for a local server).", 120.0, minimum=0.001),
     Option("--researchqa-retries", "int",
@@ -196,10 +203,16 @@ class Settings:
     defect_policy: str
     family: str = "citation"
     judge_prompts: Optional[Path] = None  # a folder of prompt files overriding the bundled judges/ ones
+    # The family's declaration, found through the family plug-ins when the benchmark is active (see
+    # families.registry); None in a run that never uses it, which then pays nothing to discover families.
+    declaration: Optional["Family"] = field(default=None, repr=False, compare=False)
     models: tuple[str, ...] = ()
     model_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     concurrency: int = 5
     rows_per_minute: Optional[int] = None
+    max_cost: Optional[float] = None
+    repeats: int = 1
+    dry_run: bool = False
     timeout_s: float = 120.0
     retries: int = 3
     baseline: bool = False
@@ -240,14 +253,11 @@ class Settings:
 
     @property
     def benchmark_family(self) -> "Family":
+        if self.declaration is not None:
+            return self.declaration
         from .families import get_family
 
         return get_family(self.family)
-
-    @property
-    def question_types(self) -> tuple[str, ...]:
-        """The family's question types (markers); the citation family's without importing it."""
-        return CITATION_QUESTION_TYPES if self.family == "citation" else self.benchmark_family.question_types
 
 
 def read_settings(config: pytest.Config) -> Settings:
@@ -267,11 +277,10 @@ def read_settings(config: pytest.Config) -> Settings:
         value = cli if cli is not None else configured
         resolved[option.dest] = _parse(option, value, from_ini=cli is None, config=config)
 
-    from .families import sniff_family
-
-    family = resolved["researchqa_family"] or sniff_family(resolved["researchqa_dataset"])
+    declaration = _family(config, resolved) if given_any else None
+    family = declaration.name if declaration is not None else DEFAULT_FAMILY
     models = tuple(dict.fromkeys(resolved["researchqa_model"] or ()))
-    default_system = DEFAULT_SYSTEMS.get(family, DEFAULT_SYSTEM)
+    default_system = declaration.default_system if declaration is not None else "bm25"
     systems = tuple(resolved["researchqa_system"] or ()) or (() if models else (default_system,))
     judges = tuple(dict.fromkeys(resolved["researchqa_judge"] or ()))
     judge_pool = tuple(resolved["researchqa_judge_pool"] or ())
@@ -284,23 +293,23 @@ def read_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(f"--researchqa-model-param {error}") from None
     gates: tuple["Gate", ...] = ()
     if resolved["researchqa_fail_under"]:
-        from .families import get_family
         from .reporting.gates import GateSpecError, parse_gate
 
+        assert declaration is not None  # an option was given
         try:
-            gates = tuple(parse_gate(text, get_family(family)) for text in resolved["researchqa_fail_under"])
+            gates = tuple(parse_gate(text, declaration) for text in resolved["researchqa_fail_under"])
         except GateSpecError as error:
             raise pytest.UsageError(f"--researchqa-fail-under {error}") from None
     regressions: tuple["RegressionGate", ...] = ()
     if resolved["researchqa_fail_on_regression"]:
-        from .families import get_family
         from .reporting.gates import GateSpecError, parse_regression_gate
 
         if not resolved["researchqa_compare"]:
             raise pytest.UsageError("--researchqa-fail-on-regression compares with a saved run: "
                                     "add --researchqa-compare=RUN (a saved run's name, folder, or 'last')")
         try:
-            regressions = tuple(parse_regression_gate(text, get_family(family))
+            assert declaration is not None  # an option was given
+            regressions = tuple(parse_regression_gate(text, declaration)
                                 for text in resolved["researchqa_fail_on_regression"])
         except GateSpecError as error:
             raise pytest.UsageError(f"--researchqa-fail-on-regression {error}") from None
@@ -330,10 +339,14 @@ def read_settings(config: pytest.Config) -> Settings:
         audit=resolved["researchqa_audit"],
         defect_policy=resolved["researchqa_dataset_defects"],
         family=family,
+        declaration=declaration,
         models=models,
         model_params=model_params,
         concurrency=resolved["researchqa_concurrency"],
         rows_per_minute=resolved["researchqa_rows_per_minute"],
+        max_cost=resolved["researchqa_max_cost"],
+        repeats=resolved["researchqa_repeats"],
+        dry_run=resolved["researchqa_dry_run"],
         timeout_s=resolved["researchqa_timeout"],
         retries=resolved["researchqa_retries"],
         baseline=resolved["researchqa_baseline"],
@@ -365,6 +378,20 @@ def read_settings(config: pytest.Config) -> Settings:
         ensemble=resolved["researchqa_ensemble"],
         given=frozenset(given),
     )
+
+
+def _family(config: pytest.Config, resolved: dict[str, Any]) -> "Family":
+    """The run's family: the one named, else the first that recognizes the dataset, else the default."""
+    from .families import sniff_family
+    from .families.registry import FamilyError, available_families, find_family
+
+    try:
+        families = available_families(config.pluginmanager)
+        name = (resolved["researchqa_family"] or sniff_family(resolved["researchqa_dataset"], families)
+                or DEFAULT_FAMILY)
+        return find_family(name, families)
+    except FamilyError as error:
+        raise pytest.UsageError(f"--researchqa-family: {error}") from None
 
 
 def _battles(text: str) -> Optional[int]:

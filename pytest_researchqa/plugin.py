@@ -48,13 +48,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """The hook a benchmark family implements (families/hookspecs.py), as pytest-xdist adds its own."""
+    from .families import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     settings = read_settings(config)
     config.stash[SETTINGS] = settings
     selects = bool(config.option.keyword or config.option.markexpr)
     config.stash[STATE_FACTORY] = lambda: _new_state(settings, sample_after_selection=selects)
-    if settings.active:  # an inactive plugin adds nothing to --markers (nor to --strict-markers' list)
-        _register_markers(config, settings.question_types)
+    if settings.declaration is not None:  # an inactive plugin adds nothing to --markers (nor --strict-markers)
+        _register_markers(config, settings.declaration.question_types)
     if settings.models:
         # litellm's own types make pydantic warn as they load; nothing a user can act on.
         config.addinivalue_line("filterwarnings", "ignore:.*using the .ReadOnly. qualifier:UserWarning")
@@ -168,19 +175,16 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def _collect_protocol(session: pytest.Session, state: "RunState") -> list[pytest.Item]:
     """The family's default test module, collected through pytest's own Module node.
 
-    Its node id is ``researchqa`` (``researchqa::test_question[bm25-lookup-<row_id>]``); its
-    collect report goes through the public hooks so terminal counts and xdist agree.
+    Its node id is ``researchqa`` (``researchqa::test_question[bm25-lookup-<row_id>]``).
+    ``Session.genitems`` collects it as pytest collects any module, firing the collection hooks
+    itself, so terminal counts, collection errors and xdist agree.
     """
     import importlib
 
     module_file = importlib.import_module(state.family.protocol_module).__file__
     assert module_file is not None
     module = pytest.Module.from_parent(session, path=Path(module_file), nodeid=PROTOCOL_NODEID)
-    collected: list[pytest.Item | pytest.Collector] = [n for n in module.collect() if isinstance(n, pytest.Item)]
-    session.ihook.pytest_collectreport(report=pytest.CollectReport(module.nodeid, "passed", None, collected))
-    for item in collected:
-        session.ihook.pytest_itemcollected(item=item)
-    return [item for item in collected if isinstance(item, pytest.Item)]
+    return list(session.genitems(module))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -223,6 +227,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 _GENERATED = pytest.StashKey[int]()
+DRY_RUN = pytest.StashKey[bool]()
 
 
 class RunHooks:
@@ -243,7 +248,8 @@ class RunHooks:
 
     @property
     def state(self) -> "RunState":
-        return run_state(self.config)
+        state: "RunState" = run_state(self.config)
+        return state
 
     def _results_writer(self) -> Optional["RunWriter"]:
         """This run's results folder, opened with the first record (None when saving is off)."""
@@ -260,19 +266,49 @@ class RunHooks:
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         """``--researchqa-sample`` with ``-k``/``-m``: sample the rows they kept (runs after their deselection)."""
         state = started(config)
-        if state is None or not state.sample_after_selection:
+        if state is None:
             return
-        left_out = state.sample_leaves_out([c for i in items if (c := case_of(i)) is not None])
+        left_out = (state.sample_leaves_out([c for i in items if (c := case_of(i)) is not None])
+                    if state.sample_after_selection else None)
         if left_out:
             deselected = [i for i in items
                           if (c := case_of(i)) is not None and c.kind == "row" and c.position in left_out]
             config.hook.pytest_deselected(items=deselected)
             dropped = set(map(id, deselected))
             items[:] = [i for i in items if id(i) not in dropped]
+        self._check_budget(config, items)
+
+    def _check_budget(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """--researchqa-dry-run and --researchqa-max-cost: the call plan, before any call is made (under
+        xdist the controller collects nothing: the plan is each worker's, so it is not printed there)."""
+        settings = config.stash[SETTINGS]
+        if not settings.models or not (settings.dry_run or settings.max_cost is not None) or is_worker(config):
+            return
+        from .budget import plan_calls, plan_lines, total_cost
+
+        state = run_state(config)
+        plans = plan_calls(state, [c for i in items if (c := case_of(i)) is not None])
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line("")
+            for line in plan_lines(plans):
+                reporter.write_line(f"researchqa plan: {line}")
+        estimate = total_cost(plans)
+        if settings.max_cost is not None and estimate is not None and estimate > settings.max_cost:
+            raise pytest.UsageError(f"researchqa: the run's estimated cost ${estimate:.2f} is above "
+                                    f"--researchqa-max-cost=${settings.max_cost:.2f}: select fewer rows "
+                                    "(--researchqa-sample, -k) or raise the budget")
+        if settings.dry_run:  # every benchmark row is deselected: nothing runs, nothing is called
+            rows = [i for i in items if case_of(i) is not None]
+            config.hook.pytest_deselected(items=rows)
+            items[:] = [i for i in items if case_of(i) is None]
+            config.stash[DRY_RUN] = True
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Count the selected rows; put every selected model row's call in flight now."""
+        if self.config.stash.get(DRY_RUN, False):
+            return  # the plan is printed; nothing is counted, nothing is called
         row_items = [i for i in session.items if (c := case_of(i)) is not None and c.kind == "row"]
         self.selected = len(row_items)
         self.generated = self.config.stash.get(_GENERATED, self.selected)
@@ -359,9 +395,16 @@ class RunHooks:
                 reporter.write_line(line)
 
     def _new_progress(self, total: int) -> Any:
+        from .llm_params import call_limits
         from .reporting.progress import Progress
 
-        return Progress(self.config.pluginmanager.get_plugin("terminalreporter"), total)
+        settings = self.config.stash[SETTINGS]
+        slots = min((call_limits(settings.model_params.get(m, {}), concurrency=settings.concurrency,
+                                 timeout_s=settings.timeout_s, given=settings.given)[0] for m in settings.models),
+                    default=settings.concurrency)
+        progress = Progress(self.config.pluginmanager.get_plugin("terminalreporter"), total, slots)
+        progress.start(settings.models)
+        return progress
 
     # -- results -------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -412,6 +455,8 @@ class RunHooks:
     @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file: the gates' testcases go in it
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """With gates, the run's outcome decides the exit status (see docs/gating.md)."""
+        if self.config.stash.get(DRY_RUN, False) and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+            session.exitstatus = pytest.ExitCode.OK  # a dry run that printed its plan did what was asked
         state = started(self.config)
         if state is None:
             return  # the benchmark never ran: nothing to close, nothing to decide
@@ -478,6 +523,8 @@ class RunHooks:
         state.session.family_results = step(list(state.session.records), state.services, state.settings, say)
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        if self.progress is not None:
+            self.progress.stop()  # no progress line inside the summary
         state = started(config)
         if state is None or not state.session.records or is_worker(config):
             return
@@ -619,9 +666,10 @@ def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:
         except PaperUnavailable:
             continue  # the row's own setup reports it
         system: Any = state.services.system(case.system)
-        system.prefetch(row, paper)
+        repeat = {"repeat": case.repeat} if case.repeat else {}  # only model systems are repeated
+        system.prefetch(row, paper, **repeat)
         if state.settings.judges and state.services.is_model(case.system):
             # Judge each answer the moment it arrives; the row's test then finds the verdict in flight.
             panel = state.services.judges_for(case.system)
             system.when_answered(row, paper, lambda answer, row=row, panel=panel: [
-                judge.submit(*subject) for judge in panel if (subject := judge.subject(row, answer))])
+                judge.submit(*subject) for judge in panel if (subject := judge.subject(row, answer))], **repeat)

@@ -16,9 +16,34 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from dataclasses import dataclass, field, fields
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 RECORD_VERSION = 1
+
+
+class RecordVersionError(ValueError):
+    """A record written by a newer pytest-researchqa than this one."""
+
+
+# version -> the step that turns a plain record of that version into the next one's. A record written
+# before records carried a version reads as version 1 (no field of version 1 has gone since).
+_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    0: lambda data: {**data, "version": 1},
+}
+
+
+def upgraded(data: dict[str, Any]) -> dict[str, Any]:
+    """A plain record in this version's layout: older ones upgraded step by step; a newer one refused."""
+    version = data.get("version", 0)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise ValueError(f"record version {version!r} is not a whole number")
+    if version > RECORD_VERSION:
+        raise RecordVersionError(f"record version {version} is newer than this pytest-researchqa reads "
+                                 f"(up to {RECORD_VERSION}): upgrade pytest-researchqa to read it")
+    while version < RECORD_VERSION:
+        data = _UPGRADES[version](data)
+        version = data["version"]
+    return data
 
 
 @dataclass
@@ -68,6 +93,8 @@ class RowRecord:
     details: dict[str, Any] = field(default_factory=dict)
     # A dataset row that failed validation: an erroring test, but no (system, row) of the selection.
     invalid_row: bool = False
+    # Which answer of the row this is under --researchqa-repeats (0: the first, or the only one).
+    repeat: int = 0
     version: int = RECORD_VERSION
 
     @property
@@ -101,14 +128,11 @@ class RowRecord:
 
     @classmethod
     def from_plain(cls, data: Any) -> "RowRecord":
-        """A record from plain data (xdist, saved runs); data of the wrong shape is a ValueError naming
-        the field, never a record that fails later in a sum or a sort."""
+        """A record from plain data (xdist, saved runs), checked and upgraded to this version; data of the
+        wrong shape is a ValueError naming the field, never a record that fails later in a sum or a sort."""
         if not isinstance(data, dict):
             raise ValueError(f"a row record is a JSON object, not {type(data).__name__}")
-        if isinstance(data.get("version"), int) and not isinstance(data["version"], bool) \
-                and data["version"] > RECORD_VERSION:
-            raise ValueError(f"a row record of version {data['version']}, newer than this plugin reads "
-                             f"({RECORD_VERSION}): upgrade pytest-researchqa")
+        data = upgraded(data)
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
         for name in _TEXT_FIELDS:
@@ -132,7 +156,7 @@ class RowRecord:
         for name, value in usage.items():
             if name in USAGE_FIELDS and value is not None and not isinstance(value, _USAGE_TYPES[name]):
                 raise ValueError(f"field 'usage.{name}': {value!r} is of the wrong type")
-        for name in ("expected_found", "expected_total"):
+        for name in ("expected_found", "expected_total", "repeat"):
             if values.get(name) is not None and (isinstance(values[name], bool) or not isinstance(values[name], int)):
                 raise ValueError(f"field {name!r}: {values[name]!r}, not a whole number")
         values["usage"] = Usage(**{k: v for k, v in usage.items() if k in USAGE_FIELDS})

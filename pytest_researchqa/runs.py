@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional, TextIO
 
-from .records import RowRecord
+from .records import RecordVersionError, RowRecord
 
 if TYPE_CHECKING:  # pragma: no cover
     from .reporting.compare import Baseline
@@ -183,6 +183,8 @@ def load_run(folder: Path) -> SavedRun:
                     continue
                 try:
                     records.append(RowRecord.from_plain(json.loads(line)))
+                except RecordVersionError as error:
+                    raise ValueError(f"{rows_file}, line {number}: {error}") from None
                 except (ValueError, TypeError, RecursionError) as error:
                     raise ValueError(f"{rows_file}, line {number}: not a row record ({_short(error)})") from None
         except UnicodeDecodeError as error:

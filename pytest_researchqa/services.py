@@ -8,6 +8,7 @@ policy (``auto`` picks a judge of another model family than the system).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -53,6 +54,10 @@ class Services:
             from .llm.engine import ModelRunner
 
             self._runner = ModelRunner(self.settings.concurrency, self.settings.rows_per_minute)
+            if self.settings.max_cost is not None:
+                # Each xdist worker has a runner of its own: each may spend its share of the budget.
+                workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+                self._runner.budget_usd = self.settings.max_cost / max(workers, 1)
         return self._runner
 
     def _cache_dir(self) -> "Path":

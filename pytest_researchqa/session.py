@@ -100,9 +100,14 @@ class ResearchSession:
         )
 
     def _partial_reasons(self, measured: int, invalid: int) -> list[str]:
+        from .costs import BUDGET_STOP
+
+        stopped = sum(1 for r in self.records if r.error and BUDGET_STOP in r.error)
+        budget = [f"gate not decided: {stopped} row(s) not run because the run's budget "
+                  "(--researchqa-max-cost) was spent"] if stopped else []
         if self.allow_partial:
-            return []
-        reasons = []
+            return budget  # a budget-stopped run is never a pass, partial runs allowed or not
+        reasons = budget
         if invalid:
             reasons.append(f"gate evaluated without {invalid} invalid dataset row(s): the dataset is not whole")
         selected = self.selection.rows

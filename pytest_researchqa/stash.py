@@ -23,6 +23,7 @@ class Case:
     kind: str  # "row" or "problem"
     position: int  # index into dataset.rows or dataset.problems
     system: Optional[str]
+    repeat: int = 0  # which of the row's answers under --researchqa-repeats
 
 
 SETTINGS: pytest.StashKey[Settings] = pytest.StashKey()

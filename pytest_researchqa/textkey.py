@@ -93,7 +93,6 @@ def _fold_char(match: re.Match[str]) -> str:
     return _FOLD_CHARS.get(char, char)
 
 
-_NON_DIGIT_BYTES = bytes(c for c in range(256) if not chr(c).isdigit())
 _MARKS_BACK_BYTES = bytes.maketrans(_DECIMAL_MARK.encode() + _SIGN_MARK.encode(), b".-")
 
 

@@ -397,3 +397,117 @@ def test_placeholder_citations_are_dropped_and_an_empty_refusal_stands():
     assert parse_reply('{"answer": "About 240.", "citations": ["...", "We enrolled 240."]}').citations == [
         "We enrolled 240."]
     assert parse_reply('{"answer": "", "citations": [], "refused": true}').refused is True
+
+
+def test_a_dry_run_prints_the_call_plan_and_calls_nothing(pytester, server, tmp_path):
+    result = run(pytester, server, "--researchqa-model=openai/good", "--researchqa-judge=openai/sloppy", "-k", "edu",
+                 "--researchqa-dry-run", cache=tmp_path)
+    assert result.ret == pytest.ExitCode.OK and server.calls() == 0
+    result.stdout.fnmatch_lines([
+        "researchqa plan: answer openai/good: 9 call(s) to make, 0 answered already; ~* tokens in, ~6,912 out; "
+        "estimated —",  # a local server: 768 tokens a call at most, and no price
+        "researchqa plan: judge  openai/sloppy: 9 call(s) to make, *",
+        "researchqa plan: total: 18 model call(s), estimated —*"])
+    result.assert_outcomes(deselected=27)
+
+
+def test_a_budget_below_the_estimate_refuses_to_start_and_an_answered_run_costs_nothing(pytester, server, tmp_path):
+    priced = ("--researchqa-model=openai/gpt-4o", "--researchqa-model-param=openai/gpt-4o:profile=remote", "-k", "edu")
+    refused = run(pytester, server, *priced, "--researchqa-max-cost=0.001", cache=tmp_path)
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR and server.calls() == 0
+    refused.stderr.fnmatch_lines(["*the run's estimated cost $0.* is above --researchqa-max-cost=$0.00: select fewer "
+                                  "rows*"])
+    paid = run(pytester, server, *priced, "--researchqa-max-cost=5", cache=tmp_path)
+    assert paid.ret == pytest.ExitCode.OK and server.calls() == 9
+    paid.stdout.fnmatch_lines(["researchqa plan: answer openai/gpt-4o: 9 call(s) to make, 0 answered already; *"
+                               "estimated $0.0*"])
+    again = run(pytester, server, *priced, "--researchqa-max-cost=0.001", cache=tmp_path)
+    assert again.ret == pytest.ExitCode.OK and server.calls() == 9, "every answer is on disk: nothing to pay for"
+    again.stdout.fnmatch_lines(["researchqa plan: answer openai/gpt-4o: 0 call(s) to make, 9 answered already; *"])
+
+
+def test_a_spent_budget_stops_new_calls_and_no_gate_passes_on_the_run():
+    import asyncio
+
+    from pytest_researchqa.costs import BUDGET_STOP
+    from pytest_researchqa.families.citation import CITATION
+    from pytest_researchqa.llm.engine import BudgetReached, CallResult, ModelRunner
+    from pytest_researchqa.records import RowRecord
+    from pytest_researchqa.reporting.gates import parse_gate
+    from pytest_researchqa.session import ResearchSession, Selection
+
+    runner = ModelRunner()
+    try:
+        runner.budget_usd = 0.01
+        asyncio.run(runner.pace("openai"))  # nothing spent yet: the call goes
+        runner.charge(CallResult(content="x", latency_s=0.1, cost_usd=0.004))
+        runner.charge(CallResult(content="x", latency_s=0.1, cost_usd=None))  # unpriced: counts nothing
+        asyncio.run(runner.pace("openai"))
+        runner.charge(CallResult(content="x", latency_s=0.1, cost_usd=0.007))
+        with pytest.raises(BudgetReached, match=r"not run: the run's budget \(\$0.01\) was spent"):
+            asyncio.run(runner.pace("openai"))
+    finally:
+        runner.close()
+
+    session = ResearchSession(CITATION, gates=[parse_gate("citation_accuracy=0.0", CITATION)], allow_partial=True,
+                              selection=Selection(rows=2))
+    session.add(RowRecord(row_id="a", system="openai/x", model_system=True, metrics={"citation_accuracy": 1.0}))
+    session.add(RowRecord(row_id="b", system="openai/x", model_system=True,
+                          error=f"openai/x: {BUDGET_STOP} ($0.01) was spent before this call"))
+    outcome = session.outcome()
+    assert outcome.partial_reasons == ("gate not decided: 1 row(s) not run because the run's budget "
+                                       "(--researchqa-max-cost) was spent",)
+    assert outcome.passed is False
+
+
+def test_repeats_answer_each_row_again_and_report_the_run_to_run_and_per_row_spread(pytester, server, tmp_path):
+    once = run(pytester, server, "--researchqa-model=openai/wavering", "-k", "lookup", cache=tmp_path)
+    calls_once = server.calls()
+    thrice = run(pytester, server, "--researchqa-model=openai/wavering", "-k", "lookup", "--researchqa-repeats=3",
+                 cache=tmp_path)
+    assert calls_once == 6 and server.calls() == 6 + 12, "the first answers are the cached ones: 2 more a row"
+    outcomes = thrice.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("xfailed", 0) == 18, outcomes
+    assert "by repeat:" not in once.stdout.str()
+    lines = thrice.stdout.lines
+    start = lines.index("by repeat:")
+    headers = [c.strip() for c in lines[start + 1].strip("|").split("|")]
+    rows = [dict(zip(headers, (c.strip() for c in line.strip("|").split("|"))))
+            for line in lines[start + 3:] if line.startswith("|")]
+    precision = next(r for r in rows if r["metric"] == "cite prec")
+    means = precision["mean of each repeat"].split(" / ")
+    assert len(means) == 3 and len(set(means)) > 1, "the answers differ from one repeat to the next"
+    assert float(precision["per-row SD"]) > 0 and float(precision["run-to-run SD"]) > 0
+
+
+def test_one_model_on_two_servers_spreads_its_calls_and_loses_no_row_when_one_dies(pytester, tmp_path):
+    """Two local servers of one model (two GPUs): each holds its own one-at-a-time slot, so both work at
+    once; one stops answering mid-run and the rest of the calls go to the other."""
+    import threading
+
+    with ScriptedLLM(latency_s=0.05) as first, ScriptedLLM(latency_s=0.05) as second:
+        def stop_second_after_some_calls():
+            deadline = time.monotonic() + 60
+            while second.calls() < 4 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            second.__exit__(None, None, None)  # the server process is gone: connections are refused
+
+        stopper = threading.Thread(target=stop_second_after_some_calls, daemon=True)
+        stopper.start()
+        result = run_pytest(pytester, "--researchqa-model=openai/good",
+                            f'--researchqa-model-param=openai/good:api_base=["{first.url}", "{second.url}"]',
+                            cache=tmp_path)
+        stopper.join(timeout=5)
+    result.stdout.fnmatch_lines(["researchqa: 27 model row(s) queued (openai/good); calls start now, up to 2 at a "
+                                 "time per provider*", "researchqa: 27/27 model rows, 0 errors*"])
+    assert first.calls() > 0 and second.calls() >= 4
+    assert first.calls() + second.calls() >= 27
+    assert max(first.max_in_flight, second.max_in_flight) == 1, "each server still gets one call at a time"
+
+
+def test_endpoints_of_different_counts_are_a_clear_error():
+    from pytest_researchqa.llm_params import parse_model_params
+
+    with pytest.raises(ValueError, match=r"openai/m: api_base: 2 value\(s\) for 3 endpoint\(s\)"):
+        parse_model_params(['openai/m:api_base=["http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1"]',
+                            'openai/m:api_key=["a", "b", "c"]'], ["openai/m"])

@@ -268,6 +268,7 @@ def qasper_sixty_papers(pytester):
 
 
 @pytest.mark.shared_data
+@pytest.mark.slow
 def test_a_degraded_system_fails_the_regression_gate_and_an_identical_rerun_does_not(pytester, tmp_path,
                                                                                       qasper_sixty_papers):
     pytester.makepyfile(degraded=DEGRADED_SYSTEM)

@@ -320,16 +320,17 @@ def test_the_call_estimate_printed_before_the_first_call_equals_the_calls_the_se
     assert line < first_row, "printed before any row runs"
     cost = result.stdout.lines[line + 1]
     assert cost.startswith("researchqa: estimated cost — (tokens estimated as prompt characters / 4"), cost
-    assert "no price known for openai/good, openai/judge-a, openai/sloppy" in cost and "$0" not in cost
+    assert "no price for openai/good, openai/judge-a, openai/sloppy: a local server" in cost and "$0" not in cost
 
 
 def test_a_priced_judge_gets_a_dollar_estimate_and_re_judgements_are_counted(run, server):
     result = run("--researchqa-system=rubric-oracle", "--researchqa-model=openai/sloppy", "--researchqa-family=rubric",
-                 "--researchqa-judge=openai/gpt-4o-mini", "--researchqa-judge-repeats=2")
+                 "--researchqa-judge=openai/gpt-4o-mini", "--researchqa-judge-repeats=2",
+                 "--researchqa-model-param=openai/gpt-4o-mini:profile=remote")  # priced, though served here
     total, answers, judges, coverage, pairwise, battles, line = estimate(result)
     assert (answers, battles) == (SAMPLE_ROWS, SAMPLE_ROWS) and coverage > 2 * SAMPLE_ROWS, "re-judged rows add calls"
     assert judges == server.calls("gpt-4o-mini") and total == len(server.requests)
     cost = result.stdout.lines[line + 1]
     dollars = re.search(r"estimated cost — \(\$(\d+\.\d+) for openai/gpt-4o-mini\)", cost)
     assert dollars and float(dollars.group(1)) > 0, cost
-    assert "no price known for openai/sloppy" in cost
+    assert "no price for openai/sloppy: a local server" in cost

@@ -6,6 +6,11 @@ rows load, how its cases are named and selected, and its default test. The
 plugin's collection, leaderboard columns and gate validation read these
 declarations; nothing else in the plugin knows which benchmark it runs.
 
+A family is a plug-in: a package implements the ``pytest_researchqa_families``
+hook (``hookspecs``) in a module it names under the ``pytest_researchqa.families``
+entry point (``registry``), as the two built-in families do; ``protocols`` types
+what the dotted paths of a declaration must name. See docs/extending.md.
+
 Declarations are light: importing a family imports no pydantic, pypdf or
 numpy. Heavy modules load when a family's rows are loaded.
 """
@@ -16,12 +21,22 @@ import importlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Optional, cast
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pluggy
+
+    from ..dataset import Dataset
+    from .protocols import FamilyRow, RowLoader
 
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """One per-row metric a family records."""
+    """One per-row metric a family records.
+
+    Aggregation is the same for every metric: the mean over the rows that have a value (a row the
+    metric does not apply to records None), with an interval clustered by the family's unit.
+    """
 
     name: str
     label: str  # leaderboard column
@@ -65,6 +80,7 @@ class Family:
     # "module:function" giving the lines printed before a run's first model call (its calls and their
     # estimated cost), given ([(system, row), ...], services, settings); empty: nothing printed.
     call_estimate: str = ""
+    default_system: str = "bm25"  # the system a run without --researchqa-system/--researchqa-model answers with
 
     @property
     def cluster_unit(self) -> str:
@@ -78,21 +94,29 @@ class Family:
     def metric(self, name: str) -> Optional[MetricSpec]:
         return next((m for m in self.metrics if m.name == name), None)
 
-    def load(self, path: Path) -> Any:
-        load: Callable[[Path], Any] = resolve(self.loader)
+    def load(self, path: Path) -> "Dataset[Any]":
+        load = cast("RowLoader", resolve(self.loader))
         return load(path)
 
-    def case_id(self, row: Any, system: Optional[str]) -> str:
+    def recognizes(self, path: Path, head: str) -> bool:
+        """Whether a dataset file is this family's, from its suffix and its first 64 KB (``head``);
+        a run without ``--researchqa-family`` uses the first family that recognizes its dataset."""
+        return False
+
+    def case_id(self, row: "FamilyRow", system: Optional[str]) -> str:
         parts = [system, row.question_type, row.row_id] if system else [row.question_type, row.row_id]
         return "-".join(re.sub(r"\s+", "_", str(p)) for p in parts)
 
     def keywords(self, row: Any) -> set[str]:
-        """Extra words ``-k`` matches on a row's test (besides its id)."""
+        """Extra words ``-k`` matches on a row's test (besides its id): the citation family's by default."""
         words = {row.paper_id, row.row_id, row.domain, (row.domain or "").replace(" ", "_")}
         return {w for w in words if w}
 
     def marks(self, row: Any) -> list[str]:
         return [row.question_type]
+
+
+DEFAULT_FAMILY = "citation"  # a run without a dataset that no family recognizes: the bundled sample's family
 
 
 def resolve(target: str) -> Any:
@@ -101,40 +125,30 @@ def resolve(target: str) -> Any:
     return getattr(importlib.import_module(module), attribute)
 
 
-FAMILY_NAMES = ("citation", "rubric")
+def get_family(name: str, pluginmanager: "Optional[pluggy.PluginManager]" = None) -> Family:
+    """The family of that name among those installed (see ``registry``); ValueError for an unknown one."""
+    from .registry import available_families, find_family
+
+    return find_family(name, available_families(pluginmanager))
 
 
-def get_family(name: str) -> Family:
-    from .citation import CITATION
-    from .rubric import RUBRIC
-
-    families = {CITATION.name: CITATION, RUBRIC.name: RUBRIC}
-    if name not in families:
-        raise ValueError(f"unknown benchmark family {name!r}; choose from {', '.join(families)}")
-    return families[name]
-
-
-def sniff_family(path: Optional[Path]) -> str:
-    """The family a dataset file's shape implies: rubric rows carry a ``query`` or ``rubric`` (or, in the
-    50-query JSONL shape, a ``task_id`` with ``general_domain`` metadata); anything else is citation.
-
-    Reads the file's first 64 KB only; an unreadable file is left to the loader to report.
-    """
+def sniff_family(path: Optional[Path], families: dict[str, Family]) -> Optional[str]:
+    """The first family (in name order) that recognizes the dataset file; None when none does or there is
+    no file. Reads the file's first 64 KB only; an unreadable file is left to the loader to report."""
     if path is None:
-        return "citation"
+        return None
     try:
         with open(path, "rb") as stream:
             head = stream.read(65536).decode("utf-8-sig", errors="replace")
     except OSError:
-        return "citation"
-    if path.suffix.lower() in (".yaml", ".yml"):
-        return "rubric" if re.search(r"^\s*(?:-\s+)?(?:query|rubric)\s*:", head, re.MULTILINE) else "citation"
-    start = head.lstrip()[:1]
-    if start == "[":  # a JSON list: look at the keys of its first row
+        return None
+    return next((name for name, family in families.items() if family.recognizes(path, head)), None)
+
+
+def first_row_keys(head: str) -> set[str]:
+    """The keys of a JSON/JSONL file's first row, from its first bytes (for ``Family.recognizes``)."""
+    if head.lstrip()[:1] == "[":  # a JSON list: look at the keys of its first row
         window = head[: head.find("}") + 1] if "}" in head else head
     else:
         window = head.split("\n", 1)[0]
-    keys = set(re.findall(r'"([A-Za-z_]+)"\s*:', window))
-    if {"query", "rubric"} & keys or ("task_id" in keys and "general_domain" in head[:4096]):
-        return "rubric"
-    return "citation"
+    return set(re.findall(r'"([A-Za-z_]+)"\s*:', window))

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..answers import placeholder_reason
+from ..families.citation import QUESTION_TYPES
 from ..matcher import PARAPHRASE, VERBATIM, VERBATIM_ELIDED, CitationMatch, MatchIndex
 from ..rows import reasoning_text
 from ..textkey import text_key
 from .reply import AdversarialItem, ComprehensionItem, EvidenceBlock, LookupItem, MultiHopItem, ParsedGeneration
 
-QUESTION_TYPES = ("lookup", "comprehension", "multi_hop", "adversarial")
 DEFAULT_COUNTS = {"lookup": 4, "comprehension": 4, "multi_hop": 2, "adversarial": 2}
 # An expected passage must be plain verbatim text (elisions allowed): a quote with the
 # model's own comment appended is grounded for an answer, but is no passage to expect.

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, TextIO
 
+from ..costs import add_cost, spend_text
 from ..llm.cache import AnswerCache, cache_key
 from ..llm.engine import CallResult, ModelRunner, ProviderError
-from ..llm.prompts import Prompt, load_prompt
+from ..llm.prompts import Prompt, fill, load_prompt
 from ..llm.system import CHARS_PER_TOKEN, ModelCaller, ModelSpec, _context_window, _structured_output
 from ..llm_params import known_secrets, redact
 from ..papers import PAPER_SUFFIXES, Paper, PaperStore, PaperUnavailable, atomic_write, default_cache_dir
@@ -71,8 +72,7 @@ class Usage:
         self.calls += 1
         self.prompt_tokens += call.get("prompt_tokens") or 0
         self.completion_tokens += call.get("completion_tokens") or 0
-        cost = call.get("cost_usd")
-        self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
+        self.cost_usd = add_cost(self.cost_usd, call.get("cost_usd"))
 
     def merge(self, other: "Usage") -> None:
         self.calls += other.calls
@@ -80,11 +80,11 @@ class Usage:
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
         if other.calls:
-            self.cost_usd = None if other.cost_usd is None or self.cost_usd is None else self.cost_usd + other.cost_usd
+            self.cost_usd = add_cost(self.cost_usd, other.cost_usd)
 
     @property
     def spend(self) -> str:
-        return "—" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        return spend_text(self.cost_usd)
 
     def to_plain(self) -> dict:
         return {"calls": self.calls, "from_cache": self.cached, "cost_usd": self.cost_usd,
@@ -137,13 +137,6 @@ def find_papers(folder: Path) -> tuple[list[Path], list[str]]:
 # --------------------------------------------------------------------------- model calls
 
 
-def fill(template: str, **values: str) -> str:
-    """Fill ``{name}`` placeholders in one pass: text inserted (a paper full of braces) is never read as one."""
-    import re
-
-    return re.sub(r"\{(" + "|".join(map(re.escape, values)) + r")\}", lambda m: values[m.group(1)], template)
-
-
 class RowWriter(ModelCaller):
     """Asks the model for a paper's questions, and for repairs; every reply is cached as it arrives."""
 
@@ -164,9 +157,9 @@ class RowWriter(ModelCaller):
     def generation(self, job: PaperJob, counts: dict[str, int]) -> concurrent.futures.Future:
         assert job.paper is not None
         chunks = max(counts.get("lookup", 0), counts.get("comprehension", 0))
-        prompt = fill(self.generate_prompt.template, paper=job.text, source=job.paper_id, chunks=str(chunks),
-                      chunk_questions=_chunk_questions(counts), multi_hop=str(counts.get("multi_hop", 0)),
-                      adversarial=str(counts.get("adversarial", 0)))
+        prompt = fill(self.generate_prompt.template, dict(
+            paper=job.text, source=job.paper_id, chunks=str(chunks), chunk_questions=_chunk_questions(counts),
+            multi_hop=str(counts.get("multi_hop", 0)), adversarial=str(counts.get("adversarial", 0))))
         key = cache_key(task="generate_rows", model=self.spec.name, params=self.spec.call_params,
                         prompt=self.generate_prompt.sha, paper=job.paper.content_hash, counts=counts,
                         seen=len(job.text))
@@ -176,7 +169,7 @@ class RowWriter(ModelCaller):
     def repair(self, job: PaperJob, items: list[dict]) -> concurrent.futures.Future:
         assert job.paper is not None
         listed = json.dumps(items, ensure_ascii=False, indent=1)
-        prompt = fill(self.repair_prompt.template, paper=job.text, source=job.paper_id, items=listed)
+        prompt = fill(self.repair_prompt.template, dict(paper=job.text, source=job.paper_id, items=listed))
         key = cache_key(task="repair_passages", model=self.spec.name, params=self.spec.call_params,
                         prompt=self.repair_prompt.sha, paper=job.paper.content_hash, items=items, seen=len(job.text))
         return self.runner.submit(self.spec.provider, lambda: self._reply(

@@ -10,14 +10,12 @@ item is validated on its own, so one bad item costs that question only.
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..llm.contract import MalformedReply
+from ..llm.contract import MalformedReply, json_object, validation_problem
 
 
 class EvidenceBlock(BaseModel):
@@ -81,41 +79,14 @@ class ParsedGeneration:
     adversarial: list[AdversarialItem | str] = field(default_factory=list)
 
 
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
 _LISTS = ("chunks", "multi_hop_questions", "adversarial_questions")
-
-
-def json_object(text: Optional[str]) -> dict:
-    """The one JSON object in a reply, tolerating code fences and prose around it."""
-    if not text or not text.strip():
-        raise MalformedReply("the model returned an empty reply")
-    body = _FENCE.sub("", text.strip())
-    start, end = body.find("{"), body.rfind("}")
-    if start < 0 or end <= start:
-        raise MalformedReply(f"no JSON object in the reply; it began: {text.strip()[:120]!r}")
-    try:
-        data = json.loads(body[start : end + 1], strict=False)  # raw newlines inside strings are common
-    except json.JSONDecodeError as error:
-        raise MalformedReply(f"not valid JSON ({error.msg} at character {error.pos}); "
-                             f"it began: {text.strip()[:120]!r}") from None
-    except RecursionError:
-        raise MalformedReply("the reply is nested too deeply") from None
-    if not isinstance(data, dict):
-        raise MalformedReply(f"the reply is a JSON {type(data).__name__}, not an object")
-    return data
-
-
-def _problem(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(item)"
-    return f"field {where}: {first['msg']}"
 
 
 def _validated(model: type[BaseModel], value: Any) -> Any:
     try:
         return model.model_validate(value)
     except ValidationError as error:
-        return _problem(error)
+        return validation_problem(error)
 
 
 def parse_generation(text: Optional[str]) -> ParsedGeneration:
@@ -155,7 +126,7 @@ def parse_repairs(text: Optional[str]) -> dict[str, Optional[str]]:
     try:
         reply = RepairReply.model_validate(data)
     except ValidationError as error:
-        raise MalformedReply(f"repair reply {_problem(error)}") from None
+        raise MalformedReply(f"repair reply {validation_problem(error)}") from None
     return {item.id: (item.passage if item.passage and item.passage.strip() else None) for item in reply.repairs}
 
 

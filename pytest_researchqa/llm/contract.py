@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Optional
+from typing import Any, Optional
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -24,7 +24,7 @@ class MalformedReply(ValueError):
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
 
 
-def json_schema() -> dict:
+def json_schema() -> dict[str, Any]:
     return CitedAnswer.model_json_schema()
 
 
@@ -40,29 +40,40 @@ def _without_placeholders(reply: CitedAnswer) -> CitedAnswer:
     return reply if citations == reply.citations else reply.model_copy(update={"citations": citations})
 
 
-def parse_reply(text: Optional[str]) -> CitedAnswer:
-    """Parse a reply, tolerating code fences and prose around one JSON object."""
+def json_object(text: Optional[str], what: str = "reply") -> dict[str, Any]:
+    """The one JSON object in a model's reply, tolerating code fences and prose around it: the one lenient
+    JSON reader of every model reply (answers, verdicts, generated rows). Its errors end with
+    ``; it began: '...'`` so callers can quote or cut the reply."""
     if not text or not text.strip():
-        raise MalformedReply("the model returned an empty reply")
+        raise MalformedReply(f"the model returned an empty {what}")
+    began = f"it began: {text.strip()[:120]!r}"
     body = _FENCE.sub("", text.strip())
     start, end = body.find("{"), body.rfind("}")
     if start < 0:
-        raise MalformedReply(f"no JSON object in the reply; reply began: {text.strip()[:120]!r}")
-    candidates = [body] if start == 0 else []
-    if start < end:
-        candidates.append(body[start : end + 1])
-    last_error = "an unterminated JSON object"
-    for candidate in candidates:
-        try:
-            data = json.loads(candidate, strict=False)  # raw newlines inside strings are common
-        except json.JSONDecodeError as error:
-            last_error = f"not valid JSON ({error.msg} at character {error.pos})"
-            continue
-        try:
-            reply = CitedAnswer.model_validate(data)
-        except ValidationError as error:
-            first = error.errors()[0]
-            last_error = f"field {'.'.join(map(str, first['loc'])) or '(reply)'}: {first['msg']}"
-            continue
-        return _without_placeholders(reply)
-    raise MalformedReply(f"{last_error}; reply began: {text.strip()[:120]!r}")
+        raise MalformedReply(f"no JSON object in the {what}; {began}")
+    try:
+        # raw newlines inside strings are common; an object cut off at the end is read to the end
+        data = json.loads(body[start : end + 1] if end > start else body[start:], strict=False)
+    except json.JSONDecodeError as error:
+        raise MalformedReply(f"not valid JSON ({error.msg} at character {error.pos}); {began}") from None
+    except RecursionError:
+        raise MalformedReply(f"the {what} is nested too deeply") from None
+    if not isinstance(data, dict):
+        raise MalformedReply(f"the {what} is a JSON {type(data).__name__}, not an object; {began}")
+    return data
+
+
+def validation_problem(error: ValidationError) -> str:
+    """``field a.b: message`` for the first problem pydantic found."""
+    first = error.errors()[0]
+    return f"field {'.'.join(map(str, first['loc'])) or '(item)'}: {first['msg']}"
+
+
+def parse_reply(text: Optional[str]) -> CitedAnswer:
+    """Parse a reply, tolerating code fences and prose around one JSON object."""
+    data = json_object(text)
+    try:
+        reply = CitedAnswer.model_validate(data)
+    except ValidationError as error:
+        raise MalformedReply(f"{validation_problem(error)}; it began: {str(text).strip()[:120]!r}") from None
+    return _without_placeholders(reply)

@@ -25,6 +25,10 @@ class ProviderError(Exception):
     """A call that failed for good: the row errors with this message."""
 
 
+class BudgetReached(Exception):
+    """The run's --researchqa-max-cost is spent: no new call starts (not transient: never retried)."""
+
+
 @dataclass
 class CallResult:
     """A successful model call."""
@@ -109,6 +113,14 @@ class ModelRunner:
         self._slots: dict[str, asyncio.Semaphore] = {}
         self._limits: dict[str, int] = {}
         self._pacers: dict[str, _Pacer] = {}
+        self.budget_usd: Optional[float] = None  # --researchqa-max-cost (this process's share under xdist)
+        self.spent_usd = 0.0
+
+    def charge(self, result: "CallResult") -> "CallResult":
+        """Count a finished call's known price against the budget."""
+        if result.cost_usd is not None:
+            self.spent_usd += result.cost_usd
+        return result
 
     def limit(self, provider: str, concurrency: int) -> None:
         """Calls in flight to one provider or server, when it differs from the run's default (a local
@@ -132,7 +144,12 @@ class ModelRunner:
             return await job()
 
     async def pace(self, provider: str) -> None:
-        """Wait for this provider's next start slot; call right before each request is sent."""
+        """Wait for this provider's next start slot; call right before each request is sent.
+        A spent budget stops every request from here on (calls already sent finish)."""
+        if self.budget_usd is not None and self.spent_usd >= self.budget_usd:
+            from ..costs import BUDGET_STOP
+
+            raise BudgetReached(f"{BUDGET_STOP} (${self.budget_usd:.2f}) was spent before this call")
         if self.rows_per_minute:
             if provider not in self._pacers:
                 self._pacers[provider] = _Pacer(self.rows_per_minute)
@@ -238,7 +255,7 @@ def repair_turn(result: CallResult, error: BaseException, schema: Optional[dict]
 
 def _why(error: BaseException) -> str:
     """The parse error without the reply's excerpt (the model sees its whole reply above)."""
-    return str(error).split("; reply began:")[0].split("; it began:")[0].rstrip(".")
+    return str(error).split("; it began:")[0].rstrip(".")
 
 
 def _malformed_message(error: BaseException, result: CallResult, *, repaired: bool) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
-import json
 import re
 import secrets
 import statistics
@@ -25,12 +24,12 @@ from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 from ..bundled import bundled_path
 from ..llm_params import model_family  # noqa: F401  (re-exported)
 from .cache import AnswerCache, cache_key
-from .contract import MalformedReply
+from .contract import MalformedReply, json_object, validation_problem
 from .engine import CallResult, ModelRunner, ProviderError, with_retries
+from .prompts import fill as fill_placeholders
 from .system import ModelCaller, ModelSpec, _acompletion, _structured_output
 
 DIMENSIONS = ("factual_accuracy", "completeness")
-JUDGE_MODES = ("rubric", "claims")  # the citation family's kinds (--researchqa-judge-mode)
 DEFAULT_POOL = ("gpt-5.4", "anthropic/claude-opus-4-7", "gemini/gemini-3.1-pro-preview")
 # Judges run at temperature 0 with a fixed seed where the provider honours one.
 JUDGE_CALL_PARAMS = {"temperature": 0, "seed": 20260101}
@@ -94,39 +93,27 @@ def claims_justifications(verdict: ClaimsVerdict) -> dict[str, str]:
             "completeness": f"missed: {missed}" if missed else "every key point addressed"}
 
 
-def _parse_json_object(text: Optional[str]) -> dict:
-    if not text or "{" not in text:
-        raise MalformedReply(f"no JSON object in the verdict; it began: {(text or '').strip()[:120]!r}")
-    body = text[text.find("{") : text.rfind("}") + 1]
-    try:
-        return json.loads(body, strict=False)
-    except json.JSONDecodeError as error:
-        raise MalformedReply(f"the verdict is not valid JSON ({error.msg}); it began: {text.strip()[:120]!r}") from None
-
-
 _Verdict = TypeVar("_Verdict", bound=BaseModel)
 
 
 def _validated(model: type[_Verdict], text: Optional[str]) -> _Verdict:
     """The reply's JSON object as ``model``; a reply that does not fit is malformed, naming the field."""
     try:
-        return model.model_validate(_parse_json_object(text))
+        return model.model_validate(json_object(text, "verdict"))
     except ValidationError as error:
-        first = error.errors()[0]
-        raise MalformedReply(f"verdict field {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        raise MalformedReply(f"verdict {validation_problem(error)}") from None
 
 
 def parse_verdict(text: Optional[str], mode: str) -> dict:
     """Scores by dimension, and under ``justifications`` the judge's reasons by dimension."""
-    data = _parse_json_object(text)
+    data = json_object(text, "verdict")
     try:
         if mode == "claims":
             claims = ClaimsVerdict.model_validate(data)
             return {**claims_scores(claims), "justifications": claims_justifications(claims)}
         verdict = RubricVerdict.model_validate(data)
     except ValidationError as error:
-        first = error.errors()[0]
-        raise MalformedReply(f"verdict field {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        raise MalformedReply(f"verdict {validation_problem(error)}") from None
     return {"factual_accuracy": verdict.factual_accuracy.score, "completeness": verdict.completeness.score,
             "justifications": {"factual_accuracy": verdict.factual_accuracy.justification,
                                "completeness": verdict.completeness.justification}}
@@ -173,8 +160,7 @@ def fill(template: str, values: dict[str, str], blocks: Sequence[str] = ("ANSWER
     for block in blocks:
         nonce = secrets.token_hex(6)
         template = template.replace(f"<<<{block}", f"<<<{block} {nonce}").replace(f"{block}>>>", f"{block} {nonce}>>>")
-    pattern = re.compile(r"\{(" + "|".join(map(re.escape, values)) + r")\}")
-    return pattern.sub(lambda m: values[m.group(1)], template)
+    return fill_placeholders(template, values)
 
 
 def judge_prompt_path(mode: str, folder: Optional[Path] = None) -> Path:
@@ -306,7 +292,8 @@ class ModelJudge(ModelCaller):
 
         async def attempt() -> CallResult:
             await self.runner.pace(self.spec.provider)
-            return await _acompletion(self.spec.name, messages, self.timeout_s, params, priced=False)
+            return self.runner.charge(await _acompletion(self.spec.name, messages, self.timeout_s, params,
+                                                         priced=False, router=self.router))
 
         result, scores = await with_retries(attempt, retries=self.retries, describe=f"judge {self.name}",
                                             validate=lambda r: self.parse(r.content, *subject),
@@ -372,7 +359,6 @@ def answer_with_references(answer) -> str:
     return answer.text + (f"\n\nReferences:\n{listed}" if listed else "")
 
 
-COVERAGE_LABELS = {0: "not at all", 1: "barely", 2: "moderately", 3: "mostly", 4: "completely"}
 COVERAGE_MAX = 4
 
 
@@ -448,7 +434,6 @@ class RubricCoverageJudge(ModelJudge):
 
 # ---- the direct pairwise judge --------------------------------------------------------
 
-PAIRWISE_CHOICES = ("A", "B", "tie")
 _PAIR_BLOCKS = ("RESPONSE_A", "RESPONSE_B")
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
 
@@ -20,10 +22,19 @@ class Prompt:
         return hashlib.sha256(self.template.encode()).hexdigest()[:16]
 
     def render(self, *, paper: str, question: str, source: str = "") -> str:
-        # str.replace, not str.format: papers are full of braces.
-        return (
-            self.template.replace("{paper}", paper).replace("{question}", question).replace("{source}", source)
-        )
+        return fill(self.template, {"paper": paper, "question": question, "source": source})
+
+
+def fill(template: str, values: Mapping[str, str]) -> str:
+    """Fill ``{name}`` placeholders in one pass: the one template filler of every prompt.
+
+    Not str.format (papers are full of braces), nor a replace per name: nothing inserted, a paper
+    that quotes ``{question}`` included, is ever read as a placeholder.
+    """
+    if not values:
+        return template
+    pattern = re.compile(r"\{(" + "|".join(map(re.escape, values)) + r")\}")
+    return pattern.sub(lambda m: values[m.group(1)], template)
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,49 +1,112 @@
-"""Live progress for model runs: rows done / total, errors, spend, ETA."""
+"""Live progress for model runs: what is running, rows done / total, errors, spend, speed, ETA.
+
+A run's first line comes when its calls start (what is queued, how many at a time); after
+that a line every ``REPORT_EVERY_S`` seconds, also while no row finishes (a local server can
+take minutes for its first answer), and one at the end. The ETA uses the rate at which fresh
+answers have arrived, which already reflects concurrency; it says "estimating" until enough
+fresh answers have arrived for that rate to mean something.
+"""
 
 from __future__ import annotations
 
+import threading
 import time
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
+from ..costs import add_cost, spend_text
 from ..records import RowRecord
 
 REPORT_EVERY_S = 15.0
+# Fresh answers (not from the cache) needed before an ETA is shown: with calls pipelined, the
+# first answers arrive together and say little about the rate of the rest.
+MIN_FRESH_FOR_ETA = 3
+
+
+def start_line(total: int, models: Sequence[str], slots: int) -> str:
+    """The line printed as a model run's calls start."""
+    names = ", ".join(models[:3]) + (f" and {len(models) - 3} more" if len(models) > 3 else "")
+    return (f"{total} model row(s) queued ({names}); calls start now, up to {slots} at a time "
+            f"per provider; progress every {REPORT_EVERY_S:.0f}s")
 
 
 class Progress:
     """Counts model-system rows as their records arrive; writes a line every so often."""
 
-    def __init__(self, reporter: Any, total: int) -> None:
+    def __init__(self, reporter: Any, total: int, slots: int = 1) -> None:
         self.reporter = reporter
         self.total = total
+        self.slots = max(slots, 1)
         self.done = self.errors = self.cached = 0
         self.spend: Optional[float] = 0.0
+        self.priced = 0  # fresh answers with a known price: none means the spend is unknown, not $0
+        self.completion_tokens = 0
+        self.fresh_latency_s = 0.0
         self.started = time.monotonic()
         self.last_report = self.started
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ticker: Optional[threading.Thread] = None
+
+    def start(self, models: Sequence[str]) -> None:
+        """The first line, and a ticker that keeps writing while rows are slow to finish."""
+        if self.reporter is None or self.total == 0:
+            return
+        self._write(start_line(self.total, models, self.slots))
+        self._ticker = threading.Thread(target=self._tick, name="researchqa-progress", daemon=True)
+        self._ticker.start()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(1.0):
+            now = time.monotonic()
+            if now - self.last_report >= REPORT_EVERY_S and self.done < self.total:
+                self._report(now)
 
     def row_done(self, record: RowRecord) -> None:
         if not record.model_system:
             return
-        self.done += 1
-        self.errors += bool(record.error)
-        self.cached += record.usage.cached
-        if self.spend is not None and not record.usage.cached and not record.error:
-            cost = record.usage.cost_usd
-            # Unknown prices stay unknown, as in the leaderboard: "—", never $0.
-            self.spend = None if cost is None else self.spend + cost
+        with self._lock:
+            self.done += 1
+            self.errors += bool(record.error)
+            self.cached += record.usage.cached
+            if not record.usage.cached and not record.error:
+                if record.usage.cost_usd is not None:
+                    self.priced += 1
+                self.spend = add_cost(self.spend, record.usage.cost_usd)
+                self.completion_tokens += record.usage.completion_tokens or 0
+                self.fresh_latency_s += record.usage.latency_s or 0.0
         now = time.monotonic()
-        if self.reporter is not None and now - self.last_report >= REPORT_EVERY_S and self.done < self.total:
-            self.last_report = now
+        if now - self.last_report >= REPORT_EVERY_S and self.done < self.total:
+            self._report(now)
+
+    def _report(self, now: float) -> None:
+        self.last_report = now
+        self._write(self.line(now))
+
+    def _write(self, text: str) -> None:
+        if self.reporter is not None:
             self.reporter.write_line("")
-            self.reporter.write_line(f"researchqa: {self.line(now)}")
+            self.reporter.write_line(f"researchqa: {text}")
 
     def line(self, now: float) -> str:
-        elapsed = now - self.started
-        fresh = max(self.done - self.cached, 1)
-        eta = (self.total - self.done) * elapsed / fresh if self.done else float("nan")
-        spend = "—" if self.spend is None else f"${self.spend:.4f}"
-        return (f"{self.done}/{self.total} model rows, {self.errors} errors, {self.cached} from cache, "
-                f"spend {spend}, elapsed {elapsed:.0f}s, ETA {eta:.0f}s")
+        with self._lock:
+            elapsed = now - self.started
+            fresh = self.done - self.cached
+            parts = [f"{self.done}/{self.total} model rows", f"{self.errors} errors", f"{self.cached} from cache",
+                     f"spend {spend_text(self.spend if self.priced else None)}", f"elapsed {elapsed:.0f}s"]
+            if self.completion_tokens and self.fresh_latency_s > 0:
+                # Per call, as the server generated them (latency includes the prompt's processing).
+                parts.append(f"{self.completion_tokens / self.fresh_latency_s:.1f} tokens/s a call")
+            left = self.total - self.done
+            if left > 0:
+                if fresh < min(MIN_FRESH_FOR_ETA, left + fresh):
+                    parts.append("ETA estimating")
+                else:
+                    parts.append(f"ETA {left * elapsed / max(fresh, 1):.0f}s")
+            return ", ".join(parts)
+
+    def stop(self) -> None:
+        self._stop.set()
 
     def finish(self, reporter: Any) -> None:
-        reporter.write_line(f"researchqa: {self.line(time.monotonic())}".replace(", ETA 0s", ""))
+        self.stop()
+        reporter.write_line(f"researchqa: {self.line(time.monotonic())}")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Callable, Iterable, Optional, Sequence
 
+from ..costs import total_cost
 from ..records import RowRecord
 
 NO_SYSTEM = "(dataset)"
@@ -56,9 +57,7 @@ def summarize(label: str, records: Sequence[RowRecord], metrics: Sequence[str],
     latencies = [r.usage.latency_s for r in usable if r.usage.latency_s is not None]
     queued = [r.usage.queue_s for r in usable if r.usage.queue_s is not None]
     priced = [r for r in records if r.model_system and not r.error]
-    # Unknown prices stay unknown: one unpriced row makes the total "—", never $0.
-    costs = [r.usage.cost_usd for r in priced]
-    cost = sum(c for c in costs if c is not None) if costs and None not in costs else None
+    cost = total_cost(r.usage.cost_usd for r in priced)  # one unpriced row: unknown, never $0
     judged = [r.judge for r in usable if r.judge]
     judge_means: dict[str, Optional[float]] = {}
     judge_spread: dict[str, Optional[float]] = {}

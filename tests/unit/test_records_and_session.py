@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -94,12 +95,6 @@ def test_an_unknown_family_is_named_with_the_choices():
         get_family("essays")
 
 
-def test_the_markers_registered_at_start_up_are_the_citation_familys_question_types():
-    from pytest_researchqa.options import CITATION_QUESTION_TYPES
-
-    assert CITATION_QUESTION_TYPES == CITATION.question_types
-
-
 def test_the_row_schema_and_the_citation_family_declare_the_same_question_types():
     import typing
 
@@ -107,3 +102,98 @@ def test_the_row_schema_and_the_citation_family_declare_the_same_question_types(
     from pytest_researchqa.rows import QuestionType
 
     assert typing.get_args(QuestionType) == QUESTION_TYPES
+
+
+def test_a_record_from_a_newer_plugin_is_refused_naming_its_file_and_line(tmp_path):
+    from pytest_researchqa.records import RECORD_VERSION
+    from pytest_researchqa.runs import ROWS_FILE, load_run
+
+    newer = {**RowRecord(row_id="a").to_plain(), "version": RECORD_VERSION + 1}
+    (tmp_path / ROWS_FILE).write_text(json.dumps(RowRecord(row_id="b").to_plain()) + "\n" + json.dumps(newer) + "\n")
+    with pytest.raises(ValueError, match=rf"rows.jsonl, line 2: record version {RECORD_VERSION + 1} is newer than "
+                                         "this pytest-researchqa reads .*: upgrade pytest-researchqa"):
+        load_run(tmp_path)
+
+
+def test_a_record_written_before_records_had_a_version_is_upgraded_on_read():
+    plain = RowRecord(row_id="a", metrics={"citation_precision": 1.0}).to_plain()
+    del plain["version"]
+    record = RowRecord.from_plain(plain)
+    assert record.version == RowRecord(row_id="x").version and record.metrics == {"citation_precision": 1.0}
+
+
+def test_an_unknown_price_keeps_every_total_unknown():
+    from pytest_researchqa.costs import add_cost, spend_text, total_cost
+
+    assert total_cost([0.5, 0.25]) == 0.75 and total_cost([0.5, None]) is None and total_cost([]) is None
+    assert add_cost(1.0, None) is None and add_cost(None, 1.0) is None and add_cost(1.0, 0.5) == 1.5
+    assert spend_text(None) == "—" and spend_text(0.0) == "$0.0000"
+
+
+def test_a_placeholder_inside_a_filled_value_is_never_filled():
+    from pytest_researchqa.llm.prompts import fill
+
+    assert fill("{paper} / {question}", {"paper": "see {question}", "question": "Q"}) == "see {question} / Q"
+
+
+def test_progress_says_estimating_until_enough_fresh_answers_then_uses_their_rate():
+    progress = Progress(reporter=None, total=10, slots=2)
+    answer = RowRecord(row_id="a", system="openai/x", model_system=True,
+                       usage=Usage(latency_s=2.0, completion_tokens=40, cost_usd=None))
+    progress.row_done(answer)
+    assert progress.line(progress.started + 60).endswith("ETA estimating"), "one answer says little about the rate"
+    progress.row_done(answer)
+    progress.row_done(answer)
+    line = progress.line(progress.started + 30)  # 3 fresh answers in 30 s: 7 left take 70 s
+    assert line.endswith("ETA 70s") and "20.0 tokens/s a call" in line, line
+
+
+def test_a_spend_with_no_priced_call_is_unknown_even_when_every_answer_came_from_the_cache():
+    progress = Progress(reporter=None, total=2)
+    progress.row_done(RowRecord(row_id="a", system="openai/x", model_system=True, usage=Usage(cached=True)))
+    assert "spend —" in progress.line(progress.started)
+
+
+def test_the_first_progress_line_says_what_is_queued_and_how_many_calls_run_at_once():
+    from pytest_researchqa.reporting.progress import start_line
+
+    assert start_line(27, ["openai/local"], 1) == ("27 model row(s) queued (openai/local); calls start now, "
+                                                     "up to 1 at a time per provider; progress every 15s")
+
+
+def test_progress_writes_a_line_while_no_row_finishes():
+    import pytest_researchqa.reporting.progress as progress_module
+
+    class Reporter:
+        def __init__(self):
+            self.lines = []
+
+        def write_line(self, text):
+            self.lines.append(text)
+
+    reporter = Reporter()
+    progress = Progress(reporter=reporter, total=3)
+    progress.last_report -= progress_module.REPORT_EVERY_S  # as if the last line were that long ago
+    progress.start(["openai/slow"])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not any("0/3 model rows" in line for line in reporter.lines):
+        time.sleep(0.05)
+    progress.stop()
+    assert any(line.startswith("researchqa: 3 model row(s) queued") for line in reporter.lines)
+    assert any("0/3 model rows" in line and "ETA estimating" in line for line in reporter.lines), reporter.lines
+
+
+def test_repeats_give_each_repeats_mean_and_rows_are_paired_once_as_their_mean():
+    from pytest_researchqa.reporting.repeats import per_row_means, repeat_spreads
+
+    def answer(row, repeat, value):
+        return RowRecord(row_id=row, system="m", model_system=True, repeat=repeat,
+                         metrics={"citation_accuracy": value})
+
+    records = [answer("a", 0, 1.0), answer("a", 1, 0.0), answer("b", 0, 1.0), answer("b", 1, 1.0)]
+    [spread] = repeat_spreads(records, ["citation_accuracy"])
+    assert spread.run_means == (1.0, 0.5)
+    assert round(spread.run_sd, 4) == 0.3536 and round(spread.row_sd, 4) == 0.3536  # row a: sd 0.707, b: 0
+    merged = per_row_means(records)
+    assert [(r.row_id, r.metrics["citation_accuracy"]) for r in merged] == [("a", 0.5), ("b", 1.0)]
+    assert repeat_spreads(merged, ["citation_accuracy"]) == [], "one answer a row: nothing to spread"

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from pytest_researchqa.dataset import DatasetWarning
-from pytest_researchqa.families import sniff_family
+from pytest_researchqa.families import DEFAULT_FAMILY, sniff_family
+from pytest_researchqa.families.registry import available_families
 from pytest_researchqa.families.rubric import RUBRIC, domain_marker
 from pytest_researchqa.families.rubric.bradley_terry import bootstrap, connected, expected_score, fit, win_rates
 from pytest_researchqa.families.rubric.checks import leaked, violates_cutoff
@@ -99,14 +100,19 @@ def test_unknown_keys_are_named_once_and_duplicate_ids_are_problems(tmp_path):
 
 
 def test_the_dataset_shape_implies_the_family(tmp_path):
-    assert sniff_family(write(tmp_path, "test.json", json.dumps([BENCHMARK_ROW], indent=2))) == "rubric"
-    assert sniff_family(write(tmp_path, "q.jsonl", json.dumps(
+    families = available_families()
+
+    def sniff(path):
+        return sniff_family(path, families) or DEFAULT_FAMILY
+
+    assert sniff(write(tmp_path, "test.json", json.dumps([BENCHMARK_ROW], indent=2))) == "rubric"
+    assert sniff(write(tmp_path, "q.jsonl", json.dumps(
         {"question": "q", "task_id": "t", "metadata": {"general_domain": "Humanities"}}) + "\n")) == "rubric"
-    assert sniff_family(write(tmp_path, "r.yaml", "rows:\n  - id: a\n    query: q\n")) == "rubric"
-    assert sniff_family(write(tmp_path, "c.jsonl", json.dumps(
+    assert sniff(write(tmp_path, "r.yaml", "rows:\n  - id: a\n    query: q\n")) == "rubric"
+    assert sniff(write(tmp_path, "c.jsonl", json.dumps(
         {"row_id": "r", "paper_id": "p", "question": "q", "question_type": "lookup"}) + "\n")) == "citation"
-    assert sniff_family(write(tmp_path, "c.yaml", "- row_id: r\n  question: q\n")) == "citation"
-    assert sniff_family(None) == "citation"
+    assert sniff(write(tmp_path, "c.yaml", "- row_id: r\n  question: q\n")) == "citation"
+    assert sniff(None) == "citation"
 
 
 def test_cases_are_named_by_field_and_marked_by_general_domain():

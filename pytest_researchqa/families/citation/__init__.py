@@ -8,6 +8,8 @@ Rows are questions about one paper with expected evidence grouped by section
 
 from __future__ import annotations
 
+import pytest
+
 from .. import Family, JudgeDimension, MetricSpec
 
 QUESTION_TYPES: tuple[str, ...] = ("lookup", "comprehension", "multi_hop", "adversarial")
@@ -21,8 +23,6 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("refusal_correctness", "refusal", rows=_FALSE_PREMISE),
     MetricSpec("premise_flagged", "flagged", rows=_FALSE_PREMISE),
 )
-ANSWERABLE_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS if m.rows == _ANSWERABLE)
-REFUSAL_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS if m.rows == _FALSE_PREMISE)
 
 CITATION = Family(
     name="citation",
@@ -35,3 +35,9 @@ CITATION = Family(
     scope_note=("cite prec, sect cov, cite acc: means over answerable rows; refusal, flagged: over false-premise "
                 "rows (adversarial, unless expected_refusal is false)"),
 )
+
+
+@pytest.hookimpl
+def pytest_researchqa_families() -> list[Family]:
+    """The citation family, announced through the ``pytest_researchqa.families`` entry point."""
+    return [CITATION]

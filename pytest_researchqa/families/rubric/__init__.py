@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Optional
 
-from .. import Family, JudgeDimension, MetricSpec
+import pytest
+
+from .. import Family, JudgeDimension, MetricSpec, first_row_keys
 
 # The benchmark's seven general domains, as marker names (-m health_sciences_medicine).
 GENERAL_DOMAINS: dict[str, str] = {
@@ -69,6 +72,14 @@ class RubricFamily(Family):
     def marks(self, row: Any) -> list[str]:
         return [domain_marker(row.general_domain)]
 
+    def recognizes(self, path: Path, head: str) -> bool:
+        """Rubric rows carry a ``query`` or ``rubric`` (or, in the 50-query JSONL shape, a ``task_id`` with
+        ``general_domain`` metadata)."""
+        if path.suffix.lower() in (".yaml", ".yml"):
+            return re.search(r"^\s*(?:-\s+)?(?:query|rubric)\s*:", head, re.MULTILINE) is not None
+        keys = first_row_keys(head)
+        return bool({"query", "rubric"} & keys) or ("task_id" in keys and "general_domain" in head[:4096])
+
 
 RUBRIC = RubricFamily(
     name="rubric",
@@ -86,5 +97,12 @@ RUBRIC = RubricFamily(
     model_system="pytest_researchqa.families.rubric.task:ResearchAnswerSystem",
     after_answers="pytest_researchqa.families.rubric.tournament:run_tournament",
     renderer="pytest_researchqa.families.rubric.render:leaderboard",
-    call_estimate="pytest_researchqa.families.rubric.costs:estimate_lines",
+    call_estimate="pytest_researchqa.families.rubric.calls:estimate_lines",
+    default_system="rubric-oracle",
 )
+
+
+@pytest.hookimpl
+def pytest_researchqa_families() -> list[Family]:
+    """The rubric family, announced through the ``pytest_researchqa.families`` entry point."""
+    return [RUBRIC]

@@ -54,6 +54,7 @@ class CallPlan:
     answering_models: int = 0
     graded_answers: int = 0
     by_model: dict[str, ModelUse] = field(default_factory=dict)
+    local: set[str] = field(default_factory=set)  # models on a local server: their calls have no price
 
     @property
     def judge_calls(self) -> int:
@@ -117,16 +118,12 @@ def count_calls(answers: Sequence[tuple[str, Any]], *, is_model: Callable[[str],
 
 
 def price(model: str, use: ModelUse) -> Optional[float]:
-    """Dollars for a model's estimated tokens from litellm's cost map (no network); None when it has no price."""
+    """Dollars for a model's estimated tokens (litellm's local cost map); None when it has no price."""
+    from ...costs import price_of
     from ...llm.system import _import_litellm
 
-    litellm = _import_litellm()  # type: ignore[no-untyped-call]
-    try:
-        prompt_usd, completion_usd = litellm.cost_per_token(model=model, prompt_tokens=use.prompt_tokens,
-                                                            completion_tokens=use.completion_tokens)
-    except Exception:  # noqa: BLE001 -- litellm raises for a model it has no price for
-        return None
-    return float(prompt_usd) + float(completion_usd)
+    _import_litellm()  # type: ignore[no-untyped-call]  # its settings: never fetch prices from the network
+    return price_of(model, use.prompt_tokens, use.completion_tokens)
 
 
 def plan(answers: Sequence[tuple[str, Any]], services: Any, settings: Any) -> CallPlan:
@@ -174,20 +171,21 @@ def plan(answers: Sequence[tuple[str, Any]], services: Any, settings: Any) -> Ca
         return (len(judge.render(*subject)) + len(json.dumps(judge.schema(*subject)))) // CHARS_PER_TOKEN
 
     rules = Rules.of(settings)
-    return count_calls(
+    counted = count_calls(
         answers, is_model=services.is_model, coverage_judges=coverage_judges, graded=graded,
         repeats=lambda row: settings.judge_repeats if in_flip_sample(row.row_id) else 0,
         schedule=paper_schedule if rules.by_domain else (lambda by_row: schedule(by_row, settings.battles)),
         pairwise_judge=pairwise_judge if settings.judges else None,
         prompt_tokens=size, answer_tokens=round(words * TOKENS_PER_WORD) + 30 * ASSUMED_REFERENCES)
-
-
-def _dollars(value: float) -> str:
-    return f"${value:.2f}" if value >= 0.01 else f"${value:.4f}"
+    callers = [*judges.values(), *(services.system(name) for name in counted.by_model if services.is_model(name))]
+    counted.local = {caller.spec.name for caller in callers if caller.spec.local}
+    return counted
 
 
 def estimate_lines(answers: Sequence[tuple[str, Any]], services: Any, settings: Any) -> list[str]:
     """What the plugin prints before the first call of a rubric run (nothing when no model is asked)."""
+    from ...costs import spend_text, total_cost
+
     calls = plan(answers, services, settings)
     if not calls.calls:
         return []
@@ -203,17 +201,15 @@ def estimate_lines(answers: Sequence[tuple[str, Any]], services: Any, settings: 
     parts.append(judged)
     lines = [f"researchqa: this run asks {calls.calls} model call(s) (an empty cache, no retries): "
              + "; ".join(parts)]
-    prices = {model: price(model, use) for model, use in calls.by_model.items()}
+    prices = {model: None if model in calls.local else price(model, use) for model, use in calls.by_model.items()}
     known = {model: usd for model, usd in prices.items() if usd is not None}
     unknown = sorted(model for model, usd in prices.items() if usd is None)
-    if not known:
-        total = "—"
-    elif unknown:
-        total = f"— ({_dollars(sum(known.values()))} for {', '.join(sorted(known))})"
-    else:
-        total = _dollars(sum(known.values()))
+    total = spend_text(total_cost(prices.values()))
+    if known and unknown:  # the total is unknown; what is known is still worth saying
+        total += f" ({spend_text(total_cost(known.values()))} for {', '.join(sorted(known))})"
     basis = (f"tokens estimated as prompt characters / {CHARS_PER_TOKEN}, answers of "
              f"~{settings.length_words or ASSUMED_ANSWER_WORDS} words, prices from litellm's cost map")
     lines.append(f"researchqa: estimated cost {total} ({basis}"
-                 + (f"; no price known for {', '.join(unknown)}" if unknown else "") + ")")
+                 + (f"; no price for {', '.join(unknown)}: a local server or a model litellm does not list"
+                    if unknown else "") + ")")
     return lines

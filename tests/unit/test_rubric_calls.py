@@ -1,4 +1,4 @@
-"""The rubric family's call count before a run (families/rubric/costs.py): pure, on plain rows."""
+"""The rubric family's call count before a run (families/rubric/calls.py): pure, on plain rows."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_researchqa.families.rubric.costs import ModelUse, count_calls, price
+from pytest_researchqa.families.rubric.calls import ModelUse, count_calls, price
 from pytest_researchqa.families.rubric.tournament import paper_schedule, schedule
 
 

@@ -1,0 +1,102 @@
+"""The model calls a run is about to make, and what they should cost: printed by
+``--researchqa-dry-run`` and checked against ``--researchqa-max-cost`` before the first call.
+
+Tokens are estimated from characters (4 to a token) and each call's output cap (or 500 tokens
+for an answer, 300 for a verdict, when nothing caps it); prices are litellm's. A model litellm
+cannot price makes the total unknown ("—"): a budget is then enforced only as calls report
+their cost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Optional
+
+from .costs import price_of, spend_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .stash import Case
+    from .state import RunState
+
+JUDGE_OUTPUT_TOKENS = 300
+JUDGE_PROMPT_OVERHEAD_TOKENS = 700  # the rubric and guidance around the question and the answer
+
+
+@dataclass
+class PlannedCalls:
+    """One model in one role (answering or judging): calls to make, calls already on disk, estimates."""
+
+    model: str
+    role: str
+    fresh: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    priced: bool = True  # False for a local server: its calls have no price
+
+    @property
+    def cost(self) -> Optional[float]:
+        if self.fresh == 0:
+            return 0.0
+        if not self.priced:
+            return None
+        return price_of(self.model, self.prompt_tokens, self.completion_tokens)
+
+
+def plan_calls(state: "RunState", cases: Iterable["Case"]) -> list[PlannedCalls]:
+    """The answer and judge calls of these cases' model rows (rows of other systems cost nothing)."""
+    from .papers import PaperUnavailable
+
+    plans: dict[tuple[str, str], PlannedCalls] = {}
+    for case in cases:
+        if case.kind != "row" or case.system is None or not state.services.is_model(case.system):
+            continue
+        row = state.dataset.rows[case.position]
+        try:
+            paper = state.papers.get(row.paper_id, row.paper_s3_url) if state.family.uses_papers else None
+        except PaperUnavailable:
+            continue  # the row errors on its own; it calls nothing
+        system: Any = state.services.system(case.system)
+        planned = system.planned_call(row, paper, case.repeat) if hasattr(system, "planned_call") else None
+        answer = plans.setdefault((case.system, "answer"),
+                                  PlannedCalls(case.system, "answer", priced=not system.spec.local))
+        if planned is None:
+            answer.cached += 1
+            continue
+        prompt_tokens, output_tokens = planned
+        answer.fresh += 1
+        answer.prompt_tokens += prompt_tokens
+        answer.completion_tokens += output_tokens
+        if state.settings.judges:
+            judged_chars = len(row.question) + len(getattr(row, "expected_answer", "") or "")
+            for judge in state.services.judges_for(case.system):
+                verdicts = plans.setdefault((judge.name, "judge"),
+                                            PlannedCalls(judge.spec.name, "judge", priced=not judge.spec.local))
+                verdicts.fresh += 1
+                verdicts.prompt_tokens += JUDGE_PROMPT_OVERHEAD_TOKENS + judged_chars // 4 + output_tokens
+                verdicts.completion_tokens += JUDGE_OUTPUT_TOKENS
+    return list(plans.values())
+
+
+def total_cost(plans: Iterable[PlannedCalls]) -> Optional[float]:
+    """The estimated cost of every call; None when any model with calls to make has no price."""
+    total = 0.0
+    for plan in plans:
+        cost = plan.cost
+        if cost is None:
+            return None
+        total += cost
+    return total
+
+
+def plan_lines(plans: list[PlannedCalls]) -> list[str]:
+    """The plan as the terminal shows it: one line per model and role, then the total."""
+    lines = []
+    for plan in plans:
+        lines.append(f"{plan.role:6} {plan.model}: {plan.fresh} call(s) to make, {plan.cached} answered already; "
+                     f"~{plan.prompt_tokens:,} tokens in, ~{plan.completion_tokens:,} out; "
+                     f"estimated {spend_text(plan.cost)}")
+    calls = sum(p.fresh for p in plans)
+    lines.append(f"total: {calls} model call(s), estimated {spend_text(total_cost(plans))} "
+                 "(tokens from characters and output caps; prices from litellm; '—': no price known)")
+    return lines

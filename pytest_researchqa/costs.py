@@ -1,0 +1,42 @@
+"""Money spent on model calls, and the one rule for a price nobody knows: it stays unknown.
+
+A call litellm has no price for costs ``None``, not 0, and any total it enters is ``None`` too, shown
+as "—", never "$0" (a local server, an unlisted model). Every total of the plugin is added up here.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+
+def add_cost(total: Optional[float], cost: Optional[float]) -> Optional[float]:
+    """``total + cost``, unknown when either is."""
+    return None if total is None or cost is None else total + cost
+
+
+def total_cost(costs: Iterable[Optional[float]]) -> Optional[float]:
+    """The sum of some calls' costs; unknown when any is, or when there are none."""
+    found = list(costs)
+    if not found or None in found:
+        return None
+    return sum(c for c in found if c is not None)
+
+
+def spend_text(cost: Optional[float]) -> str:
+    return "—" if cost is None else f"${cost:.4f}"
+
+
+# The start of the error of a row that --researchqa-max-cost kept from running.
+BUDGET_STOP = "not run: the run's budget"
+
+
+def price_of(model: str, prompt_tokens: int, completion_tokens: int) -> Optional[float]:
+    """What litellm's price table says such a call costs; None when it has no price for the model."""
+    try:
+        import litellm
+
+        prompt_cost, completion_cost = litellm.cost_per_token(model=model, prompt_tokens=prompt_tokens,
+                                                              completion_tokens=completion_tokens)
+    except Exception:  # noqa: BLE001 -- litellm raises for any model it cannot price
+        return None
+    return float(prompt_cost) + float(completion_cost)

@@ -1,0 +1,26 @@
+"""The hook a benchmark family implements, added to pytest with ``pytest_addhooks`` (as pytest-xdist adds
+its ``newhooks``): a family package implements it without importing anything of the plugin's run.
+
+A package announces its family through the ``pytest_researchqa.families`` entry point, naming the module
+that implements this hook; the built-in families are announced the same way (pyproject.toml). A project's
+own ``conftest.py`` may implement it too.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+import pytest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from . import Family
+
+
+@pytest.hookspec
+def pytest_researchqa_families() -> "Sequence[Family]":
+    """The benchmark families this plugin provides (declarations only: see docs/extending.md).
+
+    Keep the module that implements it light: it is imported whenever the benchmark runs, before any row
+    is loaded. Name heavy code (row loader, default test, renderer) by dotted path in the declaration.
+    """
+    raise NotImplementedError  # a hook specification: pluggy never calls its body

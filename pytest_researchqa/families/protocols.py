@@ -1,0 +1,83 @@
+"""What a family's declaration names, typed: each ``"module:attribute"`` of a :class:`~.Family` must resolve
+to an object of the matching Protocol here, and each row its loader returns must be a :class:`FamilyRow`.
+
+A family provides (docs/extending.md walks through a small one):
+
+- rows and their loader (``Family.loader`` -> :class:`RowLoader`, rows -> :class:`FamilyRow`);
+- its default test (``Family.protocol_module``: a module of ordinary pytest tests over the plugin's
+  fixtures) and, optionally, the model system for its rows (``Family.model_system`` ->
+  :class:`ModelSystemFactory`);
+- its metrics (``Family.metrics``: name, label, range, direction; aggregated as means over rows);
+- its judges (``Family.judge_dimensions`` and ``Family.judge_kinds``, kinds of ``llm.judges``);
+- an end-of-run step (``Family.after_answers`` -> :class:`AfterAnswers`), its own leaderboard
+  (``Family.renderer`` -> :class:`LeaderboardRenderer`) and the lines printed before the first model
+  call (``Family.call_estimate`` -> :class:`CallEstimate`), all optional.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..dataset import Dataset
+    from ..records import RowRecord
+    from . import Family
+
+# The run's settings (options.Settings) and services (services.Services) are typed loosely here: those
+# modules sit above the families, which must not import upwards.
+Settings = Any
+Services = Any
+
+
+class FamilyRow(Protocol):
+    """What the plugin reads of any family's row (records, sampling, ids); the rest is the family's."""
+
+    @property
+    def row_id(self) -> str: ...
+
+    @property
+    def question(self) -> str: ...
+
+    @property
+    def question_type(self) -> str: ...  # a marker; sampling is stratified by it
+
+    @property
+    def domain(self) -> Optional[str]: ...
+
+    @property
+    def paper_id(self) -> Optional[str]: ...  # None for a family whose rows are not about one paper
+
+
+class RowLoader(Protocol):
+    """Reads a dataset file: valid rows in file order, and each invalid row as a ``RowProblem``."""
+
+    def __call__(self, path: Path) -> "Dataset[Any]": ...
+
+
+class ModelSystemFactory(Protocol):
+    """Builds the system that answers this family's rows with an LLM (``--researchqa-model``)."""
+
+    def __call__(self, spec: Any, runner: Any, cache: Any, settings: Settings) -> Any: ...
+
+
+class AfterAnswers(Protocol):
+    """Runs on the controller once every row is answered; returns plain data for the renderer and manifest."""
+
+    def __call__(self, records: "list[RowRecord]", services: Services, settings: Settings,
+                 say: Callable[[str], None]) -> Optional[dict[str, Any]]: ...
+
+
+class LeaderboardRenderer(Protocol):
+    """The family's leaderboard as text (terminal and Markdown), given the records and the end-of-run data."""
+
+    def __call__(self, records: "Sequence[RowRecord]", family: "Family",
+                 results: Optional[Mapping[str, Any]]) -> str: ...
+
+
+class CallEstimate(Protocol):
+    """The lines printed before a run's first model call: what it will ask and may cost, given the
+    (system, row) pairs the run will answer."""
+
+    def __call__(self, answers: "Sequence[tuple[str, Any]]", services: Services,
+                 settings: Settings) -> list[str]: ...
