@@ -45,6 +45,7 @@ class RunHooks:
         self.plots: list[Path] = []
         self.lookahead: Optional[Lookahead] = None
         self.pipelines: Optional[bool] = None
+        self.estimated: Optional[list[str]] = None  # the call estimate's lines, once printed
 
     @property
     def state(self) -> "RunState":
@@ -87,13 +88,18 @@ class RunHooks:
         from .budget import plan_calls, plan_lines, total_cost
 
         state = run_state(config)
-        plans = plan_calls(state, [c for i in items if (c := case_of(i)) is not None])
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line("")
-            for line in plan_lines(plans):
-                reporter.write_line(f"researchqa plan: {line}")
-        estimate = total_cost(plans)
+        cases = [c for i in items if (c := case_of(i)) is not None]
+        estimate: Optional[float] = None
+        if state.family.call_estimate:  # a family that counts its own calls (the rubric family's battles)
+            self._print_estimate(cases)
+        else:
+            plans = plan_calls(state, cases)
+            reporter = config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line("")
+                for line in plan_lines(plans):
+                    reporter.write_line(f"researchqa plan: {line}")
+            estimate = total_cost(plans)
         if settings.max_cost is not None and estimate is not None and estimate > settings.max_cost:
             raise pytest.UsageError(f"researchqa: the run's estimated cost ${estimate:.2f} is above "
                                     f"--researchqa-max-cost=${settings.max_cost:.2f}: select fewer rows "
@@ -132,6 +138,7 @@ class RunHooks:
             return  # --collect-only must never spend money
         services = self.state.services
         if not is_worker(self.config):
+            self._print_estimate([c for i in row_items if (c := case_of(i)) is not None])
             if settings.models:
                 models = [i for i in row_items if services.is_model(case_of(i).system)]  # type: ignore[union-attr]
                 self.progress = self._new_progress(len(models))
@@ -154,7 +161,13 @@ class RunHooks:
 
     # -- xdist controller ----------------------------------------------------------------
     def node_collected(self, ids: list[str]) -> None:
-        models = self.config.stash[SETTINGS].models
+        settings = self.config.stash[SETTINGS]
+        if (self.estimated is None and settings.active and settings.benchmark_family.call_estimate
+                and (settings.models or settings.judges)):  # before xdist hands out the first row
+            by_id = {case_id: case for case, case_id, _ in self.state.cases(with_systems=True)}
+            self._print_estimate([case for nodeid in dict.fromkeys(ids)
+                                  if (case := by_id.get(nodeid.rpartition("[")[2].rstrip("]"))) is not None])
+        models = settings.models
         if self.progress is None and models:
             total = sum(1 for nodeid in ids if any(f"[{model}-" in nodeid for model in models))
             self.progress = self._new_progress(total)
@@ -169,6 +182,23 @@ class RunHooks:
         state = self.state
         return {case_id: state.dataset.rows[case.position].paper_id
                 for case, case_id, _ in state.cases(with_systems=True) if case.kind == "row"}
+
+    def _print_estimate(self, cases: list[Any]) -> None:
+        """The family's call and cost estimate (``Family.call_estimate``), printed once before the first call."""
+        state = self.state
+        settings = state.settings
+        self.estimated = []
+        if not state.family.call_estimate or not (settings.models or settings.judges) or settings.audit:
+            return
+        from .families import resolve
+
+        rows = state.dataset.rows
+        answers = [(case.system, rows[case.position]) for case in cases if case.kind == "row" and case.system]
+        self.estimated = resolve(state.family.call_estimate)(answers, state.services, settings)
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            for line in self.estimated:
+                reporter.write_line(line)
 
     def _new_progress(self, total: int) -> Any:
         from .llm_params import call_limits
