@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Generator, Optional, TypeVar
 
 import pytest
 
@@ -42,6 +42,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 PROTOCOL_NODEID = "researchqa"
 _WORKER_SELECTION = "researchqa_selection"
+_WORKER_CACHE_NOTE = "researchqa_cache_note"
+_T = TypeVar("_T")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -239,6 +241,8 @@ class RunHooks:
         self.plots: list[Path] = []
         self.lookahead: Optional[Lookahead] = None
         self.pipelines: Optional[bool] = None
+        self.worker_notes: list[str] = []  # the answer cache turned off on a worker (a full disk)
+        self.unwritten: dict[str, str] = {}  # path -> why a full disk (or a bad path) kept it from being written
 
     @property
     def state(self) -> "RunState":
@@ -326,6 +330,9 @@ class RunHooks:
         counts = workeroutput.get(_WORKER_SELECTION)
         if counts:  # every worker collects the same items: any one's counts will do
             self.generated, self.selected = counts
+        note = workeroutput.get(_WORKER_CACHE_NOTE)
+        if note:
+            self.worker_notes.append(note)
 
     def papers_by_test_id(self) -> dict[str, str]:
         """The paper of each row's test id, for the controller's scheduler (the dataset is read here once)."""
@@ -394,9 +401,12 @@ class RunHooks:
                 and not session.config.option.collectonly and exitstatus != pytest.ExitCode.INTERRUPTED):
             self._after_answers(state)
         state.close()
+        cache_note = state.services.cache_note()
         if is_worker(self.config):
             self.config.workeroutput[_WORKER_SELECTION] = (self.generated, self.selected)  # type: ignore[attr-defined]
+            self.config.workeroutput[_WORKER_CACHE_NOTE] = cache_note  # type: ignore[attr-defined]
             return
+        state.session.run_notes += [n for n in (*self.worker_notes, cache_note) if n]
         state.session.selection = self._selection()
         state.session.foreign_failures = self.foreign_failures
         state.session.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
@@ -412,20 +422,22 @@ class RunHooks:
         data = summary(outcome, state.family, manifest)
         if self.writer is not None:
             self.writer.finish(outcome.records + outcome.invalid_rows, manifest, data)
-        if state.settings.json_summary is not None:
+        settings = state.settings
+        if settings.json_summary is not None:
             from .reporting.json_summary import write_json
 
-            write_json(state.settings.json_summary, data)
+            self._output("the JSON summary", settings.json_summary, lambda: write_json(settings.json_summary, data))
         self._write_markdown(outcome)
-        if state.settings.plots is not None and outcome.records:
+        if settings.plots is not None and outcome.records:
             from .reporting.plots import write_plots
 
-            self.plots = write_plots(outcome, state.family, state.settings.plots)
-        if state.settings.html is not None:
+            self.plots = self._output("the figures", settings.plots,
+                                      lambda: write_plots(outcome, state.family, settings.plots)) or []
+        if settings.html is not None:
             from .reporting.html import render, write_html
 
-            write_html(state.settings.html, render(outcome, state.family, f"researchqa {state.settings.save_name}",
-                                                   figures=self.plots))
+            self._output("the HTML report", settings.html, lambda: write_html(
+                settings.html, render(outcome, state.family, f"researchqa {settings.save_name}", figures=self.plots)))
         for report in check_reports(outcome):  # JUnit and pytest's counts carry each gate as a testcase
             self.config.hook.pytest_runtest_logreport(report=report)
         if outcome.passed is None or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
@@ -479,8 +491,12 @@ class RunHooks:
             return
         if self.progress is not None:
             self.progress.finish(terminalreporter)
-        if self.writer is not None:
+        if self.writer is not None and self.writer.failed is None:
             write(f"researchqa: results saved in {self.writer.folder}")
+        elif self.writer is not None:
+            write(f"researchqa: results were not saved in {self.writer.folder}: {self.writer.failed}", red=True)
+        for line in self.unwritten.values():
+            write(line, red=True)
         terminalreporter.write_sep("=", "researchqa leaderboard")
         for line in terminal.leaderboard(outcome.records, state.family, outcome.intervals, outcome.comparison,
                                          outcome.family_results).splitlines():
@@ -490,7 +506,7 @@ class RunHooks:
             terminalreporter.write_sep("-", "researchqa comparison")
             for line in terminal.comparison_text(outcome.comparison, state.family).splitlines():
                 write(line)
-        if state.settings.html is not None:
+        if state.settings.html is not None and str(state.settings.html) not in self.unwritten:
             write(f"researchqa: HTML report in {state.settings.html}")
         if self.plots:
             figures = sorted({p.stem for p in self.plots})
@@ -573,10 +589,21 @@ class RunHooks:
         if target is not None:
             from .papers import atomic_write
 
-            atomic_write(target, text.encode("utf-8"))
+            self._output("the Markdown summary", target, lambda: atomic_write(target, text.encode("utf-8")))
         if summary:
-            with open(summary, "a", encoding="utf-8") as stream:
-                stream.write(text + "\n")
+            def append() -> None:
+                with open(summary, "a", encoding="utf-8") as stream:
+                    stream.write(text + "\n")
+
+            self._output("the GitHub step summary", summary, append)
+
+    def _output(self, what: str, where: Any, write: Callable[[], _T]) -> Optional[_T]:
+        """One output file written, or one line saying why it was not (a full disk): never the run's end."""
+        try:
+            return write()
+        except OSError as error:
+            self.unwritten[str(where)] = f"researchqa: could not write {what} to {where}: {error.strerror or error}"
+            return None
 
 
 def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:

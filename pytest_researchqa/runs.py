@@ -104,34 +104,60 @@ def git_commit(where: Path) -> Optional[str]:
 
 
 class RunWriter:
-    """Streams records into a run folder and finishes it with the sorted rows and the manifest."""
+    """Streams records into a run folder and finishes it with the sorted rows and the manifest.
+
+    A write that fails (a full disk, a folder that cannot be made) stops the saving, not the run:
+    ``failed`` says why, and the run's summary says the results were not saved."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self.failed: Optional[str] = None
         self._partial: Optional[TextIO] = None
 
     def add(self, record: RowRecord) -> None:
-        if self._partial is None:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            self._partial = open(self.folder / PARTIAL_FILE, "a", encoding="utf-8")
-        self._partial.write(json.dumps(record.to_plain(), ensure_ascii=False) + "\n")
-        self._partial.flush()
+        if self.failed is not None:
+            return
+        try:
+            if self._partial is None:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                self._partial = open(self.folder / PARTIAL_FILE, "a", encoding="utf-8")
+            self._partial.write(json.dumps(record.to_plain(), ensure_ascii=False) + "\n")
+            self._partial.flush()
+        except OSError as error:
+            self._fail(error)
+
+    def _fail(self, error: OSError) -> None:
+        self.failed = str(error.strerror or error)
+        if self._partial is not None:
+            try:
+                self._partial.close()
+            except OSError:
+                pass  # the buffered line that could not be flushed is lost with the disk, not the run
+            self._partial = None
 
     def finish(self, records: Iterable[RowRecord], manifest: dict[str, Any],
                summary: Optional[dict[str, Any]] = None) -> None:
+        """The final files (nothing more once a write failed; a failure here sets ``failed``)."""
         from .papers import atomic_write
 
-        if self._partial is not None:
-            self._partial.close()
-        rows = "".join(json.dumps(r.to_plain(), ensure_ascii=False, sort_keys=True) + "\n"
-                       for r in sorted(records, key=sort_key))
-        atomic_write(self.folder / ROWS_FILE, rows.encode("utf-8"))
-        manifest = {"version": MANIFEST_VERSION, **manifest}
-        atomic_write(self.folder / MANIFEST_FILE,
-                     (json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
-        if summary is not None:  # the machine-readable summary (docs/json.md), beside the manifest
-            atomic_write(self.folder / SUMMARY_FILE,
-                         (json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
+        if self.failed is not None:
+            return
+        try:
+            if self._partial is not None:
+                self._partial.close()
+                self._partial = None
+            rows = "".join(json.dumps(r.to_plain(), ensure_ascii=False, sort_keys=True) + "\n"
+                           for r in sorted(records, key=sort_key))
+            atomic_write(self.folder / ROWS_FILE, rows.encode("utf-8"))
+            manifest = {"version": MANIFEST_VERSION, **manifest}
+            atomic_write(self.folder / MANIFEST_FILE,
+                         (json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
+            if summary is not None:  # the machine-readable summary (docs/json.md), beside the manifest
+                atomic_write(self.folder / SUMMARY_FILE,
+                             (json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
+        except OSError as error:
+            self._fail(error)
+            return
         try:
             os.unlink(self.folder / PARTIAL_FILE)
         except OSError:

@@ -1,0 +1,91 @@
+"""Resource faults: a full disk, the open-file limit, a slow-drip server, huge schedules and replies.
+
+A real full disk needs a mount this machine's tests cannot make, so the runs below stand for one in
+two ways: ``/dev/full`` (every write fails with ENOSPC, as on a full disk) where the plugin appends
+to a file it is given, and a path under a regular file where it makes folders (every write fails
+with ENOTDIR at the same places a full disk fails with ENOSPC: the code takes the same path for any
+OSError). The pure cache module is also tested with ENOSPC itself.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import litellm  # noqa: E402,F401  (kept loaded across in-process runs, see test_models_runtime)
+from helpers import run_pytest  # noqa: E402
+
+from pytest_researchqa.llm import cache as cache_module  # noqa: E402
+from pytest_researchqa.llm.cache import AnswerCache  # noqa: E402
+
+ENOSPC = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def _disk_full(*args, **kwargs):
+    raise ENOSPC
+
+
+# ------------------------------------------------------------------ item 2: a full disk
+
+
+def test_a_claim_on_a_full_disk_returns_at_once_instead_of_recursing(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "pwrite", _disk_full)  # the lock file is made, writing the owner's pid fails
+    claim = AnswerCache(tmp_path).claim("ab" * 32)
+    assert claim is not None and claim.fd is not None, "the lock holds without the courtesy pid"
+    claim.release()
+
+
+def test_a_full_disk_turns_caching_off_after_one_warning(tmp_path, monkeypatch):
+    cache = AnswerCache(tmp_path)
+    cache.put("aa" * 32, {"answer": "first", "citations": []})
+    monkeypatch.setattr(cache_module, "atomic_write", _disk_full)
+    with pytest.warns(UserWarning, match="No space left on device.*caching is off"):
+        cache.put("bb" * 32, {"answer": "second", "citations": []})
+    monkeypatch.setattr(cache_module, "atomic_write", lambda *a: pytest.fail("written after caching was off"))
+    cache.put("cc" * 32, {"answer": "third", "citations": []})  # no second warning (pytest would show it)
+    claim = cache.claim("dd" * 32)
+    assert claim is not None and claim.fd is None, "no lock files once caching is off"
+    assert cache.get("aa" * 32) == {"answer": "first", "citations": []}, "what was cached is still read"
+    note = cache.off_note()
+    assert note is not None
+    assert "after 1 entries were written" in note and "No space left on device" in note and "2 later" in note
+
+
+def test_running_out_of_file_descriptors_does_not_turn_caching_off(tmp_path, monkeypatch):
+    cache = AnswerCache(tmp_path)
+    monkeypatch.setattr(cache_module, "atomic_write", lambda *a: (_ for _ in ()).throw(OSError(errno.EMFILE, "")))
+    cache.put("aa" * 32, {"answer": "x", "citations": []})
+    assert cache.off is None and cache.off_note() is None
+
+
+def test_a_full_disk_loses_no_row_and_the_leaderboard_still_prints(pytester, server, tmp_path, monkeypatch):
+    blocked = tmp_path / "a-file"  # a path under a regular file: every write there fails (see the module doc)
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", "/dev/full")  # a real ENOSPC on every write
+    result = run_pytest(
+        pytester, "--researchqa-model=openai/good", "--researchqa-judge=openai/judge-overlap", "-k", "edu-lookup",
+        f"--researchqa-results={blocked}/runs", f"--researchqa-markdown={blocked}/summary.md",
+        f"--researchqa-json={blocked}/summary.json", f"--researchqa-html={blocked}/report.html",
+        f"--researchqa-plots={blocked}/plots", cache=blocked / "cache", server=server)
+    result.assert_outcomes(passed=2)
+    out = result.stdout.str()
+    assert "INTERNALERROR" not in out and "Traceback" not in out
+    result.stdout.fnmatch_lines([
+        f"researchqa: results were not saved in {blocked}/runs/*-run: Not a directory",
+        f"researchqa: could not write the JSON summary to {blocked}/summary.json: *",
+        f"researchqa: could not write the Markdown summary to {blocked}/summary.md: *",
+        "researchqa: could not write the GitHub step summary to /dev/full: No space left on device",
+        f"researchqa: could not write the figures to {blocked}/plots: *",
+        f"researchqa: could not write the HTML report to {blocked}/report.html: *",
+        "*researchqa leaderboard*",
+        "*openai/good*",
+    ])
+    result.stdout.fnmatch_lines(["*the answer cache was off after 0 entries were written: a write failed "
+                                 f"({blocked}/cache/answers: Not a directory); 4 later answers and verdicts*"])
+    assert out.count("cannot write the answer cache") == 1, "one warning, not one per write"
+    assert "HTML report in" not in out
