@@ -89,3 +89,66 @@ def test_a_full_disk_loses_no_row_and_the_leaderboard_still_prints(pytester, ser
                                  f"({blocked}/cache/answers: Not a directory); 4 later answers and verdicts*"])
     assert out.count("cannot write the answer cache") == 1, "one warning, not one per write"
     assert "HTML report in" not in out
+
+
+# ------------------------------------------------------------------ item 3: the open-file limit
+
+
+def test_calls_queued_for_a_slot_hold_no_lock_file(tmp_path):
+    import asyncio
+
+    from pytest_researchqa.llm.engine import ModelRunner
+    from pytest_researchqa.llm.system import ModelCaller, ModelSpec
+
+    runner = ModelRunner(concurrency=2)
+    caller = ModelCaller(ModelSpec("openai/good", {"max_input_tokens": 1000}), runner, AnswerCache(tmp_path))
+    held: list[int] = []
+
+    async def call() -> dict:
+        held.append(len(list(tmp_path.rglob("*.lock"))))  # lock files open right now, this call's included
+        await asyncio.sleep(0.02)
+        return {"answer": "x", "citations": []}
+
+    try:
+        for future in [caller._start(f"{i:064x}", call) for i in range(40)]:
+            future.result(timeout=30)
+    finally:
+        runner.close()
+    assert len(held) == 40 and max(held) <= 2, f"open lock files bounded by the 2 slots, not the 40 rows: {max(held)}"
+
+
+FD_LIMIT_CONFTEST = """
+import resource
+
+resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+"""
+
+
+@pytest.mark.slow
+def test_more_model_rows_than_the_open_file_limit_run_clean(pytester, server, tmp_path):
+    import json
+
+    from helpers import SAMPLE
+
+    rows = 320
+    pytester.makeconftest(FD_LIMIT_CONFTEST)  # the user's `ulimit -n 256`, set before any row runs
+    (pytester.path / "papers").mkdir()
+    paper = (SAMPLE / "sources" / "sample-edu.md").read_text(encoding="utf-8")
+    (pytester.path / "papers" / "p.md").write_text(paper, encoding="utf-8")
+    quote = "Across two semesters, 412 students in 18 course sections took part."
+    assert quote in paper
+    dataset = {"version": "1", "rows": [
+        {"row_id": f"r{i}", "paper_id": "p", "domain": "education", "question_type": "lookup",
+         "question": f"How many students took part in the study, and in how many sections? (variant {i})",
+         "expected_answer": "412 students in 18 sections.",
+         "expected_references": [{"section_label": "Abstract", "alternatives": [quote]}]}
+        for i in range(rows)]}
+    (pytester.path / "rows.json").write_text(json.dumps(dataset), encoding="utf-8")
+    result = run_pytest(pytester, "--researchqa-model=openai/good", "--researchqa-dataset=rows.json", "-q",
+                        "--researchqa-concurrency=8", cache=tmp_path / "cache", server=server, subprocess_=True)
+    out = result.stdout.str()
+    assert "INTERNALERROR" not in out and "Too many open files" not in out
+    outcomes = result.parseoutcomes()  # graded rows pass or fall below their bar; none errors
+    assert outcomes.get("passed", 0) + outcomes.get("xfailed", 0) == rows and "errors" not in outcomes, outcomes
+    assert len(list((tmp_path / "cache" / "answers").rglob("*.json"))) == rows, "every answer cached"
+    assert server.calls() == rows
