@@ -297,6 +297,14 @@ class RunHooks:
                                     f"({self._selection().slice_description or 'deselected'})")
         if session.config.option.collectonly:
             return  # --collect-only must never spend money
+        state = self.state
+        if state.family.before_rows:
+            from .families import resolve
+
+            rows = [state.dataset.rows[c.position] for i in row_items if (c := case_of(i)) is not None]
+            refusal = resolve(state.family.before_rows)(list({id(r): r for r in rows}.values()), settings)
+            if refusal:
+                raise pytest.UsageError(refusal)
         services = self.state.services
         if not is_worker(self.config):
             if settings.models:

@@ -18,7 +18,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ..papers import atomic_write
 
@@ -48,7 +48,9 @@ class AnswerCache:
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> Optional[dict]:
+    def get(self, key: str, accept: Optional[Callable[[dict], bool]] = None) -> Optional[dict]:
+        """The entry, or None for a miss: absent, unreadable, malformed, or refused by ``accept`` (the
+        reader's own check, e.g. a verdict of another plugin version's shape)."""
         try:
             entry = json.loads(self._path(key).read_text(encoding="utf-8"))
         except OSError:
@@ -56,7 +58,7 @@ class AnswerCache:
         except ValueError:
             self.invalid += 1
             return None
-        if not valid_entry(entry):
+        if not valid_entry(entry) or (accept is not None and not _accepted(accept, entry)):
             self.invalid += 1
             return None
         return entry
@@ -139,6 +141,13 @@ class AnswerCache:
             return None
         return (f"the answer cache was off after {self.stored} entries were written: a write failed ({self.off}); "
                 f"{self.uncached} later answers and verdicts were not cached and will be asked for again next run")
+
+
+def _accepted(accept: Callable[[dict], bool], entry: dict) -> bool:
+    try:
+        return bool(accept(entry))
+    except Exception:  # noqa: BLE001 -- a check that trips over a strange entry has refused it
+        return False
 
 
 def valid_entry(entry: Any) -> bool:

@@ -42,7 +42,8 @@ PLUGIN_PARAMS = ("max_input_tokens", "structured_output", "profile", "concurrenc
 # How often a process waiting for another one's answer to the same key looks for it.
 CLAIM_POLL_S = 0.1
 CLAIM_POLL_MAX_S = 1.0
-_HELD_ELSEWHERE = object()  # another process holds the key's claim: wait for its answer
+_HELD_ELSEWHERE = object()
+Accept = Optional[Callable[[dict], bool]]  # another process holds the key's claim: wait for its answer
 
 
 @dataclass(frozen=True)
@@ -108,19 +109,20 @@ class ModelCaller:
             return reported or LOCAL_CONTEXT_TOKENS
         return _context_window(self.spec.name)
 
-    def _in_flight(self, key: str, job) -> concurrent.futures.Future:
+    def _in_flight(self, key: str, job, accept: Accept = None) -> concurrent.futures.Future:
         """The call already running for ``key``, or a new one (callers hold ``_lock``)."""
         future = self._pending.get(key)
         if future is None:
-            future = self._start(key, job)
+            future = self._start(key, job, accept)
             self._pending[key] = future
         return future
 
-    def _start(self, key: str, job: Callable[[], Awaitable[Any]]) -> concurrent.futures.Future:
-        """Run ``job()`` for ``key`` once across the processes that share the cache."""
-        return self.runner.run(lambda: self._once_across_processes(key, job))
+    def _start(self, key: str, job: Callable[[], Awaitable[Any]], accept: Accept = None) -> concurrent.futures.Future:
+        """Run ``job()`` for ``key`` once across the processes that share the cache (``accept``: the
+        caller's check of a cached entry, anything else is a miss)."""
+        return self.runner.run(lambda: self._once_across_processes(key, job, accept))
 
-    async def _once_across_processes(self, key: str, job: Callable[[], Awaitable[Any]]) -> Any:
+    async def _once_across_processes(self, key: str, job: Callable[[], Awaitable[Any]], accept: Accept = None) -> Any:
         """Claim ``key`` and call, inside one of the provider's slots; while another process holds the
         claim, wait outside the slots and reuse the answer it stores.
 
@@ -131,26 +133,27 @@ class ModelCaller:
         give_up = time.monotonic() + self.timeout_s * (self.retries + 2) + 60
         poll = CLAIM_POLL_S
         while True:
-            found = await self.runner.bounded(self.spec.provider, functools.partial(self._claimed, key, job, waited))
+            claimed = functools.partial(self._claimed, key, job, waited, accept)
+            found = await self.runner.bounded(self.spec.provider, claimed)
             if found is not _HELD_ELSEWHERE:
                 return found
             waited = True
             await asyncio.sleep(poll)
             poll = min(poll * 1.5, CLAIM_POLL_MAX_S)  # hundreds of waiting keys cost next to nothing
-            shared = self.cache.get(key)
+            shared = self.cache.get(key, accept)
             if shared is not None:
                 return {**shared, "from_cache": True}
             if time.monotonic() > give_up:  # the other process is stuck, not gone: ask ourselves
                 return await self.runner.bounded(self.spec.provider, job)
 
-    async def _claimed(self, key: str, job: Callable[[], Awaitable[Any]], waited: bool) -> Any:
+    async def _claimed(self, key: str, job: Callable[[], Awaitable[Any]], waited: bool, accept: Accept) -> Any:
         """In a slot: the cached answer, or ``job()`` under this process's claim on ``key``."""
         claim = self.cache.claim(key)
         if claim is None:
             return _HELD_ELSEWHERE
         try:
             if waited or not self.refresh:
-                shared = self.cache.get(key)
+                shared = self.cache.get(key, accept)
                 if shared is not None:
                     return {**shared, "from_cache": True}
             return await job()

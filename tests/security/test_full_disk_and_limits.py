@@ -152,3 +152,68 @@ def test_more_model_rows_than_the_open_file_limit_run_clean(pytester, server, tm
     assert outcomes.get("passed", 0) + outcomes.get("xfailed", 0) == rows and "errors" not in outcomes, outcomes
     assert len(list((tmp_path / "cache" / "answers").rglob("*.json"))) == rows, "every answer cached"
     assert server.calls() == rows
+
+
+# ------------------------------------------------------------------ item 18: odd verdicts in the cache
+
+
+def test_a_verdict_of_another_shape_in_the_cache_is_judged_again(pytester, server, tmp_path):
+    import json
+
+    args = ("--researchqa-model=openai/good", "--researchqa-judge=openai/judge-overlap", "-k", "edu-lookup")
+    run_pytest(pytester, *args, cache=tmp_path, server=server).assert_outcomes(passed=2)
+    verdicts = [p for p in (tmp_path / "answers").rglob("*.json") if "scores" in json.loads(p.read_text())]
+    assert len(verdicts) == 2
+    # An answer where a verdict belongs, and a verdict of a version with other dimensions: both pass
+    # the cache's generic check, and each used to error its row (KeyError in the consensus).
+    verdicts[0].write_text(json.dumps({"answer": "a verdict of an older version", "citations": []}))
+    verdicts[1].write_text(json.dumps({"scores": {"accuracy": 4, "justifications": "one string"}}))
+    calls = server.calls("judge-overlap")
+    result = run_pytest(pytester, *args, cache=tmp_path, server=server)
+    result.assert_outcomes(passed=2)
+    assert server.calls("judge-overlap") == calls + 2, "each odd verdict was a miss, judged again"
+    assert all(json.loads(p.read_text())["scores"].get("factual_accuracy") for p in verdicts), "and rewritten"
+
+
+def test_a_cached_coverage_verdict_for_another_number_of_items_is_a_miss(tmp_path):
+    from pytest_researchqa.llm.judges import RubricCoverageJudge
+
+    judge = RubricCoverageJudge.__new__(RubricCoverageJudge)  # only its check of cached scores is used
+    subject = ("query", ("item one", "item two", "item three"), "answer")
+    assert judge.reusable({"items": [4, 3, 0], "justifications": ["a", "b", "c"]}, *subject)
+    assert not judge.reusable({"items": [4, 3], "justifications": ["a", "b"]}, *subject), "an edited rubric"
+    assert not judge.reusable({"items": [4, 3, 9]}, *subject)
+    cache = AnswerCache(tmp_path)
+    cache.put("ab" * 32, {"kind": "coverage", "scores": {"items": [4]}})
+    assert cache.get("ab" * 32, judge._accepts(subject)) is None and cache.invalid == 1
+
+
+# ------------------------------------------------------------------ item 11: huge pairwise schedules
+
+
+def test_a_thousand_system_schedule_is_counted_not_listed():
+    import tracemalloc
+
+    from pytest_researchqa.families.rubric.tournament import judge_calls_refusal, planned_judge_calls
+
+    tracemalloc.start()
+    calls = planned_judge_calls(1000, [100], per_pair=None)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert calls == 2 * 499_500 * 100 and peak < 100_000, "99.9 million calls counted in constant memory"
+    assert planned_judge_calls(3, [10, 20], per_pair=5) == 2 * 3 * 5
+    assert planned_judge_calls(3, [10, 2000], per_pair=None, by_domain=True) == 2 * (30 + 2000)
+    refusal = judge_calls_refusal(calls, 20_000)
+    assert refusal is not None and "99,900,000 judge calls" in refusal and "--researchqa-max-judge-calls" in refusal
+    assert judge_calls_refusal(calls, 0) is None and judge_calls_refusal(20_000, 20_000) is None
+
+
+def test_a_rubric_run_over_the_judge_call_cap_refuses_to_start(pytester, tmp_path):
+    args = ("--researchqa-system=rubric-oracle", "--researchqa-model=openai/good", "--researchqa-family=rubric",
+            "--researchqa-judge=openai/judge-a", "--researchqa-model-param=openai/good:api_base=http://127.0.0.1:9",
+            "--researchqa-model-param=openai/judge-a:api_base=http://127.0.0.1:9")  # nothing listens: no call made
+    result = run_pytest(pytester, *args, "--researchqa-max-judge-calls=20", cache=tmp_path)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: researchqa: the pairwise schedule needs 24 judge calls, more than the cap "
+                                 "of 20; to run it, pass --researchqa-max-judge-calls=24 (or 0 for no cap)*"])
+    assert not (tmp_path / "answers").exists(), "refused before any row ran"
