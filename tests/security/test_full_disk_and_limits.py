@@ -217,3 +217,18 @@ def test_a_rubric_run_over_the_judge_call_cap_refuses_to_start(pytester, tmp_pat
     result.stderr.fnmatch_lines(["ERROR: researchqa: the pairwise schedule needs 24 judge calls, more than the cap "
                                  "of 20; to run it, pass --researchqa-max-judge-calls=24 (or 0 for no cap)*"])
     assert not (tmp_path / "answers").exists(), "refused before any row ran"
+
+
+# ------------------------------------------------------------------ item 12: a slow-drip local server
+
+
+def test_a_local_server_that_drips_its_context_window_cannot_hang_the_run(server):
+    import time
+
+    from pytest_researchqa.llm.server_info import reported_context_tokens
+
+    server.drip_gets = True  # one byte every 0.1 s, headers included: no per-read timeout ever fires
+    started = time.monotonic()
+    assert reported_context_tokens(server.url, "openai/good", deadline_s=1.0) is None
+    assert time.monotonic() - started < 2.5, "one deadline for the whole probe, not ~20 s of drip"
+    assert server.gets, "the server was asked"
