@@ -58,16 +58,23 @@ def saved_name(folder_name: str) -> Optional[str]:
 
 
 def new_run_folder(runs_dir: Path, name: str, started: _dt.datetime) -> Path:
-    """A folder no earlier run used: a second run in the same second gets ``.2`` after the time,
-    which still sorts after the first (so ``last`` stays the most recent)."""
+    """A folder no other run uses, made here (so two runs saving in the same second at the same moment
+    cannot both take it): a second run in the same second gets ``.2`` after the time, which still
+    sorts after the first (so ``last`` stays the most recent). Where no folder can be made (a full
+    disk), the first name: the run's writer says why its results were not saved."""
     folder = runs_dir / run_folder_name(name, started)
     stamp, _, rest = folder.name.partition("-")
     time, _, rest = rest.partition("-")
-    counter = 2
-    while folder.exists():
-        folder = runs_dir / f"{stamp}-{time}.{counter}-{rest}"
-        counter += 1
-    return folder
+    candidate, counter = folder, 2
+    while True:
+        try:
+            candidate.mkdir(parents=True)
+            return candidate
+        except FileExistsError:
+            candidate = runs_dir / f"{stamp}-{time}.{counter}-{rest}"
+            counter += 1
+        except OSError:
+            return folder
 
 
 def sort_key(record: RowRecord) -> tuple[str, str, str]:
