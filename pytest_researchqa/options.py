@@ -103,6 +103,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("--researchqa-battles", "text",
            "Rubric family: pairwise battles per pair of systems, N or 'all' (default all queries both answered).",
            "all"),
+    Option("--researchqa-max-judge-calls", "int",
+           "Rubric family: refuse to start when the pairwise schedule needs more judge calls than N "
+           "(default 20000; 0: no cap).", 20000, minimum=0),
     Option("--researchqa-date-cutoff", "choice",
            "Rubric family: tell systems the row's date cutoff (on, default) or not (off).", "on", ("on", "off")),
     Option("--researchqa-length-words", "int",
@@ -237,6 +240,7 @@ class Settings:
     html: Optional[Path] = None
     compare_missing: str = "error"
     battles: Optional[int] = None  # per pair of systems; None: every query both answered
+    max_judge_calls: int = 20000  # the pairwise schedule's cap (0: none)
     date_cutoff: bool = True
     length_words: Optional[int] = 250
     generic_rubric: bool = False
@@ -371,6 +375,7 @@ def read_settings(config: pytest.Config) -> Settings:
         html=resolved["researchqa_html"],
         compare_missing=resolved["researchqa_compare_missing"],
         battles=_battles(resolved["researchqa_battles"]),
+        max_judge_calls=resolved["researchqa_max_judge_calls"],
         date_cutoff=resolved["researchqa_date_cutoff"] == "on",
         length_words=resolved["researchqa_length_words"] or None,
         generic_rubric=resolved["researchqa_generic_rubric"],

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 import pytest
 
@@ -20,6 +20,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .state import RunState
 
 WORKER_SELECTION = "researchqa_selection"
+WORKER_CACHE_NOTE = "researchqa_cache_note"
+_T = TypeVar("_T")
 
 
 def runs_dir(config: pytest.Config, settings: Any) -> Path:
@@ -46,6 +48,8 @@ class RunHooks:
         self.lookahead: Optional[Lookahead] = None
         self.pipelines: Optional[bool] = None
         self.estimated: Optional[list[str]] = None  # the call estimate's lines, once printed
+        self.worker_notes: list[str] = []  # the answer cache turned off on a worker (a full disk)
+        self.unwritten: dict[str, str] = {}  # path -> why a full disk (or a bad path) kept it from being written
 
     @property
     def state(self) -> "RunState":
@@ -136,7 +140,15 @@ class RunHooks:
                                     f"({self._selection().slice_description or 'deselected'})")
         if session.config.option.collectonly:
             return  # --collect-only must never spend money
-        services = self.state.services
+        state = self.state
+        if state.family.before_rows:
+            from .families import resolve
+
+            rows = [state.dataset.rows[c.position] for i in row_items if (c := case_of(i)) is not None]
+            refusal = resolve(state.family.before_rows)(list({id(r): r for r in rows}.values()), settings)
+            if refusal:
+                raise pytest.UsageError(refusal)
+        services = state.services
         if not is_worker(self.config):
             self._print_estimate([c for i in row_items if (c := case_of(i)) is not None])
             if settings.models:
@@ -176,6 +188,9 @@ class RunHooks:
         counts = workeroutput.get(WORKER_SELECTION)
         if counts:  # every worker collects the same items: any one's counts will do
             self.generated, self.selected = counts
+        note = workeroutput.get(WORKER_CACHE_NOTE)
+        if note:
+            self.worker_notes.append(note)
 
     def papers_by_test_id(self) -> dict[str, str]:
         """The paper of each row's test id, for the controller's scheduler (the dataset is read here once)."""
@@ -270,9 +285,12 @@ class RunHooks:
                 and not session.config.option.collectonly and exitstatus != pytest.ExitCode.INTERRUPTED):
             self._after_answers(state)
         state.close()
+        cache_note = state.services.cache_note()
         if is_worker(self.config):
             self.config.workeroutput[WORKER_SELECTION] = (self.generated, self.selected)  # type: ignore[attr-defined]
+            self.config.workeroutput[WORKER_CACHE_NOTE] = cache_note  # type: ignore[attr-defined]
             return
+        state.session.run_notes += [n for n in (*self.worker_notes, cache_note) if n]
         state.session.selection = self._selection()
         state.session.foreign_failures = self.foreign_failures
         state.session.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
@@ -298,20 +316,22 @@ class RunHooks:
         data = summary(outcome, state.family, manifest)
         if self.writer is not None:
             self.writer.finish(outcome.records + outcome.invalid_rows, manifest, data)
-        if state.settings.json_summary is not None:
+        settings = state.settings
+        if (json_path := settings.json_summary) is not None:
             from .reporting.json_summary import write_json
 
-            write_json(state.settings.json_summary, data)
+            self._output("the JSON summary", json_path, lambda: write_json(json_path, data))
         self._write_markdown(outcome)
-        if state.settings.plots is not None and outcome.records:
+        if (plots_dir := settings.plots) is not None and outcome.records:
             from .reporting.plots import write_plots
 
-            self.plots = write_plots(outcome, state.family, state.settings.plots)
-        if state.settings.html is not None:
+            self.plots = self._output("the figures", plots_dir,
+                                      lambda: write_plots(outcome, state.family, plots_dir)) or []
+        if (html_path := settings.html) is not None:
             from .reporting.html import render, write_html
 
-            write_html(state.settings.html, render(outcome, state.family, f"researchqa {state.settings.save_name}",
-                                                   figures=self.plots))
+            self._output("the HTML report", html_path, lambda: write_html(
+                html_path, render(outcome, state.family, f"researchqa {settings.save_name}", figures=self.plots)))
 
     def _after_answers(self, state: "RunState") -> None:
         """The family's end-of-run step (the rubric family's pairwise battles), once every row is answered:
@@ -347,8 +367,8 @@ class RunHooks:
             return
         if self.progress is not None:
             self.progress.finish(terminalreporter)
-        write_summary(terminalreporter, outcome, state.family, state.settings,
-                      saved_in=self.writer.folder if self.writer is not None else None, plots=self.plots)
+        write_summary(terminalreporter, outcome, state.family, state.settings, writer=self.writer,
+                      unwritten=self.unwritten, plots=self.plots)
 
 
     def _manifest(self, outcome: "RunOutcome") -> dict[str, Any]:
@@ -408,10 +428,21 @@ class RunHooks:
         if target is not None:
             from .papers import atomic_write
 
-            atomic_write(target, text.encode("utf-8"))
+            self._output("the Markdown summary", target, lambda: atomic_write(target, text.encode("utf-8")))
         if summary:
-            with open(summary, "a", encoding="utf-8") as stream:
-                stream.write(text + "\n")
+            def append() -> None:
+                with open(summary, "a", encoding="utf-8") as stream:
+                    stream.write(text + "\n")
+
+            self._output("the GitHub step summary", summary, append)
+
+    def _output(self, what: str, where: Any, write: Callable[[], _T]) -> Optional[_T]:
+        """One output file written, or one line saying why it was not (a full disk): never the run's end."""
+        try:
+            return write()
+        except OSError as error:
+            self.unwritten[str(where)] = f"researchqa: could not write {what} to {where}: {error.strerror or error}"
+            return None
 
 
 def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:

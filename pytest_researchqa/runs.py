@@ -58,16 +58,23 @@ def saved_name(folder_name: str) -> Optional[str]:
 
 
 def new_run_folder(runs_dir: Path, name: str, started: _dt.datetime) -> Path:
-    """A folder no earlier run used: a second run in the same second gets ``.2`` after the time,
-    which still sorts after the first (so ``last`` stays the most recent)."""
+    """A folder no other run uses, made here (so two runs saving in the same second at the same moment
+    cannot both take it): a second run in the same second gets ``.2`` after the time, which still
+    sorts after the first (so ``last`` stays the most recent). Where no folder can be made (a full
+    disk), the first name: the run's writer says why its results were not saved."""
     folder = runs_dir / run_folder_name(name, started)
     stamp, _, rest = folder.name.partition("-")
     time, _, rest = rest.partition("-")
-    counter = 2
-    while folder.exists():
-        folder = runs_dir / f"{stamp}-{time}.{counter}-{rest}"
-        counter += 1
-    return folder
+    candidate, counter = folder, 2
+    while True:
+        try:
+            candidate.mkdir(parents=True)
+            return candidate
+        except FileExistsError:
+            candidate = runs_dir / f"{stamp}-{time}.{counter}-{rest}"
+            counter += 1
+        except OSError:
+            return folder
 
 
 def sort_key(record: RowRecord) -> tuple[str, str, str]:
@@ -104,34 +111,60 @@ def git_commit(where: Path) -> Optional[str]:
 
 
 class RunWriter:
-    """Streams records into a run folder and finishes it with the sorted rows and the manifest."""
+    """Streams records into a run folder and finishes it with the sorted rows and the manifest.
+
+    A write that fails (a full disk, a folder that cannot be made) stops the saving, not the run:
+    ``failed`` says why, and the run's summary says the results were not saved."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self.failed: Optional[str] = None
         self._partial: Optional[TextIO] = None
 
     def add(self, record: RowRecord) -> None:
-        if self._partial is None:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            self._partial = open(self.folder / PARTIAL_FILE, "a", encoding="utf-8")
-        self._partial.write(json.dumps(record.to_plain(), ensure_ascii=False) + "\n")
-        self._partial.flush()
+        if self.failed is not None:
+            return
+        try:
+            if self._partial is None:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                self._partial = open(self.folder / PARTIAL_FILE, "a", encoding="utf-8")
+            self._partial.write(json.dumps(record.to_plain(), ensure_ascii=False) + "\n")
+            self._partial.flush()
+        except OSError as error:
+            self._fail(error)
+
+    def _fail(self, error: OSError) -> None:
+        self.failed = str(error.strerror or error)
+        if self._partial is not None:
+            try:
+                self._partial.close()
+            except OSError:
+                pass  # the buffered line that could not be flushed is lost with the disk, not the run
+            self._partial = None
 
     def finish(self, records: Iterable[RowRecord], manifest: dict[str, Any],
                summary: Optional[dict[str, Any]] = None) -> None:
+        """The final files (nothing more once a write failed; a failure here sets ``failed``)."""
         from .papers import atomic_write
 
-        if self._partial is not None:
-            self._partial.close()
-        rows = "".join(json.dumps(r.to_plain(), ensure_ascii=False, sort_keys=True) + "\n"
-                       for r in sorted(records, key=sort_key))
-        atomic_write(self.folder / ROWS_FILE, rows.encode("utf-8"))
-        manifest = {"version": MANIFEST_VERSION, **manifest}
-        atomic_write(self.folder / MANIFEST_FILE,
-                     (json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
-        if summary is not None:  # the machine-readable summary (docs/json.md), beside the manifest
-            atomic_write(self.folder / SUMMARY_FILE,
-                         (json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
+        if self.failed is not None:
+            return
+        try:
+            if self._partial is not None:
+                self._partial.close()
+                self._partial = None
+            rows = "".join(json.dumps(r.to_plain(), ensure_ascii=False, sort_keys=True) + "\n"
+                           for r in sorted(records, key=sort_key))
+            atomic_write(self.folder / ROWS_FILE, rows.encode("utf-8"))
+            manifest = {"version": MANIFEST_VERSION, **manifest}
+            atomic_write(self.folder / MANIFEST_FILE,
+                         (json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
+            if summary is not None:  # the machine-readable summary (docs/json.md), beside the manifest
+                atomic_write(self.folder / SUMMARY_FILE,
+                             (json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
+        except OSError as error:
+            self._fail(error)
+            return
         try:
             os.unlink(self.folder / PARTIAL_FILE)
         except OSError:

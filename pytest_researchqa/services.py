@@ -9,10 +9,10 @@ policy (``auto`` picks a judge of another model family than the system).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .llm.cache import AnswerCache
     from .llm.engine import ModelRunner
     from .options import Settings
     from .systems import System
@@ -24,6 +24,7 @@ class Services:
         self._systems: dict[str, Any] = {}
         self._judges: dict[tuple[str, str], Any] = {}
         self._runner: Optional["ModelRunner"] = None
+        self._cache: Optional["AnswerCache"] = None
 
     def is_model(self, name: Optional[str]) -> bool:
         return name is not None and name in self.settings.models
@@ -60,10 +61,18 @@ class Services:
                 self._runner.budget_usd = self.settings.max_cost / max(workers, 1)
         return self._runner
 
-    def _cache_dir(self) -> "Path":
-        from .papers import default_cache_dir
+    def cache(self) -> "AnswerCache":
+        """The run's one answer and verdict cache: a write that fails turns it off for every system and judge."""
+        if self._cache is None:
+            from .llm.cache import AnswerCache
+            from .papers import default_cache_dir
 
-        return self.settings.cache_dir or default_cache_dir()
+            self._cache = AnswerCache(self.settings.cache_dir or default_cache_dir())
+        return self._cache
+
+    def cache_note(self) -> Optional[str]:
+        """What the summary says when caching was turned off during the run (None while it was not)."""
+        return self._cache.off_note() if self._cache is not None else None
 
     def _spec(self, name: str) -> tuple[Any, float]:
         """A model's spec and per-call deadline; its provider's slots set by its profile (docs/models.md)."""
@@ -79,7 +88,6 @@ class Services:
         return spec, timeout_s
 
     def _model_system(self, name: str) -> Any:
-        from .llm.cache import AnswerCache
         from .llm.system import LlmSystem
 
         settings = self.settings
@@ -88,11 +96,11 @@ class Services:
         if family.model_system:  # the family's own task (e.g. research queries, no paper)
             from .families import resolve
 
-            return resolve(family.model_system)(spec, self.runner(), AnswerCache(self._cache_dir()), settings)
+            return resolve(family.model_system)(spec, self.runner(), self.cache(), settings)
         return LlmSystem(
             spec,
             self.runner(),
-            AnswerCache(self._cache_dir()),
+            self.cache(),
             baseline=settings.baseline,
             refresh=settings.refresh,
             timeout_s=timeout_s,
@@ -141,13 +149,12 @@ class Services:
     def _judge(self, name: str, kind: Optional[str] = None) -> Any:
         kind = kind or self.judge_kind()
         if (name, kind) not in self._judges:
-            from .llm.cache import AnswerCache
             from .llm.judges import make_judge
 
             settings = self.settings
             spec, timeout_s = self._spec(name)
             self._judges[(name, kind)] = make_judge(
-                kind, spec, self.runner(), AnswerCache(self._cache_dir()), timeout_s=timeout_s,
+                kind, spec, self.runner(), self.cache(), timeout_s=timeout_s,
                 retries=settings.retries, prompt_folder=settings.judge_prompts)
             if kind.startswith("coverage"):
                 self._judges[(name, kind)].generic_rubric = settings.generic_rubric

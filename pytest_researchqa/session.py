@@ -43,6 +43,8 @@ class ResearchSession:
     missing_baseline: Optional[str] = None  # --researchqa-compare-missing=skip found no such run
     # What the family's end-of-run step found (the rubric family: battles, Elo), plain data for renderers.
     family_results: dict[str, Any] = field(default_factory=dict)
+    # What went wrong around the rows, once per process (the answer cache turned off by a full disk).
+    run_notes: list[str] = field(default_factory=list)
     _outcome: Optional[RunOutcome] = None
 
     @property
@@ -68,7 +70,7 @@ class ResearchSession:
         # Gates judge the benchmark's rows: a run that selected none of them (ini settings with
         # `pytest tests/test_x.py`) is not theirs to decide.
         gated = self.gates_decide and bool(records or self.selection.rows)
-        notes: list[str] = []
+        notes: list[str] = list(dict.fromkeys(self.run_notes))
         if (self.gates or self.regressions) and not self.gates_apply:
             notes.append("gates are not evaluated in audit mode (no system runs)")
         answered = [r for r in records if r.system and not r.error]

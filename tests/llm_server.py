@@ -257,6 +257,7 @@ class ScriptedLLM:
         self.props: Optional[dict] = None
         self.models: Optional[dict] = None
         self.gets: list[str] = []
+        self.drip_gets = False  # GETs answered one byte every 0.1 s, headers included (for ~20 s, then cut)
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -264,6 +265,17 @@ class ScriptedLLM:
 
             def do_GET(self):
                 server.gets.append(self.path)
+                if server.drip_gets:  # a slow-drip server: each byte arrives well inside any per-read timeout
+                    raw = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
+                    try:
+                        for byte in (raw + b" " * 999)[:200]:
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                            time.sleep(0.1)
+                    except OSError:
+                        pass
+                    self.close_connection = True
+                    return
                 found = {"/props": server.props, "/v1/models": server.models}.get(self.path)
                 data = json.dumps(found if found is not None else {"error": "not found"}).encode()
                 self.send_response(200 if found is not None else 404)

@@ -334,6 +334,24 @@ def test_one_malformed_question_costs_only_that_question():
     assert parsed.adversarial == []
 
 
+def test_an_over_long_reply_field_is_rejected_with_its_reason_and_never_becomes_every_row_s():
+    from pytest_researchqa.generation.checking import candidates_from
+
+    huge = "x" * 60_000_000  # 60 MB: once the domain of every row of the dataset
+    reply = json.dumps({"domain": huge, "chunks": [
+        {"section": "Results", "lookup": {"question": "Q?", "expected_answer": huge, "expected_references": []}},
+        {"section": "Methods", "lookup": {"question": "Q2?", "expected_answer": "A", "expected_references": []}}]})
+    parsed = parse_generation(reply)
+    assert parsed.domain is None, "the paper's domain falls back to unknown (or --domain)"
+    long_answer, problems = parsed.chunks[0]
+    assert long_answer.lookup is None
+    assert problems == ["its lookup question: field expected_answer: String should have at most 20000 characters"]
+    assert parsed.chunks[1][0].lookup is not None, "the other question stays"
+    chosen, notes = candidates_from(parsed, "p", {"lookup": 1})
+    assert [c.question for c in chosen] == ["Q2?"]
+    assert "domain: 60,000,000 characters, over the 200 a label may have; not used" in notes["malformed"]
+
+
 @pytest.mark.parametrize("reply", ["", "Here are your questions!", '{"chunks": [', "[1, 2]", '{"answer": "x"}'])
 def test_a_reply_that_is_no_generation_is_malformed_and_retried(reply):
     with pytest.raises(MalformedReply):

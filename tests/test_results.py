@@ -216,13 +216,27 @@ def test_two_runs_started_in_the_same_second_keep_two_folders_and_last_is_the_la
 
     moment = datetime.datetime(2026, 1, 2, 3, 4, 5)
     first = new_run_folder(tmp_path, "ci", moment)
-    first.mkdir()
     (first / ROWS_FILE).write_text("")
     second = new_run_folder(tmp_path, "ci", moment)
-    second.mkdir()
     (second / ROWS_FILE).write_text("")
     assert first != second and resolve_run("last", tmp_path) == second == resolve_run("ci", tmp_path)
 
+
+def test_runs_saving_in_the_same_second_into_one_folder_never_share_a_run_folder(tmp_path):
+    """Each run's folder is taken (made) when it is named: runs (separate processes) that name theirs in
+    the same second, before any of them has written a row, still get one folder each (issue 22 item 22)."""
+    import datetime
+
+    from pytest_researchqa.records import RowRecord
+    from pytest_researchqa.runs import RunWriter, load_run, new_run_folder
+
+    moment = datetime.datetime(2026, 1, 2, 3, 4, 5)
+    writers = [RunWriter(new_run_folder(tmp_path, "ci", moment)) for _ in range(3)]  # all named, none written
+    for number, writer in enumerate(writers):
+        writer.add(RowRecord(row_id=f"r{number}", system="oracle"))
+        writer.finish([RowRecord(row_id=f"r{number}", system="oracle")], {"name": "ci"})
+    assert [w.folder.name for w in writers] == ["20260102-030405-ci", "20260102-030405.2-ci", "20260102-030405.3-ci"]
+    assert [[r.row_id for r in load_run(w.folder).records] for w in writers] == [["r0"], ["r1"], ["r2"]]
 
 
 def test_last_is_the_run_that_finished_last_even_when_two_names_start_in_one_second(tmp_path):
@@ -234,7 +248,6 @@ def test_last_is_the_run_that_finished_last_even_when_two_names_start_in_one_sec
     moment = datetime.datetime(2026, 1, 2, 3, 4, 5)
     for order, name in enumerate(["old", "new"]):  # "new" sorts before "old" by name
         folder = new_run_folder(tmp_path, name, moment)
-        folder.mkdir()
         (folder / ROWS_FILE).write_text("")
         os.utime(folder / ROWS_FILE, ns=(order * 10**9, order * 10**9))
     assert resolve_run("last", tmp_path).name.endswith("-new")
@@ -377,7 +390,6 @@ def test_a_run_is_named_by_its_save_name_exactly_not_by_a_suffix_of_another(tmp_
 
     for second, name in enumerate(["main", "hotfix-main", "pr-42"]):
         folder = new_run_folder(tmp_path, name, datetime.datetime(2026, 1, 2, 3, 4, second))
-        folder.mkdir()
         (folder / ROWS_FILE).write_text("")
     assert resolve_run("main", tmp_path).name == "20260102-030400-main"
     assert resolve_run("hotfix-main", tmp_path).name == "20260102-030401-hotfix-main"

@@ -75,6 +75,9 @@ class Family:
     # "module:function" run on the controller once every row is answered (e.g. pairwise battles), given
     # (records, services, settings, say); what it returns (plain data) reaches the renderer.
     after_answers: str = ""
+    # "module:function" given (selected rows, settings) before any row runs: why the run may not start, or None
+    # (e.g. a pairwise schedule over the judge-call cap).
+    before_rows: str = ""
     # "module:function" rendering the leaderboard, given (records, family, results); empty: the default tables.
     renderer: str = ""
     # "module:function" giving the lines printed before a run's first model call (its calls and their

@@ -91,6 +91,8 @@ def candidates_from(parsed: ParsedGeneration, paper_id: str, counts: dict[str, i
     A question, expected answer or passage that is template filler (empty, ``...``, ``<question>``) or
     text copied from the prompt's instructions (``template``) is rejected with that reason."""
     notes: dict[str, list[str]] = {"shortfalls": [], "malformed": []}
+    if parsed.domain_problem:
+        notes["malformed"].append(parsed.domain_problem)
     found: dict[str, list[Candidate]] = {kind: [] for kind in QUESTION_TYPES}
     for number, (chunk, problems) in enumerate(parsed.chunks, start=1):
         notes["malformed"].extend(f"chunk {number}: {problem}" for problem in problems)

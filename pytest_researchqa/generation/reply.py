@@ -11,50 +11,59 @@ item is validated on its own, so one bad item costs that question only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Annotated, Any, Optional, Union
 
 from pydantic import BaseModel, Field, ValidationError
 
 from ..llm.contract import MalformedReply, json_object, validation_problem
 
+# The longest text a reply field may hold (characters): a field over its cap is rejected with that
+# reason (costing its question or chunk), never copied into every row (a 60 MB "domain").
+MAX_LABEL_CHARS = 200  # domain, section labels
+MAX_QUESTION_CHARS = 2_000  # a question, a false premise
+MAX_TEXT_CHARS = 20_000  # an expected answer, a passage, a rubric, a reasoning chain, a chunk's description or text
+
+Label = Annotated[str, Field(max_length=MAX_LABEL_CHARS)]
+Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
+
 
 class EvidenceBlock(BaseModel):
-    section_label: str = Field(min_length=1)
-    alternatives: list[str] = Field(default_factory=list)
+    section_label: Label = Field(min_length=1)
+    alternatives: list[Text] = Field(default_factory=list)
 
 
 class LookupItem(BaseModel):
-    question: str = Field(min_length=1)
-    expected_answer: str = ""
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    expected_answer: Text = ""
     expected_references: list[EvidenceBlock] = Field(default_factory=list)
 
 
 class ComprehensionItem(LookupItem):
-    judge_rubric: Optional[str] = None
+    judge_rubric: Optional[Text] = None
 
 
 class Chunk(BaseModel):
-    section: Optional[str] = None
+    section: Optional[Label] = None
     page_hint: Optional[int] = None
-    chunk_description: Optional[str] = None
-    source_text: Optional[str] = None
+    chunk_description: Optional[Text] = None
+    source_text: Optional[Text] = None
     lookup: Optional[LookupItem] = None
     comprehension: Optional[ComprehensionItem] = None
 
 
 class MultiHopItem(ComprehensionItem):
-    required_sections: list[str] = Field(default_factory=list)
-    reasoning_chain: Optional[Union[str, list[str]]] = None
+    required_sections: list[Label] = Field(default_factory=list)
+    reasoning_chain: Optional[Union[Text, list[Text]]] = None
 
 
 class AdversarialItem(ComprehensionItem):
-    false_premise: Optional[str] = None
+    false_premise: Optional[str] = Field(default=None, max_length=MAX_QUESTION_CHARS)
 
 
 class GenerationReply(BaseModel):
     """The reply schema as a whole: for providers' JSON-schema modes."""
 
-    domain: Optional[str] = None
+    domain: Optional[Label] = None
     chunks: list[Chunk] = Field(default_factory=list)
     multi_hop_questions: list[MultiHopItem] = Field(default_factory=list)
     adversarial_questions: list[AdversarialItem] = Field(default_factory=list)
@@ -62,7 +71,7 @@ class GenerationReply(BaseModel):
 
 class RepairItem(BaseModel):
     id: str
-    passage: Optional[str] = None
+    passage: Optional[Text] = None
 
 
 class RepairReply(BaseModel):
@@ -74,6 +83,7 @@ class ParsedGeneration:
     """The items that validated, and a note for each one that did not."""
 
     domain: Optional[str]
+    domain_problem: Optional[str] = None  # why the reply's domain was not used
     chunks: list[tuple[Chunk, list[str]]] = field(default_factory=list)  # (chunk, its own problems)
     multi_hop: list[MultiHopItem | str] = field(default_factory=list)  # an item, or why it is unusable
     adversarial: list[AdversarialItem | str] = field(default_factory=list)
@@ -96,6 +106,10 @@ def parse_generation(text: Optional[str]) -> ParsedGeneration:
         raise MalformedReply(f"the reply has none of {', '.join(_LISTS)} as a list; keys: {sorted(data)[:8]}")
     domain = data.get("domain")
     parsed = ParsedGeneration(domain=domain.strip().lower() or None if isinstance(domain, str) else None)
+    if parsed.domain is not None and len(parsed.domain) > MAX_LABEL_CHARS:
+        parsed.domain_problem = (f"domain: {len(parsed.domain):,} characters, over the {MAX_LABEL_CHARS} a label "
+                                 "may have; not used")
+        parsed.domain = None
     for raw in _as_list(data.get("chunks")):
         if not isinstance(raw, dict):
             parsed.chunks.append((Chunk(), [f"the chunk is a {type(raw).__name__}, not an object"]))

@@ -253,6 +253,14 @@ class ModelJudge(ModelCaller):
     def parse(self, text: Optional[str], *subject: Any) -> dict:
         raise NotImplementedError
 
+    def reusable(self, scores: dict, *subject: Any) -> bool:
+        """Whether cached scores have the shape this kind's readers need for this subject (an entry of
+        another plugin version, or a damaged one, is a miss: judged again, never a row error)."""
+        raise NotImplementedError
+
+    def _accepts(self, subject: tuple) -> Callable[[dict], bool]:
+        return lambda entry: isinstance(entry.get("scores"), dict) and self.reusable(entry["scores"], *subject)
+
     def schema(self, *subject: Any) -> dict:
         """The verdict's JSON schema for one subject (sent in JSON-schema mode and in the repair turn)."""
         return small_model_schema(self.verdict_model.model_json_schema())
@@ -275,12 +283,13 @@ class ModelJudge(ModelCaller):
         """The verdict's future: from the cache, from a call already in flight, or a new call."""
         key = self.key(*subject, repeat=repeat)
         with self._lock:
-            cached = None if key in self._pending else self.cache.get(key)
+            accept = self._accepts(subject)
+            cached = None if key in self._pending else self.cache.get(key, accept)
             if cached is not None:
                 done: concurrent.futures.Future = concurrent.futures.Future()
                 done.set_result(cached)
                 return done
-            return self._in_flight(key, lambda: self._call(subject, key))
+            return self._in_flight(key, lambda: self._call(subject, key), accept)
 
     async def _call(self, subject: tuple, key: str) -> dict:
         messages = [{"role": "user", "content": self.render(*subject)}]
@@ -323,6 +332,10 @@ class _CitationJudge(ModelJudge):
 
     def parse(self, text: Optional[str], *subject: Any) -> dict:
         return parse_verdict(text, self.kind)
+
+    def reusable(self, scores: dict, *subject: Any) -> bool:
+        reasons = scores.get("justifications", {})
+        return all(_is_score(scores.get(d), 1, 5) for d in DIMENSIONS) and isinstance(reasons, dict)
 
     def schema(self, *subject: Any) -> dict:
         return verdict_schema(self.kind)
@@ -419,6 +432,11 @@ class RubricCoverageJudge(ModelJudge):
     def parse(self, text: Optional[str], *subject: Any) -> dict:
         return parse_coverage(text, len(subject[1]))
 
+    def reusable(self, scores: dict, *subject: Any) -> bool:
+        items, reasons = scores.get("items"), scores.get("justifications", [])
+        return (isinstance(items, list) and len(items) == len(subject[1]) and all(_is_score(v, 0, 4) for v in items)
+                and isinstance(reasons, list))
+
     def schema(self, *subject: Any) -> dict:
         """Exactly one entry per rubric item (numbered 1-N), each coverage one of 0-4: the verdict's whole
         contract in the schema, so a grammar-constrained small model cannot score one item or a 7."""
@@ -467,6 +485,9 @@ class PairwiseJudge(ModelJudge):
 
     def parse(self, text: Optional[str], *subject: Any) -> dict:
         return parse_preference(text)
+
+    def reusable(self, scores: dict, *subject: Any) -> bool:
+        return scores.get("preferred") in ("A", "B", "tie")
 
 
 # ---- the rubric seed's own judges, as released (--researchqa-protocol=paper) ---------------------
@@ -601,6 +622,10 @@ def judge_all(judges: Sequence[ModelJudge], row, answer, timeout_s: Optional[flo
             except ProviderError:
                 pass  # a probe that errors tells nothing about flips
     return result
+
+
+def _is_score(value: Any, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
 def consensus(by_judge: dict[str, dict]) -> dict:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import threading
 import time
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from ..llm_params import (
     known_secrets,
     parse_model_params,  # noqa: F401  (re-exported)
 )
-from .cache import AnswerCache, Claim, cache_key
+from .cache import AnswerCache, cache_key
 from .contract import json_schema, parse_reply
 from .engine import CALL_SECRETS, REPAIR_TURN, CallResult, EmptyResponse, ModelRunner, ProviderError, with_retries
 from .prompts import load_prompt
@@ -43,6 +44,8 @@ PLUGIN_PARAMS = ("max_input_tokens", "structured_output", "profile", "concurrenc
 # How often a process waiting for another one's answer to the same key looks for it.
 CLAIM_POLL_S = 0.1
 CLAIM_POLL_MAX_S = 1.0
+_HELD_ELSEWHERE = object()
+Accept = Optional[Callable[[dict], bool]]  # another process holds the key's claim: wait for its answer
 
 
 @dataclass(frozen=True)
@@ -111,44 +114,54 @@ class ModelCaller:
             return reported or LOCAL_CONTEXT_TOKENS
         return _context_window(self.spec.name)
 
-    def _in_flight(self, key: str, job) -> concurrent.futures.Future:
+    def _in_flight(self, key: str, job, accept: Accept = None) -> concurrent.futures.Future:
         """The call already running for ``key``, or a new one (callers hold ``_lock``)."""
         future = self._pending.get(key)
         if future is None:
-            future = self._start(key, job)
+            future = self._start(key, job, accept)
             self._pending[key] = future
         return future
 
-    def _start(self, key: str, job: Callable[[], Awaitable[Any]]) -> concurrent.futures.Future:
-        """Run ``job()`` for ``key`` once across the processes that share the cache."""
-        return self.runner.run(lambda: self._once_across_processes(key, job))
+    def _start(self, key: str, job: Callable[[], Awaitable[Any]], accept: Accept = None) -> concurrent.futures.Future:
+        """Run ``job()`` for ``key`` once across the processes that share the cache (``accept``: the
+        caller's check of a cached entry, anything else is a miss)."""
+        return self.runner.run(lambda: self._once_across_processes(key, job, accept))
 
-    async def _once_across_processes(self, key: str, job: Callable[[], Awaitable[Any]]) -> Any:
-        """Claim ``key`` (waiting outside the provider's slots while another process holds it), reuse
-        an answer that arrived meanwhile, else call."""
+    async def _once_across_processes(self, key: str, job: Callable[[], Awaitable[Any]], accept: Accept = None) -> Any:
+        """Claim ``key`` and call, inside one of the provider's slots; while another process holds the
+        claim, wait outside the slots and reuse the answer it stores.
+
+        The claim (an open lock file) is taken only once a slot is ours, so open files are bounded by
+        the slots, never by the rows queued behind them (10,000 rows under ``ulimit -n 256``)."""
         CALL_SECRETS.set(self.secrets)  # this task's own context: its errors never carry a key
         waited = False
         give_up = time.monotonic() + self.timeout_s * (self.retries + 2) + 60
         poll = CLAIM_POLL_S
         while True:
-            claim = self.cache.claim(key)
-            if claim is not None:
-                break
+            claimed = functools.partial(self._claimed, key, job, waited, accept)
+            found = await self.runner.bounded(self.spec.provider, claimed)
+            if found is not _HELD_ELSEWHERE:
+                return found
             waited = True
             await asyncio.sleep(poll)
             poll = min(poll * 1.5, CLAIM_POLL_MAX_S)  # hundreds of waiting keys cost next to nothing
-            shared = self.cache.get(key)
+            shared = self.cache.get(key, accept)
             if shared is not None:
                 return {**shared, "from_cache": True}
             if time.monotonic() > give_up:  # the other process is stuck, not gone: ask ourselves
-                claim = Claim(None, None)
-                break
+                return await self.runner.bounded(self.spec.provider, job)
+
+    async def _claimed(self, key: str, job: Callable[[], Awaitable[Any]], waited: bool, accept: Accept) -> Any:
+        """In a slot: the cached answer, or ``job()`` under this process's claim on ``key``."""
+        claim = self.cache.claim(key)
+        if claim is None:
+            return _HELD_ELSEWHERE
         try:
             if waited or not self.refresh:
-                shared = self.cache.get(key)
+                shared = self.cache.get(key, accept)
                 if shared is not None:
                     return {**shared, "from_cache": True}
-            return await self.runner.bounded(self.spec.provider, job)
+            return await job()
         finally:
             claim.release()
 

@@ -238,6 +238,7 @@ def write_plots(outcome: "RunOutcome", family: Family, folder: Path) -> list[Pat
                for r in outcome.records if r.system]
     if not records:
         return []
+    folder.mkdir(parents=True, exist_ok=True)  # a folder that cannot be made costs no rendering
     summaries = by_system(records, family.metric_names)
     figures = {
         "frontier-latency": frontier(summaries, family, "latency"),

@@ -13,6 +13,7 @@ from . import terminal
 if TYPE_CHECKING:  # pragma: no cover
     from ..families import Family
     from ..options import Settings
+    from ..runs import RunWriter
     from .outcome import RunOutcome
 
 
@@ -39,13 +40,17 @@ def write_audit(reporter: Any, outcome: "RunOutcome", family: "Family") -> None:
 
 
 def write_summary(reporter: Any, outcome: "RunOutcome", family: "Family", settings: "Settings", *,
-                  saved_in: Optional[Path], plots: Sequence[Path]) -> None:
+                  writer: Optional["RunWriter"], unwritten: dict[str, str], plots: Sequence[Path]) -> None:
     """Everything after the tests: where results went, the leaderboard, and the verdict last."""
     from ..row_reports import short_list
 
     write = _writer(reporter)
-    if saved_in is not None:
-        write(f"researchqa: results saved in {saved_in}")
+    if writer is not None and writer.failed is None:
+        write(f"researchqa: results saved in {writer.folder}")
+    elif writer is not None:
+        write(f"researchqa: results were not saved in {writer.folder}: {writer.failed}", red=True)
+    for line in unwritten.values():
+        write(line, red=True)
     reporter.write_sep("=", "researchqa leaderboard")
     for line in terminal.leaderboard(outcome.records, family, outcome.intervals, outcome.comparison,
                                      outcome.family_results).splitlines():
@@ -55,7 +60,7 @@ def write_summary(reporter: Any, outcome: "RunOutcome", family: "Family", settin
         reporter.write_sep("-", "researchqa comparison")
         for line in terminal.comparison_text(outcome.comparison, family).splitlines():
             write(line)
-    if settings.html is not None:
+    if settings.html is not None and str(settings.html) not in unwritten:
         write(f"researchqa: HTML report in {settings.html}")
     if plots:
         figures = sorted({p.stem for p in plots})

@@ -96,6 +96,7 @@ RUBRIC = RubricFamily(
     sample_dataset=("datasets", "rubric-sample", "rubric-sample.yaml"),
     model_system="pytest_researchqa.families.rubric.task:ResearchAnswerSystem",
     after_answers="pytest_researchqa.families.rubric.tournament:run_tournament",
+    before_rows="pytest_researchqa.families.rubric.tournament:schedule_refusal",
     renderer="pytest_researchqa.families.rubric.render:leaderboard",
     call_estimate="pytest_researchqa.families.rubric.calls:estimate_lines",
     default_system="rubric-oracle",

@@ -129,6 +129,41 @@ def paper_schedule(by_row: dict[str, dict[str, Contender]], per_domain: int = PA
     return battles
 
 
+def planned_judge_calls(systems: int, rows_by_domain: Sequence[int], per_pair: Optional[int],
+                        by_domain: bool = False) -> int:
+    """Pairwise judge calls (two a battle) when ``systems`` systems answer every row: counted, not listed,
+    so a 1,000-system schedule is refused before it takes any memory."""
+    pairs = systems * (systems - 1) // 2
+    if by_domain:
+        battles = sum(min(max(PAPER_BATTLES_PER_DOMAIN, rows), pairs * rows) for rows in rows_by_domain)
+    else:
+        rows = sum(rows_by_domain)
+        battles = pairs * (min(rows, per_pair) if per_pair is not None else rows)
+    return 2 * battles
+
+
+def judge_calls_refusal(calls: int, cap: int) -> Optional[str]:
+    """Why a schedule of ``calls`` pairwise judge calls may not start under ``cap`` (0: no cap), or None."""
+    if not cap or calls <= cap:
+        return None
+    return (f"researchqa: the pairwise schedule needs {calls:,} judge calls, more than the cap of {cap:,}; "
+            f"to run it, pass --researchqa-max-judge-calls={calls} (or 0 for no cap), or judge fewer battles "
+            "per pair with --researchqa-battles=N")
+
+
+def schedule_refusal(rows: Sequence[Any], settings: Any) -> Optional[str]:
+    """Before any row runs: the battles the selected rows would bring, if every system answers every row,
+    against ``--researchqa-max-judge-calls``."""
+    systems = len(settings.all_systems)
+    if systems < 2 or not settings.judges:
+        return None
+    domains: dict[str, int] = {}
+    for row in rows:
+        domains[row.domain or ""] = domains.get(row.domain or "", 0) + 1
+    calls = planned_judge_calls(systems, list(domains.values()), settings.battles, Rules.of(settings).by_domain)
+    return judge_calls_refusal(calls, settings.max_judge_calls)
+
+
 def ensemble(first: Contender, second: Contender, forward: str, backward: str,
              direct_points: float = DIRECT_WIN_POINTS) -> float:
     """The ensemble's verdict for ``first``: 1 win, 0 loss, 0.5 tie (Eq. 1 with ``direct_points`` per vote).
