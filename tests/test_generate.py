@@ -21,7 +21,7 @@ from test_e2e_small_model import llama_server  # noqa: F401  (the opt-in real-mo
 
 from pytest_researchqa.__main__ import main
 from pytest_researchqa.generation.checking import DEFAULT_COUNTS
-from pytest_researchqa.generation.reply import parse_generation
+from pytest_researchqa.generation.reply import parse_generation, reply_tokens
 from pytest_researchqa.llm.contract import MalformedReply
 from pytest_researchqa.loaders import load_dataset
 from pytest_researchqa.metrics import check_expected_passages
@@ -68,6 +68,10 @@ def tides(tmp_path) -> Path:
 @pytest.fixture
 def generate(server, tmp_path, capsys):
     """Run the subcommand in-process; returns (exit status, printed lines, report)."""
+
+    # A server on this machine gets the local-server profile: this one reports a window, as llama.cpp's
+    # llama-server does, large enough for the default dozen questions.
+    server.props = {"default_generation_settings": {"n_ctx": 32768}}
 
     def run(papers: Path, out: Path, *extra: str, model: str = "gen-mixed", params: tuple[str, ...] = ()):
         argv = ["generate", str(papers), "--model", f"openai/{model}", "--out", str(out),
@@ -461,15 +465,64 @@ def test_a_multi_hop_row_whose_sections_quote_the_same_passage_is_dropped():
         "sections 'Methods' and 'Setup' quote the same passage: it is no multi-hop question")
 
 
+ONE_LOOKUP = ("--count", "lookup=1", "--count", "comprehension=0", "--count", "multi_hop=0", "--count", "adversarial=0")
+
+
 def test_a_paper_longer_than_the_context_window_is_cut_and_the_report_says_so(generate, tides, tmp_path, server):
     appendix = "\n".join(f"Appendix note {n} repeats that raft {n} was inspected weekly by two observers." for n in range(400))
     (tides / "tides.txt").write_text(TIDES + "\nAppendix\n" + appendix)
-    _, printed, report = generate(tides, tmp_path / "rows.yaml", model="gen-good", params=("max_input_tokens=3000",))
+    _, printed, report = generate(tides, tmp_path / "rows.yaml", *ONE_LOOKUP, model="gen-good",
+                                  params=("max_input_tokens=3000",))
     note = paper_report(report, "tides")["notes"]["cut"]
-    assert note.startswith("the model saw the first 6000 of ")
-    assert f"note: {note}" in printed
+    assert note.startswith("the model saw the first ") and note.endswith("(the context window is smaller than the "
+                                                                          "paper; --param max_input_tokens=N sets it)")
+    seen = int(note.split()[5])
+    assert 2000 <= seen < 3000 * 3, "the window less the prompt's text and the reply's cap, three characters a token"
     sent = server.requests[0]["messages"][-1]["content"]
-    assert "Appendix note 1 repeats" in sent and "Appendix note 399" not in sent
+    assert "Tidal Mixing" in sent and "Appendix note 399" not in sent
+
+
+def test_on_a_local_server_generate_sends_one_call_at_a_time_capped_and_held_to_the_papers_sentences(
+        generate, tides, tmp_path, server):
+    server.props = None  # llama-cpp-python's server reports no window: the profile assumes 4,096 tokens
+    argv = ["generate", str(tides), "--model", "openai/gen-good", "--out", str(tmp_path / "rows.yaml"),
+            "--param", f"api_base={server.url}", "--cache-dir", str(tmp_path / "cache"), *ONE_LOOKUP]
+    assert main(argv) == 0
+    [request] = server.requests
+    assert request["max_tokens"] == reply_tokens({"lookup": 1}), "an abandoned request ends at the cap too"
+    schema = request["response_format"]["schema"]
+    assert request["response_format"]["type"] == "json_object"
+    chunks = schema["properties"]["chunks"]
+    assert chunks["minItems"] == chunks["maxItems"] == 1 and schema["properties"]["multi_hop_questions"]["maxItems"] == 0
+    quotes = chunks["items"]["properties"]["lookup"]["properties"]["expected_references"]["items"]["properties"][
+        "alternatives"]["items"]["enum"]
+    assert "Mean chlorophyll concentration was higher in the strongly mixed estuary, at 6.8 micrograms per litre " \
+           "against 4.1 in the other." in quotes
+    assert all(sentence in " ".join(TIDES.split()) for sentence in quotes), "every quotation the grammar allows is verbatim"
+
+
+def test_a_context_window_too_small_for_the_questions_asked_fails_before_any_call_saying_what_to_do(
+        generate, tides, tmp_path, server, capsys):
+    server.props = None
+    argv = ["generate", str(tides), "--model", "openai/gen-good", "--out", str(tmp_path / "rows.yaml"),
+            "--param", f"api_base={server.url}", "--cache-dir", str(tmp_path / "cache")]
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert "a context window of 4096 tokens cannot hold the prompt" in error and "ask for fewer questions" in error
+    assert server.calls() == 0 and not (tmp_path / "rows.yaml").exists()
+
+
+def test_every_request_is_accounted_failed_ones_included_and_unpriced_spend_is_a_dash(generate, tides, tmp_path,
+                                                                                      server):
+    status, printed, report = generate(tides, tmp_path / "garbage.yaml", model="garbage")
+    assert status == 1 and server.calls("garbage") == 2
+    usage = report["totals"]["usage"]
+    assert (usage["calls"], usage["failed_calls"], usage["cost_usd"]) == (2, 2, None)
+    assert "2/1 papers" not in printed and "1 failed, 2 calls (2 failed)" in printed and "spend —" in printed
+    status, _, report = generate(tides, tmp_path / "rows.yaml", model="gen-truncated")
+    usage = report["totals"]["usage"]
+    assert server.calls("gen-truncated") == 2 and (usage["calls"], usage["failed_calls"]) == (2, 1), \
+        "a reply cut off, then its repair: two requests, the first of them gave nothing"
 
 
 def test_placeholder_questions_and_passages_are_rejected_with_a_reason_and_make_way_for_real_ones():

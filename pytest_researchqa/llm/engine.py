@@ -24,6 +24,14 @@ TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 class ProviderError(Exception):
     """A call that failed for good: the row errors with this message."""
 
+    calls = 1  # requests sent before it failed (with_retries sets it), for exact call accounting
+
+
+def _failed(message: str, calls: int) -> ProviderError:
+    error = ProviderError(_redacted(message))
+    error.calls = calls
+    return error
+
 
 class BudgetReached(Exception):
     """The run's --researchqa-max-cost is spent: no new call starts (not transient: never retried)."""
@@ -210,18 +218,19 @@ async def with_retries(
         except MalformedReply as error:
             if repair is not None or retries == 0:
                 message = _malformed_message(error, result, repaired=repair is not None)
-                raise ProviderError(_redacted(f"{describe}: {message}")) from None
+                raise _failed(f"{describe}: {message}", calls) from None
             repair = repair_turn(result, error, schema)
             continue
         except Exception as error:  # noqa: BLE001 -- provider SDKs raise many types
             if not (is_transient(error) or isinstance(error, EmptyResponse)):
-                raise ProviderError(_redacted(f"{describe}: {_short(error)}")) from None
+                sent = calls - 1 if isinstance(error, BudgetReached) else calls  # a budget stop sends nothing
+                raise _failed(f"{describe}: {_short(error)}", sent) from None
             failures.append(_short(error))
             last_error: Optional[BaseException] = error
         finally:
             REPAIR_TURN.reset(token)
         if transport_attempts >= retries:
-            raise ProviderError(_redacted(f"{describe}: failed after {calls} attempts; last: {failures[-1]}"))
+            raise _failed(f"{describe}: failed after {calls} attempts; last: {failures[-1]}", calls)
         delay = backoff_s * (2**transport_attempts) * (0.5 + random.random())
         transport_attempts += 1
         wait = retry_after_s(last_error)
