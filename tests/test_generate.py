@@ -545,3 +545,27 @@ def test_placeholder_questions_and_passages_are_rejected_with_a_reason_and_make_
         "'Ask about the methods of the paper.' is copied from the prompt"]
     [_, placeholder] = candidates[0].passages
     assert placeholder[1].status == "dropped" and "template filler" in placeholder[1].reason
+
+
+def test_a_question_or_answer_with_an_unfilled_template_slot_is_rejected_with_the_slot_named():
+    """SmolLM2-135M wrote "How do you think [X] contributes to [Y], ...?" answered "Based on your understanding
+    [relation]" (docs/models.md): a template, not a question."""
+    from pytest_researchqa.generation import checking
+
+    passage = "Each raft carried 150 hatchery-reared spat of the same cohort"
+    evidence = [{"section_label": "Methods", "alternatives": [passage]}]
+    chunks = [{"lookup": {"question": "How do you think [X] contributes to [Y]?", "expected_answer": "150",
+                          "expected_references": evidence}},
+              {"lookup": {"question": "How many spat did each raft carry?", "expected_answer": "Based on [relation]",
+                          "expected_references": evidence}},
+              {"lookup": {"question": "What does the [CLS] token of BERT [12] encode?", "expected_answer": "150",
+                          "expected_references": evidence}}]
+    candidates, notes = checking.candidates_from(parse_generation(json.dumps({"chunks": chunks})), "tides",
+                                                 {"lookup": 3})
+    assert [c.question for c in candidates] == ["What does the [CLS] token of BERT [12] encode?"]
+    assert notes["malformed"] == [
+        "lookup question 'How do you think [X] contributes to [Y]?': the question is no content: "
+        "'[X]' is a template slot, not content",
+        "lookup question 'How many spat did each raft carry?': the expected answer is no content: "
+        "'[relation]' is a template slot, not content"]
+

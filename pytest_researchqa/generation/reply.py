@@ -23,6 +23,9 @@ from ..llm.contract import MalformedReply, json_object, validation_problem
 PASSAGE_MIN_CHARS, PASSAGE_MAX_CHARS = 60, 500
 QUOTABLE_LIMIT = 120
 HEADING_MAX_WORDS = 6
+_PLAIN = r'[^"\\\[\]<>{}\n]'  # no quote or backslash (the grammar writes JSON), no bracket, no line break
+QUESTION_PATTERN = rf"^[A-Z]{_PLAIN}{{10,250}}\?$"
+ANSWER_PATTERN = rf"^{_PLAIN}{{1,300}}$"
 
 
 class EvidenceBlock(BaseModel):
@@ -169,7 +172,10 @@ def generation_schema(counts: Optional[dict[str, int]] = None, passages: Sequenc
     quote = {"type": "string", "enum": list(passages)} if passages else text(PASSAGE_MAX_CHARS, PASSAGE_MIN_CHARS)
     block = strict({"section_label": text(80), "alternatives": {"type": "array", "items": quote,
                                                                 "minItems": 1, "maxItems": 2}})
-    question = {"question": text(300, 10), "expected_answer": text(400)}
+    # A question the grammar can write starts with a capital and ends with "?"; neither it nor an answer
+    # holds a bracket: "[X]", "<answer>" and "{y}" are template slots, not content.
+    question = {"question": {"type": "string", "pattern": QUESTION_PATTERN},
+                "expected_answer": {"type": "string", "pattern": ANSWER_PATTERN}}
     one_block = {"expected_references": {"type": "array", "items": block, "minItems": 1, "maxItems": 1}}
     lookup_item = strict({**question, **one_block})
     comprehension_item = strict({**question, **one_block, "judge_rubric": text(400)})
@@ -185,7 +191,7 @@ def generation_schema(counts: Optional[dict[str, int]] = None, passages: Sequenc
     multi_hop = strict({**question, "required_sections": listed(text(80), 2),
                         "expected_references": listed(block, 2), "reasoning_chain": text(300),
                         "judge_rubric": text(400)})
-    adversarial = strict({"question": text(300, 10), "false_premise": text(300), "expected_answer": text(400),
+    adversarial = strict({**question, "false_premise": text(300),
                           "expected_references": {"type": "array", "items": block, "maxItems": 1},
                           "judge_rubric": text(400)})
     return strict({"domain": text(40), "chunks": listed(chunk, chunk_items),
