@@ -52,6 +52,7 @@ A limitation of the design is that only two estuaries were compared, so estuary 
 Future work should replicate the comparison across several estuaries of each type before the result is used to site new farms.
 """
 ROWS_PER_PAPER = sum(DEFAULT_COUNTS.values())
+ONE_LOOKUP = ("--count", "lookup=1", "--count", "comprehension=0", "--count", "multi_hop=0", "--count", "adversarial=0")
 
 
 pytestmark = pytest.mark.usefixtures("litellm_loaded")
@@ -421,27 +422,29 @@ def test_a_multi_hop_question_without_evidence_for_a_required_section_is_dropped
 
 @pytest.mark.e2e
 @pytest.mark.slow
-def test_a_real_small_model_generates_rows_whose_kept_passages_are_all_verbatim(request, tmp_path):
-    """``python -m pytest -m e2e``: the llama.cpp server of test_e2e_small_model (skips when not installed)."""
-    url = request.getfixturevalue("llama_server")
+def test_a_real_small_model_generates_a_verified_row_per_real_pdf_on_the_local_profile(request, tmp_path):
+    """``python -m pytest -m e2e``: the llama.cpp server of test_e2e_small_model (skips when it or the model file
+    is not installed), two real PDFs (skips without shared data), nothing set but the server and the counts: the
+    local-server profile does the rest (one call at a time, the reply capped, the paper fitted to the window, the
+    quotations held to the paper's sentences). docs/models.md records what it measured."""
     papers = tmp_path / "papers"
     papers.mkdir()
-    shutil.copy(SAMPLE / "papers" / "sample-edu.pdf", papers)
+    for name in ("chain_of_thought.pdf",
+                 "refusal-in-language-models-is-mediated-by-a-single-direction-Paper-Conference.pdf"):
+        shutil.copy(shared_path("papers", name), papers)
+    url, _, _ = request.getfixturevalue("llama_server")
     argv = ["generate", str(papers), "--model", "openai/smollm2", "--out", str(tmp_path / "rows.yaml"),
-            "--param", f"api_base={url}", "--param", "api_key=local", "--param", "structured_output=json_object",
-            "--param", "temperature=0", "--param", "max_input_tokens=3500", "--count", "lookup=2",
-            "--count", "comprehension=0", "--count", "multi_hop=0", "--count", "adversarial=1",
-            "--concurrency", "1", "--timeout", "600", "--cache-dir", str(tmp_path / "cache")]
+            "--param", f"api_base={url}", "--cache-dir", str(tmp_path / "cache"), *ONE_LOOKUP]
     status = main(argv)
     report = json.loads((tmp_path / "rows.report.json").read_text())
-    entry = paper_report(report, "sample-edu")
-    print(json.dumps(entry, indent=1)[:4000])
-    if status == 0:  # a 135M model may never write the JSON asked for: then the paper fails, reported
+    print(json.dumps(report["papers"], indent=1)[:6000])
+    assert status == 0 and report["totals"]["failed"] == 0
+    for entry in report["papers"]:
         passages = entry["passages"]
         assert passages["checked"] == passages["verbatim"] + passages["repaired"] + passages["dropped"]
-        assert_every_passage_verbatim(tmp_path / "rows.yaml", papers, tmp_path / "cache")
-    else:
-        assert entry["status"] == "failed" and entry["error"]
+        assert entry["rows_kept"] >= 1, f"{entry['paper_id']}: no row passed its own verification"
+        assert entry["usage"]["calls"] >= 1 and entry["usage"]["cost_usd"] is None
+    assert_every_passage_verbatim(tmp_path / "rows.yaml", papers, tmp_path / "cache")
 
 
 def test_a_multi_hop_row_whose_sections_quote_the_same_passage_is_dropped():
@@ -463,9 +466,6 @@ def test_a_multi_hop_row_whose_sections_quote_the_same_passage_is_dropped():
     assert [row["row_id"] for row in result.rows] == ["tides-multi_hop-2"]
     assert result.report["dropped_rows"][0]["reason"] == (
         "sections 'Methods' and 'Setup' quote the same passage: it is no multi-hop question")
-
-
-ONE_LOOKUP = ("--count", "lookup=1", "--count", "comprehension=0", "--count", "multi_hop=0", "--count", "adversarial=0")
 
 
 def test_a_paper_longer_than_the_context_window_is_cut_and_the_report_says_so(generate, tides, tmp_path, server):
@@ -569,3 +569,14 @@ def test_a_question_or_answer_with_an_unfilled_template_slot_is_rejected_with_th
         "lookup question 'How many spat did each raft carry?': the expected answer is no content: "
         "'[relation]' is a template slot, not content"]
 
+
+
+def test_on_a_local_server_a_call_past_its_deadline_fails_its_paper_at_once_instead_of_queueing_a_retry(
+        generate, tides, tmp_path, server):
+    server.timeout_sleep_s = 12.0
+    status, printed, report = generate(tides, tmp_path / "rows.yaml", "--timeout", "6", *ONE_LOOKUP,
+                                       model="fault-timeout")
+    assert status == 1 and server.calls("fault-timeout") == 1, "the server is still busy with the first request"
+    entry = paper_report(report, "tides")
+    assert "not retried: the server may still be working on the abandoned request" in entry["error"]
+    assert (entry["usage"]["calls"], entry["usage"]["failed_calls"]) == (1, 1)

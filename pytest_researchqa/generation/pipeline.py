@@ -267,9 +267,11 @@ class RowWriter(ModelCaller):
                 self._priced = False  # litellm has no price for this model: stop asking
             return parse(result.content)
 
-        # The shared call path: pacing, a malformed or cut-off reply repaired once with its error.
+        # The shared call path: pacing, a malformed or cut-off reply repaired once with its error. A local
+        # server goes on generating a request whose deadline passed: asking again would queue behind it.
         result, parsed = await self._ask(messages, kwargs, validate=validate, schema=schema,
-                                         describe=f"{self.name} ({paper_id})", priced=self._priced)
+                                         describe=f"{self.name} ({paper_id})", priced=self._priced,
+                                         retry_timeouts=not self.spec.local)
         call = {"cached": False, "latency_s": result.latency_s, "prompt_tokens": result.prompt_tokens,
                 "completion_tokens": result.completion_tokens, "cost_usd": result.cost_usd,
                 "attempts": result.attempts}

@@ -91,6 +91,11 @@ def is_transient(error: BaseException) -> bool:
                     "InternalServerError", "RateLimitError", "TimeoutError"} or isinstance(error, asyncio.TimeoutError)
 
 
+def is_timeout(error: BaseException) -> bool:
+    return isinstance(error, (asyncio.TimeoutError, TimeoutError)) or type(error).__name__ in {"Timeout",
+                                                                                                "APITimeoutError"}
+
+
 class _Pacer:
     """At most ``per_minute`` starts per minute: each start at least 1/rate after the previous one.
 
@@ -189,6 +194,7 @@ async def with_retries(
     backoff_s: float = 0.5,
     describe: str = "model",
     schema: Optional[dict] = None,
+    retry_timeouts: bool = True,
 ) -> tuple[CallResult, Any]:
     """Call and validate: repair a malformed reply once, retry only transport faults as they were.
 
@@ -198,7 +204,8 @@ async def with_retries(
     follows, with the bad reply as the assistant turn and a user turn giving the parse error and
     ``schema`` (and, when it was cut off at the output limit, a larger limit). If that also fails,
     :class:`ProviderError` with the error and the reply's first characters. ``retries=0`` repairs
-    nothing either.
+    nothing either. ``retry_timeouts=False``: a call past its deadline fails at once (a local server that
+    cannot cancel a request is still busy with it: a retry would only queue behind it).
     """
     from .contract import MalformedReply
 
@@ -225,6 +232,9 @@ async def with_retries(
             if not (is_transient(error) or isinstance(error, EmptyResponse)):
                 sent = calls - 1 if isinstance(error, BudgetReached) else calls  # a budget stop sends nothing
                 raise _failed(f"{describe}: {_short(error)}", sent) from None
+            if not retry_timeouts and is_timeout(error):
+                raise _failed(f"{describe}: timed out ({_short(error)}); not retried: the server may still be "
+                              "working on the abandoned request", calls) from None
             failures.append(_short(error))
             last_error: Optional[BaseException] = error
         finally:
