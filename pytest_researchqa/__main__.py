@@ -213,9 +213,10 @@ def _add_generate(commands) -> None:
                                "Repeatable.")
     generate.add_argument("--domain", help="the rows' domain (default: the model names the paper's field)")
     generate.add_argument("--report", type=Path, help="the JSON report (default: beside --out, <name>.report.json)")
-    generate.add_argument("--concurrency", type=int, default=5, help="calls in flight per provider (default 5)")
+    generate.add_argument("--concurrency", type=int, help="calls in flight per provider (default 5; 1 for a local "
+                                                           "server, docs/models.md)")
     generate.add_argument("--rows-per-minute", type=int, help="start at most N calls per minute per provider")
-    generate.add_argument("--timeout", type=float, default=600.0, help="seconds per call (default 600)")
+    generate.add_argument("--timeout", type=float, help="seconds per call (default 600; 900 for a local server)")
     generate.add_argument("--retries", type=int, default=3,
                           help="retries of a failed, rate-limited or malformed call (default 3)")
     generate.add_argument("--cache-dir", type=Path, help="cache of extracted papers and replies "
@@ -252,7 +253,7 @@ def _generate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         value = getattr(args, name)
         if value is not None and value < (0 if name == "retries" else 1):
             parser.error(f"--{name.replace('_', '-')} must be at least {0 if name == 'retries' else 1}")
-    if args.timeout <= 0:
+    if args.timeout is not None and args.timeout <= 0:
         parser.error("--timeout must be positive")
     options = GenerateOptions(model=args.model, params=params, counts=counts, domain=args.domain,
                               concurrency=args.concurrency, rows_per_minute=args.rows_per_minute,

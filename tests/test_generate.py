@@ -21,7 +21,7 @@ from test_e2e_small_model import llama_server  # noqa: F401  (the opt-in real-mo
 
 from pytest_researchqa.__main__ import main
 from pytest_researchqa.generation.checking import DEFAULT_COUNTS
-from pytest_researchqa.generation.reply import parse_generation
+from pytest_researchqa.generation.reply import parse_generation, reply_tokens
 from pytest_researchqa.llm.contract import MalformedReply
 from pytest_researchqa.loaders import load_dataset
 from pytest_researchqa.metrics import check_expected_passages
@@ -52,6 +52,7 @@ A limitation of the design is that only two estuaries were compared, so estuary 
 Future work should replicate the comparison across several estuaries of each type before the result is used to site new farms.
 """
 ROWS_PER_PAPER = sum(DEFAULT_COUNTS.values())
+ONE_LOOKUP = ("--count", "lookup=1", "--count", "comprehension=0", "--count", "multi_hop=0", "--count", "adversarial=0")
 
 
 pytestmark = pytest.mark.usefixtures("litellm_loaded")
@@ -68,6 +69,10 @@ def tides(tmp_path) -> Path:
 @pytest.fixture
 def generate(server, tmp_path, capsys):
     """Run the subcommand in-process; returns (exit status, printed lines, report)."""
+
+    # A server on this machine gets the local-server profile: this one reports a window, as llama.cpp's
+    # llama-server does, large enough for the default dozen questions.
+    server.props = {"default_generation_settings": {"n_ctx": 32768}}
 
     def run(papers: Path, out: Path, *extra: str, model: str = "gen-mixed", params: tuple[str, ...] = ()):
         argv = ["generate", str(papers), "--model", f"openai/{model}", "--out", str(out),
@@ -435,27 +440,29 @@ def test_a_multi_hop_question_without_evidence_for_a_required_section_is_dropped
 
 @pytest.mark.e2e
 @pytest.mark.slow
-def test_a_real_small_model_generates_rows_whose_kept_passages_are_all_verbatim(request, tmp_path):
-    """``python -m pytest -m e2e``: the llama.cpp server of test_e2e_small_model (skips when not installed)."""
-    url = request.getfixturevalue("llama_server")
+def test_a_real_small_model_generates_a_verified_row_per_real_pdf_on_the_local_profile(request, tmp_path):
+    """``python -m pytest -m e2e``: the llama.cpp server of test_e2e_small_model (skips when it or the model file
+    is not installed), two real PDFs (skips without shared data), nothing set but the server and the counts: the
+    local-server profile does the rest (one call at a time, the reply capped, the paper fitted to the window, the
+    quotations held to the paper's sentences). docs/models.md records what it measured."""
     papers = tmp_path / "papers"
     papers.mkdir()
-    shutil.copy(SAMPLE / "papers" / "sample-edu.pdf", papers)
+    for name in ("chain_of_thought.pdf",
+                 "refusal-in-language-models-is-mediated-by-a-single-direction-Paper-Conference.pdf"):
+        shutil.copy(shared_path("papers", name), papers)
+    url, _, _ = request.getfixturevalue("llama_server")
     argv = ["generate", str(papers), "--model", "openai/smollm2", "--out", str(tmp_path / "rows.yaml"),
-            "--param", f"api_base={url}", "--param", "api_key=local", "--param", "structured_output=json_object",
-            "--param", "temperature=0", "--param", "max_input_tokens=3500", "--count", "lookup=2",
-            "--count", "comprehension=0", "--count", "multi_hop=0", "--count", "adversarial=1",
-            "--concurrency", "1", "--timeout", "600", "--cache-dir", str(tmp_path / "cache")]
+            "--param", f"api_base={url}", "--cache-dir", str(tmp_path / "cache"), *ONE_LOOKUP]
     status = main(argv)
     report = json.loads((tmp_path / "rows.report.json").read_text())
-    entry = paper_report(report, "sample-edu")
-    print(json.dumps(entry, indent=1)[:4000])
-    if status == 0:  # a 135M model may never write the JSON asked for: then the paper fails, reported
+    print(json.dumps(report["papers"], indent=1)[:6000])
+    assert status == 0 and report["totals"]["failed"] == 0
+    for entry in report["papers"]:
         passages = entry["passages"]
         assert passages["checked"] == passages["verbatim"] + passages["repaired"] + passages["dropped"]
-        assert_every_passage_verbatim(tmp_path / "rows.yaml", papers, tmp_path / "cache")
-    else:
-        assert entry["status"] == "failed" and entry["error"]
+        assert entry["rows_kept"] >= 1, f"{entry['paper_id']}: no row passed its own verification"
+        assert entry["usage"]["calls"] >= 1 and entry["usage"]["cost_usd"] is None
+    assert_every_passage_verbatim(tmp_path / "rows.yaml", papers, tmp_path / "cache")
 
 
 def test_a_multi_hop_row_whose_sections_quote_the_same_passage_is_dropped():
@@ -482,12 +489,58 @@ def test_a_multi_hop_row_whose_sections_quote_the_same_passage_is_dropped():
 def test_a_paper_longer_than_the_context_window_is_cut_and_the_report_says_so(generate, tides, tmp_path, server):
     appendix = "\n".join(f"Appendix note {n} repeats that raft {n} was inspected weekly by two observers." for n in range(400))
     (tides / "tides.txt").write_text(TIDES + "\nAppendix\n" + appendix)
-    _, printed, report = generate(tides, tmp_path / "rows.yaml", model="gen-good", params=("max_input_tokens=3000",))
+    _, printed, report = generate(tides, tmp_path / "rows.yaml", *ONE_LOOKUP, model="gen-good",
+                                  params=("max_input_tokens=3000",))
     note = paper_report(report, "tides")["notes"]["cut"]
-    assert note.startswith("the model saw the first 6000 of ")
-    assert f"note: {note}" in printed
+    assert note.startswith("the model saw the first ") and note.endswith("(the context window is smaller than the "
+                                                                          "paper; --param max_input_tokens=N sets it)")
+    seen = int(note.split()[5])
+    assert 2000 <= seen < 3000 * 3, "the window less the prompt's text and the reply's cap, three characters a token"
     sent = server.requests[0]["messages"][-1]["content"]
-    assert "Appendix note 1 repeats" in sent and "Appendix note 399" not in sent
+    assert "Tidal Mixing" in sent and "Appendix note 399" not in sent
+
+
+def test_on_a_local_server_generate_sends_one_call_at_a_time_capped_and_held_to_the_papers_sentences(
+        generate, tides, tmp_path, server):
+    server.props = None  # llama-cpp-python's server reports no window: the profile assumes 4,096 tokens
+    argv = ["generate", str(tides), "--model", "openai/gen-good", "--out", str(tmp_path / "rows.yaml"),
+            "--param", f"api_base={server.url}", "--cache-dir", str(tmp_path / "cache"), *ONE_LOOKUP]
+    assert main(argv) == 0
+    [request] = server.requests
+    assert request["max_tokens"] == reply_tokens({"lookup": 1}), "an abandoned request ends at the cap too"
+    schema = request["response_format"]["schema"]
+    assert request["response_format"]["type"] == "json_object"
+    chunks = schema["properties"]["chunks"]
+    assert chunks["minItems"] == chunks["maxItems"] == 1 and schema["properties"]["multi_hop_questions"]["maxItems"] == 0
+    quotes = chunks["items"]["properties"]["lookup"]["properties"]["expected_references"]["items"]["properties"][
+        "alternatives"]["items"]["enum"]
+    assert "Mean chlorophyll concentration was higher in the strongly mixed estuary, at 6.8 micrograms per litre " \
+           "against 4.1 in the other." in quotes
+    assert all(sentence in " ".join(TIDES.split()) for sentence in quotes), "every quotation the grammar allows is verbatim"
+
+
+def test_a_context_window_too_small_for_the_questions_asked_fails_before_any_call_saying_what_to_do(
+        generate, tides, tmp_path, server, capsys):
+    server.props = None
+    argv = ["generate", str(tides), "--model", "openai/gen-good", "--out", str(tmp_path / "rows.yaml"),
+            "--param", f"api_base={server.url}", "--cache-dir", str(tmp_path / "cache")]
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert "a context window of 4096 tokens cannot hold the prompt" in error and "ask for fewer questions" in error
+    assert server.calls() == 0 and not (tmp_path / "rows.yaml").exists()
+
+
+def test_every_request_is_accounted_failed_ones_included_and_unpriced_spend_is_a_dash(generate, tides, tmp_path,
+                                                                                      server):
+    status, printed, report = generate(tides, tmp_path / "garbage.yaml", model="garbage")
+    assert status == 1 and server.calls("garbage") == 2
+    usage = report["totals"]["usage"]
+    assert (usage["calls"], usage["failed_calls"], usage["cost_usd"]) == (2, 2, None)
+    assert "2/1 papers" not in printed and "1 failed, 2 calls (2 failed)" in printed and "spend —" in printed
+    status, _, report = generate(tides, tmp_path / "rows.yaml", model="gen-truncated")
+    usage = report["totals"]["usage"]
+    assert server.calls("gen-truncated") == 2 and (usage["calls"], usage["failed_calls"]) == (2, 1), \
+        "a reply cut off, then its repair: two requests, the first of them gave nothing"
 
 
 def test_placeholder_questions_and_passages_are_rejected_with_a_reason_and_make_way_for_real_ones():
@@ -510,3 +563,38 @@ def test_placeholder_questions_and_passages_are_rejected_with_a_reason_and_make_
         "'Ask about the methods of the paper.' is copied from the prompt"]
     [_, placeholder] = candidates[0].passages
     assert placeholder[1].status == "dropped" and "template filler" in placeholder[1].reason
+
+
+def test_a_question_or_answer_with_an_unfilled_template_slot_is_rejected_with_the_slot_named():
+    """SmolLM2-135M wrote "How do you think [X] contributes to [Y], ...?" answered "Based on your understanding
+    [relation]" (docs/models.md): a template, not a question."""
+    from pytest_researchqa.generation import checking
+
+    passage = "Each raft carried 150 hatchery-reared spat of the same cohort"
+    evidence = [{"section_label": "Methods", "alternatives": [passage]}]
+    chunks = [{"lookup": {"question": "How do you think [X] contributes to [Y]?", "expected_answer": "150",
+                          "expected_references": evidence}},
+              {"lookup": {"question": "How many spat did each raft carry?", "expected_answer": "Based on [relation]",
+                          "expected_references": evidence}},
+              {"lookup": {"question": "What does the [CLS] token of BERT [12] encode?", "expected_answer": "150",
+                          "expected_references": evidence}}]
+    candidates, notes = checking.candidates_from(parse_generation(json.dumps({"chunks": chunks})), "tides",
+                                                 {"lookup": 3})
+    assert [c.question for c in candidates] == ["What does the [CLS] token of BERT [12] encode?"]
+    assert notes["malformed"] == [
+        "lookup question 'How do you think [X] contributes to [Y]?': the question is no content: "
+        "'[X]' is a template slot, not content",
+        "lookup question 'How many spat did each raft carry?': the expected answer is no content: "
+        "'[relation]' is a template slot, not content"]
+
+
+
+def test_on_a_local_server_a_call_past_its_deadline_fails_its_paper_at_once_instead_of_queueing_a_retry(
+        generate, tides, tmp_path, server):
+    server.timeout_sleep_s = 12.0
+    status, printed, report = generate(tides, tmp_path / "rows.yaml", "--timeout", "6", *ONE_LOOKUP,
+                                       model="fault-timeout")
+    assert status == 1 and server.calls("fault-timeout") == 1, "the server is still busy with the first request"
+    entry = paper_report(report, "tides")
+    assert "not retried: the server may still be working on the abandoned request" in entry["error"]
+    assert (entry["usage"]["calls"], entry["usage"]["failed_calls"]) == (1, 1)

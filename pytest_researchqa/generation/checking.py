@@ -10,6 +10,7 @@ accounts for all of them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -20,6 +21,9 @@ from ..rows import reasoning_text
 from ..textkey import text_key
 from .reply import AdversarialItem, ComprehensionItem, EvidenceBlock, LookupItem, MultiHopItem, ParsedGeneration
 
+# A slot of a template left unfilled inside a question or answer ("How does [X] affect [Y]?",
+# "<answer>", "{method}"): one capital letter or lower-case words in brackets. "[CLS]" or "[12]" are not.
+TEMPLATE_SLOT = re.compile(r"\[(?:[A-Z]|[a-z][a-z_ ]{1,23})\]|<[a-z][a-z_ ]{1,23}>|\{[a-z][a-z_]{1,23}\}")
 DEFAULT_COUNTS = {"lookup": 4, "comprehension": 4, "multi_hop": 2, "adversarial": 2}
 # An expected passage must be plain verbatim text (elisions allowed): a quote with the
 # model's own comment appended is grounded for an answer, but is no passage to expect.
@@ -131,6 +135,9 @@ def _candidate(kind: str, item: LookupItem, metadata: dict, template: str = "") 
     for name, text in (("question", item.question), ("expected answer", item.expected_answer)):
         # An expected answer may be left out (the passages are what is graded); filler in its place may not.
         reason = placeholder_reason(text, template) if text.strip() or name == "question" else None
+        slot = TEMPLATE_SLOT.search(text)
+        if reason is None and slot is not None:
+            reason = f"{slot.group()!r} is a template slot, not content"
         if reason is not None and not candidate.placeholder:
             candidate.placeholder = f"the {name} is no content: {reason}"
     if isinstance(item, ComprehensionItem):

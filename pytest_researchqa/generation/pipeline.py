@@ -24,15 +24,21 @@ from ..costs import add_cost, spend_text
 from ..llm.cache import AnswerCache, cache_key
 from ..llm.engine import CallResult, ModelRunner, ProviderError
 from ..llm.prompts import Prompt, fill, load_prompt
-from ..llm.system import CHARS_PER_TOKEN, ModelCaller, ModelSpec, _context_window, _structured_output
-from ..llm_params import known_secrets, redact
+from ..llm.system import CHARS_PER_TOKEN, LOCAL_CHARS_PER_TOKEN, ModelCaller, ModelSpec, _structured_output
+from ..llm_params import call_limits, known_secrets, redact
 from ..papers import PAPER_SUFFIXES, Paper, PaperStore, PaperUnavailable, atomic_write, default_cache_dir
 from . import checking
-from .reply import generation_schema, parse_generation, parse_repairs, repair_schema
+from .reply import generation_schema, parse_generation, parse_repairs, quotable_sentences, repair_schema, reply_tokens
 
 GENERATE_PROMPT, REPAIR_PROMPT = "generate_rows", "repair_passages"
 # Tokens kept free for the prompt's own text and the long reply (a dozen questions with passages).
 REPLY_RESERVE_TOKENS = 8000
+# A local server's window is small: the paper gets what the prompt's text, the reply's cap and this
+# margin (the tokenizer's count is not ours) leave; less of the paper than this is no paper to ask about.
+LOCAL_MARGIN_TOKENS = 200
+MIN_PAPER_CHARS = 2000
+# The generate command's defaults away from a local server (the local-server profile has its own).
+DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_S = 5, 600.0
 REPORT_EVERY_S = 15.0
 MALFORMED_HINT = (" (a reply cut off mid-JSON is usually the provider's output limit: raise it with "
                   "--param max_tokens=N, or ask for fewer questions with --count)")
@@ -49,9 +55,9 @@ class GenerateOptions:
     params: dict = field(default_factory=dict)
     counts: dict = field(default_factory=lambda: dict(checking.DEFAULT_COUNTS))
     domain: Optional[str] = None
-    concurrency: int = 5
+    concurrency: Optional[int] = None  # None: the profile's (1 for a local server, else 5)
     rows_per_minute: Optional[int] = None
-    timeout_s: float = 600.0
+    timeout_s: Optional[float] = None  # None: the profile's (900 s for a local server, else 600 s)
     retries: int = 3
     cache_dir: Optional[Path] = None
     refresh: bool = False
@@ -59,9 +65,12 @@ class GenerateOptions:
 
 @dataclass
 class Usage:
+    """Requests sent (every one: repair follow-ups, retries and failed requests too), replies reused."""
+
     calls: int = 0
+    failed: int = 0  # of ``calls``: requests that brought no usable reply (a timeout, an error, a bad reply)
     cached: int = 0
-    cost_usd: Optional[float] = 0.0  # None once any call's price is unknown: "—", never $0
+    cost_usd: Optional[float] = None  # "—" until a priced call; None again once any call's price is unknown
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -69,25 +78,36 @@ class Usage:
         if call["cached"]:
             self.cached += 1
             return
-        self.calls += 1
+        self._cost(call.get("cost_usd"), priced_before=self.calls - self.failed > 0)
+        attempts = max(1, int(call.get("attempts") or 1))
+        self.calls += attempts
+        self.failed += attempts - 1  # a repaired reply or a retried fault: the earlier requests gave nothing
         self.prompt_tokens += call.get("prompt_tokens") or 0
         self.completion_tokens += call.get("completion_tokens") or 0
-        self.cost_usd = add_cost(self.cost_usd, call.get("cost_usd"))
+
+    def add_failure(self, requests: int) -> None:
+        """A call that failed for good after ``requests`` requests (their price is unknown: nothing is added)."""
+        self.calls += requests
+        self.failed += requests
 
     def merge(self, other: "Usage") -> None:
+        if other.calls - other.failed > 0:
+            self._cost(other.cost_usd, priced_before=self.calls - self.failed > 0)
         self.calls += other.calls
+        self.failed += other.failed
         self.cached += other.cached
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
-        if other.calls:
-            self.cost_usd = add_cost(self.cost_usd, other.cost_usd)
+
+    def _cost(self, cost: Optional[float], *, priced_before: bool) -> None:
+        self.cost_usd = add_cost(self.cost_usd, cost) if priced_before else cost
 
     @property
     def spend(self) -> str:
         return spend_text(self.cost_usd)
 
     def to_plain(self) -> dict:
-        return {"calls": self.calls, "from_cache": self.cached, "cost_usd": self.cost_usd,
+        return {"calls": self.calls, "failed_calls": self.failed, "from_cache": self.cached, "cost_usd": self.cost_usd,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
 
 
@@ -148,11 +168,50 @@ class RowWriter(ModelCaller):
         self.repair_prompt: Prompt = load_prompt(REPAIR_PROMPT)
         self._priced = True
 
-    def model_text(self, paper: Paper) -> str:
+    def output_cap(self, counts: dict[str, int]) -> Optional[int]:
+        """``max_tokens`` as given; on a local server, what a reply of ``counts`` questions needs (an
+        abandoned request goes on generating on a server that cannot cancel it: this bounds it too)."""
+        given = self.spec.params.get("max_tokens")
+        if isinstance(given, int) and given > 0:
+            return given
+        return reply_tokens(counts) if self.spec.local else None
+
+    def paper_chars(self, counts: dict[str, int]) -> int:
+        """How much of a paper the prompt can hold: the context window (``max_input_tokens``, else what a
+        local server reports, else litellm's figure) less the prompt's text and the reply."""
+        window = self.context_tokens
+        if not self.spec.local:
+            return max(window // 2, window - REPLY_RESERVE_TOKENS) * CHARS_PER_TOKEN
+        prompt_tokens = len(self.generate_prompt.template) // LOCAL_CHARS_PER_TOKEN
+        free = window - prompt_tokens - (self.output_cap(counts) or 0) - LOCAL_MARGIN_TOKENS
+        return max(0, free * LOCAL_CHARS_PER_TOKEN)
+
+    def check_window(self, counts: dict[str, int]) -> None:
+        """Fail before any call when the window cannot hold the prompt, some paper and the reply."""
+        if self.paper_chars(counts) >= MIN_PAPER_CHARS:
+            return
+        asked = sum(counts.values())
+        raise GenerateError(
+            f"{self.name}: a context window of {self.context_tokens} tokens cannot hold the prompt "
+            f"(~{len(self.generate_prompt.template) // LOCAL_CHARS_PER_TOKEN} tokens), {MIN_PAPER_CHARS} characters "
+            f"of a paper and a reply of {asked} question(s) (up to {self.output_cap(counts)} tokens): ask for fewer "
+            "questions (--count lookup=1 --count comprehension=0 --count multi_hop=0 --count adversarial=0), "
+            "or serve a larger window (llama_cpp.server --n_ctx 8192) and pass --param max_input_tokens=8192 "
+            "if the server does not report it")
+
+    def model_text(self, paper: Paper, counts: dict[str, int]) -> str:
         """The paper as the model sees it: whole, unless the context window is too small for it."""
-        limit = int(self.spec.params.get("max_input_tokens") or _context_window(self.spec.name))
-        budget = max(limit // 2, limit - REPLY_RESERVE_TOKENS) * CHARS_PER_TOKEN
+        budget = self.paper_chars(counts)
         return paper.text if len(paper.text) <= budget else paper.text[:budget]
+
+    def _call_params(self, counts: dict[str, int], schema: dict, name: str) -> dict:
+        kwargs = dict(self.spec.call_params)
+        cap = self.output_cap(counts)
+        if cap is not None:
+            kwargs["max_tokens"] = cap
+        if "response_format" not in kwargs:
+            kwargs.update(_structured_output(self.spec, schema, name))
+        return kwargs
 
     def generation(self, job: PaperJob, counts: dict[str, int]) -> concurrent.futures.Future:
         assert job.paper is not None
@@ -160,23 +219,38 @@ class RowWriter(ModelCaller):
         prompt = fill(self.generate_prompt.template, dict(
             paper=job.text, source=job.paper_id, chunks=str(chunks), chunk_questions=_chunk_questions(counts),
             multi_hop=str(counts.get("multi_hop", 0)), adversarial=str(counts.get("adversarial", 0))))
-        key = cache_key(task="generate_rows", model=self.spec.name, params=self.spec.call_params,
+        schema = generation_schema(counts, self.quotable(job)) if self.spec.local else generation_schema()
+        kwargs = self._call_params(counts, schema, self.generate_prompt.name)
+        key = cache_key(task="generate_rows", model=self.spec.name, params=kwargs,
                         prompt=self.generate_prompt.sha, paper=job.paper.content_hash, counts=counts,
                         seen=len(job.text))
         return self.runner.submit(self.spec.provider, lambda: self._reply(
-            key, prompt, self.generate_prompt, parse_generation, generation_schema(), job.paper_id))
+            key, prompt, kwargs, self.generate_prompt, parse_generation, schema, job.paper_id))
 
-    def repair(self, job: PaperJob, items: list[dict]) -> concurrent.futures.Future:
+    def repair(self, job: PaperJob, items: list[dict], counts: dict[str, int]) -> concurrent.futures.Future:
         assert job.paper is not None
         listed = json.dumps(items, ensure_ascii=False, indent=1)
         prompt = fill(self.repair_prompt.template, dict(paper=job.text, source=job.paper_id, items=listed))
-        key = cache_key(task="repair_passages", model=self.spec.name, params=self.spec.call_params,
+        # The repair prompt lists the items instead of the generation prompt's instructions, and its reply
+        # is shorter than the generation's: both fit where the generation did.
+        schema = (repair_schema([item["id"] for item in items], self.quotable(job)) if self.spec.local
+                  else repair_schema())
+        kwargs = self._call_params(counts, schema, self.repair_prompt.name)
+        key = cache_key(task="repair_passages", model=self.spec.name, params=kwargs,
                         prompt=self.repair_prompt.sha, paper=job.paper.content_hash, items=items, seen=len(job.text))
         return self.runner.submit(self.spec.provider, lambda: self._reply(
-            key, prompt, self.repair_prompt, parse_repairs, repair_schema(), job.paper_id))
+            key, prompt, kwargs, self.repair_prompt, parse_repairs, schema, job.paper_id))
 
-    async def _reply(self, key: str, prompt: str, template: Prompt, parse: Callable[[Optional[str]], Any],
-                     schema: dict, paper_id: str) -> tuple[Any, dict]:
+    def quotable(self, job: PaperJob) -> list[str]:
+        """On a server that holds replies to a grammar (JSON-object mode), the sentences of what the model
+        sees that the matcher finds verbatim: the only quotations the grammar lets it write."""
+        if self.spec.params.get("structured_output", "json_object") != "json_object" or job.paper is None:
+            return []
+        index = job.paper.match_index
+        return [s for s in quotable_sentences(job.text) if checking.is_expected_passage(index.match(s))]
+
+    async def _reply(self, key: str, prompt: str, kwargs: dict, template: Prompt,
+                     parse: Callable[[Optional[str]], Any], schema: dict, paper_id: str) -> tuple[Any, dict]:
         from ..llm.contract import MalformedReply
 
         if not self.refresh:
@@ -187,18 +261,17 @@ class RowWriter(ModelCaller):
                 except MalformedReply:
                     pass  # stored by an older parser that accepted it: ask again
         messages = [{"role": "user", "content": prompt}]
-        kwargs = dict(self.spec.call_params)
-        if "response_format" not in kwargs:
-            kwargs.update(_structured_output(self.spec, schema, template.name))
 
         def validate(result: CallResult) -> Any:
             if result.cost_usd is None:
                 self._priced = False  # litellm has no price for this model: stop asking
             return parse(result.content)
 
-        # The shared call path: pacing, a malformed or cut-off reply repaired once with its error.
+        # The shared call path: pacing, a malformed or cut-off reply repaired once with its error. A local
+        # server goes on generating a request whose deadline passed: asking again would queue behind it.
         result, parsed = await self._ask(messages, kwargs, validate=validate, schema=schema,
-                                         describe=f"{self.name} ({paper_id})", priced=self._priced)
+                                         describe=f"{self.name} ({paper_id})", priced=self._priced,
+                                         retry_timeouts=not self.spec.local)
         call = {"cached": False, "latency_s": result.latency_s, "prompt_tokens": result.prompt_tokens,
                 "completion_tokens": result.completion_tokens, "cost_usd": result.cost_usd,
                 "attempts": result.attempts}
@@ -250,11 +323,20 @@ class GenerationRun:
             raise GenerateError(f"{self.papers_dir}: no papers (.pdf, .txt or .md files) in it")
         jobs = [PaperJob(path.stem, path) for path in sources]
         self.total = len(jobs)
-        runner = ModelRunner(self.options.concurrency, self.options.rows_per_minute)
+        given = frozenset(name for name, value in (("researchqa_concurrency", self.options.concurrency),
+                                                   ("researchqa_timeout", self.options.timeout_s)) if value is not None)
+        slots, timeout_s = call_limits(self.options.params, concurrency=self.options.concurrency or DEFAULT_CONCURRENCY,
+                                       timeout_s=self.options.timeout_s or DEFAULT_TIMEOUT_S, given=given)
+        runner = ModelRunner(slots, self.options.rows_per_minute)
         try:
             writer = RowWriter(ModelSpec(self.options.model, dict(self.options.params)), runner,
                                AnswerCache(self.cache_dir), refresh=self.options.refresh,
-                               timeout_s=self.options.timeout_s, retries=self.options.retries)
+                               timeout_s=timeout_s, retries=self.options.retries)
+            writer.check_window(self.options.counts)
+            if writer.spec.local:
+                self.say(f"generate: {self.options.model} on a local server: {slots} call(s) at a time, "
+                         f"{timeout_s:.0f} s a call, a {writer.context_tokens}-token context window, "
+                         f"replies capped at {writer.output_cap(self.options.counts)} tokens")
             self._run(jobs, writer)
         finally:
             runner.close()
@@ -268,7 +350,7 @@ class GenerationRun:
             except PaperUnavailable as error:
                 self._fail(job, str(error))
                 continue
-            job.text = writer.model_text(job.paper)
+            job.text = writer.model_text(job.paper, self.options.counts)
             if len(job.text) < len(job.paper.text):
                 job.notes["cut"] = (f"the model saw the first {len(job.text)} of {len(job.paper.text)} "
                                     "characters (the context window is smaller than the paper; "
@@ -280,7 +362,7 @@ class GenerationRun:
                                                   return_when=concurrent.futures.FIRST_COMPLETED)
             if not finished and time.monotonic() - last_line >= REPORT_EVERY_S:
                 last_line = time.monotonic()
-                self.say(f"generate: {self.progress(jobs)}, {len(pending)} calls in flight")
+                self.say(f"generate: {self.progress(jobs)}, {len(pending)} call(s) queued or in flight")
             for future in finished:
                 job, stage = pending.pop(future)
                 try:
@@ -297,6 +379,7 @@ class GenerationRun:
         try:
             parsed, call = future.result()
         except ProviderError as error:
+            job.usage.add_failure(error.calls)
             if stage == "generate":
                 self._fail(job, str(error) + (MALFORMED_HINT if "malformed reply" in str(error) else ""))
             else:  # the passages stay unrepaired: dropped with this cause, the paper's other rows go on
@@ -317,7 +400,7 @@ class GenerationRun:
         checking.check_passages(job.candidates, job.paper.match_index)
         items = checking.repair_requests(job.candidates)
         if items:
-            return writer.repair(job, items)
+            return writer.repair(job, items, self.options.counts)
         self._after_repair(job, {})
         return None
 
@@ -340,7 +423,8 @@ class GenerationRun:
             self.say(f"{prefix}: FAILED: {job.error}")
             return
         passages = job.report["passages"]
-        calls = f"{job.usage.calls} calls" + (f", {job.usage.cached} from cache" if job.usage.cached else "")
+        calls = (f"{job.usage.calls} calls" + (f" ({job.usage.failed} failed)" if job.usage.failed else "")
+                 + (f", {job.usage.cached} from cache" if job.usage.cached else ""))
         self.say(f"{prefix}: {job.report['rows_kept']} of {job.report['rows_generated']} rows kept; passages: "
                  f"{passages['verbatim']} verbatim, {passages['repaired']} repaired, {passages['dropped']} dropped "
                  f"({calls}, spend {job.usage.spend})")
@@ -358,7 +442,8 @@ class GenerationRun:
             usage.merge(job.usage)
         failed = sum(1 for job in jobs if job.error)
         elapsed = time.monotonic() - self.started
-        return (f"{self.done}/{self.total} papers, {failed} failed, {usage.calls} calls, {usage.cached} from cache, "
+        return (f"{self.done}/{self.total} papers, {failed} failed, {usage.calls} calls ({usage.failed} failed), "
+                f"{usage.cached} from cache, "
                 f"spend {usage.spend}, elapsed {elapsed:.0f}s")
 
 

@@ -10,8 +10,9 @@ item is validated on its own, so one bad item costs that question only.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Optional, Union
+from typing import Annotated, Any, Optional, Sequence, Union
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -25,6 +26,15 @@ MAX_TEXT_CHARS = 20_000  # an expected answer, a passage, a rubric, a reasoning 
 
 Label = Annotated[str, Field(max_length=MAX_LABEL_CHARS)]
 Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
+
+# An expected passage is one to three sentences of at least twelve words (the prompt's rule); the
+# grammar's bounds on it, in characters.
+PASSAGE_MIN_CHARS, PASSAGE_MAX_CHARS = 60, 500
+QUOTABLE_LIMIT = 120
+HEADING_MAX_WORDS = 6
+_PLAIN = r'[^"\\\[\]<>{}\n]'  # no quote or backslash (the grammar writes JSON), no bracket, no line break
+QUESTION_PATTERN = rf"^[A-Z]{_PLAIN}{{10,250}}\?$"
+ANSWER_PATTERN = rf"^{_PLAIN}{{1,300}}$"
 
 
 class EvidenceBlock(BaseModel):
@@ -148,9 +158,110 @@ def _as_list(value: Any) -> list:
     return value if isinstance(value, list) else []
 
 
-def generation_schema() -> dict:
-    return GenerationReply.model_json_schema()
+def generation_schema(counts: Optional[dict[str, int]] = None, passages: Sequence[str] = ()) -> dict:
+    """The reply's JSON schema; with ``counts``, one a grammar holds a small model to.
+
+    A local server turns the schema into a grammar (JSON-object mode), so the schema is what the
+    model can write at all: with counts, every list has exactly the number of items asked for,
+    every field is present (a model may not drop a question's evidence), and every string is
+    bounded, so a model that starts repeating itself ends its string instead of the output budget.
+    ``passages`` (the paper's quotable sentences, :func:`quotable_sentences`) makes every quotation one
+    of them: a model too small to copy text letter by letter still quotes only what the paper says.
+    """
+    if counts is None:
+        return GenerationReply.model_json_schema()
+    lookup, comprehension = counts.get("lookup", 0), counts.get("comprehension", 0)
+    chunk_items = max(lookup, comprehension)
+
+    def text(most: int, least: int = 1) -> dict:
+        return {"type": "string", "minLength": least, "maxLength": most}
+
+    def listed(item: dict, number: int) -> dict:
+        return {"type": "array", "items": item, "minItems": number, "maxItems": number}
+
+    def strict(properties: dict) -> dict:
+        return {"type": "object", "properties": properties, "required": list(properties),
+                "additionalProperties": False}
+
+    quote = {"type": "string", "enum": list(passages)} if passages else text(PASSAGE_MAX_CHARS, PASSAGE_MIN_CHARS)
+    block = strict({"section_label": text(80), "alternatives": {"type": "array", "items": quote,
+                                                                "minItems": 1, "maxItems": 2}})
+    # A question the grammar can write starts with a capital and ends with "?"; neither it nor an answer
+    # holds a bracket: "[X]", "<answer>" and "{y}" are template slots, not content.
+    question = {"question": {"type": "string", "pattern": QUESTION_PATTERN},
+                "expected_answer": {"type": "string", "pattern": ANSWER_PATTERN}}
+    one_block = {"expected_references": {"type": "array", "items": block, "minItems": 1, "maxItems": 1}}
+    lookup_item = strict({**question, **one_block})
+    comprehension_item = strict({**question, **one_block, "judge_rubric": text(400)})
+
+    def slot(item: dict, wanted: int) -> dict:
+        if wanted == 0:
+            return {"type": "null"}
+        return item if wanted == chunk_items else {"anyOf": [item, {"type": "null"}]}
+
+    chunk = strict({"section": text(80), "source_text": quote,
+                    "lookup": slot(lookup_item, lookup), "comprehension": slot(comprehension_item, comprehension)})
+    hops = counts.get("multi_hop", 0)
+    multi_hop = strict({**question, "required_sections": listed(text(80), 2),
+                        "expected_references": listed(block, 2), "reasoning_chain": text(300),
+                        "judge_rubric": text(400)})
+    adversarial = strict({**question, "false_premise": text(300),
+                          "expected_references": {"type": "array", "items": block, "maxItems": 1},
+                          "judge_rubric": text(400)})
+    return strict({"domain": text(40), "chunks": listed(chunk, chunk_items),
+                   "multi_hop_questions": listed(multi_hop, hops),
+                   "adversarial_questions": listed(adversarial, counts.get("adversarial", 0))})
 
 
-def repair_schema() -> dict:
-    return RepairReply.model_json_schema()
+def reply_tokens(counts: dict[str, int]) -> int:
+    """Output tokens a reply with ``counts`` questions needs at most (strings at their bounds, ~4 characters
+    a token): the output cap a local server gets, and what the context window must leave free."""
+    chunk_items = max(counts.get("lookup", 0), counts.get("comprehension", 0))
+    chars = (100 + chunk_items * (200 + PASSAGE_MAX_CHARS) + counts.get("lookup", 0) * (800 + PASSAGE_MAX_CHARS)
+             + counts.get("comprehension", 0) * (1200 + PASSAGE_MAX_CHARS)
+             + counts.get("multi_hop", 0) * (1600 + 2 * PASSAGE_MAX_CHARS)
+             + counts.get("adversarial", 0) * (1500 + PASSAGE_MAX_CHARS))
+    return chars // 4
+
+
+def repair_schema(ids: Sequence[str] = (), passages: Sequence[str] = ()) -> dict:
+    """The repair reply's schema; with ``ids``, one item for each of them (a grammar holds a small model to
+    it), and with ``passages`` each new passage one of them or null."""
+    if not ids:
+        return RepairReply.model_json_schema()
+    quote = ({"type": "string", "enum": list(passages)} if passages
+             else {"type": "string", "minLength": PASSAGE_MIN_CHARS, "maxLength": PASSAGE_MAX_CHARS})
+    item = {"type": "object", "properties": {"id": {"type": "string", "enum": list(ids)},
+                                             "passage": {"anyOf": [quote, {"type": "null"}]}},
+            "required": ["id", "passage"], "additionalProperties": False}
+    return {"type": "object", "properties": {"repairs": {"type": "array", "items": item, "minItems": len(ids),
+                                                         "maxItems": len(ids)}},
+            "required": ["repairs"], "additionalProperties": False}
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[\"'])")
+
+
+def quotable_sentences(text: str, *, limit: int = QUOTABLE_LIMIT) -> list[str]:
+    """Sentences of ``text`` that make an expected passage on their own: at least twelve words, within the
+    passage bounds, each once, in the paper's order (at most ``limit``: the grammar stays small)."""
+    found: list[str] = []
+    seen: set[str] = set()
+    # A short line without end punctuation is a heading ("Results", "4.2 Setup"): it ends what came before.
+    pieces: list[list[str]] = [[]]
+    for line in text.splitlines():
+        words = line.split()
+        if words and len(words) <= HEADING_MAX_WORDS and not line.rstrip().endswith((".", ",", ";", ":", "-")):
+            pieces.append([])
+            continue
+        pieces[-1].append(line)
+    sentences = [s for piece in pieces for s in _SENTENCE_END.split("\n".join(piece))]
+    for raw in sentences:
+        sentence = " ".join(raw.split())
+        if (len(sentence.split()) >= 12 and PASSAGE_MIN_CHARS <= len(sentence) <= PASSAGE_MAX_CHARS
+                and sentence not in seen):
+            seen.add(sentence)
+            found.append(sentence)
+            if len(found) >= limit:
+                break
+    return found

@@ -24,6 +24,14 @@ TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 class ProviderError(Exception):
     """A call that failed for good: the row errors with this message."""
 
+    calls = 1  # requests sent before it failed (with_retries sets it), for exact call accounting
+
+
+def _failed(message: str, calls: int) -> ProviderError:
+    error = ProviderError(_redacted(message))
+    error.calls = calls
+    return error
+
 
 class BudgetReached(Exception):
     """The run's --researchqa-max-cost is spent: no new call starts (not transient: never retried)."""
@@ -81,6 +89,11 @@ def is_transient(error: BaseException) -> bool:
     name = type(error).__name__
     return name in {"Timeout", "APIConnectionError", "APITimeoutError", "ServiceUnavailableError",
                     "InternalServerError", "RateLimitError", "TimeoutError"} or isinstance(error, asyncio.TimeoutError)
+
+
+def is_timeout(error: BaseException) -> bool:
+    return isinstance(error, (asyncio.TimeoutError, TimeoutError)) or type(error).__name__ in {"Timeout",
+                                                                                                "APITimeoutError"}
 
 
 class _Pacer:
@@ -181,6 +194,7 @@ async def with_retries(
     backoff_s: float = 0.5,
     describe: str = "model",
     schema: Optional[dict] = None,
+    retry_timeouts: bool = True,
 ) -> tuple[CallResult, Any]:
     """Call and validate: repair a malformed reply once, retry only transport faults as they were.
 
@@ -190,7 +204,8 @@ async def with_retries(
     follows, with the bad reply as the assistant turn and a user turn giving the parse error and
     ``schema`` (and, when it was cut off at the output limit, a larger limit). If that also fails,
     :class:`ProviderError` with the error and the reply's first characters. ``retries=0`` repairs
-    nothing either.
+    nothing either. ``retry_timeouts=False``: a call past its deadline fails at once (a local server that
+    cannot cancel a request is still busy with it: a retry would only queue behind it).
     """
     from .contract import MalformedReply
 
@@ -210,18 +225,22 @@ async def with_retries(
         except MalformedReply as error:
             if repair is not None or retries == 0:
                 message = _malformed_message(error, result, repaired=repair is not None)
-                raise ProviderError(_redacted(f"{describe}: {message}")) from None
+                raise _failed(f"{describe}: {message}", calls) from None
             repair = repair_turn(result, error, schema)
             continue
         except Exception as error:  # noqa: BLE001 -- provider SDKs raise many types
             if not (is_transient(error) or isinstance(error, EmptyResponse)):
-                raise ProviderError(_redacted(f"{describe}: {_short(error)}")) from None
+                sent = calls - 1 if isinstance(error, BudgetReached) else calls  # a budget stop sends nothing
+                raise _failed(f"{describe}: {_short(error)}", sent) from None
+            if not retry_timeouts and is_timeout(error):
+                raise _failed(f"{describe}: timed out ({_short(error)}); not retried: the server may still be "
+                              "working on the abandoned request", calls) from None
             failures.append(_short(error))
             last_error: Optional[BaseException] = error
         finally:
             REPAIR_TURN.reset(token)
         if transport_attempts >= retries:
-            raise ProviderError(_redacted(f"{describe}: failed after {calls} attempts; last: {failures[-1]}"))
+            raise _failed(f"{describe}: failed after {calls} attempts; last: {failures[-1]}", calls)
         delay = backoff_s * (2**transport_attempts) * (0.5 + random.random())
         transport_attempts += 1
         wait = retry_after_s(last_error)

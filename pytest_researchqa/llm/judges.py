@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
+import json
 import re
 import secrets
 import statistics
@@ -447,6 +448,17 @@ class RubricCoverageJudge(ModelJudge):
             item["properties"]["item"]["enum"] = list(range(1, count + 1))
             item["properties"]["justification"]["minLength"] = 1
             schema["properties"]["items"].update(minItems=count, maxItems=count)
+            if self.spec.local:
+                # A local server's grammar: one entry per item in order, each carrying its own number (a
+                # 135M model held only to "N entries numbered 1-N" scored items [1, 1, 2, 3, 6, 7, 8, 8]).
+                entries = []
+                for number in range(1, count + 1):
+                    entry = json.loads(json.dumps(item))
+                    entry["properties"]["item"] = {"type": "integer", "enum": [number]}
+                    entries.append(entry)
+                listed = schema["properties"]["items"]
+                listed.pop("items", None)
+                listed["prefixItems"] = entries
         return schema
 
 

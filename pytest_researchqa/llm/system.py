@@ -167,7 +167,7 @@ class ModelCaller:
 
     async def _ask(self, messages: list[dict], params: dict, *, validate: Callable[[CallResult], Any],
                    schema: Optional[dict], describe: str, submitted: Optional[float] = None,
-                   priced: bool = True) -> tuple[CallResult, Any]:
+                   priced: bool = True, retry_timeouts: bool = True) -> tuple[CallResult, Any]:
         """Pace, call, validate; repair a malformed reply once, retry transport faults (engine.with_retries)."""
         queued: list[float] = []
 
@@ -179,7 +179,7 @@ class ModelCaller:
                                                          priced=priced, router=self.router))
 
         result, parsed = await with_retries(attempt, retries=self.retries, validate=validate, describe=describe,
-                                            schema=schema)
+                                            schema=schema, retry_timeouts=retry_timeouts)
         result.extra["queue_s"] = queued[0] if queued else None
         return result, parsed
 

@@ -218,6 +218,25 @@ def test_a_coverage_verdicts_schema_fixes_the_item_count_and_bounds_every_score(
     assert item["justification"]["minLength"] == 1
 
 
+def test_on_a_local_server_a_coverage_verdict_is_one_entry_per_item_in_order_each_with_its_own_number(tmp_path):
+    """SmolLM2-135M held only to "3 entries numbered 1-3" scored items [1, 1, 2, 3, 6, 7, 8, 8] of 8."""
+    from pytest_researchqa.llm.cache import AnswerCache
+    from pytest_researchqa.llm.engine import ModelRunner
+    from pytest_researchqa.llm.judges import make_judge
+    from pytest_researchqa.llm.system import ModelSpec
+
+    runner = ModelRunner(1)
+    try:
+        spec = ModelSpec("openai/small", {"api_base": "http://127.0.0.1:9/v1", "max_input_tokens": 4096})
+        judge = make_judge("coverage", spec, runner, AnswerCache(tmp_path))
+        items = judge.schema("the query", ("A?", "B?", "C?"), "An answer.")["properties"]["items"]
+    finally:
+        runner.close()
+    assert "items" not in items and (items["minItems"], items["maxItems"]) == (3, 3)
+    assert [entry["properties"]["item"]["enum"] for entry in items["prefixItems"]] == [[1], [2], [3]]
+    assert all(entry["properties"]["coverage"]["enum"] == [0, 1, 2, 3, 4] for entry in items["prefixItems"])
+
+
 def test_a_citation_judges_scores_are_spelled_out_as_the_values_one_to_five():
     from pytest_researchqa.llm.judges import verdict_schema
 
