@@ -4,6 +4,7 @@ pytest-researchqa is registered through its entry point, so it is not listed
 in pytest_plugins here (registering it twice is an error); pytester is.
 """
 
+import gc
 import os
 
 # litellm must never fetch its price map from the network during tests.
@@ -27,6 +28,21 @@ def litellm_loaded():
     """Import litellm once per test module that uses models: pytester's in-process runs would
     otherwise re-import it (seconds each). Modules ask for it with ``pytestmark``."""
     import litellm  # noqa: F401
+
+    _freeze_long_lived_objects()
+
+
+def pytest_sessionstart(session):
+    _freeze_long_lived_objects()
+
+
+def _freeze_long_lived_objects():
+    """Every in-process pytester run ends with pytest's full garbage collections (unraisable-exception
+    check), which walk every object of this process: the test session's own modules, litellm's
+    included, 0.3 s each. Objects loaded once for the whole session are moved out of the collector's
+    sight (gc.freeze); what a test creates is still collected and checked as before."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(scope="session")

@@ -57,7 +57,7 @@ def plan_calls(state: "RunState", cases: Iterable["Case"]) -> list[PlannedCalls]
         except PaperUnavailable:
             continue  # the row errors on its own; it calls nothing
         system: Any = state.services.system(case.system)
-        planned = system.planned_call(row, paper) if hasattr(system, "planned_call") else None
+        planned = system.planned_call(row, paper, case.repeat) if hasattr(system, "planned_call") else None
         answer = plans.setdefault((case.system, "answer"),
                                   PlannedCalls(case.system, "answer", priced=not system.spec.local))
         if planned is None:

@@ -111,7 +111,7 @@ def researchqa_system(request: pytest.FixtureRequest, researchqa_case: Case) -> 
 
 
 @pytest.fixture
-def researchqa_answer(request: pytest.FixtureRequest, researchqa_row: "FamilyRow",
+def researchqa_answer(request: pytest.FixtureRequest, researchqa_case: Case, researchqa_row: "FamilyRow",
                       researchqa_paper: "Optional[Paper]", researchqa_system: "Optional[System]") -> "Optional[Answer]":
     """The system's :class:`~pytest_researchqa.answers.Answer`; assertions on it record metrics."""
     if researchqa_system is None:
@@ -120,7 +120,8 @@ def researchqa_answer(request: pytest.FixtureRequest, researchqa_row: "FamilyRow
     started = time.perf_counter()
     crash = None
     try:
-        answer = researchqa_system.answer(researchqa_row, researchqa_paper)
+        answer = (researchqa_system.answer(researchqa_row, researchqa_paper, repeat=researchqa_case.repeat)  # type: ignore[call-arg]
+                  if researchqa_case.repeat else researchqa_system.answer(researchqa_row, researchqa_paper))
     except Exception as error:  # a crashing system is an error, not a wrong answer
         from .systems import user_frames
 

@@ -29,6 +29,11 @@ def parse_model_params(entries: list[str], models: list[str]) -> dict[str, dict[
         if key == "profile" and value not in PROFILES:
             raise ValueError(f"{entry!r}: profile must be one of {', '.join(PROFILES)}")
         params[name][key] = protect(key, value)
+    for name, given in params.items():
+        try:
+            endpoints(given)
+        except ValueError as error:
+            raise ValueError(f"{name}: {error}") from None
     return params
 
 
@@ -80,11 +85,38 @@ def is_loopback_url(url: object) -> bool:
 
 
 def is_local(params: dict[str, Any]) -> bool:
-    """The local-server profile: ``profile=local``, or an ``api_base`` on this machine (unless ``profile=remote``)."""
+    """The local-server profile: ``profile=local``, or an ``api_base`` on this machine (unless ``profile=remote``);
+    with several endpoints, all of them on this machine."""
     profile = params.get("profile")
     if profile in PROFILES:
         return bool(profile == "local")
-    return is_loopback_url(params["api_base"]) if params.get("api_base") else False
+    bases = params.get("api_base")
+    if isinstance(bases, list):
+        return bool(bases) and all(is_loopback_url(base) for base in bases)
+    return is_loopback_url(bases) if bases else False
+
+
+def endpoints(params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The endpoints of a model served several times over: ``api_base`` and/or ``api_key`` given as lists
+    (several servers, several keys; a single value is shared by all). Empty for a model with one endpoint."""
+    bases, keys = params.get("api_base"), params.get("api_key")
+    if not isinstance(bases, list) and not isinstance(keys, list):
+        return []
+    count = max(len(v) for v in (bases, keys) if isinstance(v, list))
+    for name, value in (("api_base", bases), ("api_key", keys)):
+        if isinstance(value, list) and len(value) != count:
+            raise ValueError(f"{name}: {len(value)} value(s) for {count} endpoint(s): give one, or one per endpoint")
+        if isinstance(value, list) and not all(isinstance(v, str) and v for v in value):
+            raise ValueError(f"{name}: every endpoint's value is a non-empty string")
+    found = []
+    for n in range(count):
+        endpoint: dict[str, Any] = {}
+        for name, value in (("api_base", bases), ("api_key", keys)):
+            chosen = value[n] if isinstance(value, list) else value
+            if chosen:
+                endpoint[name] = protect(name, chosen)
+        found.append(endpoint)
+    return found
 
 
 def call_limits(params: dict[str, Any], *, concurrency: int, timeout_s: float, given: frozenset[str] = frozenset()
@@ -95,6 +127,7 @@ def call_limits(params: dict[str, Any], *, concurrency: int, timeout_s: float, g
     slots = params.get("concurrency")
     if not isinstance(slots, int) or isinstance(slots, bool) or slots < 1:
         slots = LOCAL_CONCURRENCY if local and "researchqa_concurrency" not in given else concurrency
+        slots *= max(len(endpoints(params)), 1)  # each endpoint has slots of its own
     deadline = params.get("timeout")
     if not isinstance(deadline, (int, float)) or isinstance(deadline, bool) or deadline <= 0:
         deadline = LOCAL_TIMEOUT_S if local and "researchqa_timeout" not in given else timeout_s

@@ -64,6 +64,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--researchqa-concurrency", "int", "Model calls in flight per provider (default 5; 1 for a local server).",
            5, minimum=1),
     Option("--researchqa-rows-per-minute", "int", "Start at most N model calls per minute per provider.", minimum=1),
+    Option("--researchqa-repeats", "int",
+           "Answer each model row N times (distinct cache keys; the first is the answer of a run without "
+           "repeats): the report adds each metric's run-to-run spread and per-row spread (docs/models.md).",
+           1, minimum=1),
     Option("--researchqa-max-cost", "float",
            "Budget in US dollars: refuse to start when the estimated cost is above it, and start no model call "
            "once the run has spent it (rows not run are errors; no gate passes). docs/models.md.", minimum=0.0),
@@ -208,6 +212,7 @@ class Settings:
     concurrency: int = 5
     rows_per_minute: Optional[int] = None
     max_cost: Optional[float] = None
+    repeats: int = 1
     dry_run: bool = False
     timeout_s: float = 120.0
     retries: int = 3
@@ -344,6 +349,7 @@ def read_settings(config: pytest.Config) -> Settings:
         concurrency=resolved["researchqa_concurrency"],
         rows_per_minute=resolved["researchqa_rows_per_minute"],
         max_cost=resolved["researchqa_max_cost"],
+        repeats=resolved["researchqa_repeats"],
         dry_run=resolved["researchqa_dry_run"],
         timeout_s=resolved["researchqa_timeout"],
         retries=resolved["researchqa_retries"],

@@ -93,6 +93,8 @@ class RowRecord:
     details: dict[str, Any] = field(default_factory=dict)
     # A dataset row that failed validation: an erroring test, but no (system, row) of the selection.
     invalid_row: bool = False
+    # Which answer of the row this is under --researchqa-repeats (0: the first, or the only one).
+    repeat: int = 0
     version: int = RECORD_VERSION
 
     @property
@@ -154,7 +156,7 @@ class RowRecord:
         for name, value in usage.items():
             if name in USAGE_FIELDS and value is not None and not isinstance(value, _USAGE_TYPES[name]):
                 raise ValueError(f"field 'usage.{name}': {value!r} is of the wrong type")
-        for name in ("expected_found", "expected_total"):
+        for name in ("expected_found", "expected_total", "repeat"):
             if values.get(name) is not None and (isinstance(values[name], bool) or not isinstance(values[name], int)):
                 raise ValueError(f"field {name!r}: {values[name]!r}, not a whole number")
         values["usage"] = Usage(**{k: v for k, v in usage.items() if k in USAGE_FIELDS})

@@ -26,6 +26,7 @@ class Case:
     kind: str  # "row" or "problem"
     position: int  # index into dataset.rows or dataset.problems
     system: Optional[str]
+    repeat: int = 0  # which of the row's answers under --researchqa-repeats
 
 
 SETTINGS: pytest.StashKey[Settings] = pytest.StashKey()
@@ -35,6 +36,8 @@ RUN_STATE: pytest.StashKey[Any] = pytest.StashKey()
 STATE_FACTORY: pytest.StashKey[Callable[[], Any]] = pytest.StashKey()
 RECORD: pytest.StashKey[RowRecord] = pytest.StashKey()
 RECORDER: pytest.StashKey[Recorder] = pytest.StashKey()
+GENERATED: pytest.StashKey[int] = pytest.StashKey()  # rows parametrized, before -k/-m and sampling
+DRY_RUN: pytest.StashKey[bool] = pytest.StashKey()  # --researchqa-dry-run printed its plan: nothing runs
 
 
 def run_state(config: pytest.Config) -> Any:

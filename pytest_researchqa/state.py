@@ -141,9 +141,14 @@ class RunState:
             list(self.settings.all_systems) if with_systems and not self.settings.audit else [None])
         found = []
         for system in systems:
+            # A model answers each row --researchqa-repeats times; other systems answer the same every time.
+            repeats = self.settings.repeats if system is not None and self.services.is_model(system) else 1
             for position in self.row_positions:
                 row = dataset.rows[position]
-                found.append((Case("row", position, system), self.family.case_id(row, system), self.family.marks(row)))
+                case_id, marks = self.family.case_id(row, system), self.family.marks(row)
+                for repeat in range(repeats):
+                    found.append((Case("row", position, system, repeat),
+                                  f"{case_id}-r{repeat + 1}" if repeats > 1 else case_id, marks))
         for position, problem in enumerate(dataset.problems):
             label = problem.row_id or problem.location
             found.append((Case("problem", position, None), f"invalid-{label}".replace(" ", "_"), []))
@@ -159,7 +164,7 @@ class RunState:
 
     def new_record(self, case: Case) -> RowRecord:
         record = RowRecord(row_id=None, system=case.system, family=self.family.name,
-                           model_system=self.services.is_model(case.system))
+                           model_system=self.services.is_model(case.system), repeat=case.repeat)
         if case.kind == "row":
             row = self.dataset.rows[case.position]
             record.row_id, record.paper_id = row.row_id, row.paper_id

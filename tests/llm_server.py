@@ -420,7 +420,9 @@ class ScriptedLLM:
         if "<<<PAPER" not in prompt and "FIELD:" in prompt:
             return 200, completion(model, json.dumps(research_reply(model, prompt))), delay
         reply = good_reply(prompt)
-        if model == "sloppy":
+        # "wavering" answers like "good" on one call and like "sloppy" on the next: a model whose
+        # answers to the same question differ (--researchqa-repeats).
+        if model == "sloppy" or (model == "wavering" and len(self.requests) % 2 == 0):
             reply["citations"] = [re.sub(r"\d", lambda m: str((int(m.group()) + 1) % 10), c, count=1)
                                   for c in reply["citations"]]
         return 200, completion(model, json.dumps(reply)), delay

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import subprocess
 import sys
 
@@ -49,6 +50,23 @@ def test_the_50_real_queries_load_answer_and_skip_grading_with_the_reason(run):
     board = leaderboard_table(result)["rubric-oracle"]
     assert board["graded"] == "0" and board["not graded"] == "50" and board["Coverage %"] == "—"
     assert result.ret == 0, "rows without rubric items never fail"
+
+
+@needs_shared
+def test_the_real_queries_in_the_released_test_json_shape_load_with_string_citations(tmp_path):
+    lines = shared_path(*REAL_QUERIES).read_text(
+        encoding="utf-8").splitlines()
+    real = [json.loads(line) for line in lines if line.strip()]
+    rows = [{"id": r["task_id"], **{k: r["metadata"][k] for k in ("general_domain", "subdomain", "field")},
+             "query": r["question"], "date": "2024-01-01",
+             "rubric": [{"rubric_item": "Does the response cite the key trial?", "type": "citation",
+                         "citation_metadata": "Smith J. A trial. Lancet. 2020."}]} for r in real]
+    path = tmp_path / "test.json"
+    path.write_text(json.dumps(rows), encoding="utf-8")
+    from pytest_researchqa.families.rubric.rows import load_queries
+
+    dataset = load_queries(path)
+    assert len(dataset.rows) == len(real) == 50 and not dataset.problems
 
 
 @needs_shared
@@ -177,6 +195,7 @@ def test_xdist_gives_the_same_rubric_leaderboard_as_a_serial_run(run):
 
     assert stable(parallel) == stable(serial)
     assert stable(parallel)["openai/good"]["battles"] == str(SAMPLE_ROWS)
+    assert estimate(parallel)[:-1] == estimate(serial)[:-1], "the controller prints the same call estimate"
 
 
 def test_the_existing_judge_guards_apply_to_the_coverage_judge(run):
@@ -272,3 +291,46 @@ def test_the_audit_counts_invalid_rows_apart(run, pytester):
     (pytester.path / "mine.json").write_text(json.dumps(rows))
     result = run("--researchqa-family=rubric", "--researchqa-dataset=mine.json", "--researchqa-audit")
     result.stdout.fnmatch_lines(["1 row(s) loaded; no system ran", "*1 invalid dataset row(s): each is an erroring*"])
+
+
+ESTIMATE = re.compile(r"researchqa: this run asks (\d+) model call\(s\) \(an empty cache, no retries\): "
+                      r"(?:(\d+) answer call\(s\) \(\d+ model\(s\), \d+ queries\); )?(\d+) judge call\(s\): "
+                      r"(\d+) coverage \(\d+ answers of \d+ system\(s\)\) \+ (\d+) pairwise \((\d+) battles x 2 orders\)")
+
+
+def estimate(result: pytest.RunResult) -> tuple[int, ...]:
+    """The call estimate's figures (total, answers, judges, coverage, pairwise, battles) and the line it is on."""
+    for number, line in enumerate(result.stdout.lines):
+        found = ESTIMATE.search(line)
+        if found:
+            return (*(int(g or 0) for g in found.groups()), number)
+    raise AssertionError("no call estimate printed")
+
+
+def test_the_call_estimate_printed_before_the_first_call_equals_the_calls_the_server_received(run, server):
+    result = run("--researchqa-model=openai/good", "--researchqa-model=openai/sloppy", "--researchqa-family=rubric",
+                 "--researchqa-judge=openai/judge-a", "--researchqa-battles=5")
+    result.assert_outcomes(passed=2 * SAMPLE_ROWS)
+    total, answers, judges, coverage, pairwise, battles, line = estimate(result)
+    assert (answers, coverage, battles, pairwise) == (2 * SAMPLE_ROWS, 2 * SAMPLE_ROWS, 5, 10)
+    assert total == len(server.requests) == answers + judges
+    assert answers == server.calls("good") + server.calls("sloppy") and judges == server.calls("judge-a")
+    first_row = next(n for n, text in enumerate(result.stdout.lines) if "researchqa::test_query" in text
+                     or text.startswith("researchqa "))
+    assert line < first_row, "printed before any row runs"
+    cost = result.stdout.lines[line + 1]
+    assert cost.startswith("researchqa: estimated cost — (tokens estimated as prompt characters / 4"), cost
+    assert "no price for openai/good, openai/judge-a, openai/sloppy: a local server" in cost and "$0" not in cost
+
+
+def test_a_priced_judge_gets_a_dollar_estimate_and_re_judgements_are_counted(run, server):
+    result = run("--researchqa-system=rubric-oracle", "--researchqa-model=openai/sloppy", "--researchqa-family=rubric",
+                 "--researchqa-judge=openai/gpt-4o-mini", "--researchqa-judge-repeats=2",
+                 "--researchqa-model-param=openai/gpt-4o-mini:profile=remote")  # priced, though served here
+    total, answers, judges, coverage, pairwise, battles, line = estimate(result)
+    assert (answers, battles) == (SAMPLE_ROWS, SAMPLE_ROWS) and coverage > 2 * SAMPLE_ROWS, "re-judged rows add calls"
+    assert judges == server.calls("gpt-4o-mini") and total == len(server.requests)
+    cost = result.stdout.lines[line + 1]
+    dollars = re.search(r"estimated cost — \(\$(\d+\.\d+) for openai/gpt-4o-mini\)", cost)
+    assert dollars and float(dollars.group(1)) > 0, cost
+    assert "no price for openai/sloppy: a local server" in cost

@@ -80,6 +80,9 @@ class Family:
     after_answers: str = ""
     # "module:function" rendering the leaderboard, given (records, family, results); empty: the default tables.
     renderer: str = ""
+    # "module:function" giving the lines printed before a run's first model call (its calls and their
+    # estimated cost), given ([(system, row), ...], services, settings); empty: nothing printed.
+    call_estimate: str = ""
     default_system: str = "bm25"  # the system a run without --researchqa-system/--researchqa-model answers with
 
     @property

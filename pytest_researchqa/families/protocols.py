@@ -9,8 +9,9 @@ A family provides (docs/extending.md walks through a small one):
   :class:`ModelSystemFactory`);
 - its metrics (``Family.metrics``: name, label, range, direction; aggregated as means over rows);
 - its judges (``Family.judge_dimensions`` and ``Family.judge_kinds``, kinds of ``llm.judges``);
-- an end-of-run step (``Family.after_answers`` -> :class:`AfterAnswers`) and its own leaderboard
-  (``Family.renderer`` -> :class:`LeaderboardRenderer`), both optional.
+- an end-of-run step (``Family.after_answers`` -> :class:`AfterAnswers`), its own leaderboard
+  (``Family.renderer`` -> :class:`LeaderboardRenderer`) and the lines printed before the first model
+  call (``Family.call_estimate`` -> :class:`CallEstimate`), all optional.
 """
 
 from __future__ import annotations
@@ -72,3 +73,11 @@ class LeaderboardRenderer(Protocol):
 
     def __call__(self, records: "Sequence[RowRecord]", family: "Family",
                  results: Optional[Mapping[str, Any]]) -> str: ...
+
+
+class CallEstimate(Protocol):
+    """The lines printed before a run's first model call: what it will ask and may cost, given the
+    (system, row) pairs the run will answer."""
+
+    def __call__(self, answers: "Sequence[tuple[str, Any]]", services: Services,
+                 settings: Settings) -> list[str]: ...

@@ -293,7 +293,7 @@ class ModelJudge(ModelCaller):
         async def attempt() -> CallResult:
             await self.runner.pace(self.spec.provider)
             return self.runner.charge(await _acompletion(self.spec.name, messages, self.timeout_s, params,
-                                                         priced=False))
+                                                         priced=False, router=self.router))
 
         result, scores = await with_retries(attempt, retries=self.retries, describe=f"judge {self.name}",
                                             validate=lambda r: self.parse(r.content, *subject),

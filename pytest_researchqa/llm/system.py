@@ -93,6 +93,7 @@ class ModelCaller:
         _import_litellm()
         self.context_tokens = self._context_tokens()
         self.secrets = tuple(known_secrets({spec.name: spec.params}))
+        self.router = _router(spec)  # several endpoints of one model: litellm's Router spreads the calls
 
     def _context_tokens(self) -> int:
         """The context window: ``max_input_tokens``, else what a local server reports (asked once,
@@ -101,10 +102,12 @@ class ModelCaller:
         if isinstance(given, int) and given > 0:
             return given
         if self.spec.local and self.spec.params.get("api_base"):
+            from ..llm_params import endpoints
             from .server_info import reported_context_tokens
 
-            reported = reported_context_tokens(str(self.spec.params["api_base"]), self.spec.name,
-                                               self.spec.params.get("api_key"))
+            # Several servers of one model: the first one's window stands for all.
+            first = (endpoints(self.spec.params) or [self.spec.params])[0]
+            reported = reported_context_tokens(str(first.get("api_base")), self.spec.name, first.get("api_key"))
             return reported or LOCAL_CONTEXT_TOKENS
         return _context_window(self.spec.name)
 
@@ -160,7 +163,7 @@ class ModelCaller:
             if submitted is not None and not queued:
                 queued.append(time.perf_counter() - submitted)
             return self.runner.charge(await _acompletion(self.spec.name, messages, self.timeout_s, params,
-                                                         priced=priced))
+                                                         priced=priced, router=self.router))
 
         result, parsed = await with_retries(attempt, retries=self.retries, validate=validate, describe=describe,
                                             schema=schema)
@@ -202,19 +205,25 @@ class LlmSystem(ModelCaller):
             **({"max_input_tokens": window} if (window := self.spec.params.get("max_input_tokens")) else {}),
         )
 
-    def prefetch(self, row, paper) -> None:
-        """Start this row's call now (unless answered already); the test will wait for it."""
+    def repeat_key(self, row, paper, repeat: int = 0) -> str:
+        """The cache key of a row's answer number ``repeat`` (--researchqa-repeats): the first is the
+        key of a run without repeats, so its cached answers stay valid."""
         key = self.key(row, paper)
+        return key if repeat == 0 else cache_key(answer=key, repeat=repeat)
+
+    def prefetch(self, row, paper, repeat: int = 0) -> None:
+        """Start this row's call now (unless answered already); the test will wait for it."""
+        key = self.repeat_key(row, paper, repeat)
         with self._lock:
             if key in self._pending or (not self.refresh and self.cache.get(key) is not None):
                 return
             submitted = time.perf_counter()  # queue time (slots, pacing, another run's call) counts from here
             self._in_flight(key, lambda: self._call(row, paper, key, submitted))
 
-    def when_answered(self, row, paper, callback) -> None:
+    def when_answered(self, row, paper, callback, repeat: int = 0) -> None:
         """Call ``callback(answer)`` as soon as this row's prefetched answer arrives (used to chain judges)."""
         with self._lock:
-            future = self._pending.get(self.key(row, paper))
+            future = self._pending.get(self.repeat_key(row, paper, repeat))
         if future is None:
             return
 
@@ -225,8 +234,8 @@ class LlmSystem(ModelCaller):
 
         future.add_done_callback(done)
 
-    def answer(self, row, paper) -> Answer:
-        key = self.key(row, paper)
+    def answer(self, row, paper, repeat: int = 0) -> Answer:
+        key = self.repeat_key(row, paper, repeat)
         with self._lock:
             future = self._pending.pop(key, None)
         if future is None:
@@ -238,10 +247,10 @@ class LlmSystem(ModelCaller):
         return self._to_answer(future.result())
 
     # -- the call ------------------------------------------------------------------------
-    def planned_call(self, row, paper) -> Optional[tuple[int, int]]:
+    def planned_call(self, row, paper, repeat: int = 0) -> Optional[tuple[int, int]]:
         """The prompt and output tokens this row's call would take (estimated from characters and the
         output cap); None when its answer is on disk already."""
-        if not self.refresh and self.cache.get(self.key(row, paper)) is not None:
+        if not self.refresh and self.cache.get(self.repeat_key(row, paper, repeat)) is not None:
             return None
         chars = min(len(paper.text), self._context_chars()) + len(self.prompt.template) + len(row.question)
         uncapped = LOCAL_OUTPUT_TOKENS if self.spec.local else OUTPUT_TOKENS_ESTIMATE
@@ -370,10 +379,36 @@ def _supports_schema(litellm, model: str) -> bool:
         return False
 
 
-async def _acompletion(model: str, messages: list, timeout_s: float, kwargs: dict, priced: bool = True) -> CallResult:
+def _router(spec: ModelSpec) -> Any:
+    """litellm's Router over a model's endpoints (None for a model with one): each endpoint holds the
+    model's per-endpoint slots, a failing endpoint is cooled down and the call goes to another."""
+    from ..llm_params import endpoints
+
+    found = endpoints(spec.params)
+    if not found:
+        return None
+    litellm = _import_litellm()
+    slots = spec.params.get("concurrency")
+    per_endpoint = slots if isinstance(slots, int) and not isinstance(slots, bool) and slots > 0 else None
+    deployments = []
+    for endpoint in found:
+        params: dict[str, Any] = {"model": spec.name, **endpoint}
+        if "api_key" not in params and is_loopback_url(params.get("api_base")):
+            params["api_key"] = "local"  # a server on this machine gets no provider key from the environment
+        if per_endpoint:
+            params["max_parallel_requests"] = per_endpoint
+        deployments.append({"model_name": spec.name, "litellm_params": params})
+    return litellm.Router(model_list=deployments, num_retries=len(deployments), retry_after=0, allowed_fails=0,
+                          cooldown_time=60, routing_strategy="least-busy")
+
+
+async def _acompletion(model: str, messages: list, timeout_s: float, kwargs: dict, priced: bool = True,
+                       router: Any = None) -> CallResult:
     """One request, under a wall-clock deadline; with the repair turn of the call in progress, if any."""
     litellm = _import_litellm()
-    if "api_key" not in kwargs and is_loopback_url(kwargs.get("api_base")):
+    if router is not None:  # the endpoints (bases and keys) are the router's
+        kwargs = {k: v for k, v in kwargs.items() if k not in ("api_base", "api_key")}
+    elif "api_key" not in kwargs and is_loopback_url(kwargs.get("api_base")):
         # A server on this machine needs no key: never send it the provider key from the environment.
         kwargs = {**kwargs, "api_key": "local"}
     repair = REPAIR_TURN.get()
@@ -384,8 +419,9 @@ async def _acompletion(model: str, messages: list, timeout_s: float, kwargs: dic
     started = time.perf_counter()  # the request is sent now: slots and pacing are behind it
     # A wall-clock deadline: litellm's own timeout is per socket read, and a server that trickles
     # its reply a byte at a time never trips it.
-    response = await asyncio.wait_for(
-        litellm.acompletion(model=model, messages=messages, timeout=timeout_s, num_retries=0, **kwargs), timeout_s)
+    call = (router.acompletion(model=model, messages=messages, timeout=timeout_s, **kwargs) if router is not None
+            else litellm.acompletion(model=model, messages=messages, timeout=timeout_s, num_retries=0, **kwargs))
+    response = await asyncio.wait_for(call, timeout_s)
     latency = time.perf_counter() - started
     choices = getattr(response, "choices", None) or []
     if not choices:

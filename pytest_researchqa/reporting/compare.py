@@ -90,9 +90,12 @@ def paired_metric_test(pairs: Sequence[tuple[RowRecord, RowRecord]], metric: str
 
 def compare(records: Sequence[RowRecord], baseline: Baseline, family: Family,
             mapping: Optional[Mapping[str, str]] = None, dataset_sha: Optional[str] = None) -> Comparison:
+    from .repeats import per_row_means
+
     mapping = dict(mapping or {})
-    ours = group(records, system_of)
-    theirs = group(baseline.records, system_of)
+    # A row answered several times (--researchqa-repeats) is paired once, as the mean of its answers.
+    ours = group(per_row_means(records), system_of)
+    theirs = group(per_row_means(baseline.records), system_of)
     systems = []
     for system in sorted(ours):
         counterpart = mapping.get(system, system)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..families import Family
+from .repeats import repeat_spreads
 from .summaries import by_system
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -85,6 +86,9 @@ def summary(outcome: "RunOutcome", family: Family, run: Optional[dict[str, Any]]
         "partial_reasons": list(outcome.partial_reasons),
         "notes": list(outcome.notes),
         "systems": systems,
+        "repeats": [{"system": s.system, "metric": s.metric, "run_means": [_number(m) for m in s.run_means],
+                     "run_sd": _number(s.run_sd), "row_sd": _number(s.row_sd)}
+                    for s in repeat_spreads(outcome.records, family.metric_names)],
         "run": {k: (run or {}).get(k) for k in ("name", "started", "ended", "git_commit", "dataset")},
     }
 

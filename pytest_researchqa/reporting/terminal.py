@@ -10,6 +10,7 @@ from ..records import RowRecord
 from ..stats import CONFIDENCE, RESAMPLES, Interval, PairedTest, describe_p
 from .compare import Comparison, coverage_lines
 from .gates import ALPHA
+from .repeats import repeat_spreads
 from .summaries import Summary, by_system, summarize, system_of
 
 Intervals = dict[str, dict[str, Optional[Interval]]]
@@ -127,6 +128,12 @@ def leaderboard_tables(records: Sequence[RowRecord], family: Family, intervals: 
             s = summarize(system, groups[key], metrics)
             rows.append([system, value, *(cell(s.means[m]) for m in metrics), s.rows, s.errors])
         tables.append(Table(title, ["system", title, *(m.label for m in family.metrics), "rows", "errors"], rows))
+    spreads = repeat_spreads(records, metrics)
+    if spreads:
+        labels = {m.name: m.label for m in family.metrics}
+        tables.append(Table("repeat", ["system", "metric", "mean of each repeat", "run-to-run SD", "per-row SD"], [
+            [s.system, labels[s.metric], " / ".join(cell(m) for m in s.run_means), cell(s.run_sd), cell(s.row_sd)]
+            for s in spreads]))
     return tables
 
 

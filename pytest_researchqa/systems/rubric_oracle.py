@@ -25,4 +25,6 @@ def rubric_oracle(row: Any, paper: Any = None) -> Answer:
             year = item.citation.get("year")
             if title:
                 cited.append(f"{item.citation.get('authors', 'Authors')} ({year or 'n.d.'}). {title}.")
+            elif item.citation.get("text"):  # a citation given as text (the released files' string form)
+                cited.append(str(item.citation["text"]))
     return Answer(text=" ".join(sentences) or row.query, citations=cited)

@@ -113,7 +113,7 @@ def test_two_runs_sharing_one_cache_pay_for_each_call_once(tmp_path):
     reuses them instead of asking again (each run alone would make all 9 calls)."""
     import subprocess
 
-    with ScriptedLLM(latency_s=1.5) as slow:  # the first run takes ~14 s: the second starts well inside it
+    with ScriptedLLM(latency_s=0.6) as slow:  # the first run takes ~6 s: the second starts inside it
         args = _run_args(slow.url, tmp_path / "cache", "--researchqa-concurrency=1", "-k", "env")
         runs = []
         for name in ("first", "second"):
@@ -137,7 +137,7 @@ def test_a_run_killed_while_holding_a_call_blocks_no_other_run(tmp_path):
     """The lock on a key in flight dies with its owner (kill -9 included): the next run asks at once."""
     import subprocess
 
-    with ScriptedLLM(latency_s=2.0) as slow:
+    with ScriptedLLM(latency_s=1.0) as slow:
         cache = tmp_path / "cache"
         (tmp_path / "work").mkdir()
         owner = subprocess.Popen(_run_args(slow.url, cache, "-k", "edu-lookup-1"), cwd=tmp_path / "work",

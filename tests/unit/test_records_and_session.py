@@ -181,3 +181,19 @@ def test_progress_writes_a_line_while_no_row_finishes():
     progress.stop()
     assert any(line.startswith("researchqa: 3 model row(s) queued") for line in reporter.lines)
     assert any("0/3 model rows" in line and "ETA estimating" in line for line in reporter.lines), reporter.lines
+
+
+def test_repeats_give_each_repeats_mean_and_rows_are_paired_once_as_their_mean():
+    from pytest_researchqa.reporting.repeats import per_row_means, repeat_spreads
+
+    def answer(row, repeat, value):
+        return RowRecord(row_id=row, system="m", model_system=True, repeat=repeat,
+                         metrics={"citation_accuracy": value})
+
+    records = [answer("a", 0, 1.0), answer("a", 1, 0.0), answer("b", 0, 1.0), answer("b", 1, 1.0)]
+    [spread] = repeat_spreads(records, ["citation_accuracy"])
+    assert spread.run_means == (1.0, 0.5)
+    assert round(spread.run_sd, 4) == 0.3536 and round(spread.row_sd, 4) == 0.3536  # row a: sd 0.707, b: 0
+    merged = per_row_means(records)
+    assert [(r.row_id, r.metrics["citation_accuracy"]) for r in merged] == [("a", 0.5), ("b", 1.0)]
+    assert repeat_spreads(merged, ["citation_accuracy"]) == [], "one answer a row: nothing to spread"

@@ -97,6 +97,7 @@ RUBRIC = RubricFamily(
     model_system="pytest_researchqa.families.rubric.task:ResearchAnswerSystem",
     after_answers="pytest_researchqa.families.rubric.tournament:run_tournament",
     renderer="pytest_researchqa.families.rubric.render:leaderboard",
+    call_estimate="pytest_researchqa.families.rubric.calls:estimate_lines",
     default_system="rubric-oracle",
 )
 

@@ -19,20 +19,54 @@ from typing import Any, Optional, Sequence
 from ...records import RowRecord
 from ...stats import pearson
 
-_YEAR = re.compile(r"(?<![\d.])((?:19|20)\d\d)(?![\d])")
 NGRAM = 6
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+_Y = r"((?:19|20)\d\d)[a-z]?"  # 2021, or 2021a of author-year styles
+# arXiv identifiers: 2107.03374 (YYMM.number, since 2007) and hep-th/9901001 (archive/YYMMnnn, before).
+_ARXIV_NEW = re.compile(r"(?<![\d.])(\d\d)(?:0[1-9]|1[0-2])\.\d{4,5}(?:v\d+)?(?![\d])")
+_ARXIV_OLD = re.compile(r"\b[a-z][a-z-]*(?:\.[a-z]{2})?/(\d\d)(?:0[1-9]|1[0-2])\d{3}(?![\d])", re.IGNORECASE)
+# What never holds a publication year: links, DOIs and quoted titles.
+_NOT_A_DATE = re.compile(r"https?://\S+|www\.\S+|\bdoi:\s*\S+|\b10\.\d{4,9}/\S+|\"[^\"]*\"|“[^”]*”",
+                         re.IGNORECASE)
+# The year where a citation puts it: in parentheses after the authors, "(2021)", "(March 2021)",
+# "(Smith, 2021)" ...
+_PARENTHESISED = re.compile(rf"\(\s*(?:[^()\d]{{0,40}}?[\s,])?(?:{_MONTH}\s+)?(?:\d{{1,2}},?\s+)?{_Y}"
+                            r"(?:[,;]\s*[^()\d]{0,20}(?:\d{1,2})?)?\s*\)", re.IGNORECASE)
+# ... or as a field of its own, between separators: "Nature. 2021;5:1-10", "vol. 5, Mar. 2021.", "Smith, J. 2021."
+_DELIMITED = re.compile(rf"(?:^\s*|[.,;:]\s+)(?:{_MONTH}\s+(?:\d{{1,2}},?\s+)?)?{_Y}"
+                        rf"(?=\s*(?:[.,;:)\]]|$)|\s+{_MONTH})", re.IGNORECASE)
+# ... or before the volume ("Nat Med 2023;29:100"), or closing the reference ("Nature Medicine 2023.").
+_BEFORE_VOLUME = re.compile(rf"\b{_Y}(?=\s*;\s*\d)")
+_LAST = re.compile(rf"\b{_Y}\.?\s*$")
 
 
-def cited_years(reference: str) -> list[int]:
-    """Publication years a reference gives (four-digit 19xx/20xx numbers)."""
-    return [int(y) for y in _YEAR.findall(reference)]
+def publication_year(reference: str) -> Optional[int]:
+    """The year a cited work was published, read where a citation gives it; None when it gives none.
+
+    An arXiv identifier dates the work exactly (2107.03374: July 2021). Otherwise the year in the
+    citation's date position: in parentheses (author-year styles), else before the volume, else the
+    first year standing as a field of its own between separators (numbered styles: "Nature. 2021.",
+    "vol. 5, 2021"), else a year closing the reference. A year inside a
+    title ("... in 2019: a review"), a quoted title, a link or a DOI is never the publication year.
+    """
+    if "arxiv" in reference.lower():
+        for pattern, century in ((_ARXIV_NEW, 2000), (_ARXIV_OLD, None)):
+            found = pattern.search(reference)
+            if found:
+                two = int(found.group(1))
+                return (century or (1900 if two >= 91 else 2000)) + two
+    text = _NOT_A_DATE.sub(" ", reference)
+    for pattern in (_PARENTHESISED, _BEFORE_VOLUME, _DELIMITED, _LAST):
+        found = pattern.search(text)
+        if found:
+            return int(found.group(1))
+    return None
 
 
 def violates_cutoff(reference: str, cutoff_year: int) -> Optional[bool]:
-    """Whether a cited work is dated after the cutoff (its earliest year given: a reference's first year
-    is nearly always its publication year); None when it gives no year."""
-    years = cited_years(reference)
-    return min(years) > cutoff_year if years else None
+    """Whether a cited work was published after the cutoff year; None when the reference gives no year."""
+    year = publication_year(reference)
+    return year > cutoff_year if year is not None else None
 
 
 def words_of(text: str) -> list[str]:

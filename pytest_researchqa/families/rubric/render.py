@@ -17,6 +17,8 @@ _SHORT_DOMAINS = {"health_sciences_medicine": "health", "life_earth_sciences": "
                   "engineering_computer_science": "eng/CS", "physical_sciences": "physical",
                   "social_sciences": "social", "humanities": "humanities", "economics": "economics",
                   "other_domain": "other"}
+LEAKAGE_NOT_CHECKED = ("leakage: not checked: no row names the survey its rubric was mined from (survey_title; the "
+                       "released benchmark files do not carry it)")
 
 
 def _pct(value: Optional[float], digits: int = 1) -> str:
@@ -155,7 +157,10 @@ def check_lines(records: Sequence[RowRecord], order: list[str]) -> list[str]:
             parts.append(f"length vs coverage: r = {checks.length_r:+.2f} over judged answers "
                          f"(avg {checks.words:.0f} words)")
         lines.append(f"{system}: " + "; ".join(parts))
+    if not any(r.details.get("survey_title") for r in records):
+        lines.append(LEAKAGE_NOT_CHECKED)
     return lines
+
 
 
 def audit(records: Sequence[RowRecord]) -> str:

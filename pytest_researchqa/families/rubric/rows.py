@@ -15,6 +15,7 @@ Shapes read:
 from __future__ import annotations
 
 import datetime
+import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,9 +191,22 @@ def _item(number: int, item: Any, unknown: set[str]) -> RubricItem:
     text = _text(item.get("rubric_item", item.get("item", item.get("text"))))
     if text is None:
         raise _Bad(f"{where}.rubric_item", "missing or blank")
-    citation = item.get("citation_metadata")
-    if citation is not None and not isinstance(citation, (dict, list)):
-        raise _Bad(f"{where}.citation_metadata", f"expected a mapping, found {type(citation).__name__}")
-    if isinstance(citation, list):  # some files list several cited works
-        citation = {"works": citation}
-    return RubricItem(text, _text(item.get("type")), citation or None)
+    return RubricItem(text, _text(item.get("type")), _citation(item.get("citation_metadata"), where))
+
+
+def _citation(value: Any, where: str) -> Optional[dict[str, Any]]:
+    """An item's cited work as a mapping. The released loader types ``citation_metadata`` as an optional
+    string: a string holding JSON is read as that JSON, any other string is the citation's text."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None
+        try:
+            value = json.loads(text) if text[0] in "[{" else {"text": text}
+        except ValueError:
+            value = {"text": text}
+    if value is not None and not isinstance(value, (dict, list)):
+        raise _Bad(f"{where}.citation_metadata", f"expected a mapping or text, found {type(value).__name__}")
+    if isinstance(value, list):  # some files list several cited works
+        value = {"works": value}
+    return value or None

@@ -52,20 +52,44 @@ def answer_words(text: str) -> int:
     return len(re.findall(r"\w+(?:[-'’]\w+)*", text or ""))
 
 
-_REFERENCES_HEADING = re.compile(r"^\s*(?:#+\s*)?(?:references|sources|bibliography|works cited|citations)\s*:?\s*$",
+# A heading over the list of cited works: "References", "## Sources", "**Sources:**", "__Bibliography__:".
+_REFERENCES_HEADING = re.compile(r"^\s*(?:#+\s*)?[*_]{0,3}\s*(?:references|sources|bibliography|works cited|citations)"
+                                 r"\s*(?:(?::[*_]{0,3}|[*_]{0,3}\s*:)[ \t]*(?P<rest>.*)|[*_]{0,3}\s*)$",
                                  re.IGNORECASE | re.MULTILINE)
+_NUMBERED = re.compile(r"^\s*(?:[-*]\s*)?(?:\[(\d+)\]|(\d+)[.)])\s+\S")
+_LOOKS_CITED = re.compile(r"\b(?:19|20)\d\d\b|et al|arxiv|doi|https?://", re.IGNORECASE)
 
 
 def references(answer: Answer) -> list[str]:
-    """The works an answer cites: its citation list, else the lines under a References heading in its text."""
+    """The works an answer cites: its citation list, else the entries under a References (or Sources) heading
+    in its text, else the numbered list that ends it when that list is one of cited works (see
+    ``_trailing_numbered``)."""
     if answer.citations:
         return [c for c in answer.citations if c.strip()]
-    headings = list(_REFERENCES_HEADING.finditer(answer.text or ""))
-    if not headings:
+    text = answer.text or ""
+    headings = list(_REFERENCES_HEADING.finditer(text))
+    if headings:
+        last = headings[-1]  # a references list ends an answer
+        lines = [last.group("rest") or "", *text[last.end():].splitlines()]
+        return [entry for line in lines if (entry := line.strip(" -*\t"))]
+    return _trailing_numbered(text)
+
+
+def _trailing_numbered(text: str) -> list[str]:
+    """A numbered list with no heading that ends the answer, when it lists cited works: its numbers are the
+    ``[n]`` markers of the text above it, or most of its entries look like citations (a year, et al, a DOI,
+    an arXiv id or a link). A numbered list of the answer's own points is neither."""
+    lines = text.splitlines()
+    start = len(lines)
+    while start > 0 and (not lines[start - 1].strip() or _NUMBERED.match(lines[start - 1])):
+        start -= 1
+    entries = [line.strip(" -*\t") for line in lines[start:] if line.strip()]
+    if not entries:
         return []
-    last = headings[-1]  # a references list ends an answer
-    lines = [line.strip(" -*\t") for line in answer.text[last.end():].splitlines()]
-    return [line for line in lines if line]
+    numbers = {int(m.group(1) or m.group(2)) for line in entries if (m := _NUMBERED.match(line))}
+    markers = {int(n) for n in re.findall(r"\[(\d+)\]", "\n".join(lines[:start]))}
+    cited_like = sum(1 for entry in entries if _LOOKS_CITED.search(entry))
+    return entries if numbers <= markers or 2 * cited_like >= len(entries) else []
 
 
 class ResearchAnswerSystem(LlmSystem):
