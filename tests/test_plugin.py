@@ -349,11 +349,12 @@ def test_the_plugin_is_inert_when_unused(pytester):
     assert "researchqa::" not in result.stdout.str()
 
 
-# What an installed but unused plugin loads: its hooks, their options, the fixtures and the stash keys
-# they name, the xdist adapter and the family hook's specification. Everything else loads on first use.
+# What an installed but unused plugin loads: its hooks (the run's among them), their options, the fixtures
+# and the stash keys they name, the xdist adapter and the family hook's specification. Everything else
+# loads on first use.
 START_UP_MODULES = ["pytest_researchqa", "pytest_researchqa.families", "pytest_researchqa.families.hookspecs",
                     "pytest_researchqa.fixtures", "pytest_researchqa.options", "pytest_researchqa.plugin",
-                    "pytest_researchqa.stash", "pytest_researchqa.xdist_compat"]
+                    "pytest_researchqa.run_hooks", "pytest_researchqa.stash", "pytest_researchqa.xdist_compat"]
 
 
 def test_pytest_start_up_imports_no_heavy_library(pytester):
