@@ -2,6 +2,9 @@
 
 The public names below load on first use, so importing the package (which
 pytest does at every start-up once the plugin is installed) stays free.
+
+PYTEST_DONT_REWRITE: pytest loads this module at every start-up; it holds no test's asserts, so
+pytest compiles it as Python does instead of rewriting it (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 Any test function that asks for ``researchqa_row`` (or a fixture built on
 it) is parametrized over the dataset; asking for ``researchqa_answer`` or
 ``researchqa_system`` parametrizes it per system as well.
+
+PYTEST_DONT_REWRITE: pytest loads this module at every start-up; it holds no test's asserts, so
+pytest compiles it as Python does instead of rewriting it (docs/architecture.md).
 """
 
 from __future__ import annotations

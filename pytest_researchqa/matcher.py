@@ -22,6 +22,7 @@ import array
 import bisect
 import functools
 import re
+import struct
 from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol, Sequence, Union
 
@@ -56,6 +57,8 @@ _NEAR = 400  # key characters: where an elided part is looked for first
 # paper is prepared (about 1.5 ms for a 30k-character key; a scan of that key costs ~3 us a look-up).
 INDEX_MIN_KEY = 8_000
 GRAM = 8
+# Bloom filter bits a GRAM-character stretch of such a paper (two set each): about 1% false "present".
+FILTER_BITS_PER_GRAM = 16
 _GRAM_BASE = 1_000_003
 _BUCKET_MULTIPLIER = 0x9E3779B97F4A7C15  # Fibonacci hashing: spreads packed grams over the buckets
 _UINT64 = (1 << 64) - 1
@@ -77,6 +80,7 @@ GROUNDED_VERDICTS = frozenset({VERBATIM, VERBATIM_ELIDED, VERBATIM_WITH_COMMENTA
 _ELISION = re.compile(r"[\[(]\s*(?:(?:\.\s*){3,}|…)\s*[\])]|(?:\.\s*){3,}|…")
 # Where a model's own comment may start after a verbatim quote.
 _HARD_SEPARATOR = re.compile(r"\s+[—–-]{1,2}\s+|\s*[—–]\s*|\s*[(\[]\s*|[:;]\s+")
+_SEPARATOR_CHAR = re.compile(r"[—–(\[:;-]")
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*\s+")
 _COMMENT_OPENER = re.compile(
     r"(?:this|these|that|those|which|i\.?e\.?|e\.?g\.?|in other words|here|thus|so|hence|"
@@ -150,6 +154,7 @@ class MatchIndex:
             self.unmasked_page_key_starts = self.page_key_starts
         self._memo: dict[str, CitationMatch] = {}
         self._span_memo: dict[str, tuple[tuple[int, int], ...] | None] = {}
+        self._absent_hint: tuple[str, int] = ("", -1)
         self._gram_index  # noqa: B018 -- built with the paper, not on the first look-up
 
     # -- public look-ups -----------------------------------------------------------
@@ -297,18 +302,10 @@ class MatchIndex:
         offsets = self._masked_offsets
         starts = numpy.concatenate(([0], numpy.flatnonzero(numpy.diff(offsets) > 1) + 1))
         starts = starts[starts <= len(key) - GRAM]
-        points = numpy.frombuffer(key.encode("utf-32-le"), dtype=numpy.uint32).astype(numpy.uint64)
-        grams = numpy.stack([points[starts + i] for i in range(GRAM)])
-        packed = numpy.zeros(len(starts), dtype=numpy.uint64)
-        hashed = numpy.zeros(len(starts), dtype=numpy.uint64)
+        codes = _gram_codes(key, starts)
+        # About two word starts a bucket: a look-up reads one or two cache lines, not a binary search's dozen.
+        bits = max(8, int(len(starts)).bit_length() - 1)
         with numpy.errstate(over="ignore"):
-            for i in range(GRAM):
-                packed |= grams[i] << numpy.uint64(8 * i)
-                hashed = hashed * numpy.uint64(_GRAM_BASE) + grams[i]
-            # Latin-1 grams (nearly all) are packed exactly; others are hashed, top bit set.
-            codes = numpy.where((grams < 256).all(axis=0), packed, hashed | numpy.uint64(1 << 63))
-            # About two word starts a bucket: a look-up reads one or two cache lines, not a binary search's dozen.
-            bits = max(8, int(len(starts)).bit_length() - 1)
             buckets = (codes * numpy.uint64(_BUCKET_MULTIPLIER)) >> numpy.uint64(64 - bits)
         # By bucket, and within one by position (a stable sort of ascending starts): the first entry
         # of a bucket with the quote's code and text is its first occurrence.
@@ -334,7 +331,119 @@ class MatchIndex:
         for start in starts[bounds[bucket] : bounds[bucket + 1]]:  # positions ascending
             if key.startswith(quote_key, start):
                 return start
+        if not self._may_occur(quote_key):
+            return -1  # no scan for a quote the paper surely lacks
         return key.find(quote_key)  # a quote that does not start at a word
+
+    @functools.cached_property
+    def _gram_filter(self) -> tuple[bytes, int] | None:
+        """Every GRAM-character stretch of the paper's keys (masked and unmasked), as a Bloom filter:
+        two bits of a table of 2**bits (at least FILTER_BITS_PER_GRAM a stretch) set for each.
+
+        A stretch it lacks is in neither key, so a citation can be turned down without a scan of
+        the paper (:meth:`_may_be_located`); a stretch it holds may still be absent (about 1% of
+        the time), which only sends that citation down the full path. Built on the first
+        citation that is not found as it is (about half the cost of preparing the paper; exact
+        quotes, a reference system's all, never need it).
+        """
+        if len(self.key) < INDEX_MIN_KEY:
+            return None  # a short paper is scanned faster than filtered
+        import numpy
+
+        keys = [self.key] if self.unmasked_key is self.key else [self.key, self.unmasked_key]
+        codes = numpy.concatenate([_all_gram_codes(key) for key in keys])
+        bits = min(32, max(10, (len(self.key) * FILTER_BITS_PER_GRAM).bit_length()))
+        flags = numpy.zeros(1 << bits, dtype=bool)
+        with numpy.errstate(over="ignore"):
+            hashed = codes * numpy.uint64(_BUCKET_MULTIPLIER)
+        flags[hashed >> numpy.uint64(64 - bits)] = True
+        flags[(hashed >> numpy.uint64(64 - 2 * bits)) & numpy.uint64((1 << bits) - 1)] = True
+        return numpy.packbits(flags, bitorder="little").tobytes(), bits
+
+    def _absent(self, quote_key: str, starts: range) -> list[bool]:
+        """For each of ``starts``, whether the GRAM characters of ``quote_key`` there are surely
+        in neither of the paper's keys (all False without a filter)."""
+        found = self._gram_filter
+        if found is None or not starts:
+            return [False] * len(starts)
+        table, bits = found
+        try:
+            data = quote_key.encode("latin-1")
+        except UnicodeEncodeError:  # rare: each stretch coded on its own
+            codes: Iterable[int] = [_gram_code(quote_key[at : at + GRAM]) for at in starts]
+        else:
+            if starts.step == GRAM:  # back to back: one unpack
+                codes = struct.unpack_from(f"<{len(starts)}Q", data, starts.start)
+            else:
+                codes = [int.from_bytes(data[at : at + GRAM], "little") for at in starts]
+        first, second, mask = 64 - bits, 64 - 2 * bits, (1 << bits) - 1
+        absent = []
+        for code in codes:
+            hashed = (code * _BUCKET_MULTIPLIER) & _UINT64
+            low, high = hashed >> first, (hashed >> second) & mask
+            absent.append(not (table[low >> 3] >> (low & 7) & 1 and table[high >> 3] >> (high & 7) & 1))
+        return absent
+
+    def _first_absent(self, quote_key: str) -> int:
+        """The first of the stretch starts 0, GRAM, 2 * GRAM ... whose stretch is surely in
+        neither key, or -1. Remembered for the quote's next test, which starts there."""
+        step = 4 * GRAM  # a few stretches at a time: a fabrication usually stops early
+        for low in range(0, len(quote_key) - GRAM + 1, step):
+            starts = range(low, min(low + step, len(quote_key) - GRAM + 1), GRAM)
+            for at, absent in zip(starts, self._absent(quote_key, starts)):
+                if absent:
+                    self._absent_hint = (quote_key, at)
+                    return at
+        return -1
+
+    def _may_occur(self, quote_key: str) -> bool:
+        """False when ``quote_key`` is surely in neither key (one of its stretches is not)."""
+        return self._first_absent(quote_key) < 0
+
+    def _absent_row(self, part_key: str, at: int) -> bool:
+        """Whether GRAM stretch starts in a row around the absent one at ``at`` are all absent."""
+        last = len(part_key) - GRAM
+        after = self._absent(part_key, range(at + 1, min(last, at + GRAM - 1) + 1))
+        row = 1 + next((i for i, absent in enumerate(after) if not absent), len(after))
+        if row >= GRAM:
+            return True
+        before = self._absent(part_key, range(at - 1, max(-1, at - GRAM), -1))
+        return row + next((i for i, absent in enumerate(before) if not absent), len(before)) >= GRAM
+
+    def _may_be_located(self, part_key: str) -> bool:
+        """False when ``part_key`` surely cannot be located, gaps allowed (see :func:`_locate`).
+
+        A located part is a run of the paper's key, then runs resumed after a gap, each at
+        least GRAM key characters long (MIN_GAPPED_ANCHOR, the 8 characters checked after a
+        number, MIN_RESUMED_RUN, MIN_ANCHOR) but the last, which ends the part. So of any GRAM
+        consecutive stretch starts, one starts a stretch inside a run: a part with GRAM starts
+        in a row whose stretches are all absent (a changed word, digit or phrase leaves
+        GRAM - 1 + its length) is not in the paper. Around the absent stretch the exact path
+        found first, then around each absent one of every GRAM starts."""
+        starts = len(part_key) - GRAM + 1
+        if starts < GRAM or self._gram_filter is None:
+            return True
+        hint_key, hint = self._absent_hint
+        if hint_key == part_key and self._absent_row(part_key, hint):
+            return False
+        probes = range(GRAM - 1, starts, GRAM)  # every GRAM starts in a row hold exactly one probe
+        for probe, absent in zip(probes, self._absent(part_key, probes)):
+            if absent and self._absent_row(part_key, probe):
+                return False
+        return True
+
+    def _may_be_grounded(self, parts: list[str], keys: list[str]) -> bool:
+        """A necessary test before the search: False only where :meth:`_match` would find neither
+        a located quote nor a verbatim quote with a comment. A comment follows a verbatim start
+        (one run of the paper, at least MIN_ANCHOR and half the key) and a separator."""
+        if all(map(self._may_be_located, keys)):
+            return True
+        if len(keys) != 1 or not self._may_occur(keys[0][: max(MIN_ANCHOR, (len(keys[0]) + 1) // 2)]):
+            return False
+        return next(iter(_comment_boundaries(parts[0])), None) is not None
+
+    def _find_unmasked(self, quote_key: str) -> int:
+        return self.unmasked_key.find(quote_key) if self._may_occur(quote_key) else -1
 
     @functools.cached_property
     def masked_text(self) -> str:
@@ -351,6 +460,8 @@ class MatchIndex:
             return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
         if total < MIN_QUOTE_KEY:
             return CitationMatch(citation, self, False, TOO_SHORT, ())
+        if not self._may_be_grounded(parts, keys):  # most fabrications and paraphrases: no search at all
+            return CitationMatch(citation, self, False, None, (), parts=tuple(parts))
         for unmasked in (False, True):
             if unmasked and self.unmasked_key is self.key:
                 break
@@ -463,7 +574,7 @@ class MatchIndex:
     def _locate_parts(self, keys: list[str], unmasked: bool) -> tuple[tuple[int, int], ...] | None:
         key, pages = self._keys(unmasked)
         first = keys[0]
-        find = None if unmasked else self.find
+        find = self._find_unmasked if unmasked else self.find
         flow = self._unmasked_flow if unmasked else self._flow
         if len(keys) == 1:
             found = _locate(key, pages, first, 0, len(key), flow, find)
@@ -485,12 +596,14 @@ class MatchIndex:
 
     def _split_commentary(self, quote: str):
         """(spans, comment) when ``quote`` is a verbatim passage plus an own comment."""
-        boundaries = list(_comment_boundaries(quote))
-        if not boundaries:
-            return None
         quote_key = text_key(quote)
         prefix_length, position = _anchored_prefix(self.key, quote_key, 0, len(self.key))
-        if prefix_length < MIN_ANCHOR or prefix_length >= len(quote_key):
+        # A comment follows a verbatim start of at least half the quote: tested before the
+        # separators are looked for (a regex step per character).
+        if prefix_length < MIN_ANCHOR or prefix_length >= len(quote_key) or prefix_length * 2 < len(quote_key):
+            return None
+        boundaries = list(_comment_boundaries(quote))
+        if not boundaries:
             return None
         offsets = key_offsets(quote)
         for boundary_raw in boundaries:
@@ -571,6 +684,38 @@ class _Flow:
         after = int(offsets[end - 1]) + 1
         closing = text[after : after + 4].lstrip("\"'\u201d\u2019)]")
         return closing[:1] not in (".", "!", "?") and text[int(offsets[end])].islower()
+
+
+def _gram_codes(key: str, starts):
+    """:func:`_gram_code` of the GRAM characters at each of ``starts`` (a numpy array), at once."""
+    import numpy
+
+    points = numpy.frombuffer(key.encode("utf-32-le"), dtype=numpy.uint32).astype(numpy.uint64)
+    grams = numpy.stack([points[starts + i] for i in range(GRAM)])
+    packed = numpy.zeros(len(starts), dtype=numpy.uint64)
+    hashed = numpy.zeros(len(starts), dtype=numpy.uint64)
+    with numpy.errstate(over="ignore"):
+        for i in range(GRAM):
+            packed |= grams[i] << numpy.uint64(8 * i)
+            hashed = hashed * numpy.uint64(_GRAM_BASE) + grams[i]
+    # Latin-1 grams (nearly all) are packed exactly; others are hashed, top bit set.
+    return numpy.where((grams < 256).all(axis=0), packed, hashed | numpy.uint64(1 << 63))
+
+
+def _all_gram_codes(key: str):
+    """:func:`_gram_code` of every GRAM characters of ``key``: its Latin-1 bytes read eight at a
+    time from each offset, then the few stretches holding another character coded apart."""
+    import numpy
+
+    data = key.encode("latin-1", "replace")
+    codes = numpy.ndarray((len(data) - GRAM + 1,), dtype="<u8", buffer=data, strides=(1,)).copy()
+    if not key.isascii():
+        others = numpy.flatnonzero(numpy.frombuffer(key.encode("utf-32-le"), dtype=numpy.uint32) > 255)
+        if len(others):
+            starts = numpy.unique((others[:, None] - numpy.arange(GRAM)).ravel())
+            starts = starts[(starts >= 0) & (starts < len(codes))]
+            codes[starts] = _gram_codes(key, starts)
+    return codes
 
 
 def _gram_code(key: str) -> int:
@@ -781,12 +926,33 @@ def _comment_boundaries(quote: str) -> Iterable[int]:
     by a discourse opener ("this shows", "i.e.", "which", "note" ...): paper
     text goes on after a colon with anything, a model's comment rarely does.
     """
-    for found in _HARD_SEPARATOR.finditer(quote):
+    for found in _separators(quote):
         if _COMMENT_OPENER.match(quote, found.end()):
             yield found.start()
     for found in _SENTENCE_END.finditer(quote):
         if _COMMENT_OPENER.match(quote, found.end()):
             yield found.start() + 1
+
+
+def _separators(quote: str) -> Iterable[re.Match[str]]:
+    """What ``_HARD_SEPARATOR.finditer(quote)`` finds, tried only where a separator character stands
+    (its optional spaces lead it, so the regex alone is tried at every character).
+
+    A match starts where the spaces before a separator character begin, or (a colon or
+    semicolon, no spaces) at the character itself; the spaces after it are taken, so the next
+    match starts beyond them."""
+    end = 0
+    for mark in _SEPARATOR_CHAR.finditer(quote):
+        at = mark.start()
+        if at < end:
+            continue
+        spaces = at
+        while spaces > end and quote[spaces - 1].isspace():
+            spaces -= 1
+        found = _HARD_SEPARATOR.match(quote, spaces) or _HARD_SEPARATOR.match(quote, at)
+        if found is not None:
+            end = found.end()
+            yield found
 
 
 def _longest_end(key: str, quote_key: str, from_end: bool = False) -> tuple[int, int]:

@@ -5,6 +5,9 @@ choices and help. Every setting is a ``--researchqa-*`` flag backed by an ini
 key of the same name with underscores (``researchqa_dataset``...), typed, so
 pytest 9's native ``[tool.pytest]`` table accepts ``researchqa_sample = 6``.
 Bad values raise ``pytest.UsageError`` naming the valid choices.
+
+PYTEST_DONT_REWRITE: pytest loads this module at every start-up; it holds no test's asserts, so
+pytest compiles it as Python does instead of rewriting it (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -15,8 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Optional
 
 import pytest
-
-from .families import DEFAULT_FAMILY
 
 if TYPE_CHECKING:  # pragma: no cover
     from .families import Family
@@ -204,7 +205,7 @@ class Settings:
     download_papers: bool
     audit: bool
     defect_policy: str
-    family: str = "citation"
+    family: str = "citation"  # families.DEFAULT_FAMILY, named here so an unused plugin imports no family
     judge_prompts: Optional[Path] = None  # a folder of prompt files overriding the bundled judges/ ones
     # The family's declaration, found through the family plug-ins when the benchmark is active (see
     # families.registry); None in a run that never uses it, which then pays nothing to discover families.
@@ -281,20 +282,23 @@ def read_settings(config: pytest.Config) -> Settings:
         value = cli if cli is not None else configured
         resolved[option.dest] = _parse(option, value, from_ini=cli is None, config=config)
 
+    # An unused plugin imports no family: the default one is named by Settings' default.
     declaration = _family(config, resolved) if given_any else None
-    family = declaration.name if declaration is not None else DEFAULT_FAMILY
+    family = declaration.name if declaration is not None else Settings.family
     models = tuple(dict.fromkeys(resolved["researchqa_model"] or ()))
     default_system = declaration.default_system if declaration is not None else "bm25"
     systems = tuple(resolved["researchqa_system"] or ()) or (() if models else (default_system,))
     judges = tuple(dict.fromkeys(resolved["researchqa_judge"] or ()))
     judge_pool = tuple(resolved["researchqa_judge_pool"] or ())
-    try:
+    named = list(dict.fromkeys([*models, *judges, *judge_pool]))
+    model_params: dict[str, dict[str, Any]] = {}
+    if named or resolved["researchqa_model_param"]:  # a run without models never loads llm_params
         from .llm_params import parse_model_params
 
-        named = list(dict.fromkeys([*models, *judges, *judge_pool]))
-        model_params = parse_model_params(list(resolved["researchqa_model_param"] or ()), named)
-    except ValueError as error:
-        raise pytest.UsageError(f"--researchqa-model-param {error}") from None
+        try:
+            model_params = parse_model_params(list(resolved["researchqa_model_param"] or ()), named)
+        except ValueError as error:
+            raise pytest.UsageError(f"--researchqa-model-param {error}") from None
     gates: tuple["Gate", ...] = ()
     if resolved["researchqa_fail_under"]:
         from .reporting.gates import GateSpecError, parse_gate
@@ -387,7 +391,7 @@ def read_settings(config: pytest.Config) -> Settings:
 
 def _family(config: pytest.Config, resolved: dict[str, Any]) -> "Family":
     """The run's family: the one named, else the first that recognizes the dataset, else the default."""
-    from .families import sniff_family
+    from .families import DEFAULT_FAMILY, sniff_family
     from .families.registry import FamilyError, available_families, find_family
 
     try:

@@ -9,6 +9,9 @@ rides the test report to the controller, where ``session`` aggregates,
 
 Importing this module costs nothing beyond pytest: datasets, papers, the
 matcher and the systems are imported only when a run uses them.
+
+PYTEST_DONT_REWRITE: pytest loads this module at every start-up; it holds no test's asserts, so
+pytest compiles it as Python does instead of rewriting it (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """The hooks that need the run's state (``RunHooks``, registered per config by the plugin):
 collection counts and look-ahead, records arriving, the exit status, the terminal summary and
 the files a run writes. Each hook collects and hands over to a small module below it.
+
+PYTEST_DONT_REWRITE: pytest loads this module at every start-up; it holds no test's asserts, so
+pytest compiles it as Python does instead of rewriting it (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 Light on purpose (pytest only): the plugin imports it at start-up, and the run's
 state is built on first use, so a project that never runs a row pays nothing.
+
+PYTEST_DONT_REWRITE: pytest loads this module at every start-up; it holds no test's asserts, so
+pytest compiles it as Python does instead of rewriting it (docs/architecture.md).
 """
 
 from __future__ import annotations

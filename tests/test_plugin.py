@@ -349,17 +349,29 @@ def test_the_plugin_is_inert_when_unused(pytester):
     assert "researchqa::" not in result.stdout.str()
 
 
+# What an installed but unused plugin loads: its hooks (the run's among them), their options, the fixtures
+# and the stash keys they name, the xdist adapter and the family hook's specification. Everything else
+# loads on first use.
+START_UP_MODULES = ["pytest_researchqa", "pytest_researchqa.families", "pytest_researchqa.families.hookspecs",
+                    "pytest_researchqa.fixtures", "pytest_researchqa.options", "pytest_researchqa.plugin",
+                    "pytest_researchqa.run_hooks", "pytest_researchqa.stash", "pytest_researchqa.xdist_compat"]
+
+
 def test_pytest_start_up_imports_no_heavy_library(pytester):
+    pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
     probe = textwrap.dedent(
         """
         import sys, pytest
         pytest.main(["--version"])
+        pytest.main(["-q", "-p", "no:cacheprovider", "test_plain.py"])
         heavy = [m for m in ("litellm", "pydantic", "numpy", "pypdf", "rapidfuzz", "rank_bm25", "yaml") if m in sys.modules]
         print("HEAVY", heavy)
+        print("OURS", sorted(m for m in sys.modules if m.startswith("pytest_researchqa")))
         """
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=pytester.path)
     assert "HEAVY []" in done.stdout, done.stdout + done.stderr
+    assert f"OURS {START_UP_MODULES}" in done.stdout, done.stdout + done.stderr
     help_text = subprocess.run([sys.executable, "-m", "pytest", "--help"], capture_output=True, text=True).stdout
     assert "--researchqa-fail-under" in help_text
 

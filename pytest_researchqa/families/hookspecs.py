@@ -4,6 +4,9 @@ its ``newhooks``): a family package implements it without importing anything of 
 A package announces its family through the ``pytest_researchqa.families`` entry point, naming the module
 that implements this hook; the built-in families are announced the same way (pyproject.toml). A project's
 own ``conftest.py`` may implement it too.
+
+PYTEST_DONT_REWRITE: pytest loads this module at every start-up; it holds no test's asserts, so
+pytest compiles it as Python does instead of rewriting it (docs/architecture.md).
 """
 
 from __future__ import annotations
