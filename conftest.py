@@ -17,7 +17,7 @@ import rank_bm25  # noqa: E402,F401
 
 # Likewise the plugin's answer type: a project module a run imports must meet the same Answer class the
 # plugin checks against, which a reload between in-process runs would replace.
-import pytest_researchqa.answers  # noqa: E402,F401
+import pytest_researchqa.families.citation.answers  # noqa: E402,F401
 import pytest_researchqa.systems  # noqa: E402,F401
 
 pytest_plugins = ["pytester"]

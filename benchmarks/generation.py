@@ -35,8 +35,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from llm_server import ScriptedLLM  # noqa: E402
 
 from pytest_researchqa.__main__ import main as cli  # noqa: E402
-from pytest_researchqa.loaders import load_dataset  # noqa: E402
-from pytest_researchqa.metrics import check_expected_passages  # noqa: E402
+from pytest_researchqa.families.citation.loaders import load_dataset  # noqa: E402
+from pytest_researchqa.families.citation.metrics import check_expected_passages  # noqa: E402
 from pytest_researchqa.papers import PaperStore  # noqa: E402
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from pytest_researchqa.answers import Answer  # noqa: E402
 from pytest_researchqa.bundled import bundled_path  # noqa: E402
+from pytest_researchqa.families.citation.answers import Answer  # noqa: E402
 from pytest_researchqa.families.rubric.rows import load_queries  # noqa: E402
 from pytest_researchqa.llm.cache import AnswerCache  # noqa: E402
 from pytest_researchqa.llm.engine import ModelRunner, ProviderError  # noqa: E402

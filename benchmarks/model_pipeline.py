@@ -29,12 +29,12 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from llm_server import ScriptedLLM  # noqa: E402
 
+from pytest_researchqa.families.citation.loaders import load_dataset  # noqa: E402
+from pytest_researchqa.families.citation.rows import Row  # noqa: E402
 from pytest_researchqa.llm.cache import AnswerCache  # noqa: E402
 from pytest_researchqa.llm.engine import ModelRunner  # noqa: E402
 from pytest_researchqa.llm.system import LlmSystem, ModelSpec  # noqa: E402
-from pytest_researchqa.loaders import load_dataset  # noqa: E402
 from pytest_researchqa.papers import PaperStore  # noqa: E402
-from pytest_researchqa.rows import Row  # noqa: E402
 
 
 def main() -> int:

@@ -18,18 +18,18 @@ _EXPORTS = {
     "match_citation": "matcher",
     "CitationMatch": "matcher",
     "MatchIndex": "matcher",
-    "cited_verbatim": "assertions",
-    "covers_sections": "assertions",
-    "grounded_refusal": "assertions",
-    "flags_premise": "assertions",
-    "judged": "assertions",
-    "check_answer": "assertions",
-    "Answer": "answers",
-    "Row": "rows",
-    "SectionEvidence": "rows",
+    "cited_verbatim": "families.citation.assertions",
+    "covers_sections": "families.citation.assertions",
+    "grounded_refusal": "families.citation.assertions",
+    "flags_premise": "families.citation.assertions",
+    "judged": "families.citation.assertions",
+    "check_answer": "families.citation.assertions",
+    "Answer": "families.citation.answers",
+    "Row": "families.citation.rows",
+    "SectionEvidence": "families.citation.rows",
     "Paper": "papers",
     "PaperUnavailable": "papers",
-    "load_dataset": "loaders",
+    "load_dataset": "families.citation.loaders",
     "Recorder": "records",
     "RowRecord": "records",
 }
@@ -37,13 +37,20 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .answers import Answer
-    from .assertions import check_answer, cited_verbatim, covers_sections, flags_premise, grounded_refusal, judged
-    from .loaders import load_dataset
+    from .families.citation.answers import Answer
+    from .families.citation.assertions import (
+        check_answer,
+        cited_verbatim,
+        covers_sections,
+        flags_premise,
+        grounded_refusal,
+        judged,
+    )
+    from .families.citation.loaders import load_dataset
+    from .families.citation.rows import Row, SectionEvidence
     from .matcher import CitationMatch, MatchIndex, match_citation
     from .papers import Paper, PaperUnavailable
     from .records import Recorder, RowRecord
-    from .rows import Row, SectionEvidence
 
 
 def __getattr__(name: str) -> Any:

@@ -18,8 +18,8 @@ import pytest
 from .stash import RECORD, RECORDER, SETTINGS, Case, run_state
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .answers import Answer
     from .dataset import Dataset
+    from .families.citation.answers import Answer
     from .families.protocols import FamilyRow
     from .options import Settings
     from .papers import Paper
@@ -57,7 +57,7 @@ def _error(request: pytest.FixtureRequest, message: str) -> NoReturn:
 
 @pytest.fixture
 def researchqa_row(request: pytest.FixtureRequest, researchqa_case: Case) -> "FamilyRow":
-    """The benchmark row of this test (a :class:`~pytest_researchqa.rows.Row`)."""
+    """The benchmark row of this test (a :class:`~pytest_researchqa.families.citation.rows.Row`)."""
     state = run_state(request.config)
     if researchqa_case.kind == "problem":
         problem = state.dataset.problems[researchqa_case.position]
@@ -75,7 +75,7 @@ def researchqa_paper(request: pytest.FixtureRequest, researchqa_row: Any) -> "Op
     A paper that cannot be read makes the row error. A row with a required
     section the paper does not contain is a dataset defect: xfail by default.
     """
-    from .metrics import check_expected_passages
+    from .families.citation.metrics import check_expected_passages
     from .papers import PaperUnavailable
 
     state: "RunState" = run_state(request.config)
@@ -113,7 +113,7 @@ def researchqa_system(request: pytest.FixtureRequest, researchqa_case: Case) -> 
 @pytest.fixture
 def researchqa_answer(request: pytest.FixtureRequest, researchqa_case: Case, researchqa_row: "FamilyRow",
                       researchqa_paper: "Optional[Paper]", researchqa_system: "Optional[System]") -> "Optional[Answer]":
-    """The system's :class:`~pytest_researchqa.answers.Answer`; assertions on it record metrics."""
+    """The system's :class:`~pytest_researchqa.families.citation.answers.Answer`; assertions on it record metrics."""
     if researchqa_system is None:
         return None
     record = request.node.stash[RECORD]
@@ -165,6 +165,6 @@ def researchqa_settings(pytestconfig: pytest.Config) -> "Settings":
 
 @pytest.fixture(scope="session")
 def researchqa_dataset(pytestconfig: pytest.Config) -> "Dataset[Any]":
-    """The loaded :class:`~pytest_researchqa.loaders.Dataset`."""
+    """The loaded :class:`~pytest_researchqa.families.citation.loaders.Dataset`."""
     dataset: "Dataset[Any]" = run_state(pytestconfig).dataset
     return dataset

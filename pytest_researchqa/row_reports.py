@@ -82,7 +82,7 @@ def add_sections(report: pytest.TestReport, record: "RowRecord") -> None:
         cached = ", from the cache" if usage.cached else ""
         report.sections.append(("researchqa model input", f"context: {usage.context}{tokens}{cached}"))
     if record.judge and (report.outcome != "passed" or record.outcome == "below_bar"):
-        from .assertions import judge_reasons
+        from .families.citation.assertions import judge_reasons
 
         report.sections.append(("researchqa judges", "\n".join(judge_reasons(record.judge))))
     failures = record.judge_failures

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .answers import Answer
+    from .families.citation.answers import Answer
     from .matcher import CitationMatch, MatchIndex
 
 TEXT_LIMIT = 4000  # an answer, a quote
@@ -41,7 +41,7 @@ def answer_view(row: Any, answer: "Answer") -> dict[str, Any]:
 
 def citation_views(matches: Sequence["CitationMatch"], index: "MatchIndex", row: Any) -> list[dict[str, Any]]:
     """Per citation: verdict, pages, the expected sections it reaches, and why it is not in the paper."""
-    from .metrics import section_report
+    from .families.citation.metrics import section_report
 
     labels = [section.section_label for section in getattr(row, "expected_references", None) or ()]
     views = []

@@ -24,7 +24,7 @@ from .session import ResearchSession
 from .stash import Case
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .loaders import Dataset
+    from .families.citation.loaders import Dataset
     from .papers import PaperStore
     from .systems import System
 

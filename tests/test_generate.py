@@ -20,11 +20,11 @@ from llm_server import FABRICATED, REJECTED_PAPER
 from test_e2e_small_model import llama_server  # noqa: F401  (the opt-in real-model test's server)
 
 from pytest_researchqa.__main__ import main
+from pytest_researchqa.families.citation.loaders import load_dataset
+from pytest_researchqa.families.citation.metrics import check_expected_passages
 from pytest_researchqa.generation.checking import DEFAULT_COUNTS
 from pytest_researchqa.generation.reply import parse_generation, reply_tokens
 from pytest_researchqa.llm.contract import MalformedReply
-from pytest_researchqa.loaders import load_dataset
-from pytest_researchqa.metrics import check_expected_passages
 from pytest_researchqa.papers import PaperStore
 
 TIDES = """Tidal Mixing and Juvenile Oyster Growth in Two Estuaries

@@ -13,7 +13,7 @@ import warnings
 
 import pytest
 
-from pytest_researchqa.loaders import DatasetWarning, load_dataset
+from pytest_researchqa.families.citation.loaders import DatasetWarning, load_dataset
 
 EVIDENCE = [{"section_label": "Methods", "alternatives": ["We enrolled 240 adults from three clinics in 2021."]},
             {"section_label": "Results", "alternatives": ["Systolic blood pressure fell by 6 mmHg."]}]

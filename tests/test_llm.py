@@ -13,11 +13,11 @@ import pytest
 from helpers import SAMPLE, leaderboard_table, run_pytest
 from llm_server import ScriptedLLM
 
+from pytest_researchqa.families.citation.loaders import load_dataset
 from pytest_researchqa.llm.cache import AnswerCache
 from pytest_researchqa.llm.contract import MalformedReply, parse_reply
 from pytest_researchqa.llm.engine import ModelRunner, ProviderError
 from pytest_researchqa.llm.system import LlmSystem, ModelSpec
-from pytest_researchqa.loaders import load_dataset
 from pytest_researchqa.papers import PaperStore
 
 pytestmark = pytest.mark.usefixtures("litellm_loaded")
@@ -152,7 +152,7 @@ def test_a_reply_still_cut_off_after_its_repair_is_an_error_naming_the_cut(serve
 
 
 def test_a_judge_inherits_the_repair_with_its_verdict_schema(server, tmp_path, sample):
-    from pytest_researchqa.answers import Answer
+    from pytest_researchqa.families.citation.answers import Answer
     from pytest_researchqa.llm.judges import make_judge
 
     row, _ = first_row(sample)

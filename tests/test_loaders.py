@@ -7,7 +7,7 @@ import json
 import pytest
 from helpers import SAMPLE
 
-from pytest_researchqa.loaders import DatasetError, load_dataset
+from pytest_researchqa.families.citation.loaders import DatasetError, load_dataset
 
 GOOD = {
     "row_id": "r1",

@@ -6,10 +6,10 @@ from collections.abc import Mapping
 
 import pytest
 
-from pytest_researchqa import Answer, Row, check_answer, cited_verbatim, covers_sections, grounded_refusal, metrics
-from pytest_researchqa.families.citation import CITATION
+from pytest_researchqa import Answer, Row, check_answer, cited_verbatim, covers_sections, grounded_refusal
+from pytest_researchqa.families.citation import CITATION, metrics
+from pytest_researchqa.families.citation.metrics import keys_overlap, section_report
 from pytest_researchqa.matcher import MatchIndex
-from pytest_researchqa.metrics import keys_overlap, section_report
 from pytest_researchqa.records import Recorder, RowRecord, recording_into
 from pytest_researchqa.textkey import text_key
 
@@ -289,7 +289,7 @@ def test_too_short_and_pointer_citations_are_reported_not_counted_as_fabrication
 
 @pytest.mark.parametrize("value", [412, 6.14, {"answer": 412, "citations": []}])
 def test_a_number_given_as_the_answer_becomes_its_text(value):
-    from pytest_researchqa.answers import coerce_answer
+    from pytest_researchqa.families.citation.answers import coerce_answer
 
     assert coerce_answer(value, "system 's'").text in ("412", "6.14")
 

@@ -248,7 +248,7 @@ def test_invalid_rows_are_counted_apart_not_as_a_system_and_a_gate_does_not_pass
 
 def test_a_dataset_warning_made_an_error_by_the_projects_filters_stops_the_run_with_its_words(run, pytester):
     option = write_rows(pytester, [flat_row("r1", paper_title="A title the schema does not have")], {"p1": PAPER})
-    pytester.makeini("[pytest]\nfilterwarnings =\n    error::pytest_researchqa.loaders.DatasetWarning\n")
+    pytester.makeini("[pytest]\nfilterwarnings =\n    error::pytest_researchqa.families.citation.loaders.DatasetWarning\n")
     result = run(option, "--researchqa-system=oracle")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*ignored keys the row schema does not have: 'paper_title'*warning filters make an error*"])

@@ -7,9 +7,9 @@ import json
 import pytest
 from helpers import shared_path
 
-from pytest_researchqa.loaders import load_dataset
+from pytest_researchqa.families.citation.loaders import load_dataset
+from pytest_researchqa.families.citation.qasper import FLOAT_PREFIX
 from pytest_researchqa.matcher import MatchIndex
-from pytest_researchqa.qasper import FLOAT_PREFIX
 
 
 @pytest.fixture(scope="module")

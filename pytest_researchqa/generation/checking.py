@@ -14,10 +14,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..answers import placeholder_reason
 from ..families.citation import QUESTION_TYPES
+from ..families.citation.answers import placeholder_reason
+from ..families.citation.rows import reasoning_text
 from ..matcher import PARAPHRASE, VERBATIM, VERBATIM_ELIDED, CitationMatch, MatchIndex
-from ..rows import reasoning_text
 from ..textkey import text_key
 from .reply import AdversarialItem, ComprehensionItem, EvidenceBlock, LookupItem, MultiHopItem, ParsedGeneration
 
@@ -287,7 +287,7 @@ def finish(candidates: list[Candidate], paper_id: str, domain: str, index: Match
     """The kept rows, and the paper's accounting of every row and passage."""
     from pydantic import ValidationError
 
-    from ..rows import Row
+    from ..families.citation.rows import Row
 
     drop_duplicates(candidates)
     rows: list[dict] = []
@@ -343,7 +343,7 @@ def _lost_section(candidate: Candidate) -> Optional[str]:
 
 def _shared_passage(candidate: Candidate, index: MatchIndex) -> Optional[str]:
     """Two sections of a multi-hop row that quote the same passage are one hop: one citation would cover both."""
-    from ..metrics import spans_overlap
+    from ..families.citation.metrics import spans_overlap
 
     if candidate.question_type != "multi_hop":
         return None

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Optional
 
-from ..answers import Answer
+from ..families.citation.answers import Answer
 from ..llm_params import (
     LOCAL_CONTEXT_TOKENS,
     is_local,

@@ -1,7 +1,7 @@
 """Systems under test: built-in baselines and the user's own function.
 
 A system receives the row's question and its paper and returns an
-:class:`~pytest_researchqa.answers.Answer`. Specs name them on the command
+:class:`~pytest_researchqa.families.citation.answers.Answer`. Specs name them on the command
 line: ``oracle``, ``bm25``, or ``package.module:function`` for your own.
 """
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
-from ..answers import Answer, coerce_answer
+from ..families.citation.answers import Answer, coerce_answer
 
 BUILTIN_SYSTEMS = ("oracle", "bm25", "rubric-oracle")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 
-from ..answers import Answer
+from ..families.citation.answers import Answer
 
 PASSAGE_WORDS = 60
 CITED_PASSAGES = 2

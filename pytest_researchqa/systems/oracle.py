@@ -7,7 +7,7 @@ the grader's self-test.
 
 from __future__ import annotations
 
-from ..answers import Answer
+from ..families.citation.answers import Answer
 
 
 def oracle_answer(row, paper) -> Answer:

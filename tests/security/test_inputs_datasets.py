@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_researchqa.loaders import DatasetError, load_dataset
+from pytest_researchqa.families.citation.loaders import DatasetError, load_dataset
 
 ROW = {"row_id": "r1", "paper_id": "p1", "question_type": "lookup", "question": "Q?", "expected_answer": "A",
        "expected_references": [{"section_label": "M", "alternatives": ["We enrolled 240 adults in 2021."]}]}

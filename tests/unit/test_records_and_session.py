@@ -99,7 +99,7 @@ def test_the_row_schema_and_the_citation_family_declare_the_same_question_types(
     import typing
 
     from pytest_researchqa.families.citation import QUESTION_TYPES
-    from pytest_researchqa.rows import QuestionType
+    from pytest_researchqa.families.citation.rows import QuestionType
 
     assert typing.get_args(QuestionType) == QUESTION_TYPES
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_researchqa.answers import Answer
+from pytest_researchqa.families.citation.answers import Answer
 from pytest_researchqa.families.rubric.checks import publication_year, system_checks, violates_cutoff
 from pytest_researchqa.families.rubric.render import LEAKAGE_NOT_CHECKED, check_lines
 from pytest_researchqa.families.rubric.rows import load_queries

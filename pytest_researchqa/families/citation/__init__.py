@@ -1,9 +1,10 @@
 """The single-paper, citation-grounded benchmark (the seed's ResearchQA): declarations.
 
 Rows are questions about one paper with expected evidence grouped by section
-(``rows.py``); they load from flat JSONL, wrapper JSON, YAML or QASPER
-(``loaders.py``); answers are graded by the citation matcher (``metrics.py``,
-``assertions.py``); the default test is ``protocol.py``.
+(``rows.py``); they load from flat JSONL, wrapper JSON, YAML (``loaders.py``, over the
+shared ``dataset_files``) or QASPER (``qasper.py``); a system returns an ``answers.Answer``,
+graded by the citation matcher (``metrics.py``, ``assertions.py``); the default test is
+``protocol.py``. The old top-level paths (``pytest_researchqa.metrics`` ...) are shims.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ CITATION = Family(
     question_types=QUESTION_TYPES,
     metrics=METRICS,
     judge_dimensions=(JudgeDimension("factual_accuracy", "factual"), JudgeDimension("completeness", "complete")),
-    protocol_module="pytest_researchqa.protocol",
-    loader="pytest_researchqa.loaders:load_dataset",
+    protocol_module="pytest_researchqa.families.citation.protocol",
+    loader="pytest_researchqa.families.citation.loaders:load_dataset",
     scope_note=("cite prec, sect cov, cite acc: means over answerable rows; refusal, flagged: over false-premise "
                 "rows (adversarial, unless expected_refusal is false)"),
 )

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ...answers import Answer
 from ...records import Recorder, current_recorder
+from ..citation.answers import Answer
 from .task import TaskOptions, answer_words, references
 
 

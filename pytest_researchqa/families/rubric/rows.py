@@ -89,18 +89,18 @@ class _Bad(ValueError):
 
 
 def load_queries(path: str | Path) -> "Dataset[ResearchRow]":
-    from ... import loaders
+    from ... import dataset_files
 
     path = Path(path)
     if not path.is_file():
         raise DatasetError(f"{path}: no such dataset file")
-    records = loaders.file_records(path)
+    records = dataset_files.file_records(path)
     rows: list[ResearchRow] = []
     problems: list[RowProblem] = []
     unknown: set[str] = set()
     seen: dict[str, str] = {}
     for location, record in records:
-        if isinstance(record, loaders.Unparsable):
+        if isinstance(record, dataset_files.Unparsable):
             problems.append(RowProblem(path.name, location, "(row)", record.message))
             continue
         row_id = _text(record.get("id", record.get("task_id", record.get("row_id")))) if isinstance(

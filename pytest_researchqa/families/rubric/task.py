@@ -12,12 +12,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ...answers import Answer
 from ...llm.cache import AnswerCache, cache_key
 from ...llm.contract import json_schema, parse_reply
 from ...llm.engine import CallResult, ModelRunner
 from ...llm.prompts import load_prompt
 from ...llm.system import LlmSystem, ModelSpec, _structured_output
+from ..citation.answers import Answer
 from .rows import ResearchRow
 
 DEFAULT_LENGTH_WORDS = 250

@@ -4,10 +4,18 @@ Its items are collected under the node id ``researchqa``:
 ``researchqa::test_question[bm25-lookup-<row_id>]``.
 """
 
-from pytest_researchqa.assertions import check_answer, judged
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from pytest_researchqa.families.citation.answers import Answer
+from pytest_researchqa.families.citation.assertions import check_answer, judged
+from pytest_researchqa.families.citation.rows import Row
+from pytest_researchqa.papers import Paper
 
 
-def test_question(researchqa_row, researchqa_paper, researchqa_answer, researchqa_judge):
+def test_question(researchqa_row: Row, researchqa_paper: Paper, researchqa_answer: Optional[Answer],
+                  researchqa_judge: Optional[list[Any]]) -> None:
     if researchqa_answer is None:
         return  # --researchqa-audit: the paper fixture has checked the row
     try:

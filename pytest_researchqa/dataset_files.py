@@ -1,0 +1,175 @@
+"""Dataset files in the shapes users have, read into (location, raw record) pairs for any family.
+
+``.jsonl`` (one record a line), ``.json`` (a wrapper ``{"rows": [...]}`` or a bare list) and
+``.yaml``/``.yml`` (a list, or ``{rows: [...]}``), with one set of hostile-input rules: bad bytes,
+bad JSON or YAML, deep nesting and YAML aliases are an error naming the file and line, or an
+:class:`Unparsable` record that costs only its own row. Each family validates the records
+against its own row schema (``families/citation/loaders.py``, ``families/rubric/rows.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+from .dataset import DatasetError
+
+
+def file_records(path: Path) -> Iterator[tuple[str, Any]]:
+    """(location, raw record) for every row of a .jsonl, .json (wrapper or list) or .yaml file.
+
+    For families with row schemas of their own: the same file shapes, locations and hostile-input
+    rules as the citation rows; a record that cannot be parsed is an :class:`Unparsable`.
+    """
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return jsonl_records(path)
+    if suffix in (".yaml", ".yml"):
+        return yaml_records(path)
+    if suffix == ".json":
+        text = read_text(path)
+        return wrapper_records(path, read_json(path, text), text)
+    raise DatasetError(f"{path}: unknown dataset format {suffix!r} (use .jsonl, .json or .yaml)")
+
+
+def read_text(path: Path) -> str:
+    """The file as UTF-8 text (a byte-order mark is allowed); bad bytes are an error naming the line."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise DatasetError(f"{path}: line {line}: not UTF-8 text ({error.reason})") from None
+
+
+def read_json(path: Path, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DatasetError(f"{path}: line {error.lineno}: not valid JSON: {error.msg}") from None
+    except RecursionError:
+        raise DatasetError(f"{path}: nested too deeply to be a dataset") from None
+
+
+def jsonl_records(path: Path) -> Iterator[tuple[str, Any]]:
+    with path.open("rb") as lines:
+        for number, raw in enumerate(lines, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]  # a byte-order mark
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                yield f"line {number}", Unparsable(f"not UTF-8 text ({error.reason} at byte {error.start})")
+                continue
+            if not line.strip():
+                continue
+            try:
+                yield f"line {number}", json.loads(line)
+            except json.JSONDecodeError as error:
+                yield f"line {number}", Unparsable(f"not valid JSON: {error.msg} (column {error.colno})")
+            except RecursionError:
+                yield f"line {number}", Unparsable("nested too deeply to be a row")
+
+
+def wrapper_records(path: Path, data: Any, text: str) -> Iterator[tuple[str, Any]]:
+    if isinstance(data, dict):
+        rows = data.get("rows")
+        if not isinstance(rows, list):
+            keys = ", ".join(map(repr, list(data)[:5])) or "none"
+            raise DatasetError(f'{path}: not a dataset shape this plugin reads: expected {{"version": ..., '
+                               f'"rows": [...]}}, a list of rows or the QASPER release; found an object with keys '
+                               f"{keys} (see docs/datasets.md)")
+    elif isinstance(data, list):
+        rows = data
+    else:
+        raise DatasetError(f"{path}: expected a list of rows, found {type(data).__name__}")
+    lines = _json_row_lines(text, in_key="rows" if isinstance(data, dict) else None)
+    for index, record in enumerate(rows):
+        line = f" (line {lines[index]})" if index < len(lines) else ""
+        yield f"row {index + 1}{line}", record
+
+
+def _json_row_lines(text: str, in_key: str | None) -> list[int]:
+    """The line each element of the rows array starts on (the text is already known to be valid JSON)."""
+    if "\n" not in text.strip():
+        return []  # one line: the row number says it all
+    decoder = json.JSONDecoder()
+
+    def skip(at: int) -> int:
+        while at < len(text) and text[at] in " \t\r\n,:":
+            at += 1
+        return at
+
+    at = skip(0)
+    if in_key is not None:  # walk the top-level object to the key's value
+        at = skip(at + 1)
+        while text[at] != "}":
+            key, at = decoder.raw_decode(text, at)
+            at = skip(at)
+            if key == in_key:
+                break
+            _, at = decoder.raw_decode(text, at)
+            at = skip(at)
+        else:
+            return []
+    if text[at] != "[":
+        return []
+    lines, at = [], skip(at + 1)
+    line, counted = 1, 0
+    while text[at] != "]":
+        line, counted = line + text.count("\n", counted, at), at
+        lines.append(line)
+        _, at = decoder.raw_decode(text, at)
+        at = skip(at)
+    return lines
+
+
+def yaml_records(path: Path) -> Iterator[tuple[str, Any]]:
+    import yaml
+
+    try:
+        root = yaml.compose(read_text(path), Loader=_loader())
+    except RecursionError:
+        raise DatasetError(f"{path}: nested too deeply to be a dataset") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        raise DatasetError(f"{path}: {where}not valid YAML: {getattr(error, 'problem', error)}") from None
+    if root is None:
+        return
+    if isinstance(root, yaml.MappingNode):
+        nodes = [value for key, value in root.value if key.value == "rows"]
+        if not nodes or not isinstance(nodes[0], yaml.SequenceNode):
+            raise DatasetError(f"{path}: expected a list of rows or a mapping with 'rows:'")
+        root = nodes[0]
+    if not isinstance(root, yaml.SequenceNode):
+        raise DatasetError(f"{path}: expected a list of rows")
+    for index, node in enumerate(root.value):
+        location = f"row {index + 1} (line {node.start_mark.line + 1})"
+        try:
+            record = yaml.load(yaml.serialize(node), Loader=_loader())
+        except (yaml.YAMLError, RecursionError) as error:
+            yield location, Unparsable(f"not a row: {getattr(error, 'problem', None) or error}")
+            continue
+        yield location, record
+
+
+def _loader() -> type:
+    """A safe loader that refuses aliases: a 1 KB file of nested aliases expands to gigabytes."""
+    import yaml
+
+    class NoAliases(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None, None, "aliases (*name) are not allowed in a dataset", event.start_mark)
+            return super().compose_node(parent, index)
+
+    return NoAliases
+
+
+class Unparsable:
+    def __init__(self, message: str) -> None:
+        self.message = message

@@ -1,0 +1,271 @@
+"""Assertions that record metric values and explain every failure.
+
+Each assertion records its metric (for the leaderboard) before it decides,
+so a failing row still counts with its real score: into the recorder passed
+as ``recorder=``, else, inside a researchqa test, the row's own recorder (see
+:mod:`records`). A passing assertion does no more than the metric needs; the
+nearest-passage search and message building run only when it fails.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+
+from ...matcher import match_index
+from ...records import Recorder, current_recorder
+from . import metrics
+from .answers import Answer
+from .rows import Row, SectionEvidence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...matcher import MatchIndex
+    from ...papers import Paper
+
+PaperLike = Union[str, "Paper", "MatchIndex"]
+
+
+def _quote(text: str, width: int = 100) -> str:
+    flat = " ".join(text.split())
+    return '"' + (flat if len(flat) <= width else flat[:width] + "…") + '"'
+
+
+def _indent(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
+
+
+def _fmt(value: Optional[float]) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def _record(recorder: Optional[Recorder], metric: str, value: Optional[float]) -> None:
+    """Record a metric into the explicit recorder, else the running researchqa test's, else nowhere."""
+    target = current_recorder(recorder)
+    if target is not None:
+        target.metric(metric, value)
+
+
+def _record_nested(recorder: Optional[Recorder], kind: str, value: Any) -> None:
+    target = current_recorder(recorder)
+    if target is not None:
+        getattr(target, kind)(value)
+
+
+def cited_verbatim(answer: Answer, paper: PaperLike, *, min_accuracy: float = 1.0,
+                   recorder: Optional[Recorder] = None) -> Optional[float]:
+    """Every citation (or ``min_accuracy`` of them) must be grounded in the paper.
+
+    Records ``citation_accuracy``; returns it (None when nothing checkable is
+    cited). Citations too short to verify are reported, never counted.
+    """
+    __tracebackhide__ = True
+    index = match_index(paper)
+    matches = metrics.match_citations(answer, index)
+    accuracy = metrics.citation_accuracy(matches)
+    _record(recorder, "citation_accuracy", accuracy)
+    if accuracy is None or accuracy >= min_accuracy:
+        return accuracy
+    counted = metrics.evidence(matches)
+    failing = [(n, m) for n, m in enumerate(matches, start=1) if m.is_evidence and not m.grounded]
+    lines = [
+        f"citation accuracy {_fmt(accuracy)} < {min_accuracy:.2f}: "
+        f"{len(failing)} of {len(counted)} citations not grounded in the paper"
+    ]
+    for number, found in failing:
+        lines.append(f"  [{number}] {_quote(found.citation)}")
+        lines.append(_indent(found.explain(), "      "))
+    raise AssertionError("\n".join(lines))
+
+
+def covers_sections(
+    answer: Answer,
+    row: Row,
+    paper: PaperLike | None = None,
+    *,
+    min_coverage: float = 1.0,
+    recorder: Optional[Recorder] = None,
+) -> Optional[float]:
+    """The citations must reach every expected section (AND), any alternative (OR).
+
+    Records ``section_coverage`` and ``citation_precision``; returns coverage
+    (None for rows without expected sections, and for false-premise rows, which
+    are graded by refusal). With ``paper``, citations and alternatives are
+    compared as located passages; without, as texts.
+    """
+    __tracebackhide__ = True
+    if metrics.expects_refusal(row):
+        # A false-premise row is graded by refusal; its listed refutation passages are examples.
+        return None
+    index = match_index(paper) if paper is not None else None
+    report = metrics.section_report(answer.citations, row, index)
+    coverage = report.section_coverage
+    _record(recorder, "section_coverage", coverage)
+    _record(recorder, "citation_precision", report.citation_precision)
+    if coverage is None or coverage >= min_coverage:
+        return coverage
+    sections = row.expected_references
+    missed = [s for s, hit in zip(sections, report.covered) if not hit]
+    lines = [
+        f"section coverage {_fmt(coverage)} < {min_coverage:.2f}: "
+        f"missed {len(missed)} of {len(sections)} required sections"
+    ]
+    for section in missed:
+        lines.append(f"  missed {section.section_label!r}, e.g. {_quote(section.alternatives[0], 90)}")
+    if not answer.citations:
+        lines.append("  the answer cites nothing")
+    else:
+        lines.append("  cited instead:")
+        reached_by = dict(zip(report.counted, report.sections_per_citation))
+        for number, citation in enumerate(answer.citations, start=1):
+            where = _cited_where(citation, number - 1, reached_by, sections, index)
+            lines.append(f"  [{number}] {_quote(citation, 80)}{where}")
+    raise AssertionError("\n".join(lines))
+
+
+def _cited_where(citation: str, position: int, reached_by: dict[int, frozenset[int]], sections: list["SectionEvidence"],
+                 index: Optional["MatchIndex"]) -> str:
+    """Where one citation is in the paper and which expected sections it reaches, for the failure message."""
+    found = index.match(citation) if index is not None else None
+    if position not in reached_by:  # left out of coverage: too short to verify, or not evidence at all
+        verdict = found.verdict.replace("_", " ") if found is not None else "too short"
+        return f" ({verdict}) -> not counted"
+    where = ""
+    if found is not None:
+        if not found.grounded:
+            where = " (not in the paper)"
+        elif found.pages:
+            where = f" (page {', '.join(map(str, found.pages))})"
+    hit = reached_by[position]
+    if hit:
+        return f"{where} -> " + ", ".join(repr(sections[i].section_label) for i in sorted(hit))
+    if not metrics.covers_enough(citation):
+        return (f"{where} -> too short to cover a section (fewer than {metrics.MIN_COVERING_WORDS} words"
+                f" or {metrics.MIN_COVERING_KEY} letters)")
+    return f"{where} -> no expected section"
+
+
+def grounded_refusal(answer: Answer, row: Row, paper: PaperLike, *,
+                     recorder: Optional[Recorder] = None) -> Optional[float]:
+    """On a false-premise row, the answer may refuse or refute, but never with invented evidence.
+
+    Records ``refusal_correctness`` (None on rows that are not graded by refusal:
+    other question types, and adversarial rows with ``expected_refusal: false``).
+    """
+    __tracebackhide__ = True
+    index = match_index(paper)
+    matches = metrics.match_citations(answer, index)
+    score = metrics.refusal_correctness(row, matches)
+    _record(recorder, "refusal_correctness", score)
+    if score is None or score >= 1.0:
+        return score
+    stance = "refused" if answer.is_refusal else "did not refuse"
+    lines = [f"refusal correctness 0: the answer {stance} and backed itself with fabricated evidence"]
+    if row.metadata.false_premise:
+        lines.append(f"  false premise: {row.metadata.false_premise}")
+    for number, found in enumerate(matches, start=1):
+        if found.is_evidence and not found.grounded:
+            lines.append(f"  [{number}] {_quote(found.citation)}")
+            lines.append(_indent(found.explain(), "      "))
+    raise AssertionError("\n".join(lines))
+
+
+def flags_premise(answer: Answer, row: Row, *, recorder: Optional[Recorder] = None) -> Optional[float]:
+    """On a false-premise row, the answer must refuse or correct the premise.
+
+    Records ``premise_flagged`` (None on rows that are not graded by refusal).
+    The system's own ``refused=True`` counts; otherwise the answer's text is read
+    for a refusal or a correction ("there was no placebo arm", "three cities, not five").
+    """
+    __tracebackhide__ = True
+    score = metrics.premise_flagged(row, answer)
+    _record(recorder, "premise_flagged", score)
+    if score is None or score >= 1.0:
+        return score
+    lines = ["premise not flagged: the answer neither refused nor corrected the question's false premise"]
+    if row.metadata.false_premise:
+        lines.append(f"  false premise: {row.metadata.false_premise}")
+    lines.append(f"  answer: {_quote(answer.text, 160)}")
+    raise AssertionError("\n".join(lines))
+
+
+def judged(answer: Answer, row: Row, judges: Any, *, minimum: Optional[dict[str, float]] = None,
+           recorder: Optional[Recorder] = None) -> dict[str, Any]:
+    """Have every judge score the answer; record the scores and their consensus.
+
+    A judge whose verdict never parses is recorded as an error for this row
+    (never a 0). With ``minimum`` ({"factual_accuracy": 3, ...}) the row fails
+    when the consensus falls below it.
+    """
+    __tracebackhide__ = True
+    from ...llm.judges import judge_all
+
+    result = judge_all(judges, row, answer)
+    _record_nested(recorder, "judge", result)
+    if minimum:
+        low = {d: v for d, v in minimum.items()
+               if result["consensus"].get(d) is not None and result["consensus"][d] < v}
+        if low:
+            lines = ["judge consensus below the minimum: " + ", ".join(
+                f"{d} {result['consensus'][d]:.2f} < {v}" for d, v in low.items())]
+            lines += judge_reasons(result, dimensions=list(low))
+            raise AssertionError("\n".join(lines))
+    return result
+
+
+def judge_reasons(result: dict[str, Any], dimensions: Optional[list[str]] = None) -> list[str]:
+    """Each judge's score and justification per dimension, as lines for a failure message."""
+    lines = []
+    for judge, scores in (result.get("by_judge") or {}).items():
+        if scores.get("error"):
+            lines.append(f"  {judge}: error: {scores['error']}")
+            continue
+        reasons = scores.get("justifications") or {}
+        if isinstance(reasons, list):  # an item-wise kind (rubric coverage): one reason per item
+            lines += [f"  {judge} item {n} coverage {c}: {r}"
+                      for n, (c, r) in enumerate(zip(scores.get("items") or [], reasons), 1)]
+            continue
+        for dimension in dimensions or [d for d in scores if d not in ("justifications", "error")]:
+            if dimension in scores:
+                reason = reasons.get(dimension)
+                lines.append(f"  {judge} {dimension} {scores[dimension]}" + (f": {reason}" if reason else ""))
+    return lines
+
+
+def check_answer(answer: Answer, row: Row, paper: PaperLike, *, recorder: Optional[Recorder] = None) -> None:
+    """Run every deterministic assertion, record all metrics, then fail once with every reason.
+
+    Answerable rows are graded on citation accuracy, section coverage and precision;
+    false-premise rows on refusal correctness and whether the premise was flagged
+    (see docs/metrics.md). Answers given without a citation contract (baseline mode)
+    are not graded on citations.
+    """
+    __tracebackhide__ = True
+    if not answer.cites:
+        return
+    index = match_index(paper)
+    matches = metrics.match_citations(answer, index)
+    _record_nested(recorder, "citations", [
+        {"verdict": found.verdict, "grounded": found.grounded, "pages": found.pages} for found in matches])
+    target = current_recorder(recorder)
+    if target is not None:  # what the HTML report shows of each citation (row_view)
+        from ...row_view import citation_views
+
+        target.detail("citations", citation_views(matches, index, row))
+        if not metrics.expects_refusal(row):
+            covered = metrics.section_report(answer.citations, row, index).covered
+            target.detail("sections", [{"section": s.section_label, "covered": hit}
+                                       for s, hit in zip(row.expected_references, covered)])
+    checks: list[Callable[[], object]]
+    if metrics.expects_refusal(row):
+        checks = [lambda: grounded_refusal(answer, row, index, recorder=recorder),
+                  lambda: flags_premise(answer, row, recorder=recorder)]
+    else:
+        checks = [lambda: cited_verbatim(answer, index, recorder=recorder),
+                  lambda: covers_sections(answer, row, index, recorder=recorder)]
+    failures = []
+    for check in checks:
+        try:
+            check()
+        except AssertionError as failure:
+            failures.append(str(failure))
+    if failures:
+        raise AssertionError("\n".join(failures))

@@ -1,0 +1,140 @@
+"""Read datasets in the shapes users have.
+
+* ``*.jsonl`` -- the published flat file: one row per line, ``metadata_*`` keys.
+* ``*.json`` -- the wrapper ``{"version": ..., "rows": [...]}`` with nested
+  metadata, or a bare list of such rows, or the QASPER release (detected).
+* ``*.yaml`` / ``*.yml`` -- hand-written rows: a list, or ``{rows: [...]}``.
+
+Every shape goes through one normalization, so the files the original harness
+writes load whole: its generator puts ``required_sections``, ``reasoning_chain``
+and ``false_premise`` at the top of a row, its download script leaves
+``metadata_*`` keys at the top of wrapper rows, and rows written before their
+domain is backfilled carry ``domain: null`` (read as ``unknown``). A key the
+schema does not know is dropped and reported once per file as a
+:class:`DatasetWarning` (the row still runs: a new field in someone's export
+must not cost a benchmark its rows).
+
+A malformed row never stops the others: it becomes a :class:`RowProblem` that
+names the file, the line (or row index) and the field, and the plugin turns it
+into one erroring test while every other row runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+from ...dataset import Dataset, DatasetError, DatasetWarning, RowProblem
+from ...dataset_files import Unparsable, jsonl_records, read_json, read_text, wrapper_records, yaml_records
+from .rows import METADATA_FIELDS, Row
+
+__all__ = ["Dataset", "DatasetError", "DatasetWarning", "RowProblem", "load_dataset"]
+
+
+def load_dataset(path: str | Path) -> Dataset[Row]:
+    """Load a dataset file, choosing the reader by its suffix and shape."""
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"{path}: dataset file not found")
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return _from_records(path, jsonl_records(path), flat=True)
+    if suffix in (".yaml", ".yml"):
+        return _from_records(path, yaml_records(path), flat=False)
+    if suffix == ".json":
+        text = read_text(path)
+        data = read_json(path, text)
+        if isinstance(data, dict) and "rows" not in data and _looks_like_qasper(data):
+            from .qasper import qasper_dataset
+
+            try:
+                return qasper_dataset(path, data)
+            except (KeyError, TypeError, AttributeError, ValueError) as error:
+                raise DatasetError(f"{path}: looks like a QASPER file but is malformed "
+                                   f"({type(error).__name__}: {error})") from None
+        return _from_records(path, wrapper_records(path, data, text), flat=False)
+    raise DatasetError(f"{path}: unknown dataset format {suffix!r} (use .jsonl, .json or .yaml)")
+
+
+def _looks_like_qasper(data: dict[str, Any]) -> bool:
+    first = next(iter(data.values()), None)
+    return isinstance(first, dict) and "qas" in first and "full_text" in first
+
+
+def _from_records(path: Path, records: Iterable[tuple[str, Any]], flat: bool) -> Dataset[Row]:
+    from pydantic import ValidationError
+
+    rows: list[Row] = []
+    problems: list[RowProblem] = []
+    seen: dict[str, str] = {}
+    unknown: dict[str, str] = {}  # key -> where it was first seen
+    for location, record in records:
+        if isinstance(record, Unparsable):
+            problems.append(RowProblem(str(path), location, "(row)", record.message))
+            continue
+        if not isinstance(record, dict):
+            found = type(record).__name__
+            problems.append(RowProblem(str(path), location, "(row)", f"expected an object, found {found}"))
+            continue
+        row_id = record.get("row_id")
+        normalized = _normalize(record)
+        for key in set(normalized) - _ROW_FIELDS:
+            unknown.setdefault(key, location)
+            del normalized[key]
+        try:
+            row = Row.model_validate(normalized)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "(row)"
+            if flat and where.startswith("metadata."):
+                where = "metadata_" + where.split(".", 1)[1]
+            more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+            problems.append(
+                RowProblem(str(path), location, where, first["msg"] + more, str(row_id) if row_id else None)
+            )
+            continue
+        if row.row_id in seen:
+            problems.append(
+                RowProblem(str(path), location, "row_id", f"duplicate of {seen[row.row_id]}", row.row_id)
+            )
+            continue
+        seen[row.row_id] = location
+        rows.append(row)
+    if unknown:
+        import warnings
+
+        listed = ", ".join(f"{key!r} (first at {where})" for key, where in sorted(unknown.items()))
+        warnings.warn(DatasetWarning(f"{path}: ignored keys the row schema does not have: {listed}"), stacklevel=2)
+    return Dataset(path=path, rows=rows, problems=problems)
+
+
+_ROW_FIELDS = frozenset(Row.model_fields)
+
+
+def _normalize(record: dict[str, Any]) -> dict[str, Any]:
+    """One row in the schema's shape, whichever file shape it came in (see the module docstring)."""
+    nested = {k: v for k, v in record.items() if not k.startswith("metadata_") and k not in METADATA_FIELDS}
+    metadata = dict(record["metadata"]) if isinstance(record.get("metadata"), dict) else {}
+    if "metadata" in record and not isinstance(record["metadata"], dict) and record["metadata"] is not None:
+        nested["metadata"] = record["metadata"]  # not a mapping: validation names the field
+    flat = {k[len("metadata_"):]: v for k, v in record.items() if k.startswith("metadata_")}
+    top = {k: v for k, v in record.items() if k in METADATA_FIELDS}
+    for source in (flat, top):
+        for key, value in source.items():
+            # The flat file writes absent sparse fields as null or empty strings.
+            if value in (None, "") and key in METADATA_FIELDS:
+                continue
+            metadata.setdefault(key, value)
+    for key in set(metadata) - set(METADATA_FIELDS):
+        nested[f"metadata_{key}"] = metadata.pop(key)  # unknown: dropped and reported by the caller
+    if metadata or isinstance(record.get("metadata"), dict):
+        nested["metadata"] = metadata
+    elif record.get("metadata") is None:
+        nested.pop("metadata", None)
+    if isinstance(nested.get("expected_references"), str):
+        try:
+            nested["expected_references"] = json.loads(nested["expected_references"])
+        except json.JSONDecodeError:
+            pass  # validation reports the field
+    return nested

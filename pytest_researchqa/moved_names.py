@@ -1,0 +1,23 @@
+"""Old import paths kept for one release after a module moved (docs/extending.md, "Moved modules").
+
+An old module holds only ``__getattr__``: a name read through it comes from the new module with a
+DeprecationWarning naming that module, so importing the package (or using the new paths) warns
+about nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from typing import Any
+
+
+def moved_name(old_module: str, new_module: str, name: str) -> Any:
+    """``name`` from ``new_module``, warning that ``old_module`` is the old path (an unknown name is
+    an AttributeError, as for any module)."""
+    if name.startswith("__"):
+        raise AttributeError(f"module {old_module!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(new_module), name)
+    warnings.warn(f"{old_module} moved to {new_module}: import {name} from there "
+                  "(the old path goes in the next release)", DeprecationWarning, stacklevel=3)
+    return value

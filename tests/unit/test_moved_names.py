@@ -1,0 +1,57 @@
+"""The citation family's modules moved into families/citation; the old paths warn when used, and only then."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+import pytest_researchqa
+
+OLD_PATHS = ["rows", "loaders", "qasper", "answers", "metrics", "assertions"]
+
+
+@pytest.mark.parametrize("old", OLD_PATHS)
+def test_a_name_read_through_an_old_path_warns_and_is_the_same_object(old):
+    new = importlib.import_module(f"pytest_researchqa.families.citation.{old}")
+    shim = importlib.import_module(f"pytest_researchqa.{old}")
+    name = next(n for n, v in vars(new).items()
+                if not n.startswith("_") and getattr(v, "__module__", None) == new.__name__)
+    with pytest.warns(DeprecationWarning, match=rf"pytest_researchqa\.{old} moved to {new.__name__}"):
+        value = getattr(shim, name)
+    assert value is getattr(new, name)
+
+
+def test_an_old_path_warns_at_the_line_that_imports_from_it():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        from pytest_researchqa.metrics import section_report  # noqa: F401
+    assert [w.filename for w in caught] == [__file__]
+
+
+def test_a_name_the_new_module_lacks_is_an_attribute_error_through_the_old_path():
+    shim = importlib.import_module("pytest_researchqa.metrics")
+    with pytest.raises(AttributeError):
+        _ = shim.no_such_name
+
+
+def test_importing_every_module_of_the_package_and_its_top_level_names_warns_about_nothing():
+    """Nothing inside the package uses an old path (run in a fresh interpreter: modules here are loaded)."""
+    names = [m.name for m in pkgutil.walk_packages(pytest_researchqa.__path__, "pytest_researchqa.")
+             if m.name.rpartition(".")[2] not in OLD_PATHS + ["matcher", "textkey", "__main__"]]
+    code = ("import importlib, warnings, os\n"
+            "os.environ.setdefault('LITELLM_LOCAL_MODEL_COST_MAP', 'True')\n"
+            "with warnings.catch_warnings(record=True) as caught:\n"
+            "    warnings.simplefilter('always')\n"
+            f"    for name in {names!r}:\n"
+            "        importlib.import_module(name)\n"
+            "    import pytest_researchqa as package\n"
+            "    [getattr(package, name) for name in package.__all__]\n"
+            "print([str(w.message) for w in caught if 'moved to' in str(w.message)])\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "[]"
