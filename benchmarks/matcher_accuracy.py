@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from independent_quotes import FABRICATIONS, fabricate, genuine, layout, symbol_edit  # noqa: E402
 
-from pytest_researchqa.matcher import MatchIndex  # noqa: E402
+from pytest_researchqa.families.citation.matcher import MatchIndex  # noqa: E402
 from pytest_researchqa.papers import read_paper  # noqa: E402
 
 _FOLD = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'", "\u2013": "-", "\u2014": "-",
