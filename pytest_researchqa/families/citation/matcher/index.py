@@ -19,7 +19,7 @@ import bisect
 import functools
 import re
 import struct
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from .alignment import Flow
 from .furniture import apply_mask, mask_furniture, split_pages
@@ -40,6 +40,7 @@ FILTER_BITS_PER_GRAM = 16
 _GRAM_BASE = 1_000_003
 _BUCKET_MULTIPLIER = 0x9E3779B97F4A7C15  # Fibonacci hashing: spreads packed grams over the buckets
 _UINT64 = (1 << 64) - 1
+_ABSENT_ROW = b"\x01" * GRAM  # GRAM stretch starts in a row, all surely absent
 
 _REFERENCES_HEADING = re.compile(
     r"(?m)^\s*(?:\d+\.?\s+)?(?:References|REFERENCES|Bibliography|BIBLIOGRAPHY|Works Cited)\s*$")
@@ -72,7 +73,7 @@ class PaperIndex:
         else:
             self.unmasked_key = self.key
             self.unmasked_page_key_starts = self.page_key_starts
-        self._absent_hint: tuple[str, int] = ("", -1)
+        self._last_absent: tuple[str, bytes] = ("", b"")
         self._gram_index  # noqa: B018 -- built with the paper, not on the first look-up
 
     def page_of(self, raw_offset: int) -> int | None:
@@ -193,55 +194,71 @@ class PaperIndex:
         flags[(hashed >> numpy.uint64(64 - 2 * bits)) & numpy.uint64((1 << bits) - 1)] = True
         return numpy.packbits(flags, bitorder="little").tobytes(), bits
 
-    def _absent(self, quote_key: str, starts: range) -> list[bool]:
-        """For each of ``starts``, whether the GRAM characters of ``quote_key`` there are surely
-        in neither of the paper's keys (all False without a filter)."""
+    @functools.cached_property
+    def _gram_table(self) -> NDArray[numpy.uint8]:
+        """The filter's table as numpy reads it (the same bytes)."""
+        import numpy
+
         found = self._gram_filter
-        if found is None or not starts:
-            return [False] * len(starts)
-        table, bits = found
+        assert found is not None
+        return numpy.frombuffer(found[0], dtype=numpy.uint8)
+
+    def _absent_stretches(self, quote_key: str) -> bytes:
+        """One byte for each GRAM-character stretch of ``quote_key`` (one a start: 0, 1, 2 ...):
+        1 where the stretch is surely in neither of the paper's keys. Needs the filter.
+
+        All of a key's stretches are tested at once (numpy), and the answer is kept for the next
+        test of the same key or of a start of it (a citation's key is tested several times)."""
+        last_key, last_flags = self._last_absent
+        if last_key.startswith(quote_key):
+            return last_flags[: max(0, len(quote_key) - GRAM + 1)]
+        count = len(quote_key) - GRAM + 1
+        if count <= 0:
+            return b""
+        import numpy
+
+        found = self._gram_filter
+        assert found is not None
+        table, bits = self._gram_table, found[1]
         try:
             data = quote_key.encode("latin-1")
         except UnicodeEncodeError:  # rare: each stretch coded on its own
-            codes: Iterable[int] = [_gram_code(quote_key[at : at + GRAM]) for at in starts]
-        else:
-            if starts.step == GRAM:  # back to back: one unpack
-                codes = struct.unpack_from(f"<{len(starts)}Q", data, starts.start)
-            else:
-                codes = [int.from_bytes(data[at : at + GRAM], "little") for at in starts]
-        first, second, mask = 64 - bits, 64 - 2 * bits, (1 << bits) - 1
-        absent = []
-        for code in codes:
-            hashed = (code * _BUCKET_MULTIPLIER) & _UINT64
-            low, high = hashed >> first, (hashed >> second) & mask
-            absent.append(not (table[low >> 3] >> (low & 7) & 1 and table[high >> 3] >> (high & 7) & 1))
-        return absent
-
-    def _first_absent(self, quote_key: str) -> int:
-        """The first of the stretch starts 0, GRAM, 2 * GRAM ... whose stretch is surely in
-        neither key, or -1. Remembered for the quote's next test, which starts there."""
-        step = 4 * GRAM  # a few stretches at a time: a fabrication usually stops early
-        for low in range(0, len(quote_key) - GRAM + 1, step):
-            starts = range(low, min(low + step, len(quote_key) - GRAM + 1), GRAM)
-            for at, absent in zip(starts, self._absent(quote_key, starts)):
-                if absent:
-                    self._absent_hint = (quote_key, at)
-                    return at
-        return -1
+            codes = numpy.array([_gram_code(quote_key[at : at + GRAM]) for at in range(count)], dtype=numpy.uint64)
+        else:  # every start's eight bytes (copied: arithmetic on the overlapping view is slow)
+            codes = numpy.ndarray((count,), dtype="<u8", buffer=data, strides=(1,)).copy()
+        hashed = codes * numpy.uint64(_BUCKET_MULTIPLIER)  # modulo 2**64, as the filter was built
+        low = hashed >> numpy.uint64(64 - bits)
+        high = (hashed >> numpy.uint64(64 - 2 * bits)) & numpy.uint64((1 << bits) - 1)
+        three, seven = numpy.uint64(3), numpy.uint64(7)
+        present = ((table[(low >> three).astype(numpy.intp)] >> (low & seven).astype(numpy.uint8))
+                   & (table[(high >> three).astype(numpy.intp)] >> (high & seven).astype(numpy.uint8))
+                   & numpy.uint8(1))
+        flags: bytes = (present == 0).tobytes()
+        self._last_absent = (quote_key, flags)
+        return flags
 
     def _may_occur(self, quote_key: str) -> bool:
-        """False when ``quote_key`` is surely in neither key (one of its stretches is not)."""
-        return self._first_absent(quote_key) < 0
+        """False when ``quote_key`` is surely in neither key (one of its stretches is not).
 
-    def _absent_row(self, part_key: str, at: int) -> bool:
-        """Whether GRAM stretch starts in a row around the absent one at ``at`` are all absent."""
-        last = len(part_key) - GRAM
-        after = self._absent(part_key, range(at + 1, min(last, at + GRAM - 1) + 1))
-        row = 1 + next((i for i, absent in enumerate(after) if not absent), len(after))
-        if row >= GRAM:
+        Stretches tested so far for the key answer at once; else its stretches back to back
+        (0, GRAM, 2 * GRAM ...) are tested one by one up to the first absent one: a fabrication
+        usually stops early, and a key found as it is costs no more than a few."""
+        if len(quote_key) < GRAM or self._gram_filter is None:
             return True
-        before = self._absent(part_key, range(at - 1, max(-1, at - GRAM), -1))
-        return row + next((i for i, absent in enumerate(before) if not absent), len(before)) >= GRAM
+        if self._last_absent[0].startswith(quote_key):
+            return b"\x01" not in self._absent_stretches(quote_key)
+        table, bits = self._gram_filter
+        try:
+            data = quote_key.encode("latin-1")
+        except UnicodeEncodeError:
+            return b"\x01" not in self._absent_stretches(quote_key)
+        first, second, mask = 64 - bits, 64 - 2 * bits, (1 << bits) - 1
+        for code in struct.unpack_from(f"<{(len(data) - GRAM) // GRAM + 1}Q", data):
+            hashed = (code * _BUCKET_MULTIPLIER) & _UINT64
+            low, high = hashed >> first, (hashed >> second) & mask
+            if not (table[low >> 3] >> (low & 7) & 1 and table[high >> 3] >> (high & 7) & 1):
+                return False
+        return True
 
     def _may_be_located(self, part_key: str) -> bool:
         """False when ``part_key`` surely cannot be located, gaps allowed (see :func:`.alignment.locate`).
@@ -251,19 +268,10 @@ class PaperIndex:
         number, MIN_RESUMED_RUN, MIN_ANCHOR) but the last, which ends the part. So of any GRAM
         consecutive stretch starts, one starts a stretch inside a run: a part with GRAM starts
         in a row whose stretches are all absent (a changed word, digit or phrase leaves
-        GRAM - 1 + its length) is not in the paper. Around the absent stretch the exact path
-        found first, then around each absent one of every GRAM starts."""
-        starts = len(part_key) - GRAM + 1
-        if starts < GRAM or self._gram_filter is None:
+        GRAM - 1 + its length) is not in the paper."""
+        if len(part_key) - GRAM + 1 < GRAM or self._gram_filter is None:
             return True
-        hint_key, hint = self._absent_hint
-        if hint_key == part_key and self._absent_row(part_key, hint):
-            return False
-        probes = range(GRAM - 1, starts, GRAM)  # every GRAM starts in a row hold exactly one probe
-        for probe, absent in zip(probes, self._absent(part_key, probes)):
-            if absent and self._absent_row(part_key, probe):
-                return False
-        return True
+        return _ABSENT_ROW not in self._absent_stretches(part_key)
 
     def _find_unmasked(self, quote_key: str) -> int:
         return self.unmasked_key.find(quote_key) if self._may_occur(quote_key) else -1

@@ -17,7 +17,7 @@ from typing import Protocol, Sequence, Union
 
 from . import diagnosis
 from .alignment import ELISION_WINDOW, MIN_ANCHOR, anchored_prefix, around_anchor, locate, similarity
-from .index import PaperIndex
+from .index import GRAM, PaperIndex
 from .quotes import (
     EDGES,
     LOOKS_LIKE_REFERENCE,
@@ -194,7 +194,7 @@ class MatchIndex(PaperIndex):
                     return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
                 return CitationMatch(citation, self, True, verdict, spans)
         if len(parts) == 1:
-            commented = self._split_commentary(parts[0])
+            commented = self._split_commentary(parts[0], keys[0])
             if commented is not None:
                 spans, comment = commented
                 return CitationMatch(
@@ -273,9 +273,15 @@ class MatchIndex(PaperIndex):
             start = head[0][0] + 1
         return None
 
-    def _split_commentary(self, quote: str) -> tuple[tuple[tuple[int, int], ...], str] | None:
-        """(spans, comment) when ``quote`` is a verbatim passage plus an own comment."""
-        quote_key = text_key(quote)
+    def _split_commentary(self, quote: str, quote_key: str) -> tuple[tuple[tuple[int, int], ...], str] | None:
+        """(spans, comment) when ``quote`` (whose key is ``quote_key``) is a verbatim passage plus an
+        own comment."""
+        if self._gram_filter is not None and len(quote_key) >= GRAM:
+            # The verbatim start ends before the first stretch surely not in the paper: no search
+            # when that leaves less than the start a comment needs.
+            absent = self._absent_stretches(quote_key).find(1)
+            if 0 <= absent and absent + GRAM - 1 < max(MIN_ANCHOR, (len(quote_key) + 1) // 2):
+                return None
         prefix_length, position = anchored_prefix(self.key, quote_key, 0, len(self.key))
         # A comment follows a verbatim start of at least half the quote: tested before the
         # separators are looked for (a regex step per character).

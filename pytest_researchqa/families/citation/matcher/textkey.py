@@ -198,6 +198,7 @@ def key_offsets(text: str) -> Offsets:
     return numpy.repeat(numpy.arange(len(codes), dtype=numpy.int32), widths)
 
 
+@functools.lru_cache(maxsize=1)  # one table, built on first use
 def _ascii_widths(numpy: ModuleType) -> NDArray[np.int64]:
     table: NDArray[np.int64] = numpy.zeros(128, dtype=numpy.int64)
     for code in range(128):
