@@ -74,6 +74,7 @@ class PaperIndex:
             self.unmasked_key = self.key
             self.unmasked_page_key_starts = self.page_key_starts
         self._last_absent: tuple[str, bytes] = ("", b"")
+        self._absent_hint: tuple[str, int] = ("", -1)
         self._gram_index  # noqa: B018 -- built with the paper, not on the first look-up
 
     def page_of(self, raw_offset: int) -> int | None:
@@ -253,12 +254,34 @@ class PaperIndex:
         except UnicodeEncodeError:
             return b"\x01" not in self._absent_stretches(quote_key)
         first, second, mask = 64 - bits, 64 - 2 * bits, (1 << bits) - 1
-        for code in struct.unpack_from(f"<{(len(data) - GRAM) // GRAM + 1}Q", data):
+        for number, code in enumerate(struct.unpack_from(f"<{(len(data) - GRAM) // GRAM + 1}Q", data)):
             hashed = (code * _BUCKET_MULTIPLIER) & _UINT64
             low, high = hashed >> first, (hashed >> second) & mask
             if not (table[low >> 3] >> (low & 7) & 1 and table[high >> 3] >> (high & 7) & 1):
+                self._absent_hint = (quote_key, number * GRAM)  # where the key's next test looks first
                 return False
         return True
+
+    def _absent_row(self, part_key: str, at: int) -> bool:
+        """Whether the stretch starts around ``at`` (surely absent, found by :meth:`_may_occur`) hold
+        GRAM in a row that are all surely absent, tested one by one (a few, where a test of all
+        the key's stretches costs more)."""
+        found = self._gram_filter
+        assert found is not None
+        table, bits = found
+        data = part_key.encode("latin-1")
+        first, second, mask = 64 - bits, 64 - 2 * bits, (1 << bits) - 1
+        row = 1
+        for step, stop in ((1, min(len(data) - GRAM, at + GRAM - 1) + 1), (-1, max(-1, at - GRAM))):
+            for start in range(at + step, stop, step):
+                hashed = (int.from_bytes(data[start : start + GRAM], "little") * _BUCKET_MULTIPLIER) & _UINT64
+                low, high = hashed >> first, (hashed >> second) & mask
+                if table[low >> 3] >> (low & 7) & 1 and table[high >> 3] >> (high & 7) & 1:
+                    break  # present: the row ends here
+                row += 1
+            if row >= GRAM:
+                return True
+        return False
 
     def _may_be_located(self, part_key: str) -> bool:
         """False when ``part_key`` surely cannot be located, gaps allowed (see :func:`.alignment.locate`).
@@ -271,6 +294,9 @@ class PaperIndex:
         GRAM - 1 + its length) is not in the paper."""
         if len(part_key) - GRAM + 1 < GRAM or self._gram_filter is None:
             return True
+        hint_key, at = self._absent_hint
+        if hint_key == part_key and self._absent_row(part_key, at):
+            return False  # most fabrications: a changed word around the stretch the exact path found absent
         return _ABSENT_ROW not in self._absent_stretches(part_key)
 
     def _find_unmasked(self, quote_key: str) -> int:
