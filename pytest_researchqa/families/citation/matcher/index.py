@@ -73,8 +73,7 @@ class PaperIndex:
         else:
             self.unmasked_key = self.key
             self.unmasked_page_key_starts = self.page_key_starts
-        self._last_absent: tuple[str, bytes] = ("", b"")
-        self._absent_hint: tuple[str, int] = ("", -1)
+        self._last_absent: tuple[str, int] = ("", -1)  # a key and its first absent stretch start
         self._gram_index  # noqa: B018 -- built with the paper, not on the first look-up
 
     def page_of(self, raw_offset: int) -> int | None:
@@ -195,38 +194,19 @@ class PaperIndex:
         flags[(hashed >> numpy.uint64(64 - 2 * bits)) & numpy.uint64((1 << bits) - 1)] = True
         return numpy.packbits(flags, bitorder="little").tobytes(), bits
 
-    @functools.cached_property
-    def _gram_table(self) -> NDArray[numpy.uint8]:
-        """The filter's table as numpy reads it (the same bytes)."""
+    def _absent_stretches(self, quote_key: str) -> bytes:
+        """One byte for each GRAM-character stretch of ``quote_key`` (one a start: 0, 1, 2 ...):
+        1 where the stretch is surely in neither of the paper's keys. Needs the filter. For keys
+        with characters beyond Latin-1 (rare), whose stretches are coded one by one."""
         import numpy
 
         found = self._gram_filter
         assert found is not None
-        return numpy.frombuffer(found[0], dtype=numpy.uint8)
-
-    def _absent_stretches(self, quote_key: str) -> bytes:
-        """One byte for each GRAM-character stretch of ``quote_key`` (one a start: 0, 1, 2 ...):
-        1 where the stretch is surely in neither of the paper's keys. Needs the filter.
-
-        All of a key's stretches are tested at once (numpy), and the answer is kept for the next
-        test of the same key or of a start of it (a citation's key is tested several times)."""
-        last_key, last_flags = self._last_absent
-        if last_key.startswith(quote_key):
-            return last_flags[: max(0, len(quote_key) - GRAM + 1)]
         count = len(quote_key) - GRAM + 1
         if count <= 0:
             return b""
-        import numpy
-
-        found = self._gram_filter
-        assert found is not None
-        table, bits = self._gram_table, found[1]
-        try:
-            data = quote_key.encode("latin-1")
-        except UnicodeEncodeError:  # rare: each stretch coded on its own
-            codes = numpy.array([_gram_code(quote_key[at : at + GRAM]) for at in range(count)], dtype=numpy.uint64)
-        else:  # every start's eight bytes (copied: arithmetic on the overlapping view is slow)
-            codes = numpy.ndarray((count,), dtype="<u8", buffer=data, strides=(1,)).copy()
+        codes = numpy.array([_gram_code(quote_key[at : at + GRAM]) for at in range(count)], dtype=numpy.uint64)
+        table, bits = numpy.frombuffer(found[0], dtype=numpy.uint8), found[1]
         hashed = codes * numpy.uint64(_BUCKET_MULTIPLIER)  # modulo 2**64, as the filter was built
         low = hashed >> numpy.uint64(64 - bits)
         high = (hashed >> numpy.uint64(64 - 2 * bits)) & numpy.uint64((1 << bits) - 1)
@@ -235,41 +215,49 @@ class PaperIndex:
                    & (table[(high >> three).astype(numpy.intp)] >> (high & seven).astype(numpy.uint8))
                    & numpy.uint8(1))
         flags: bytes = (present == 0).tobytes()
-        self._last_absent = (quote_key, flags)
         return flags
 
-    def _may_occur(self, quote_key: str) -> bool:
-        """False when ``quote_key`` is surely in neither key (one of its stretches is not).
+    def _first_absent(self, quote_key: str) -> int:
+        """The first of the stretch starts 0, GRAM, 2 * GRAM ... (back to back) whose stretch is
+        surely in neither key, or -1. Needs the filter and a key of GRAM or more.
 
-        Stretches tested so far for the key answer at once; else its stretches back to back
-        (0, GRAM, 2 * GRAM ...) are tested one by one up to the first absent one: a fabrication
-        usually stops early, and a key found as it is costs no more than a few."""
-        if len(quote_key) < GRAM or self._gram_filter is None:
-            return True
-        if self._last_absent[0].startswith(quote_key):
-            return b"\x01" not in self._absent_stretches(quote_key)
-        table, bits = self._gram_filter
-        try:
-            data = quote_key.encode("latin-1")
-        except UnicodeEncodeError:
-            return b"\x01" not in self._absent_stretches(quote_key)
-        first, second, mask = 64 - bits, 64 - 2 * bits, (1 << bits) - 1
-        for number, code in enumerate(struct.unpack_from(f"<{(len(data) - GRAM) // GRAM + 1}Q", data)):
-            hashed = (code * _BUCKET_MULTIPLIER) & _UINT64
-            low, high = hashed >> first, (hashed >> second) & mask
-            if not (table[low >> 3] >> (low & 7) & 1 and table[high >> 3] >> (high & 7) & 1):
-                self._absent_hint = (quote_key, number * GRAM)  # where the key's next test looks first
-                return False
-        return True
-
-    def _absent_row(self, part_key: str, at: int) -> bool:
-        """Whether the stretch starts around ``at`` (surely absent, found by :meth:`_may_occur`) hold
-        GRAM in a row that are all surely absent, tested one by one (a few, where a test of all
-        the key's stretches costs more)."""
+        Tested one by one up to the first absent stretch (a fabrication usually stops early);
+        the answer is kept for the key's next tests, and answers those of a start of it too."""
+        last_key, last = self._last_absent
+        if last_key.startswith(quote_key):
+            return last if last + GRAM <= len(quote_key) else -1
         found = self._gram_filter
         assert found is not None
         table, bits = found
-        data = part_key.encode("latin-1")
+        try:
+            data = quote_key.encode("latin-1")
+        except UnicodeEncodeError:
+            at = self._absent_stretches(quote_key)[::GRAM].find(1)
+            at = at * GRAM if at >= 0 else -1
+        else:
+            at = -1
+            first, second, mask = 64 - bits, 64 - 2 * bits, (1 << bits) - 1
+            for number, code in enumerate(struct.unpack_from(f"<{(len(data) - GRAM) // GRAM + 1}Q", data)):
+                hashed = (code * _BUCKET_MULTIPLIER) & _UINT64
+                low, high = hashed >> first, (hashed >> second) & mask
+                if not (table[low >> 3] >> (low & 7) & 1 and table[high >> 3] >> (high & 7) & 1):
+                    at = number * GRAM
+                    break
+        self._last_absent = (quote_key, at)
+        return at
+
+    def _may_occur(self, quote_key: str) -> bool:
+        """False when ``quote_key`` is surely in neither key (one of its stretches is not)."""
+        if len(quote_key) < GRAM or self._gram_filter is None:
+            return True
+        return self._first_absent(quote_key) < 0
+
+    def _absent_row(self, data: bytes, at: int) -> bool:
+        """Whether the stretch starts around ``at`` (one surely absent) in ``data`` (a key's Latin-1
+        bytes) hold GRAM in a row that are all surely absent, tested one by one."""
+        found = self._gram_filter
+        assert found is not None
+        table, bits = found
         first, second, mask = 64 - bits, 64 - 2 * bits, (1 << bits) - 1
         row = 1
         for step, stop in ((1, min(len(data) - GRAM, at + GRAM - 1) + 1), (-1, max(-1, at - GRAM))):
@@ -291,13 +279,32 @@ class PaperIndex:
         number, MIN_RESUMED_RUN, MIN_ANCHOR) but the last, which ends the part. So of any GRAM
         consecutive stretch starts, one starts a stretch inside a run: a part with GRAM starts
         in a row whose stretches are all absent (a changed word, digit or phrase leaves
-        GRAM - 1 + its length) is not in the paper."""
+        GRAM - 1 + its length) is not in the paper. Such a row holds one of the starts 0, GRAM,
+        2 * GRAM ...: only around those found absent is a row looked for."""
         if len(part_key) - GRAM + 1 < GRAM or self._gram_filter is None:
             return True
-        hint_key, at = self._absent_hint
-        if hint_key == part_key and self._absent_row(part_key, at):
-            return False  # most fabrications: a changed word around the stretch the exact path found absent
-        return _ABSENT_ROW not in self._absent_stretches(part_key)
+        at = self._first_absent(part_key)
+        if at < 0:
+            return True  # no start 0, GRAM, 2 * GRAM ... absent: no row
+        try:
+            data = part_key.encode("latin-1")
+        except UnicodeEncodeError:
+            return _ABSENT_ROW not in self._absent_stretches(part_key)
+        table, bits = self._gram_filter
+        first, second, mask = 64 - bits, 64 - 2 * bits, (1 << bits) - 1
+        while at >= 0:
+            if self._absent_row(data, at):
+                return False  # most fabrications: the changed word around the first absent start
+            at += GRAM  # the next absent one of the starts 0, GRAM, 2 * GRAM ...
+            while at <= len(data) - GRAM:
+                hashed = (int.from_bytes(data[at : at + GRAM], "little") * _BUCKET_MULTIPLIER) & _UINT64
+                low, high = hashed >> first, (hashed >> second) & mask
+                if not (table[low >> 3] >> (low & 7) & 1 and table[high >> 3] >> (high & 7) & 1):
+                    break
+                at += GRAM
+            else:
+                at = -1
+        return True
 
     def _find_unmasked(self, quote_key: str) -> int:
         return self.unmasked_key.find(quote_key) if self._may_occur(quote_key) else -1

@@ -279,7 +279,7 @@ class MatchIndex(PaperIndex):
         if self._gram_filter is not None and len(quote_key) >= GRAM:
             # The verbatim start ends before the first stretch surely not in the paper: no search
             # when that leaves less than the start a comment needs.
-            absent = self._absent_stretches(quote_key).find(1)
+            absent = self._first_absent(quote_key)
             if 0 <= absent and absent + GRAM - 1 < max(MIN_ANCHOR, (len(quote_key) + 1) // 2):
                 return None
         prefix_length, position = anchored_prefix(self.key, quote_key, 0, len(self.key))
