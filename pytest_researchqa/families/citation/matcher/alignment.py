@@ -133,8 +133,8 @@ def locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high:
     return spans
 
 
-# The last search of anchored_prefix: its arguments and its answer.
-_last_anchored: list[tuple[tuple[str, str, int, int, int], tuple[int, int]]] = [(("", "", 0, 0, 0), (0, -1))]
+# The last two searches of anchored_prefix (in a paper's key and in its unmasked key): arguments, answer.
+_last_anchored: list[tuple[tuple[str, str, int, int, int], tuple[int, int]]] = [(("", "", 0, 0, 0), (0, -1))] * 2
 
 
 def anchored_prefix(key: str, quote_key: str, low: int, high: int, tries: int = 8) -> tuple[int, int]:
@@ -143,9 +143,9 @@ def anchored_prefix(key: str, quote_key: str, low: int, high: int, tries: int = 
     Anchors of MIN_ANCHOR key characters are nearly unique in a paper, so the
     longest prefix starts at one of the anchor's few occurrences.
     """
-    asked, answer = _last_anchored[0]
-    if asked[0] is key and asked[1:] == (quote_key, low, high, tries):
-        return answer  # the same search again (a commentary split after the search that failed)
+    for asked, answer in _last_anchored:
+        if asked[0] is key and asked[1:] == (quote_key, low, high, tries):
+            return answer  # the same search again (a commentary split after the search that failed)
     tries_asked = tries
     anchor = quote_key[:MIN_ANCHOR]
     best, position = 0, -1
@@ -156,7 +156,7 @@ def anchored_prefix(key: str, quote_key: str, low: int, high: int, tries: int = 
             best, position = length, found
         tries -= 1
         found = key.find(anchor, found + 1, high)
-    _last_anchored[0] = ((key, quote_key, low, high, tries_asked), (best, position))
+    _last_anchored[:] = [((key, quote_key, low, high, tries_asked), (best, position)), _last_anchored[0]]
     return best, position
 
 

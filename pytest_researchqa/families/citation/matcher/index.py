@@ -74,6 +74,7 @@ class PaperIndex:
             self.unmasked_key = self.key
             self.unmasked_page_key_starts = self.page_key_starts
         self._last_absent: tuple[str, int] = ("", -1)  # a key and its first absent stretch start
+        self._last_stretches: tuple[str, bytes] = ("", b"")  # a key and all its stretches' tests
         self._gram_index  # noqa: B018 -- built with the paper, not on the first look-up
 
     def page_of(self, raw_offset: int) -> int | None:
@@ -198,6 +199,8 @@ class PaperIndex:
         """One byte for each GRAM-character stretch of ``quote_key`` (one a start: 0, 1, 2 ...):
         1 where the stretch is surely in neither of the paper's keys. Needs the filter. For keys
         with characters beyond Latin-1 (rare), whose stretches are coded one by one."""
+        if self._last_stretches[0] == quote_key:
+            return self._last_stretches[1]
         import numpy
 
         found = self._gram_filter
@@ -205,7 +208,7 @@ class PaperIndex:
         count = len(quote_key) - GRAM + 1
         if count <= 0:
             return b""
-        codes = numpy.array([_gram_code(quote_key[at : at + GRAM]) for at in range(count)], dtype=numpy.uint64)
+        codes = _gram_codes(quote_key, numpy.arange(count))
         table, bits = numpy.frombuffer(found[0], dtype=numpy.uint8), found[1]
         hashed = codes * numpy.uint64(_BUCKET_MULTIPLIER)  # modulo 2**64, as the filter was built
         low = hashed >> numpy.uint64(64 - bits)
@@ -215,6 +218,7 @@ class PaperIndex:
                    & (table[(high >> three).astype(numpy.intp)] >> (high & seven).astype(numpy.uint8))
                    & numpy.uint8(1))
         flags: bytes = (present == 0).tobytes()
+        self._last_stretches = (quote_key, flags)
         return flags
 
     def _first_absent(self, quote_key: str) -> int:
