@@ -75,6 +75,7 @@ class PaperIndex:
             self.unmasked_page_key_starts = self.page_key_starts
         self._last_absent: tuple[str, int] = ("", -1)  # a key and its first absent stretch start
         self._last_stretches: tuple[str, bytes] = ("", b"")  # a key and all its stretches' tests
+        self._last_scan: tuple[str, int] = ("", -1)  # the last key find() scanned the paper for, and where
         self._gram_index  # noqa: B018 -- built with the paper, not on the first look-up
 
     def page_of(self, raw_offset: int) -> int | None:
@@ -168,7 +169,11 @@ class PaperIndex:
                 return start
         if not self._may_occur(quote_key):
             return -1  # no scan for a quote the paper surely lacks
-        return key.find(quote_key)  # a quote that does not start at a word
+        if self._last_scan[0] == quote_key:
+            return self._last_scan[1]  # the full path asks again what the exact path scanned for
+        found = key.find(quote_key)  # a quote that does not start at a word
+        self._last_scan = (quote_key, found)
+        return found
 
     @functools.cached_property
     def _gram_filter(self) -> tuple[bytes, int] | None:
