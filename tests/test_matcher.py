@@ -210,6 +210,25 @@ def test_every_key_character_maps_back_to_its_source_character(text):
         assert produced == text_key(text[offset]) or produced in (".", "-"), (text, offset, produced)
 
 
+@given(st.text(alphabet=st.sampled_from(_KEY_ALPHABET)), st.text(alphabet=st.sampled_from(_KEY_ALPHABET)),
+       st.booleans())
+def test_the_reference_lists_key_span_is_the_length_of_the_key_before_and_within_it(before, within, appendix):
+    """The span is read from the offset map; it must be what the keys' lengths say."""
+    from pytest_researchqa.families.citation.matcher.index import (
+        _APPENDIX_HEADING,
+        _REFERENCES_HEADING,
+        BIBLIOGRAPHY_LIMIT,
+    )
+
+    index = MatchIndex(before + "\nReferences\n" + within + ("\nAppendix\nProofs 1.5" if appendix else ""))
+    masked = index.masked_text
+    start = list(_REFERENCES_HEADING.finditer(masked))[-1].end()
+    following = _APPENDIX_HEADING.search(masked, start)
+    end = min(following.start() if following else len(masked), start + BIBLIOGRAPHY_LIMIT)
+    length_before = len(text_key(masked[:start]))
+    assert index._bibliography == (length_before, length_before + len(text_key(masked[start:end])))
+
+
 # ------------------------------------------------------------------ bundled sample PDFs
 
 

@@ -333,9 +333,15 @@ class PaperIndex:
         start = headings[-1].end()
         following = _APPENDIX_HEADING.search(self.masked_text, start)
         end = min(following.start() if following else len(self.masked_text), start + BIBLIOGRAPHY_LIMIT)
-        # Key positions by the length of the key before them (cheaper than the offset map).
-        before = len(text_key(self.masked_text[:start]))
-        return before, before + len(text_key(self.masked_text[start:end]))
+        # Key positions from the offset map (built with the paper). The reference list starts at a
+        # line's end and ends at a line's start or the text's end, where no decimal point or sign
+        # is read across: the key before them is the map's. A cut at the limit may fall inside a
+        # number, so the key of what is cut is made apart, as the reference list has it.
+        offsets = self._masked_offsets
+        before = int(offsets.searchsorted(start))
+        if end == start + BIBLIOGRAPHY_LIMIT:
+            return before, before + len(text_key(self.masked_text[start:end]))
+        return before, int(offsets.searchsorted(end))
 
     def _in_bibliography(self, spans: Sequence[tuple[int, int]]) -> bool:
         region = self._bibliography
