@@ -192,7 +192,7 @@ def _view(spec: str, runs_dir: Path, *, compare: Optional[str], output: Optional
     return 0
 
 
-def _add_generate(commands) -> None:
+def _add_generate(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     generate = commands.add_parser(
         "generate", help="write benchmark rows from a folder of papers (every expected passage verified verbatim)",
         description="One structured model call per paper writes lookup, comprehension, multi-hop and false-premise "

@@ -21,7 +21,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from .matcher import MatchIndex
@@ -205,7 +205,7 @@ def _cache_file(cache_dir: Path, digest: str) -> Path:
     return cache_dir / "extracted" / f"{digest}-pypdf{_pypdf_version()}-v{EXTRACTION_VERSION}.json"
 
 
-def _cached_extraction(cache_dir: Path, digest: str) -> dict | None:
+def _cached_extraction(cache_dir: Path, digest: str) -> dict[str, Any] | None:
     try:
         cached = json.loads(_cache_file(cache_dir, digest).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -219,7 +219,7 @@ def _cached_extraction(cache_dir: Path, digest: str) -> dict | None:
     return None
 
 
-def _extract_pdf(data: bytes, path: Path, paper_id: str) -> dict:
+def _extract_pdf(data: bytes, path: Path, paper_id: str) -> dict[str, Any]:
     import io
 
     import pypdf

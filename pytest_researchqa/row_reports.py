@@ -49,7 +49,7 @@ def diagnosis_of(message: str) -> str:
 
 
 def wants_full_report(config: pytest.Config) -> bool:
-    return config.option.tbstyle == "long" or config.getoption("verbose") > 0
+    return bool(config.option.tbstyle == "long" or config.getoption("verbose") > 0)
 
 
 def settle(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport, record: "RowRecord",
