@@ -94,6 +94,8 @@ def check_reports(outcome: Any) -> list[pytest.TestReport]:
     """The gates as test reports (setup, call, teardown each), so JUnit and pytest's own counts carry
     every gate as a testcase of its own: ``researchqa.gates.<kind>`` / ``<metric>[<system>]``."""
     reports: list[pytest.TestReport] = []
+    if not outcome.gated:
+        return reports  # without gates, a row in error or a failing test is its own testcase already
     for check in outcome.checks:
         nodeid = f"researchqa::gates::{check.name}"
         location = ("researchqa", None, f"gates::{check.name}")
