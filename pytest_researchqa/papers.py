@@ -267,11 +267,27 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
+def _umask() -> int:
+    """The process's umask, read once (Linux says it in /proc; elsewhere set and restored at once)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(target: Path, data: bytes) -> None:
     """Write via a temporary file and rename: safe with concurrent xdist workers."""
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
     try:
+        if hasattr(os, "fchmod"):  # mkstemp's 0600 would make shared CI artifacts unreadable: honour the umask
+            os.fchmod(handle, 0o666 & ~_umask())
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
         os.replace(temporary, target)

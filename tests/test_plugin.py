@@ -427,7 +427,7 @@ class TestPartialRuns:
                             {"p1": PAPER})
         result = run(option, "--researchqa-system=oracle", "--researchqa-fail-under=citation_accuracy=0.5",
                      "--maxfail=1", "--researchqa-allow-partial")
-        result.stdout.fnmatch_lines(["2 of 3 selected rows measured (1 errors)"])
+        result.stdout.fnmatch_lines(["2 of 3 selected rows measured (1 error)"])
         result.stdout.no_fnmatch_line("*gate evaluated on*")
 
     def test_the_summary_says_how_much_was_measured_and_names_the_slice(self, run):

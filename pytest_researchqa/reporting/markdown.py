@@ -73,6 +73,12 @@ def render(outcome: "RunOutcome", family: Family, title: str = "researchqa") -> 
         parts += [f"- {_escape(g.message)}" for g in outcome.guards]
         parts.append("")
     parts += [_section(t) for t in tables[1:]]
+    below = outcome.below_bar + outcome.failed_rows
+    if below:
+        from ..row_reports import short_list
+
+        listed = "\n".join(f"- {_escape(line)}" for line in short_list(list(outcome.records)))
+        parts.append(f"<details><summary>Rows below their bar ({below})</summary>\n\n{listed}\n\n</details>")
     for note in outcome.notes:
         parts.append(f"\n> {_escape(note)}")
     return "\n".join(parts).rstrip() + "\n"

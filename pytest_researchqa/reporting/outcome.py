@@ -31,6 +31,8 @@ class Check:
 
     @property
     def mark(self) -> str:
+        if self.fails_run:  # an undecidable gate under --researchqa-undecidable=fail fails like any other
+            return "❌"
         return {"passed": "✅", "failed": "❌", "undecidable": "⚠️"}[self.state]
 
 
@@ -164,7 +166,7 @@ class RunOutcome:
     def coverage_line(self) -> str:
         total = self.selection.rows
         of = f" of {total}" if total is not None else ""
-        line = f"{self.measured}{of} selected rows measured ({self.errors} errors)"
+        line = f"{self.measured}{of} selected rows measured ({self.errors} error{'' if self.errors == 1 else 's'})"
         if self.invalid_rows:
             line += f"; {len(self.invalid_rows)} invalid dataset row(s) not run"
         if self.selection.slice_description:
