@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import leaderboard_table
+from helpers import WITHOUT_HYPOTHESIS, leaderboard_table
 
 
 def saved_run(pytester: pytest.Pytester) -> "Path":  # noqa: F821
@@ -47,7 +47,7 @@ def test_under_xdist_the_leaderboard_the_saved_rows_and_the_regression_gate_are_
     a fresh interpreter."""
     args = ("--researchqa-system=bm25", "--researchqa-system=oracle", f"--researchqa-cache-dir={tmp_path}", *RUN)
     serial = pytester.runpytest(*args, "--researchqa-save=serial", "-p", "no:xdist")
-    parallel = pytester.runpytest_subprocess(*args, "--researchqa-save=parallel", "-n", "2", "-v",
+    parallel = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, *args, "--researchqa-save=parallel", "-n", "2", "-v",
                                              "--researchqa-compare=serial",
                                              "--researchqa-fail-on-regression=section_coverage")
     assert "2 workers" in parallel.stdout.str()
