@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from quotes import FABRICATIONS, as_a_model_quotes_it, fabricated, noisy, window  # noqa: E402
 
 from pytest_researchqa.families.citation.answers import Answer  # noqa: E402
+from pytest_researchqa.families.citation.matcher import MatchIndex  # noqa: E402
 from pytest_researchqa.families.citation.metrics import citation_accuracy, match_citations, section_report  # noqa: E402
 from pytest_researchqa.families.citation.rows import Row  # noqa: E402
-from pytest_researchqa.matcher import MatchIndex  # noqa: E402
 
 MIX = {"lookup": 1999, "comprehension": 1999, "multi_hop": 992, "adversarial": 1221}
 FUNCTION_WORDS = "the of and to in a is that for on with as was by were this are be from at an which".split()

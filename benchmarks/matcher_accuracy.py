@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from independent_quotes import FABRICATIONS, fabricate, genuine, layout, symbol_edit  # noqa: E402
 
-from pytest_researchqa.matcher import MatchIndex  # noqa: E402
+from pytest_researchqa.families.citation.matcher import MatchIndex  # noqa: E402
 from pytest_researchqa.papers import read_paper  # noqa: E402
 
 _FOLD = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'", "\u2013": "-", "\u2014": "-",
@@ -168,10 +168,16 @@ def main() -> int:
     for timing, (ours_times, seed_times) in times.items():
         ours_median, seed_median = statistics.median(ours_times), statistics.median(seed_times)
         ratio = ours_median / seed_median
-        target = f" (target <= 0.4: {'MET' if ratio <= 0.4 else 'NOT MET'})" if timing == "genuine" else ""
-        print(f"per {timing} citation: ours median {ours_median * 1e6:.1f} us (p95 {_p95(ours_times) * 1e6:.1f}), "
-              f"seed procedure median {seed_median * 1e6:.1f} us (p95 {_p95(seed_times) * 1e6:.1f}); "
-              f"ratio {ratio:.2f}{target}")
+        target = f" (goal <= 0.25: {'MET' if ratio <= 0.25 else 'NOT MET'})" if timing == "genuine" else ""
+        print(f"per {timing} citation: ours median {ours_median * 1e6:.1f} us (p95 {_p95(ours_times) * 1e6:.1f}, "
+              f"mean {statistics.mean(ours_times) * 1e6:.1f}), seed procedure median {seed_median * 1e6:.1f} us "
+              f"(p95 {_p95(seed_times) * 1e6:.1f}, mean {statistics.mean(seed_times) * 1e6:.1f}); "
+              f"ratio of medians {ratio:.2f}{target}, of means {sum(ours_times) / sum(seed_times):.2f}")
+    ours_all = [t for ours_times, _ in times.values() for t in ours_times]
+    seed_all = [t for _, seed_times in times.values() for t in seed_times]
+    ratio = sum(ours_all) / sum(seed_all)
+    print(f"per citation, all {len(ours_all)} cases: ours mean {statistics.mean(ours_all) * 1e6:.1f} us, seed procedure "
+          f"mean {statistics.mean(seed_all) * 1e6:.1f} us; ratio {ratio:.2f} (goal <= 0.5: {'MET' if ratio <= 0.5 else 'NOT MET'})")
     return 0
 
 

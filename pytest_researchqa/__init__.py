@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "match_citation": "matcher",
-    "CitationMatch": "matcher",
-    "MatchIndex": "matcher",
+    "match_citation": "families.citation.matcher",
+    "CitationMatch": "families.citation.matcher",
+    "MatchIndex": "families.citation.matcher",
     "cited_verbatim": "families.citation.assertions",
     "covers_sections": "families.citation.assertions",
     "grounded_refusal": "families.citation.assertions",
@@ -47,8 +47,8 @@ if TYPE_CHECKING:  # pragma: no cover
         judged,
     )
     from .families.citation.loaders import load_dataset
+    from .families.citation.matcher import CitationMatch, MatchIndex, match_citation
     from .families.citation.rows import Row, SectionEvidence
-    from .matcher import CitationMatch, MatchIndex, match_citation
     from .papers import Paper, PaperUnavailable
     from .records import Recorder, RowRecord
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .matcher import MatchIndex
+    from .families.citation.matcher import MatchIndex
 
 EXTRACTION_VERSION = "1"
 PAPER_SUFFIXES = (".pdf", ".txt", ".md")
@@ -62,7 +62,7 @@ class Paper:
     @property
     def match_index(self) -> "MatchIndex":
         if self._index is None:
-            from .matcher import MatchIndex
+            from .families.citation.matcher import MatchIndex
 
             self._index = MatchIndex(self.text, self.page_starts)
         return self._index
@@ -252,7 +252,7 @@ def _extract_pdf(data: bytes, path: Path, paper_id: str) -> dict[str, Any]:
         text_parts.append(page + "\n")
         offset += len(page) + 1
     text = "".join(text_parts)
-    from .textkey import text_key
+    from .families.citation.matcher.textkey import text_key
 
     letters = len(text_key(text))
     if letters == 0 or (len(pages) > 1 and letters < MIN_KEY_CHARS_PER_PAGE * len(pages)):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from .families.citation.answers import Answer
-    from .matcher import CitationMatch, MatchIndex
+    from .families.citation.matcher import CitationMatch, MatchIndex
 
 TEXT_LIMIT = 4000  # an answer, a quote
 CONTEXT_CHARS = 280  # paper text shown on each side of a grounded quote

@@ -388,8 +388,8 @@ def test_passages_from_a_real_pdf_survive_pypdf_noise(generate, tmp_path):
 
 
 def test_a_failed_repair_call_drops_the_passages_with_its_cause_and_a_false_premise_row_stays_without_evidence():
+    from pytest_researchqa.families.citation.matcher import MatchIndex
     from pytest_researchqa.generation import checking
-    from pytest_researchqa.matcher import MatchIndex
 
     verbatim = "Survival to October was 81 percent in the strongly mixed estuary and 77 percent in the weakly mixed estuary"
     reply = json.dumps({"chunks": [{"section": "Results", "source_text": "A summary in the model's own words here.",
@@ -466,8 +466,8 @@ def test_a_real_small_model_generates_a_verified_row_per_real_pdf_on_the_local_p
 
 
 def test_a_multi_hop_row_whose_sections_quote_the_same_passage_is_dropped():
+    from pytest_researchqa.families.citation.matcher import MatchIndex
     from pytest_researchqa.generation import checking
-    from pytest_researchqa.matcher import MatchIndex
 
     same = "Each raft carried 150 hatchery-reared spat of the same cohort, weighed and measured at deployment"
     overlapping = "spat of the same cohort, weighed and measured at deployment in early May."

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from quotes import FABRICATIONS, NOISES, SYMBOL_FABRICATIONS, as_a_model_quotes_it, elided, fabricated, noisy, window
 
 from pytest_researchqa import match_citation
-from pytest_researchqa.matcher import MatchIndex, match_index
+from pytest_researchqa.families.citation.matcher import MatchIndex, match_index
+from pytest_researchqa.families.citation.matcher.textkey import key_offsets, text_key
 from pytest_researchqa.papers import read_paper
-from pytest_researchqa.textkey import key_offsets, text_key
 
 PAGE_1 = (
     "Preprint. Under review.\n"
@@ -191,7 +191,7 @@ def test_the_fast_key_agrees_with_the_keys_plain_definition(text):
 
 @given(st.lists(st.text(alphabet=st.sampled_from(_KEY_ALPHABET + "\u2026[]")), max_size=4))
 def test_the_keys_of_elided_parts_in_one_pass_are_each_parts_key(parts):
-    from pytest_researchqa.textkey import part_keys
+    from pytest_researchqa.families.citation.matcher.textkey import part_keys
 
     text = " ... ".join(parts)
     assert part_keys(text) == [text_key(part) for part in text.replace("\u2026", "...").split("...")]
@@ -208,6 +208,25 @@ def test_every_key_character_maps_back_to_its_source_character(text):
         position += width
         # A character gives its own key, or in context a decimal point or a sign.
         assert produced == text_key(text[offset]) or produced in (".", "-"), (text, offset, produced)
+
+
+@given(st.text(alphabet=st.sampled_from(_KEY_ALPHABET)), st.text(alphabet=st.sampled_from(_KEY_ALPHABET)),
+       st.booleans())
+def test_the_reference_lists_key_span_is_the_length_of_the_key_before_and_within_it(before, within, appendix):
+    """The span is read from the offset map; it must be what the keys' lengths say."""
+    from pytest_researchqa.families.citation.matcher.index import (
+        _APPENDIX_HEADING,
+        _REFERENCES_HEADING,
+        BIBLIOGRAPHY_LIMIT,
+    )
+
+    index = MatchIndex(before + "\nReferences\n" + within + ("\nAppendix\nProofs 1.5" if appendix else ""))
+    masked = index.masked_text
+    start = list(_REFERENCES_HEADING.finditer(masked))[-1].end()
+    following = _APPENDIX_HEADING.search(masked, start)
+    end = min(following.start() if following else len(masked), start + BIBLIOGRAPHY_LIMIT)
+    length_before = len(text_key(masked[:start]))
+    assert index._bibliography == (length_before, length_before + len(text_key(masked[start:end])))
 
 
 # ------------------------------------------------------------------ bundled sample PDFs
@@ -280,11 +299,11 @@ def _ungrounded(papers, make_quote, per_paper: int) -> tuple[int, list]:
     number ends a quote or touches one of its numbers the quote must not be grounded
     (test_matcher_fidelity.py), so papers with glued margin numbers are left out here.
     """
-    from pytest_researchqa.matcher import _trailing_line_numbers
+    from pytest_researchqa.families.citation.matcher.furniture import trailing_line_numbers
 
     total, missed = 0, []
     for paper in papers:
-        if _trailing_line_numbers(paper.text, paper.page_starts):
+        if trailing_line_numbers(paper.text, paper.page_starts):
             continue
         for _ in range(per_paper):
             quote = make_quote(paper)

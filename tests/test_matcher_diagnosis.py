@@ -12,9 +12,9 @@ import re
 import pytest
 from helpers import SAMPLE, needs_shared, shared_path
 
-from pytest_researchqa.matcher import match_citation
+from pytest_researchqa.families.citation.matcher import match_citation
+from pytest_researchqa.families.citation.matcher.textkey import text_key
 from pytest_researchqa.papers import read_paper
-from pytest_researchqa.textkey import text_key
 
 PAPERS = ("chain_of_thought.pdf", "llm_accuracy_inventivizes_hallucinations.pdf", "publicusegeneralhealthchatbots.pdf",
           "sycophancy_undersatnding.pdf")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers import needs_shared, shared_path
 
-from pytest_researchqa.matcher import MatchIndex, match_citation
+from pytest_researchqa.families.citation.matcher import MatchIndex, match_citation
 
 RESULTS = ("Accuracy rose to 61.4% (95% CI 58.2 to 64.6), while the error rate fell from 0.32 to -0.05 "
            "on the held-out set; all effects were significant at p < 0.05 and the gain was 2.5 ± 0.3 points.")

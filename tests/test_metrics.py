@@ -8,10 +8,10 @@ import pytest
 
 from pytest_researchqa import Answer, Row, check_answer, cited_verbatim, covers_sections, grounded_refusal
 from pytest_researchqa.families.citation import CITATION, metrics
+from pytest_researchqa.families.citation.matcher import MatchIndex
+from pytest_researchqa.families.citation.matcher.textkey import text_key
 from pytest_researchqa.families.citation.metrics import keys_overlap, section_report
-from pytest_researchqa.matcher import MatchIndex
 from pytest_researchqa.records import Recorder, RowRecord, recording_into
-from pytest_researchqa.textkey import text_key
 
 PAPER = (
     "Methods. We enrolled 240 adults from three clinics in 2021. Each participant attended twelve weekly sessions. "

@@ -8,8 +8,8 @@ import pytest
 from helpers import shared_path
 
 from pytest_researchqa.families.citation.loaders import load_dataset
+from pytest_researchqa.families.citation.matcher import MatchIndex
 from pytest_researchqa.families.citation.qasper import FLOAT_PREFIX
-from pytest_researchqa.matcher import MatchIndex
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,9 @@ from typing import Any, Optional
 
 from ..families.citation import QUESTION_TYPES
 from ..families.citation.answers import placeholder_reason
+from ..families.citation.matcher import PARAPHRASE, VERBATIM, VERBATIM_ELIDED, CitationMatch, MatchIndex
+from ..families.citation.matcher.textkey import text_key
 from ..families.citation.rows import reasoning_text
-from ..matcher import PARAPHRASE, VERBATIM, VERBATIM_ELIDED, CitationMatch, MatchIndex
-from ..textkey import text_key
 from .reply import AdversarialItem, ComprehensionItem, EvidenceBlock, LookupItem, MultiHopItem, ParsedGeneration
 
 # A slot of a template left unfilled inside a question or answer ("How does [X] affect [Y]?",

@@ -13,6 +13,12 @@ import pytest
 import pytest_researchqa
 
 OLD_PATHS = ["rows", "loaders", "qasper", "answers", "metrics", "assertions"]
+# The matcher became a package of pieces: its old paths serve the names the package (or textkey) offers.
+MOVED_INTO_PACKAGE = {
+    "matcher": ("pytest_researchqa.families.citation.matcher", ["MatchIndex", "CitationMatch", "match_citation",
+                                                                "match_index", "VERBATIM", "MIN_QUOTE_KEY"]),
+    "textkey": ("pytest_researchqa.families.citation.matcher.textkey", ["text_key", "key_offsets", "part_keys"]),
+}
 
 
 @pytest.mark.parametrize("old", OLD_PATHS)
@@ -24,6 +30,25 @@ def test_a_name_read_through_an_old_path_warns_and_is_the_same_object(old):
     with pytest.warns(DeprecationWarning, match=rf"pytest_researchqa\.{old} moved to {new.__name__}"):
         value = getattr(shim, name)
     assert value is getattr(new, name)
+
+
+@pytest.mark.parametrize(("old", "name"), [(old, name) for old, (_, names) in MOVED_INTO_PACKAGE.items()
+                                            for name in names])
+def test_a_name_read_through_the_matchers_old_paths_warns_and_is_the_same_object(old, name):
+    new_module, _ = MOVED_INTO_PACKAGE[old]
+    shim = importlib.import_module(f"pytest_researchqa.{old}")
+    with pytest.warns(DeprecationWarning, match=rf"pytest_researchqa\.{old} moved to {new_module}"):
+        value = getattr(shim, name)
+    assert value is getattr(importlib.import_module(new_module), name)
+
+
+def test_the_matcher_package_offers_every_public_name_the_old_module_had():
+    package = importlib.import_module("pytest_researchqa.families.citation.matcher")
+    assert set(package.__all__) <= set(vars(package))
+    assert {"MatchIndex", "CitationMatch", "Departure", "NearestPassage", "HasMatchIndex", "match_citation",
+            "match_index", "VERBATIM", "VERBATIM_ELIDED", "VERBATIM_WITH_COMMENTARY", "ALTERED", "STITCHED",
+            "PARAPHRASE", "NOT_FOUND", "TOO_SHORT", "NOT_EVIDENCE", "GROUNDED_VERDICTS", "NON_EVIDENCE_VERDICTS",
+            "MIN_QUOTE_KEY", "MIN_ANCHOR", "ELISION_WINDOW"} <= set(package.__all__)
 
 
 def test_an_old_path_warns_at_the_line_that_imports_from_it():
@@ -41,8 +66,9 @@ def test_a_name_the_new_module_lacks_is_an_attribute_error_through_the_old_path(
 
 def test_importing_every_module_of_the_package_and_its_top_level_names_warns_about_nothing():
     """Nothing inside the package uses an old path (run in a fresh interpreter: modules here are loaded)."""
+    old = {f"pytest_researchqa.{name}" for name in [*OLD_PATHS, *MOVED_INTO_PACKAGE, "__main__"]}
     names = [m.name for m in pkgutil.walk_packages(pytest_researchqa.__path__, "pytest_researchqa.")
-             if m.name.rpartition(".")[2] not in OLD_PATHS + ["matcher", "textkey", "__main__"]]
+             if m.name not in old]
     code = ("import importlib, warnings, os\n"
             "os.environ.setdefault('LITELLM_LOCAL_MODEL_COST_MAP', 'True')\n"
             "with warnings.catch_warnings(record=True) as caught:\n"

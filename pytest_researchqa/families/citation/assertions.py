@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
-from ...matcher import match_index
 from ...records import Recorder, current_recorder
 from . import metrics
 from .answers import Answer
+from .matcher import match_index
 from .rows import Row, SectionEvidence
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...matcher import MatchIndex
     from ...papers import Paper
+    from .matcher import MatchIndex
 
 PaperLike = Union[str, "Paper", "MatchIndex"]
 

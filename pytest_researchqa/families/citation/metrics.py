@@ -27,9 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from ...matcher import CitationMatch, MatchIndex
-from ...textkey import text_key
 from .answers import Answer, flags_false_premise
+from .matcher import CitationMatch, MatchIndex
+from .matcher.textkey import text_key
 from .rows import Row
 
 # A citation and an alternative are the same passage when their overlap is at

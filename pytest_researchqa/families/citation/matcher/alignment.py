@@ -1,0 +1,307 @@
+"""Lining a quote's key up with the paper's key.
+
+:func:`locate` finds where a quote is in the paper as a quote may have it: exactly,
+or in runs the paper interrupts with page furniture (a page break's footnotes, footer and
+header; a short number such as a margin line number or a citation marker) or with text the
+reader put between a sentence's halves (a figure, a table, the other column), and, for an
+elided quote, each part within ELISION_WINDOW of its neighbour, in order (:func:`around_anchor`);
+:class:`Flow` says where a text's lines begin and whether it reads on across a gap. :func:`align` finds
+where a quote that is not there is nearest, for the account of why.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from .textkey import common_prefix_length
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .textkey import Offsets
+
+# A verbatim piece this long anchors a page-break walk or a commentary split.
+MIN_ANCHOR = 20
+# A shorter anchor serves only where a short number glued into the paper ends it (see locate).
+MIN_GAPPED_ANCHOR = 12
+# A quote may run over at most this many page breaks; between its parts the
+# paper may hold footnotes and a footer (before the break) and a header after.
+MAX_PAGE_JUMPS = 2
+PAGE_TAIL_LIMIT = 1500
+PAGE_HEAD_LIMIT = 300
+MIN_RESUMED_RUN = 12
+DIGIT_GAP_LIMIT = 6
+ELISION_WINDOW = 4000
+
+
+class Flow:
+    """Where the lines of a text begin (in key positions) and whether text reads on across a gap.
+
+    A jump over text the reader interposed (a page's footer and the next page's header, a
+    figure, a table, the other column) is allowed only from exactly where a line ends, where
+    the text's own next line does not carry on the open sentence, to exactly where a later
+    line begins, and only where the two halves read on as one sentence.
+    """
+
+    def __init__(self, offsets: Offsets, text: str) -> None:
+        self._offsets, self._text = offsets, text
+        breaks = [m.end() for m in re.finditer(r"\n\s*", text)]
+        self.line_starts: list[int] = sorted(set(offsets.searchsorted(breaks).tolist())) if breaks else []
+
+    def at_line_start(self, position: int) -> bool:
+        at = bisect.bisect_left(self.line_starts, position)
+        return at < len(self.line_starts) and self.line_starts[at] == position
+
+    def reads_on(self, end: int, resume: int) -> bool:
+        """Whether the text at key position ``resume`` reads on from the text ending at ``end``: a
+        sentence left open carries on in lower case; after a full stop the next one starts with a
+        capital. A splice of two windows cut at arbitrary words rarely does both."""
+        offsets, text = self._offsets, self._text
+        if not 0 < end <= len(offsets) or resume >= len(offsets):
+            return False
+        after = int(offsets[end - 1]) + 1
+        closing = text[after : after + 4].lstrip("\"'\u201d\u2019)]")
+        following = text[int(offsets[resume])]
+        if closing[:1] in (".", "!", "?"):
+            return following.isupper() or following.isdigit()
+        return following.islower()
+
+    def carries_on(self, end: int) -> bool:
+        """Whether the text's own next line carries on the sentence left open at key position
+        ``end`` (in lower case): then nothing was put in between, and a quote that goes on
+        elsewhere has left the paper's sentence."""
+        offsets, text = self._offsets, self._text
+        if not 0 < end < len(offsets):
+            return False
+        after = int(offsets[end - 1]) + 1
+        closing = text[after : after + 4].lstrip("\"'\u201d\u2019)]")
+        return closing[:1] not in (".", "!", "?") and text[int(offsets[end])].islower()
+
+
+def around_anchor(key: str, pages: tuple[int, ...], flow: "Flow", keys: list[str], anchor: int,
+                   spans: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+    """The spans of every part of an elided quote, in order, each within ELISION_WINDOW of its
+    neighbour, around the anchor part's ``spans``."""
+    for part in reversed(keys[:anchor]):
+        start = spans[0][0]
+        found = locate(key, pages, part, max(0, start - ELISION_WINDOW - len(part)), start, flow)
+        if found is None:
+            return None
+        spans[:0] = found
+    for part in keys[anchor + 1:]:
+        end = spans[-1][1]
+        found = locate(key, pages, part, end, min(len(key), end + ELISION_WINDOW + len(part)), flow)
+        if found is None:
+            return None
+        spans.extend(found)
+    return spans
+
+
+def locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high: int,
+            flow: "Flow | None" = None, find: Callable[[str], int] | None = None) -> list[tuple[int, int]] | None:
+    """Key spans of ``quote_key`` in ``key[low:high]``, allowing furniture gaps.
+
+    ``find`` is the index's look-up for the whole key, used when the whole key is searched.
+    With ``flow`` (the text's line starts), the quote may also jump over text the reader put
+    between a sentence's halves: a page's footer and the next one's header, or a figure, a
+    table or the other column on the same or the next page."""
+    found = find(quote_key) if find is not None and low == 0 and high == len(key) else key.find(quote_key, low, high)
+    if found >= 0:
+        return [(found, found + len(quote_key))]
+    length, position = anchored_prefix(key, quote_key, low, high)
+    if length < min(MIN_ANCHOR, len(quote_key)):
+        # A citation marker or line number glued in before the anchor's length ("optimizer30 with").
+        length, position = _prefix_before_digit_gap(key, quote_key, low, high)
+        if position < 0:
+            return None
+    spans = [(position, position + length)]
+    done, cursor, page_jumps = length, position + length, 0
+    while done < len(quote_key):
+        resume = _after_digit_gap(key, quote_key, done, cursor)
+        if (resume is None and page_jumps < MAX_PAGE_JUMPS and flow is not None and flow.at_line_start(cursor)
+                and not flow.carries_on(cursor)):
+            resume = _after_page_break(key, page_starts, flow, quote_key, done, cursor, high)
+            if resume is None:
+                resume = _after_line_jump(key, page_starts, flow, quote_key, done, cursor, high,
+                                          begun=max(low, spans[0][0]))
+            page_jumps += 1
+        if resume is None:
+            return None
+        run = common_prefix_length(key, resume, quote_key, done)
+        spans.append((resume, resume + run))
+        done, cursor = done + run, resume + run
+    return spans
+
+
+# The last two searches of anchored_prefix (in a paper's key and in its unmasked key): arguments, answer.
+_last_anchored: list[tuple[tuple[str, str, int, int, int], tuple[int, int]]] = [(("", "", 0, 0, 0), (0, -1))] * 2
+
+
+def anchored_prefix(key: str, quote_key: str, low: int, high: int, tries: int = 8) -> tuple[int, int]:
+    """The longest prefix of at least MIN_ANCHOR characters: one find, then extend.
+
+    Anchors of MIN_ANCHOR key characters are nearly unique in a paper, so the
+    longest prefix starts at one of the anchor's few occurrences.
+    """
+    for asked, answer in _last_anchored:
+        if asked[0] is key and asked[1:] == (quote_key, low, high, tries):
+            return answer  # the same search again (a commentary split after the search that failed)
+    tries_asked = tries
+    anchor = quote_key[:MIN_ANCHOR]
+    best, position = 0, -1
+    found = key.find(anchor, low, high)
+    while found >= 0 and tries:
+        length = min(common_prefix_length(key, found, quote_key, 0), high - found)
+        if length > best:
+            best, position = length, found
+        tries -= 1
+        found = key.find(anchor, found + 1, high)
+    _last_anchored[:] = [((key, quote_key, low, high, tries_asked), (best, position)), _last_anchored[0]]
+    return best, position
+
+
+def _prefix_before_digit_gap(key: str, quote_key: str, low: int, high: int, tries: int = 8) -> tuple[int, int]:
+    """A prefix shorter than MIN_ANCHOR that ends where the paper has a short number the quote lacks
+    (a superscript citation marker or a margin line number) and the quote carries on right after it."""
+    anchor = quote_key[:MIN_GAPPED_ANCHOR]
+    if len(anchor) < MIN_GAPPED_ANCHOR:
+        return 0, -1
+    found = key.find(anchor, low, high)
+    while found >= 0 and tries:
+        length = common_prefix_length(key, found, quote_key, 0)
+        if length < len(quote_key) and _after_digit_gap(key, quote_key, length, found + length) is not None:
+            return length, found
+        tries -= 1
+        found = key.find(anchor, found + 1, high)
+    return 0, -1
+
+
+def _after_digit_gap(key: str, quote_key: str, done: int, cursor: int) -> int | None:
+    """Where the quote resumes after a short number the paper has and the quote lacks.
+
+    Margin line numbers and citation markers sit between words; a gap that
+    touches a digit of the quote or of the paper is a changed number instead.
+    """
+    end = cursor
+    while end < len(key) and key[end].isdigit() and end - cursor <= DIGIT_GAP_LIMIT:
+        end += 1
+    if end == cursor or end - cursor > DIGIT_GAP_LIMIT:
+        return None
+    if quote_key[done].isdigit() or quote_key[done - 1].isdigit() or key[cursor - 1].isdigit():
+        return None
+    needed = min(8, len(quote_key) - done)
+    return end if key.startswith(quote_key[done : done + needed], end) else None
+
+
+def _after_page_break(key: str, page_starts: Sequence[int], flow: "Flow", quote_key: str, done: int,
+                      cursor: int, high: int) -> int | None:
+    """Where the quote resumes on the next page, past footnotes, footer and header.
+
+    The gap must straddle exactly one page boundary: it starts at most
+    PAGE_TAIL_LIMIT before it, where a line ends (the caller checks), and the quote resumes
+    where a line begins, at most PAGE_HEAD_LIMIT after it, reading on, with a substantial run
+    (or the quote's end, which must then start the next page's text exactly).
+    """
+    following = bisect.bisect_left(page_starts, cursor + 1)
+    if following >= len(page_starts):
+        return None
+    boundary = page_starts[following]
+    if boundary - cursor > PAGE_TAIL_LIMIT:
+        return None
+    remaining = len(quote_key) - done
+    if remaining < MIN_RESUMED_RUN:
+        # A short tail proves little: it must start the next page's text exactly.
+        return boundary if key.startswith(quote_key[done:], boundary) and flow.reads_on(cursor, boundary) else None
+    page_end = page_starts[following + 1] if following + 1 < len(page_starts) else len(key)
+    window_end = min(high, page_end, boundary + PAGE_HEAD_LIMIT + MIN_RESUMED_RUN)
+    return _resumption(key, flow, quote_key, done, cursor, boundary, window_end, MIN_RESUMED_RUN)
+
+
+def _after_line_jump(key: str, page_starts: Sequence[int], flow: "Flow", quote_key: str,
+                     done: int, cursor: int, high: int, begun: int = 0) -> int | None:
+    """Where the quote resumes after text the reader put in between: a figure, a table or the
+    other column, on the same page or the next.
+
+    Extraction puts such text between a sentence's halves only at line boundaries, so the
+    quote must break exactly where a line ends (the caller checks) and resume exactly where a
+    line begins, reading on, with a substantial run (at least MIN_ANCHOR key characters, or
+    the quote's whole rest). Splices of passages cut at arbitrary words rarely meet all of
+    that. The resumption is looked for after the break first, then earlier on the same page,
+    before the quote began: pypdf may read a column's continuation before the text it
+    continues (a sentence that runs on below a table sits after the page's top block).
+    """
+    page = bisect.bisect_right(page_starts, cursor) - 1 if page_starts else 0
+    limit = page_starts[page + 2] if page + 2 < len(page_starts) else len(key)
+    found = _resumption(key, flow, quote_key, done, cursor, cursor + 1, min(limit, high), MIN_ANCHOR)
+    if found is None and page_starts:
+        found = _resumption(key, flow, quote_key, done, cursor, page_starts[page], begun, MIN_ANCHOR)
+    return found
+
+
+def _resumption(key: str, flow: "Flow", quote_key: str, done: int, cursor: int, low: int, high: int,
+                needed: int) -> int | None:
+    """The first line start in ``key[low:high]`` where the quote's rest resumes (its next
+    ``needed`` characters, or all of it) and reads on from ``cursor``."""
+    probe = quote_key[done : done + min(needed, len(quote_key) - done)]
+    found = key.find(probe, low, high)
+    while found >= 0:
+        if flow.at_line_start(found) and flow.reads_on(cursor, found):
+            return found
+        found = key.find(probe, found + 1, high)
+    return None
+
+
+ALIGN_CHUNK = 12  # key characters: pieces of the quote looked up to find where it is nearest
+
+
+def align(key: str, quote_key: str) -> tuple[int, int] | None:
+    """The stretch of the paper's key the quote is nearest to, as key positions, or None.
+
+    Pieces of the quote spread over its whole length (not only its start, which a model may
+    have changed) are looked up exactly; each occurrence votes for where the quote would start.
+    Around the place with most votes, rapidfuzz aligns the quote to its best-matching stretch.
+    """
+    if len(quote_key) < ALIGN_CHUNK:
+        return None
+    from rapidfuzz import fuzz
+
+    stride = max(ALIGN_CHUNK // 2, (len(quote_key) - ALIGN_CHUNK) // 16)
+    votes: dict[int, int] = {}
+    for offset in range(0, len(quote_key) - ALIGN_CHUNK + 1, stride):
+        piece = quote_key[offset : offset + ALIGN_CHUNK]
+        found, seen = key.find(piece), 0
+        while found >= 0 and seen < 4:  # a piece found all over the paper says little
+            where = (found - offset) // ALIGN_CHUNK
+            votes[where] = votes.get(where, 0) + 1
+            found, seen = key.find(piece, found + 1), seen + 1
+    if not votes:
+        return None
+    best = max(votes, key=lambda where: (votes[where] + votes.get(where - 1, 0) + votes.get(where + 1, 0), -where))
+    around = best * ALIGN_CHUNK
+    low = max(0, around - len(quote_key) // 2 - ALIGN_CHUNK)
+    window = key[low : around + len(quote_key) + len(quote_key) // 2 + ALIGN_CHUNK]
+    alignment = fuzz.partial_ratio_alignment(quote_key, window)
+    if alignment is None:
+        return None
+    return low + alignment.dest_start, low + alignment.dest_end
+
+
+def longest_end(key: str, quote_key: str, from_end: bool = False) -> tuple[int, int]:
+    """(length, position) of the longest prefix (or suffix) of ``quote_key`` found in ``key``."""
+    best, position = 0, -1
+    small, large = 1, len(quote_key)
+    while small <= large:
+        middle = (small + large) // 2
+        found = key.find(quote_key[-middle:] if from_end else quote_key[:middle])
+        if found >= 0:
+            best, position = middle, found
+            small = middle + 1
+        else:
+            large = middle - 1
+    return best, position
+
+
+def similarity(a: str, b: str) -> float:
+    from rapidfuzz.distance import Levenshtein
+
+    return Levenshtein.normalized_similarity(a, b)

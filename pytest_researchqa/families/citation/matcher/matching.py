@@ -1,0 +1,369 @@
+"""Matching a citation against a paper: the decision, and the entry points.
+
+:class:`MatchIndex` is a prepared paper (:class:`~.index.PaperIndex`) that answers citations.
+The common case costs a key and one indexed look-up (:meth:`MatchIndex._exact_hit`). The rest
+take the full path: a citation that only points somewhere, or is too short, is no evidence; a
+necessary test on the paper's Bloom filter turns down most fabrications and paraphrases
+without a search; then the quote is located with the gaps :mod:`.alignment` allows, in the
+paper with its furniture blanked and then as it stands; a quote that cuts a number, is a
+reference-list entry or is all furniture is no evidence; a verbatim start followed by a
+clearly separated comment of the model's own is grounded with that comment set apart.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Protocol, Sequence, Union
+
+from . import diagnosis
+from .alignment import ELISION_WINDOW, MIN_ANCHOR, anchored_prefix, around_anchor, locate, similarity
+from .index import GRAM, PaperIndex
+from .quotes import (
+    EDGES,
+    LOOKS_LIKE_REFERENCE,
+    REFERENCE_MAX_LENGTH,
+    REFERENCE_ONLY,
+    comment_boundaries,
+    plain_words,
+    split_elisions,
+    strip_wrapping,
+)
+from .textkey import has_digit, key_offsets, part_keys, text_key
+from .verdicts import (
+    MIN_QUOTE_KEY,
+    NOT_EVIDENCE,
+    TOO_SHORT,
+    VERBATIM,
+    VERBATIM_ELIDED,
+    VERBATIM_WITH_COMMENTARY,
+    CitationMatch,
+    Diagnosis,
+)
+
+
+class HasMatchIndex(Protocol):
+    """A paper as the fixtures give it (:class:`~pytest_researchqa.papers.Paper`): prepared once."""
+
+    @property
+    def match_index(self) -> "MatchIndex": ...
+
+
+# A comment after a verbatim quote that matches what the paper says next this closely (rapidfuzz
+# partial ratio on words, 0-100) is the paper's next sentence edited, not the model's own words.
+PARAPHRASE_OF_NEXT = 70
+_NEAR = 400  # key characters: where an elided part is looked for first
+
+# What may stand before a number as its sign: a quote that starts after one cuts the number.
+_SIGN_CHARS = "-\u2212\u2010\u2011\u2012\u2013\u2014+\u00b1"
+
+
+class MatchIndex(PaperIndex):
+    """A paper prepared once for any number of citation look-ups.
+
+    ``text`` is the raw extracted text; ``page_starts`` the raw offset at which
+    each page begins (empty for papers that have no pages).
+    """
+
+    def __init__(self, text: str, page_starts: Sequence[int] = ()) -> None:
+        super().__init__(text, page_starts)
+        self._memo: dict[str, CitationMatch] = {}
+        self._span_memo: dict[str, tuple[tuple[int, int], ...] | None] = {}
+
+    # -- public look-ups -----------------------------------------------------------
+    def match(self, citation: str) -> "CitationMatch":
+        """Match one citation; repeated citations are answered from a memo."""
+        found = self._memo.get(citation)
+        if found is None:
+            found = self._exact_hit(citation) or self._match(citation)
+            self._memo[citation] = found
+        return found
+
+    def _exact_hit(self, citation: str) -> "CitationMatch | None":
+        """The common case at the cost of a key and one indexed look-up: a quote without elision
+        marks whose key occurs in the paper as it is, not cut from a number, outside the
+        reference list, and more than a pointer. None sends the citation down the full path."""
+        # Wrapping quotes, spaces and a leading or trailing ellipsis (it only marks a cut) hold no
+        # key characters: one strip removes them all.
+        inner = citation.strip(EDGES)
+        if "\u2026" in inner or ".." in inner or ". ." in inner:
+            return self._exact_elided(citation, inner)
+        quote_key = text_key(inner)
+        if len(quote_key) < MIN_QUOTE_KEY:
+            return None
+        at = self.find(quote_key)
+        if at < 0:
+            return None
+        return self._exact_result(citation, [quote_key], ((at, at + len(quote_key)),), VERBATIM)
+
+    def _exact_elided(self, citation: str, inner: str) -> "CitationMatch | None":
+        """An elided quote whose parts occur as they are: its longest part looked up, each other
+        part found by one bounded search within ELISION_WINDOW of its neighbour, in order."""
+        if ". ." in inner:
+            return None  # spaced dots: the full path's pattern reads them
+        # Split at the marks with C string methods (the elision pattern costs a regex step per
+        # character): brackets of "[...]" and the dots of "...." are no key characters anyway.
+        keys = [part_key for part_key in part_keys(inner) if part_key]
+        if len(keys) < 2:
+            return None
+        anchor = keys.index(max(keys, key=len))
+        key = self.key
+        at = self.find(keys[anchor])
+        if at < 0:
+            return None
+        spans = [(at, at + len(keys[anchor]))]
+        for part in reversed(keys[:anchor]):
+            start = spans[0][0]
+            # Most elisions skip a few words: look just before first, then over the whole window.
+            found = key.rfind(part, max(0, start - _NEAR - len(part)), start)
+            if found < 0:
+                found = key.rfind(part, max(0, start - ELISION_WINDOW - len(part)), start)
+            if found < 0:
+                return None
+            spans.insert(0, (found, found + len(part)))
+        for part in keys[anchor + 1 :]:
+            end = spans[-1][1]
+            found = key.find(part, end, end + _NEAR + len(part))
+            if found < 0:
+                found = key.find(part, end, end + ELISION_WINDOW + len(part))
+            if found < 0:
+                return None
+            spans.append((found, found + len(part)))
+        return self._exact_result(citation, keys, tuple(spans), VERBATIM_ELIDED)
+
+    def _exact_result(self, citation: str, keys: list[str], spans: tuple[tuple[int, int], ...],
+                      verdict: str) -> "CitationMatch | None":
+        if verdict is VERBATIM_ELIDED and sum(map(len, keys)) < MIN_QUOTE_KEY:
+            return None
+        if (keys[0][0].isdigit() or keys[-1][-1].isdigit()) and self._cuts_a_number(keys, spans, False):
+            return None
+        region = self._bibliography
+        if region is not None and region[0] <= spans[0][0] and spans[-1][1] <= region[1]:
+            return None  # may be a reference-list entry: the full path decides
+        # Every pointer REFERENCE_ONLY knows holds a digit (a year, a reference number, a DOI, a
+        # label's number) or is a web address: a cheaper test first.
+        if (len(citation) < REFERENCE_MAX_LENGTH
+                and (has_digit(citation) or "://" in citation or "ww." in citation or "WW." in citation)
+                and REFERENCE_ONLY.fullmatch(strip_wrapping(citation).rstrip(".;,"))):
+            return None
+        return CitationMatch(citation, self, True, verdict, spans)
+
+    def passage_spans(self, passage: str) -> tuple[tuple[int, int], ...] | None:
+        """Key spans of an expected passage, or None when it is not in the paper."""
+        if passage not in self._span_memo:
+            result = self.match(passage)
+            self._span_memo[passage] = result.key_spans if result.grounded else None
+        return self._span_memo[passage]
+
+    def _may_be_grounded(self, parts: list[str], keys: list[str]) -> bool:
+        """A necessary test before the search: False only where :meth:`_match` would find neither
+        a located quote nor a verbatim quote with a comment. A comment follows a verbatim start
+        (one run of the paper, at least MIN_ANCHOR and half the key) and a separator."""
+        if all(map(self._may_be_located, keys)):
+            return True
+        if len(keys) != 1 or not self._may_occur(keys[0][: max(MIN_ANCHOR, (len(keys[0]) + 1) // 2)]):
+            return False
+        return next(iter(comment_boundaries(parts[0])), None) is not None
+
+    def _match(self, citation: str) -> "CitationMatch":
+        pieces = [(p, text_key(p)) for p in split_elisions(strip_wrapping(citation))]
+        parts = [p for p, k in pieces if k]
+        keys = [k for _, k in pieces if k]
+        total = sum(len(k) for k in keys)
+        if len(citation) < REFERENCE_MAX_LENGTH and REFERENCE_ONLY.fullmatch(strip_wrapping(citation).rstrip(".;,")):
+            return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
+        if total < MIN_QUOTE_KEY:
+            return CitationMatch(citation, self, False, TOO_SHORT, ())
+        if not self._may_be_grounded(parts, keys):  # most fabrications and paraphrases: no search at all
+            return CitationMatch(citation, self, False, None, (), parts=tuple(parts))
+        for unmasked in (False, True):
+            if unmasked and self.unmasked_key is self.key:
+                break
+            # The unmasked key only serves quotes that copy furniture verbatim ("exhibit203").
+            spans = self._locate_parts(keys, unmasked)
+            if spans is not None and unmasked and self._absorbs_furniture_number(spans):
+                spans = None
+            if spans is not None and self._cuts_a_number(keys, spans, unmasked):
+                spans = None
+            if spans is not None:
+                verdict = VERBATIM if len(keys) == 1 else VERBATIM_ELIDED
+                if unmasked:
+                    spans = self._unmasked_to_masked(spans)
+                    if not spans:  # the whole quote is page furniture (a running header or footer)
+                        return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
+                if self._in_bibliography(spans) and LOOKS_LIKE_REFERENCE.search(citation):
+                    return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
+                return CitationMatch(citation, self, True, verdict, spans)
+        if len(parts) == 1:
+            commented = self._split_commentary(parts[0], keys[0])
+            if commented is not None:
+                spans, comment = commented
+                return CitationMatch(
+                    citation, self, True, VERBATIM_WITH_COMMENTARY, spans, commentary=comment
+                )
+        return CitationMatch(citation, self, False, None, (), parts=tuple(parts))
+
+    def _cuts_a_number(self, keys: list[str], spans: Sequence[tuple[int, int]], unmasked: bool) -> bool:
+        """True when the quote begins or ends inside one of the paper's numbers as printed:
+        ``5.355`` cut from ``−5.355``, ``61`` from ``61.4%``. It then says another number."""
+        starts_with_digit, ends_with_digit = keys[0][:1].isdigit(), keys[-1][-1:].isdigit()
+        if not (starts_with_digit or ends_with_digit):
+            return False  # most quotes: no offsets needed
+        offsets = self._unmasked_offsets if unmasked else self._masked_offsets
+        text = self.text if unmasked else self.masked_text
+        if starts_with_digit:
+            first = int(offsets[spans[0][0]])
+            before = text[first - 1] if first > 0 else ""
+            decimal_before = before in ".," and first > 1 and text[first - 2].isdigit()
+            if before.isdigit() or before in _SIGN_CHARS or decimal_before:
+                return True
+        if ends_with_digit:
+            last = int(offsets[spans[-1][1] - 1]) + 1
+            after = text[last:last + 2]
+            if after[:1].isdigit() or after[:1] == "%" or (after[:1] in ".," and after[1:].isdigit()):
+                return True
+        return False
+
+    def _absorbs_furniture_number(self, spans: Sequence[tuple[int, int]]) -> bool:
+        """True when a line or page number blanked from the paper would become part of the quote's
+        numbers: the quote ends with it, or it is glued to a number of the text (``0.9`` and the
+        margin's ``193`` read as ``0.9193``; ``"accuracy, at 36"`` where 36 is the margin number
+        before ``61.4%``). Glued between words (``"exhibit203 strong"``) or leading a quote, it
+        changes no number."""
+        offsets, text = self._unmasked_offsets, self.text
+        quote_end = spans[-1][1]
+        for start, end in spans:
+            raw_start, raw_end = int(offsets[start]), int(offsets[end - 1]) + 1
+            for low, high in self.masked_ranges:
+                if high <= raw_start or low >= raw_end or not any(c.isdigit() for c in text[low:high]):
+                    continue
+                before = text[max(0, low - 2):low]
+                after = text[high:high + 2]
+                line_start = text.rfind("\n", 0, low) + 1
+                line_end = text.find("\n", high)
+                rest_of_line = text[high:line_end if line_end >= 0 else None]
+                own_line = not text[line_start:low].strip() and not rest_of_line.strip()
+                if end == quote_end and int(offsets.searchsorted(high)) >= end and not own_line:
+                    return True  # the quote ends on it: it reads as the sentence's number
+                if before[-1:].isdigit() or (before[-1:] in (".", ",") and before[:1].isdigit()):
+                    return True
+                if after[:1].isdigit() or after[:1] == "%" or (after[:1] in (".", ",") and after[1:].isdigit()):
+                    return True
+        return False
+
+    def _locate_parts(self, keys: list[str], unmasked: bool) -> tuple[tuple[int, int], ...] | None:
+        key, pages = self._keys(unmasked)
+        first = keys[0]
+        find = self._find_unmasked if unmasked else self.find
+        flow = self._unmasked_flow if unmasked else self._flow
+        if len(keys) == 1:
+            found = locate(key, pages, first, 0, len(key), flow, find)
+            return tuple(found) if found else None
+        # An elided quote: anchor on its longest part (the most selective: a first part may be a
+        # single common word, as where a paper's own "..." is quoted), at each place it occurs,
+        # then find the parts before it backwards and the parts after it forwards.
+        anchor = max(range(len(keys)), key=lambda at: len(keys[at]))
+        start = 0
+        for _ in range(20):
+            head = locate(key, pages, keys[anchor], start, len(key), flow, find if start == 0 else None)
+            if head is None:
+                return None
+            spans = around_anchor(key, pages, flow, keys, anchor, list(head))
+            if spans is not None:
+                return tuple(spans)
+            start = head[0][0] + 1
+        return None
+
+    def _split_commentary(self, quote: str, quote_key: str) -> tuple[tuple[tuple[int, int], ...], str] | None:
+        """(spans, comment) when ``quote`` (whose key is ``quote_key``) is a verbatim passage plus an
+        own comment."""
+        if self._gram_filter is not None and len(quote_key) >= GRAM:
+            # The verbatim start ends before the first stretch surely not in the paper: no search
+            # when that leaves less than the start a comment needs.
+            absent = self._first_absent(quote_key)
+            if 0 <= absent and absent + GRAM - 1 < max(MIN_ANCHOR, (len(quote_key) + 1) // 2):
+                return None
+        prefix_length, position = anchored_prefix(self.key, quote_key, 0, len(self.key))
+        # A comment follows a verbatim start of at least half the quote: tested before the
+        # separators are looked for (a regex step per character).
+        if prefix_length < MIN_ANCHOR or prefix_length >= len(quote_key) or prefix_length * 2 < len(quote_key):
+            return None
+        boundaries = list(comment_boundaries(quote))
+        if not boundaries:
+            return None
+        offsets = key_offsets(quote)
+        for boundary_raw in boundaries:
+            boundary = int(offsets.searchsorted(boundary_raw))
+            if not (prefix_length - 6 <= boundary <= prefix_length):
+                continue
+            if boundary < MIN_ANCHOR or boundary * 2 < len(quote_key):
+                continue
+            verbatim = self.match(quote[:boundary_raw])
+            if not verbatim.grounded or verbatim.verdict != VERBATIM:
+                continue
+            rest = quote_key[boundary:]
+            follow = self.key[position + boundary : position + boundary + len(rest)]
+            if similarity(rest, follow) >= 0.6 or self._paraphrases_what_follows(quote[boundary_raw:], verbatim):
+                return None  # the paper goes on almost like this: an altered or paraphrased quote
+            if _mostly_in(self.key, rest):
+                return None  # the rest is real text from elsewhere: stitched
+            return verbatim.key_spans, quote[boundary_raw:].strip()
+        return None
+
+    def _paraphrases_what_follows(self, rest: str, verbatim: "CitationMatch") -> bool:
+        """Whether ``rest`` (the words after a verbatim start) says what the paper says next, with
+        words changed, dropped or moved: a model's own comment shares few words, in order, with
+        the sentence the paper goes on with; a paraphrase or an edit of it shares most."""
+        from rapidfuzz import fuzz
+
+        end = verbatim.spans[-1][1] if verbatim.spans else 0
+        words = plain_words(rest)
+        following = plain_words(self.masked_text[end : end + 2 * len(rest) + 40])
+        if fuzz.partial_ratio(words, following) >= PARAPHRASE_OF_NEXT:
+            return True  # in order, a few words changed or dropped
+        # Or most of its words, in another order ("attempt to demonstrations out all filter").
+        rest_words, next_words = words.split(), set(following.split())
+        shared = sum(1 for word in rest_words if word in next_words)
+        return len(rest_words) >= 4 and shared * 100 >= PARAPHRASE_OF_NEXT * len(rest_words)
+
+    def diagnose(self, citation: str, parts: tuple[str, ...]) -> Diagnosis:
+        """Why ``citation`` is not grounded (asked by its :class:`CitationMatch` when read)."""
+        return diagnosis.diagnose(self, lambda part: self.match(part).grounded, citation, parts)
+
+
+def _mostly_in(key: str, text_key_: str, width: int = 24) -> bool:
+    """True when most ``width``-character windows of ``text_key_`` occur in ``key``.
+
+    A model's own comment may echo a phrase of the paper; a passage copied
+    from elsewhere in the paper shares nearly all of its windows.
+    """
+    if len(text_key_) < width:
+        return key.find(text_key_) >= 0 and len(text_key_) >= MIN_QUOTE_KEY
+    # Overlapping windows, the last flush with the end: a copied passage behind an opener word
+    # ("Here," + real text) still shows in half of them.
+    starts = sorted(set(range(0, len(text_key_) - width + 1, width // 2)) | {len(text_key_) - width})
+    found = sum(1 for start in starts if key.find(text_key_[start : start + width]) >= 0)
+    return found * 2 >= len(starts)
+
+
+@functools.lru_cache(maxsize=16)
+def _index_for_text(text: str) -> MatchIndex:
+    return MatchIndex(text)
+
+
+def match_index(paper: Union[str, HasMatchIndex, "MatchIndex"]) -> MatchIndex:
+    """The prepared index of a paper given as text, a Paper, or an index."""
+    if isinstance(paper, MatchIndex):
+        return paper
+    if isinstance(paper, str):
+        return _index_for_text(paper)
+    return paper.match_index
+
+
+def match_citation(citation: str, paper: Union[str, HasMatchIndex, "MatchIndex"]) -> CitationMatch:
+    """Decide whether ``citation`` is grounded in ``paper``.
+
+    ``paper`` is plain text, a :class:`~pytest_researchqa.papers.Paper` (as the
+    fixtures give it) or a :class:`MatchIndex`. A paper is prepared once;
+    repeated calls reuse it.
+    """
+    return match_index(paper).match(citation)

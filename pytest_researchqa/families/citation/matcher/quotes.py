@@ -1,0 +1,106 @@
+"""How a citation is read before it is looked for: its parts between elision marks, the quotes
+wrapped around it, whether it only points somewhere (a reference, a link, a label), and where a
+comment of the model's own may begin after it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+# Led by a bracket, a full stop or an ellipsis (not by optional space, which would make the regex
+# engine try every position): the spaces around a mark are stripped from the parts instead.
+_ELISION = re.compile(r"[\[(]\s*(?:(?:\.\s*){3,}|…)\s*[\])]|(?:\.\s*){3,}|…")
+# Where a model's own comment may start after a verbatim quote.
+_HARD_SEPARATOR = re.compile(r"\s+[—–-]{1,2}\s+|\s*[—–]\s*|\s*[(\[]\s*|[:;]\s+")
+_SEPARATOR_CHAR = re.compile(r"[—–(\[:;-]")
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*\s+")
+_COMMENT_OPENER = re.compile(
+    r"(?:this|these|that|those|which|i\.?e\.?|e\.?g\.?|in other words|here|thus|so|hence|"
+    r"therefore|meaning|note|notably|indicating|suggesting|showing|in short|overall|"
+    r"essentially|importantly|the authors?|according|as (?:shown|noted|stated))\b",
+    re.IGNORECASE,
+)
+
+# Citations that only point somewhere: an author-year or numbered reference, a DOI, a URL, an
+# arXiv id, a figure or table label. They cannot support a claim, so they never count.
+REFERENCE_ONLY = re.compile(
+    r"\(?\s*(?:[A-Z][\w'\-]+(?:\s+(?:and|&)\s+[A-Z][\w'\-]+)?(?:\s+et\s+al\.?)?,?\s+\(?(?:19|20)\d\d[a-z]?\)?"
+    r"(?:\s*[;,]\s*[A-Z][\w'\-]+(?:\s+et\s+al\.?)?,?\s+(?:19|20)\d\d[a-z]?)*"
+    r"|\[\s*\d+(?:\s*[-–,]\s*\d+)*\s*\]"
+    r"|(?:https?://|www\.|doi\.org/|doi:\s*)\S+"
+    r"|10\.\d{4,9}/\S+"
+    r"|arXiv:\s*\d{4}\.\d{4,5}(?:v\d+)?"
+    r"|(?:Figure|Fig\.|Table|Tab\.|Algorithm|Equation|Eq\.|Section|Appendix)\s*[A-Z]?\d+(?:\.\d+)*[a-z]?:?"
+    r")\s*\)?",
+    re.IGNORECASE,
+)
+REFERENCE_MAX_LENGTH = 160  # a pointer is short: longer citations skip the check
+
+# A bibliography entry names authors and a year, a venue or an identifier.
+_FULL_NAME = r"(?:[A-Z][\w'’.-]*\s+){1,3}[A-Z][\w'’-]+"
+LOOKS_LIKE_REFERENCE = re.compile(
+    r"\bet al\.|\b(?:19|20)\d\d[a-z]?\b.*(?:Proceedings|Conference|Journal|arXiv|preprint|URL|doi|Press|pp\.|vol\.)"
+    r"|(?:Proceedings|arXiv|preprint|doi|URL)\b.*\b(?:19|20)\d\d\b|[A-Z][a-z]+,\s+[A-Z]\.(?:\s*[A-Z]\.)*,?\s+(?:&|and)\s"
+    # An entry led by its authors' full names ("Bowen Baker, Joost Huizinga, ..., and David Farhi.
+    # Monitoring reasoning models ..., 2025."): names, a full stop, then a title with a year.
+    rf"|^\s*{_FULL_NAME}(?:,\s+(?:and\s+)?{_FULL_NAME})*,?(?:\s+and\s+{_FULL_NAME})?\.\s+\S.*\b(?:19|20)\d\d\b"
+    rf"|^\s*{_FULL_NAME}(?:,\s+(?:and\s+)?{_FULL_NAME})+,?(?:\s+and\s+{_FULL_NAME})?\.\s+[A-Z]",  # 2+ names
+    re.DOTALL,
+)
+
+
+def split_elisions(quote: str) -> list[str]:
+    # The regex backtracks on every space; most quotes have no elision at all.
+    if "…" not in quote and ".." not in quote and ". ." not in quote:
+        return [quote]
+    return [part.strip() for part in _ELISION.split(quote)]
+
+
+_WRAPPING = "\"'“”‘’«»„`"
+EDGES = " \t\n\r.\u2026" + _WRAPPING
+
+
+def strip_wrapping(citation: str) -> str:
+    return citation.strip().strip(_WRAPPING).strip()
+
+
+def comment_boundaries(quote: str) -> Iterable[int]:
+    """Raw offsets in ``quote`` where a clearly separated comment may begin.
+
+    A separator (dash, parenthesis, colon, semicolon or sentence end) followed
+    by a discourse opener ("this shows", "i.e.", "which", "note" ...): paper
+    text goes on after a colon with anything, a model's comment rarely does.
+    """
+    for found in _separators(quote):
+        if _COMMENT_OPENER.match(quote, found.end()):
+            yield found.start()
+    for found in _SENTENCE_END.finditer(quote):
+        if _COMMENT_OPENER.match(quote, found.end()):
+            yield found.start() + 1
+
+
+def _separators(quote: str) -> Iterable[re.Match[str]]:
+    """What ``_HARD_SEPARATOR.finditer(quote)`` finds, tried only where a separator character stands
+    (its optional spaces lead it, so the regex alone is tried at every character).
+
+    A match starts where the spaces before a separator character begin, or (a colon or
+    semicolon, no spaces) at the character itself; the spaces after it are taken, so the next
+    match starts beyond them."""
+    end = 0
+    for mark in _SEPARATOR_CHAR.finditer(quote):
+        at = mark.start()
+        if at < end:
+            continue
+        spaces = at
+        while spaces > end and quote[spaces - 1].isspace():
+            spaces -= 1
+        found = _HARD_SEPARATOR.match(quote, spaces) or _HARD_SEPARATOR.match(quote, at)
+        if found is not None:
+            end = found.end()
+            yield found
+
+
+def plain_words(text: str) -> str:
+    """The words of ``text``, lower case, one space apart."""
+    return " ".join(re.findall(r"\w+", text.lower()))

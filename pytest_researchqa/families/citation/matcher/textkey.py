@@ -1,0 +1,220 @@
+"""Match keys: the form in which quotes and papers are compared.
+
+A key keeps letters and digits, case-folded, with compatibility forms decomposed
+(ligatures, full-width and superscript forms) and accents dropped, and the symbols
+a number's meaning hangs on: a decimal point between digits (``61.4``, also
+written ``61·4``), a sign in front of a number (``-0.32``; any dash or the
+Unicode minus), and ``%``, ``<``, ``>``, ``=``, ``+`` (``≤``, ``≥``, ``±``, ``≠``
+become ``<=``, ``>=``, ``+``, ``<>``). Everything else PDF extraction garbles
+between words -- whitespace, line breaks, end-of-line hyphens, stray spaces
+inside words, quote and dash variants, non-breaking spaces, other punctuation --
+is absent from a key, so it cannot cause a mismatch, while every changed letter,
+digit, decimal point, sign or comparison still does.
+
+A hyphen or dash is a sign only when no letter, digit or closing bracket stands
+right before it and a digit follows (``COVID-19`` and ``10-20`` keep no hyphen), or
+when it is an exponent's (``5e-5``, as a model types the paper's ``5e−5``);
+the Unicode minus sign before a digit always is (``14B−1`` in a table keeps its
+sign); a full stop is a decimal point only between two digits.
+
+:func:`key_offsets` gives, for every key character, the offset of the source
+character it came from, so key positions map back to the paper's text.
+"""
+
+from __future__ import annotations
+
+import codecs
+import functools
+import re
+import unicodedata
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from types import ModuleType
+
+    import numpy as np
+    from numpy.typing import NDArray
+
+    # Raw offsets in a text, one a key character (32-bit: texts stay far below 2**31).
+    Offsets = NDArray[np.int32]
+
+# Symbols kept wherever they stand.
+_KEPT = "%<>=+"
+# Characters that stand for a decimal point or a sign in context: markers replace them first.
+_DECIMAL_MARK, _SIGN_MARK = "\x01", "\x02"
+_ASCII_DROPPED = bytes(c for c in range(128)
+                       if not chr(c).isalnum() and chr(c) not in _KEPT + _DECIMAL_MARK + _SIGN_MARK)
+# Each pattern starts with its literal character, so the regex engine skips to it at C speed.
+_DECIMAL_POINT = re.compile(r"\.(?<=\d\.)(?=\d)")
+_DECIMAL_MIDDLE_DOT = re.compile(r"\u00b7(?<=\d\u00b7)(?=\d)")
+# The Unicode minus sign is never a hyphen: before a number it is a sign wherever it stands.
+_MINUS = re.compile(r"\u2212(?=\s?\.?\d)")
+# A hyphen or dash is a sign only where no letter, digit or closing bracket stands before it,
+# or where it is an exponent's (``5e-5``: a digit and an e before it).
+_HYPHEN_SIGN = re.compile(r"-(?:(?<=\d[eE]-)|(?<![^\W_]-)(?<![)\]]-))(?=\s?\.?\d)")
+_DASHES = "\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d"
+_DASH_SIGN = re.compile(
+    r"[\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d](?:(?<=\d[eE].)|(?<![^\W_].)(?<![)\]].))(?=\s?\.?\d)")
+# Non-ASCII characters with an ASCII reading, applied before the (fast) ASCII path.
+_FOLD = str.maketrans({
+    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
+    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u00ab": '"', "\u00bb": '"', "\u2033": '"',
+    "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2212": "-", "\u00ad": "",
+    "\u00a0": " ", "\u2009": " ", "\u202f": " ", "\u2002": " ", "\u2003": " ", "\u200b": "", "\u2026": "...",
+    "\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
+    "\u2264": "<=", "\u2265": ">=", "\u2266": "<=", "\u2267": ">=", "\u00b1": "+", "\u2260": "<>",
+    "\u00d7": " ", "\u00b7": " ",
+})
+_NON_KEY = re.compile(r"[^\w%<>=+\x01\x02]|_")
+_MARKS_BACK = str.maketrans({_DECIMAL_MARK: ".", _SIGN_MARK: "-"})
+
+
+def has_digit(text: str) -> bool:
+    # Ten memchr scans beat one regex scan of a character class several times over.
+    return ("0" in text or "1" in text or "2" in text or "3" in text or "4" in text
+            or "5" in text or "6" in text or "7" in text or "8" in text or "9" in text)
+
+
+def _mark_context(text: str) -> str:
+    """Replace decimal points and signs by markers (same length): they survive key building."""
+    if not ("0" in text or "1" in text or "2" in text or "3" in text or "4" in text
+            or "5" in text or "6" in text or "7" in text or "8" in text or "9" in text):
+        return text  # no number, nothing to mark (most quotes); has_digit inline: a call per key saved
+    if "." in text:
+        text = _DECIMAL_POINT.sub(_DECIMAL_MARK, text)
+    if "-" in text:
+        text = _HYPHEN_SIGN.sub(_SIGN_MARK, text)
+    if not text.isascii():
+        if "\u00b7" in text:
+            text = _DECIMAL_MIDDLE_DOT.sub(_DECIMAL_MARK, text)
+        if "\u2212" in text:
+            text = _MINUS.sub(_SIGN_MARK, text)
+        if any(dash in text for dash in _DASHES):
+            text = _DASH_SIGN.sub(_SIGN_MARK, text)
+    return text
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_FOLD_CHARS = {chr(code): replacement for code, replacement in _FOLD.items()}
+
+
+def _fold_char(match: re.Match[str]) -> str:
+    char = match.group()
+    return _FOLD_CHARS.get(char, char)
+
+
+_MARKS_BACK_BYTES = bytes.maketrans(_DECIMAL_MARK.encode() + _SIGN_MARK.encode(), b".-")
+
+
+@functools.lru_cache(maxsize=4096)
+def _ascii_reading(char: str) -> str | None:
+    """What a non-ASCII character contributes to a key, when that is ASCII (``ﬁ`` -> ``fi``,
+    ``é`` -> ``e``, ``’`` -> ``'``, dropped later); None when it keeps a letter of its own."""
+    reading = _FOLD_CHARS.get(char)
+    if reading is None:
+        reading = _NON_KEY.sub("", unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", char).casefold()))
+    return reading if reading.isascii() else None
+
+
+def _fold_to_ascii(error: UnicodeError) -> tuple[str, int]:
+    """Encoding error handler: each non-ASCII character replaced by its ASCII reading."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    readings = []
+    for char in error.object[error.start : error.end]:
+        reading = _ascii_reading(char)
+        if reading is None:
+            raise error  # a character with no ASCII reading (Greek, CJK): the general path
+        readings.append(reading)
+    return "".join(readings), error.end
+
+
+_FOLD_HANDLER = "pytest-researchqa-textkey"
+codecs.register_error(_FOLD_HANDLER, _fold_to_ascii)
+
+
+def text_key(text: str) -> str:
+    """Return the match key of ``text``."""
+    # Points and signs are read first, from the text as written (a Unicode minus is always a
+    # sign, a hyphen only in context); the markers are ASCII and survive what follows.
+    text = _mark_context(text)
+    try:
+        # The ASCII codec copies ASCII at C speed and calls the handler for the rest only.
+        data = text.encode("ascii", _FOLD_HANDLER)
+    except UnicodeEncodeError:
+        return _general_key(text)
+    # bytes operations run in C: the hot path for English papers and quotes.
+    return data.lower().translate(_MARKS_BACK_BYTES, _ASCII_DROPPED).decode("ascii")
+
+
+_PART_MARK = "\x03"
+_ASCII_DROPPED_BUT_PARTS = _ASCII_DROPPED.replace(_PART_MARK.encode(), b"")
+
+
+def part_keys(text: str) -> list[str]:
+    """The keys of the parts of ``text`` between elision marks (``...`` or ``…``), in one pass:
+    the same as ``text_key`` of each part, empty ones included."""
+    text = text.replace("\u2026", _PART_MARK).replace("...", _PART_MARK)
+    marked = _mark_context(text)
+    try:
+        data = marked.encode("ascii", _FOLD_HANDLER)
+    except UnicodeEncodeError:
+        return [text_key(part) for part in text.split(_PART_MARK)]
+    return data.lower().translate(_MARKS_BACK_BYTES, _ASCII_DROPPED_BUT_PARTS).decode("ascii").split(_PART_MARK)
+
+
+def _general_key(text: str) -> str:
+    """The key of marked text with characters that keep a non-ASCII letter (Greek, CJK...)."""
+    text = _NON_ASCII.sub(_fold_char, text)
+    folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
+    key = _NON_KEY.sub("", folded)
+    if _DECIMAL_MARK in key or _SIGN_MARK in key:
+        key = key.translate(_MARKS_BACK)
+    return key
+
+
+def key_offsets(text: str) -> Offsets:
+    """Raw offset in ``text`` of every character of ``text_key(text)`` (a numpy int array).
+
+    Each source character contributes a fixed number of key characters (0, 1, or
+    more for ligatures, ``≤`` and the like; 1 for a decimal point or a sign in
+    context), so the offsets are the character indices repeated by those widths.
+    """
+    import numpy
+
+    # 32-bit offsets: a paper's map costs 4 bytes a key character (texts stay far below 2**31).
+    marked = _mark_context(text)
+    if marked.isascii():
+        codes = numpy.frombuffer(marked.encode("ascii"), dtype=numpy.uint8)
+        return numpy.flatnonzero(_ascii_widths(numpy)[codes]).astype(numpy.int32)
+    codes = numpy.frombuffer(marked.encode("utf-32-le"), dtype=numpy.uint32)
+    widths = numpy.zeros(len(codes), dtype=numpy.int64)
+    ascii_part = codes < 128
+    widths[ascii_part] = _ascii_widths(numpy)[codes[ascii_part]]
+    # Each distinct non-ASCII character's width once, spread to its occurrences.
+    distinct, where = numpy.unique(codes[~ascii_part], return_inverse=True)
+    distinct_widths = numpy.array([len(text_key(chr(code))) for code in distinct.tolist()], dtype=numpy.int64)
+    widths[~ascii_part] = distinct_widths[where] if len(distinct) else 0
+    return numpy.repeat(numpy.arange(len(codes), dtype=numpy.int32), widths)
+
+
+@functools.lru_cache(maxsize=1)  # one table, built on first use
+def _ascii_widths(numpy: ModuleType) -> NDArray[np.int64]:
+    table: NDArray[np.int64] = numpy.zeros(128, dtype=numpy.int64)
+    for code in range(128):
+        char = chr(code)
+        table[code] = char.isalnum() or char in _KEPT or char in (_DECIMAL_MARK, _SIGN_MARK)
+    return table
+
+
+def common_prefix_length(a: str, a_start: int, b: str, b_start: int) -> int:
+    """Length of the longest common prefix of ``a[a_start:]`` and ``b[b_start:]``."""
+    low, high = 0, min(len(a) - a_start, len(b) - b_start)
+    # Binary search on startswith: each probe runs in C.
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a.startswith(b[b_start : b_start + middle], a_start):
+            low = middle
+        else:
+            high = middle - 1
+    return low
