@@ -111,6 +111,41 @@ def _session(saved: SavedRun, **options: Any) -> "ResearchSession":
     return session
 
 
+def _replayed(saved: SavedRun, runs_dir: Path) -> "ResearchSession":
+    """A saved run as its own run decided it: the verdict and checks from its summary.json, and
+    its baseline (when still saved) for the changes against it. Without a summary (an older or an
+    unfinished run) the records alone decide, as a run without gates."""
+    import json
+
+    from .reporting.outcome import Check
+    from .runs import SUMMARY_FILE, RunNotFound, load_baseline
+
+    options: dict[str, Any] = {}
+    try:
+        summary = json.loads((saved.folder / SUMMARY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        summary = None
+    if isinstance(summary, dict) and isinstance(summary.get("checks"), list):
+        checks = tuple(
+            Check(c["kind"], c["name"], c["state"], c["message"], c["fails_run"]) for c in summary["checks"]
+            if isinstance(c, dict) and all(isinstance(c.get(k), str) for k in ("kind", "name", "message"))
+            and c.get("state") in ("passed", "failed", "undecidable") and isinstance(c.get("fails_run"), bool))
+        options["recorded"] = (bool(summary.get("gated", summary.get("verdict") != "report")), checks)
+        compared_with = summary.get("compared_with")
+        if isinstance(compared_with, str) and compared_with != saved.name:
+            try:
+                options["baseline"] = load_baseline(compared_with, runs_dir)
+            except (RunNotFound, ValueError, OSError):
+                pass  # the baseline is gone: the verdict stands, the changes cannot be shown
+            mapping = saved.manifest.get("compare_map")
+            if isinstance(mapping, dict):
+                options["compare_map"] = {str(k): str(v) for k, v in mapping.items()}
+    dataset = saved.manifest.get("dataset")
+    if isinstance(dataset, dict) and isinstance(dataset.get("sha256"), str):
+        options["dataset_sha"] = dataset["sha256"]
+    return _session(saved, **options)
+
+
 def _print(session: "ResearchSession", title: str, *, markdown: bool) -> None:
     from .reporting import terminal
     from .text_safety import for_terminal
@@ -131,13 +166,12 @@ def _print(session: "ResearchSession", title: str, *, markdown: bool) -> None:
         print(terminal.comparison_text(outcome.comparison, session.family))
     for check in outcome.checks:
         print(f"{check.mark} {check.message}")
-    if outcome.gated:
-        print(f"researchqa: {outcome.headline}")
+    print(f"researchqa: {outcome.headline}")
 
 
 def _show(spec: str, runs_dir: Path, *, markdown: bool, as_json: bool = False) -> int:
     saved = load_run(resolve_run(spec, runs_dir))
-    session = _session(saved)
+    session = _replayed(saved, runs_dir)
     if as_json:
         import json
 
@@ -177,7 +211,7 @@ def _view(spec: str, runs_dir: Path, *, compare: Optional[str], output: Optional
     from .reporting.html import render, write_html
 
     saved = load_run(resolve_run(spec, runs_dir))
-    session = _session(saved)
+    session = _replayed(saved, runs_dir)
     other = None
     if compare is not None:
         baseline = load_run(resolve_run(compare, runs_dir))
@@ -192,7 +226,7 @@ def _view(spec: str, runs_dir: Path, *, compare: Optional[str], output: Optional
     return 0
 
 
-def _add_generate(commands) -> None:
+def _add_generate(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     generate = commands.add_parser(
         "generate", help="write benchmark rows from a folder of papers (every expected passage verified verbatim)",
         description="One structured model call per paper writes lookup, comprehension, multi-hop and false-premise "

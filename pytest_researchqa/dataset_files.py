@@ -162,7 +162,7 @@ def _loader() -> type:
     class NoAliases(yaml.SafeLoader):
         def compose_node(self, parent: Any, index: Any) -> Any:
             if self.check_event(yaml.AliasEvent):
-                event = self.peek_event()
+                event = self.peek_event()  # type: ignore[no-untyped-call]
                 raise yaml.composer.ComposerError(
                     None, None, "aliases (*name) are not allowed in a dataset", event.start_mark)
             return super().compose_node(parent, index)

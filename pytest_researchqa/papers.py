@@ -21,7 +21,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from .families.citation.matcher import MatchIndex
@@ -205,7 +205,7 @@ def _cache_file(cache_dir: Path, digest: str) -> Path:
     return cache_dir / "extracted" / f"{digest}-pypdf{_pypdf_version()}-v{EXTRACTION_VERSION}.json"
 
 
-def _cached_extraction(cache_dir: Path, digest: str) -> dict | None:
+def _cached_extraction(cache_dir: Path, digest: str) -> dict[str, Any] | None:
     try:
         cached = json.loads(_cache_file(cache_dir, digest).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -219,7 +219,7 @@ def _cached_extraction(cache_dir: Path, digest: str) -> dict | None:
     return None
 
 
-def _extract_pdf(data: bytes, path: Path, paper_id: str) -> dict:
+def _extract_pdf(data: bytes, path: Path, paper_id: str) -> dict[str, Any]:
     import io
 
     import pypdf
@@ -267,11 +267,27 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
+def _umask() -> int:
+    """The process's umask, read once (Linux says it in /proc; elsewhere set and restored at once)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(target: Path, data: bytes) -> None:
     """Write via a temporary file and rename: safe with concurrent xdist workers."""
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
     try:
+        if hasattr(os, "fchmod"):  # mkstemp's 0600 would make shared CI artifacts unreadable: honour the umask
+            os.fchmod(handle, 0o666 & ~_umask())
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
         os.replace(temporary, target)

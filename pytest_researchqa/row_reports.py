@@ -23,13 +23,25 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # A failed row's diagnosis in the terminal: at most this many lines (the rest: --tb=long, saved runs).
 DIAGNOSIS_LINES = 8
-# Within each failed check, the lines a reader needs first: the quote, where it departs, the section missed.
-_FIRST = re.compile(r"^\s*(\[\d+\]|missed |departs from|differs from)")
+# A saved row keeps its whole diagnosis (the HTML report shows it), up to this many lines.
+SAVED_DIAGNOSIS_LINES = 60
+# Within a failed check, the lines a reader needs first, most telling first: the section missed,
+# the first quote, where it departs from the paper and what each then says.
+_TELLING = tuple(re.compile(p) for p in (
+    r"^\s*missed ", r"^\s*\[\d+\]", r"^\s*(departs from|differs from)", r"^\s*the quote goes on",
+    r"^\s*the paper goes on"))
+
+
+def _rank(line: str, later: bool) -> tuple[int, int]:
+    """How telling a detail line is: the first quote's lines before any later quote's."""
+    found = next((n for n, pattern in enumerate(_TELLING) if pattern.match(line)), len(_TELLING))
+    return (1 if later else 0, found)
 
 
 def diagnosis_of(message: str) -> str:
     """The assertion's message cut to what a reader needs: every failed check's headline, then its
-    most telling lines (the quote, where it departs from the paper, the section missed)."""
+    most telling lines (the section missed, the quote, where it departs and how quote and paper
+    go on), the first check first."""
     lines = [line.rstrip() for line in message.strip().splitlines() if line.strip()] or ["below the per-row bar"]
     if len(lines) <= DIAGNOSIS_LINES:
         return "\n".join(lines)
@@ -39,17 +51,41 @@ def diagnosis_of(message: str) -> str:
             blocks.append([line])
         else:
             blocks[-1].append(line)
-    room = max(0, DIAGNOSIS_LINES - 1 - len(blocks)) // max(1, len(blocks))
+    ranked: list[list[int]] = []
+    for _, *details in blocks:
+        quotes = 0
+        keys = []
+        for n, line in enumerate(details):
+            quotes += bool(_TELLING[1].match(line))
+            keys.append((_rank(line, quotes > 1), n))
+        ranked.append([n for rank, n in sorted(keys) if rank[1] < len(_TELLING)])
+    budget = max(0, DIAGNOSIS_LINES - 1 - len(blocks))
+    chosen: list[set[int]] = [set() for _ in blocks]
+    for n, best in enumerate(ranked):  # each check's most telling line, then the first checks' others
+        if best and budget:
+            chosen[n].add(best[0])
+            budget -= 1
+    for n, best in enumerate(ranked):
+        for detail in best[1:budget + 1]:
+            chosen[n].add(detail)
+        budget -= len(best[1:budget + 1])
     kept: list[str] = []
-    for head, *details in blocks:
-        ranked = sorted(range(len(details)), key=lambda n: (not _FIRST.match(details[n]), n))[:room]
-        kept += [head, *(details[n] for n in sorted(ranked))]
+    for (head, *details), picked in zip(blocks, chosen):
+        kept += [head, *(details[n] for n in sorted(picked))]
     kept = kept[:DIAGNOSIS_LINES - 1]
     return "\n".join([*kept, f"... {len(lines) - len(kept)} more line(s): --tb=long, or the HTML report"])
 
 
+def saved_diagnosis(message: str) -> str:
+    """The whole diagnosis a saved row keeps (blank lines dropped, long ones capped)."""
+    lines = [line.rstrip() for line in message.strip().splitlines() if line.strip()] or ["below the per-row bar"]
+    if len(lines) > SAVED_DIAGNOSIS_LINES:
+        lines = [*lines[:SAVED_DIAGNOSIS_LINES - 1], f"... {len(lines) - SAVED_DIAGNOSIS_LINES + 1} more line(s)"]
+    return "\n".join(lines)
+
+
 def wants_full_report(config: pytest.Config) -> bool:
-    return config.option.tbstyle == "long" or config.getoption("verbose") > 0
+    return bool(config.option.tbstyle == "long" or config.getoption("verbose") > 0)
 
 
 def settle(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport, record: "RowRecord",
@@ -61,7 +97,7 @@ def settle(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestRe
         if not call.excinfo.errisinstance((pytest.xfail.Exception, pytest.skip.Exception)):  # type: ignore[union-attr]
             record.error = f"{call.excinfo.typename}: {call.excinfo.value}"  # type: ignore[union-attr]
     if graded_failure and call.excinfo is not None:
-        record.diagnosis = state.redact(diagnosis_of(str(call.excinfo.value)))  # a provider may echo a key
+        record.diagnosis = state.redact(saved_diagnosis(str(call.excinfo.value)))  # a provider may echo a key
         if not state.settings.fail_rows:
             first_line = record.diagnosis.splitlines()[0]
             report.outcome = "skipped"
@@ -69,7 +105,7 @@ def settle(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestRe
             record.outcome = "below_bar"
             return
         if not wants_full_report(item.config):
-            report.longrepr = for_terminal(f"{record.system} · {record.row_id}: {record.diagnosis}")
+            report.longrepr = for_terminal(f"{record.system} · {record.row_id}: {diagnosis_of(record.diagnosis)}")
     record.outcome = "error" if record.error else ("xfailed" if hasattr(report, "wasxfail") else report.outcome)
 
 
@@ -94,6 +130,8 @@ def check_reports(outcome: Any) -> list[pytest.TestReport]:
     """The gates as test reports (setup, call, teardown each), so JUnit and pytest's own counts carry
     every gate as a testcase of its own: ``researchqa.gates.<kind>`` / ``<metric>[<system>]``."""
     reports: list[pytest.TestReport] = []
+    if not outcome.gated:
+        return reports  # without gates, a row in error or a failing test is its own testcase already
     for check in outcome.checks:
         nodeid = f"researchqa::gates::{check.name}"
         location = ("researchqa", None, f"gates::{check.name}")

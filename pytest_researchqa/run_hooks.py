@@ -333,8 +333,10 @@ class RunHooks:
         if (html_path := settings.html) is not None:
             from .reporting.html import render, write_html
 
-            self._output("the HTML report", html_path, lambda: write_html(
-                html_path, render(outcome, state.family, f"researchqa {settings.save_name}", figures=self.plots)))
+            baseline = state.session.baseline  # the rows that changed against it, as `view --compare` shows
+            other = (baseline.name, baseline.records) if baseline is not None else None
+            self._output("the HTML report", html_path, lambda: write_html(html_path, render(
+                outcome, state.family, f"researchqa {settings.save_name}", figures=self.plots, other=other)))
 
     def _after_answers(self, state: "RunState") -> None:
         """The family's end-of-run step (the rubric family's pairwise battles), once every row is answered:
@@ -399,6 +401,7 @@ class RunHooks:
                                **(folder_hashes(settings.judge_prompts) if settings.judge_prompts else {})}
                               if settings.judges else {}),
             "baseline": settings.baseline,
+            "compare_map": dict(settings.compare_map),
             "family_results": outcome.family_results,
             "selection": {"rows": selection.rows, "keyword": selection.keyword, "markexpr": selection.markexpr,
                           "sample": selection.sample, "rerun_subset": selection.rerun_subset},

@@ -18,7 +18,7 @@ from .records import RowRecord
 from .reporting.compare import Baseline, Comparison, compare
 from .reporting.gates import Gate, RegressionGate, evaluate, evaluate_regressions
 from .reporting.guards import judge_guards
-from .reporting.outcome import RunOutcome, Selection
+from .reporting.outcome import Check, RunOutcome, Selection
 from .reporting.summaries import group, system_of
 from .stats import Interval, bootstrap_mean
 
@@ -45,6 +45,8 @@ class ResearchSession:
     family_results: dict[str, Any] = field(default_factory=dict)
     # What went wrong around the rows, once per process (the answer cache turned off by a full disk).
     run_notes: list[str] = field(default_factory=list)
+    # A saved run replayed (show, view): whether its run was gated and the checks it decided.
+    recorded: Optional[tuple[bool, tuple[Check, ...]]] = None
     _outcome: Optional[RunOutcome] = None
 
     @property
@@ -70,6 +72,8 @@ class ResearchSession:
         # Gates judge the benchmark's rows: a run that selected none of them (ini settings with
         # `pytest tests/test_x.py`) is not theirs to decide.
         gated = self.gates_decide and bool(records or self.selection.rows)
+        if self.recorded is not None:
+            gated = self.recorded[0]
         notes: list[str] = list(dict.fromkeys(self.run_notes))
         if (self.gates or self.regressions) and not self.gates_apply:
             notes.append("gates are not evaluated in audit mode (no system runs)")
@@ -99,6 +103,7 @@ class ResearchSession:
             family_results=self.family_results or None,
             undecidable_fails=self.undecidable_fails,
             missing_baseline=self.missing_baseline if gated else None,
+            recorded_checks=self.recorded[1] if self.recorded is not None else None,
         )
 
     def _partial_reasons(self, measured: int, invalid: int) -> list[str]:

@@ -119,7 +119,7 @@ class ControllerHooks:
 
         papers = self._papers_by_test_id()
 
-        class ByPaper(LoadScopeScheduling):
+        class ByPaper(LoadScopeScheduling):  # type: ignore[misc]  # xdist ships no type hints
             def _split_scope(self, nodeid: str) -> str:
                 test_id = nodeid.rpartition("[")[2].rstrip("]")
                 paper = papers.get(test_id)

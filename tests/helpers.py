@@ -48,6 +48,11 @@ def shared_path(*parts: str) -> Path:
     return path
 
 
+# A fresh pytest process here leaves Hypothesis's pytest plugin out: the test environment carries
+# Hypothesis (for the property tests), whose plugin imports all of Hypothesis at every run's end
+# (about 1.5 s of CPU a process), a cost a user's project without Hypothesis never has.
+WITHOUT_HYPOTHESIS = ("-p", "no:hypothesispytest")
+
 _NAMED_MODELS = ("--researchqa-model=", "--researchqa-judge=", "--researchqa-judge-pool=")
 
 
@@ -68,4 +73,4 @@ def run_pytest(pytester: pytest.Pytester, *args: str, cache: Path, server: Optio
             params += [f"--researchqa-model-param={model}:api_base={server.url}",
                        f"--researchqa-model-param={model}:api_key={key}"]
     full = ("-p", "no:cacheprovider", f"--researchqa-cache-dir={cache}", *args, *params)
-    return pytester.runpytest_subprocess(*full) if subprocess_ else pytester.runpytest(*full)
+    return pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, *full) if subprocess_ else pytester.runpytest(*full)

@@ -18,6 +18,7 @@ from xml.etree import ElementTree
 
 import pytest
 import yaml
+from helpers import WITHOUT_HYPOTHESIS
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "datasets" / "sample"
@@ -84,7 +85,8 @@ def run_step(project: Path, event: str, *, broken: bool = False) -> subprocess.C
         (bin_dir / "python").chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "GITHUB_"))}
     env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(project),
-               RESEARCHQA_CACHE_DIR=str(project.parent / "cache"), LITELLM_LOCAL_MODEL_COST_MAP="True")
+               RESEARCHQA_CACHE_DIR=str(project.parent / "cache"), LITELLM_LOCAL_MODEL_COST_MAP="True",
+               PYTEST_ADDOPTS=" ".join(WITHOUT_HYPOTHESIS))
     if broken:
         env["MY_RAG_BROKEN"] = "1"
     return subprocess.run(["bash", "-e", "-c", benchmark_script(event)], cwd=project, env=env,

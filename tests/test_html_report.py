@@ -39,6 +39,12 @@ def test_a_word_diff_marks_what_only_the_quote_and_what_only_the_paper_says():
         ["=", "students numbered"], ["-", "999"], ["+", "412"], ["=", "in all"]]
 
 
+def test_the_paper_going_on_past_the_quotes_end_is_context_not_something_the_quote_left_out():
+    assert word_diff("the rate was 999", "the rate was 412 on average in all sections") == [
+        ["=", "the rate was"], ["-", "999"], ["+", "412"], [">", "on average in all sections"]]
+    assert word_diff("in 18", "in 18 course sections")[-1] == [">", "course sections"]
+
+
 def dump(report: Path, fragment: str, tmp_path: Path, screenshot: str | None = None) -> str:
     assert CHROMIUM is not None
     url = report.resolve().as_uri() + ("#" + fragment if fragment else "")
@@ -126,6 +132,8 @@ def test_view_writes_a_saved_runs_report_and_compare_lists_the_rows_that_changed
         session.add(record)
     data = page_data(session.outcome(), CITATION, "t", other=("before", before.records))
     changed = data["compare"]["changed"]
+    unpaired = page_data(session.outcome(), CITATION, "t", other=("before", load_run(resolve_run("before", runs)).records))
+    assert (unpaired["compare"]["only_here"], unpaired["compare"]["only_baseline"]) == (["bm25"], ["oracle"])
     assert changed and changed[0]["size"] >= changed[-1]["size"], "the largest changes first"
     assert {c["key"].split("\u241f")[1] for c in changed} <= {r["row_id"] for r in data["rows"]}
     row = next(r for r in data["rows"] if r["row_id"] == "edu-multihop-1")

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import SAMPLE, leaderboard_table, run_pytest
+from helpers import SAMPLE, WITHOUT_HYPOTHESIS, leaderboard_table, run_pytest
 from llm_server import ScriptedLLM
 
 from pytest_researchqa.families.citation.loaders import load_dataset
@@ -319,7 +319,8 @@ def test_a_run_killed_with_sigkill_resumes_without_repeating_a_call(tmp_path):
     import json
 
     with ScriptedLLM(latency_s=0.25) as slow:
-        args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--researchqa-model=openai/good",
+        args = [sys.executable, "-m", "pytest", *WITHOUT_HYPOTHESIS, "-p", "no:cacheprovider", "-q",
+                "--researchqa-model=openai/good",
                 f"--researchqa-model-param=openai/good:api_base={slow.url}",
                 "--researchqa-model-param=openai/good:api_key=t", "--researchqa-concurrency=2",
                 f"--researchqa-cache-dir={tmp_path}"]
@@ -347,7 +348,8 @@ def test_under_xdist_each_worker_pipelines_its_own_rows_without_duplicate_calls(
     with ScriptedLLM(latency_s=0.1) as slow:
         common = ("--researchqa-model=openai/good", f"--researchqa-model-param=openai/good:api_base={slow.url}",
                   "--researchqa-model-param=openai/good:api_key=t", "-p", "no:cacheprovider")
-        parallel = pytester.runpytest_subprocess(*common, f"--researchqa-cache-dir={tmp_path / 'a'}", "-n", "2")
+        parallel = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, *common, f"--researchqa-cache-dir={tmp_path / 'a'}",
+                                                 "-n", "2")
         parallel_calls = slow.calls()
         serial = pytester.runpytest(*common, f"--researchqa-cache-dir={tmp_path / 'b'}", "-p", "no:xdist")
     assert parallel_calls == 27 and slow.calls() == 54, "each row asked once per run"

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import leaderboard_table
+from helpers import WITHOUT_HYPOTHESIS, leaderboard_table
 
 
 def saved_run(pytester: pytest.Pytester) -> "Path":  # noqa: F821
@@ -47,7 +47,7 @@ def test_under_xdist_the_leaderboard_the_saved_rows_and_the_regression_gate_are_
     a fresh interpreter."""
     args = ("--researchqa-system=bm25", "--researchqa-system=oracle", f"--researchqa-cache-dir={tmp_path}", *RUN)
     serial = pytester.runpytest(*args, "--researchqa-save=serial", "-p", "no:xdist")
-    parallel = pytester.runpytest_subprocess(*args, "--researchqa-save=parallel", "-n", "2", "-v",
+    parallel = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, *args, "--researchqa-save=parallel", "-n", "2", "-v",
                                              "--researchqa-compare=serial",
                                              "--researchqa-fail-on-regression=section_coverage")
     assert "2 workers" in parallel.stdout.str()
@@ -403,3 +403,52 @@ def test_a_baseline_of_another_family_is_a_usage_error_not_a_wrong_reason(pytest
                                 f"--researchqa-cache-dir={tmp_path}", *RUN)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*is a run of the rubric family; this run is of the citation family*"])
+
+
+CRASHES_ON_ONE_ROW = '''
+from pytest_researchqa import Answer
+
+def answer(question, paper, *, row):
+    if row.row_id == "edu-lookup-1":
+        raise RuntimeError("the index is down")
+    return Answer(text="no idea", citations=[])
+'''
+
+
+def test_a_run_without_gates_whose_row_errors_says_it_failed_in_every_medium(pytester, tmp_path):
+    pytester.makepyfile(crashy=CRASHES_ON_ONE_ROW)
+    pytester.syspathinsert()
+    result = pytester.runpytest("--researchqa-system=crashy:answer", "-k", "edu", "-p", "no:cacheprovider",
+                                f"--researchqa-cache-dir={tmp_path}", "--researchqa-json=s.json",
+                                "--researchqa-markdown=s.md", "--junitxml=j.xml")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["researchqa: run FAILED: 1 row(s) errored (no gate configured)"])
+    summary = json.loads((pytester.path / "s.json").read_text())
+    assert (summary["verdict"], summary["passed"], summary["gated"]) == ("failed", False, False)
+    assert [c["name"] for c in summary["checks"]] == ["run::no_errors"]
+    assert (pytester.path / "s.md").read_text().startswith("## researchqa — FAILED ❌")
+    junit = (pytester.path / "j.xml").read_text()
+    assert 'errors="1"' in junit and "researchqa.gates" not in junit, "the erroring row is the testcase"
+
+
+def test_show_and_view_of_a_saved_gated_run_say_what_its_run_decided(pytester, tmp_path, capsys):
+    from pytest_researchqa.__main__ import _replayed, main
+    from pytest_researchqa.reporting.html import page_data
+    from pytest_researchqa.runs import load_run, resolve_run
+
+    common = ("-p", "no:cacheprovider", f"--researchqa-cache-dir={tmp_path}", "-k", "edu or env or ml")
+    pytester.runpytest(*common, "--researchqa-system=oracle", "--researchqa-save=main")
+    regressed = pytester.runpytest(*common, "--researchqa-system=bm25", "--researchqa-save=pr",
+                                   "--researchqa-compare=main", "--researchqa-compare-map=bm25=oracle",
+                                   "--researchqa-fail-on-regression=citation_precision")
+    assert regressed.ret == 1
+    runs = pytester.path / ".researchqa" / "runs"
+    capsys.readouterr()
+    assert main(["--runs", str(runs), "show", "pr"]) == 0
+    shown = capsys.readouterr().out
+    assert "researchqa: gates FAILED: 1 of 1 check(s) failed" in shown and "REGRESSED" in shown
+    saved = load_run(resolve_run("pr", runs))
+    outcome = _replayed(saved, runs).outcome()
+    data = page_data(outcome, _replayed(saved, runs).family, "t")
+    assert data["verdict"] == "failed" and data["headline"].startswith("gates FAILED")
+    assert outcome.comparison is not None and outcome.comparison.baseline.endswith("main"), "the changes, too"

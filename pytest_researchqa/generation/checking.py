@@ -81,15 +81,15 @@ class Candidate:
 class PaperResult:
     """A paper's rows (plain data in the row schema) and its report entry."""
 
-    rows: list[dict]
-    report: dict
+    rows: list[dict[str, Any]]
+    report: dict[str, Any]
 
 
 # --------------------------------------------------------------------------- candidates
 
 
 def candidates_from(parsed: ParsedGeneration, paper_id: str, counts: dict[str, int], template: str = ""
-                    ) -> tuple[list[Candidate], dict]:
+                    ) -> tuple[list[Candidate], dict[str, Any]]:
     """The requested number of questions of each type, and notes on what the reply lacked or broke.
 
     A question, expected answer or passage that is template filler (empty, ``...``, ``<question>``) or
@@ -106,7 +106,7 @@ def candidates_from(parsed: ParsedGeneration, paper_id: str, counts: dict[str, i
             found["lookup"].append(_candidate("lookup", chunk.lookup, dict(base), template))
         if chunk.comprehension is not None:
             found["comprehension"].append(_candidate("comprehension", chunk.comprehension, dict(base), template))
-    others: tuple[tuple[str, list], ...] = (("multi_hop", parsed.multi_hop), ("adversarial", parsed.adversarial))
+    others: tuple[tuple[str, list[Any]], ...] = (("multi_hop", parsed.multi_hop), ("adversarial", parsed.adversarial))
     for kind, items in others:
         for number, item in enumerate(items, start=1):
             if isinstance(item, str):
@@ -128,7 +128,7 @@ def candidates_from(parsed: ParsedGeneration, paper_id: str, counts: dict[str, i
     return chosen, notes
 
 
-def _candidate(kind: str, item: LookupItem, metadata: dict, template: str = "") -> Candidate:
+def _candidate(kind: str, item: LookupItem, metadata: dict[str, Any], template: str = "") -> Candidate:
     sections = [_section(block, template) for block in item.expected_references]
     candidate = Candidate("", kind, item.question.strip(), item.expected_answer.strip(), sections,
                           evidence_required=kind != "adversarial", metadata=metadata)
@@ -192,7 +192,7 @@ def check_passages(candidates: list[Candidate], index: MatchIndex) -> None:
                 passage.status = VERBATIM_STATUS
 
 
-def repair_requests(candidates: list[Candidate]) -> list[dict]:
+def repair_requests(candidates: list[Candidate]) -> list[dict[str, Any]]:
     """One item per passage that is not verbatim: what the model wrote and where it went wrong."""
     items = []
     for candidate in candidates:
@@ -206,7 +206,7 @@ def repair_requests(candidates: list[Candidate]) -> list[dict]:
     return items
 
 
-def diagnosis(match: CitationMatch) -> dict:
+def diagnosis(match: CitationMatch) -> dict[str, Any]:
     """The matcher's findings in plain words: its verdict, the nearest passage, the departure point."""
     found: dict[str, Any] = {"checker_verdict": match.verdict, "checker_says": _finding(match)}
     departure = match.departure
@@ -290,8 +290,8 @@ def finish(candidates: list[Candidate], paper_id: str, domain: str, index: Match
     from ..families.citation.rows import Row
 
     drop_duplicates(candidates)
-    rows: list[dict] = []
-    dropped_rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
+    dropped_rows: list[dict[str, Any]] = []
     excerpts_left_out = 0  # chunk excerpts (metadata, not evidence) that were not verbatim
     for candidate in candidates:
         reason = candidate.dropped or _lost_section(candidate) or _shared_passage(candidate, index)
@@ -356,7 +356,7 @@ def _shared_passage(candidate: Candidate, index: MatchIndex) -> Optional[str]:
     return None
 
 
-def _row(candidate: Candidate, paper_id: str, domain: str, index: MatchIndex) -> dict:
+def _row(candidate: Candidate, paper_id: str, domain: str, index: MatchIndex) -> dict[str, Any]:
     # A refuting section that lost its passages leaves an adversarial row, graded by refusal, without it.
     sections = [s for s in candidate.sections if s.kept]
     metadata = {k: v for k, v in candidate.metadata.items() if v not in (None, "")}

@@ -16,11 +16,13 @@ import concurrent.futures
 import json
 import sys
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, TextIO
 
 from ..costs import add_cost, spend_text
+from ..families.citation import QUESTION_TYPES
 from ..llm.cache import AnswerCache, cache_key
 from ..llm.engine import CallResult, ModelRunner, ProviderError
 from ..llm.prompts import Prompt, fill, load_prompt
@@ -52,8 +54,8 @@ class GenerateError(Exception):
 @dataclass(frozen=True)
 class GenerateOptions:
     model: str
-    params: dict = field(default_factory=dict)
-    counts: dict = field(default_factory=lambda: dict(checking.DEFAULT_COUNTS))
+    params: dict[str, Any] = field(default_factory=dict)
+    counts: dict[str, Any] = field(default_factory=lambda: dict(checking.DEFAULT_COUNTS))
     domain: Optional[str] = None
     concurrency: Optional[int] = None  # None: the profile's (1 for a local server, else 5)
     rows_per_minute: Optional[int] = None
@@ -74,7 +76,7 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
-    def add(self, call: dict) -> None:
+    def add(self, call: dict[str, Any]) -> None:
         if call["cached"]:
             self.cached += 1
             return
@@ -106,7 +108,7 @@ class Usage:
     def spend(self) -> str:
         return spend_text(self.cost_usd)
 
-    def to_plain(self) -> dict:
+    def to_plain(self) -> dict[str, Any]:
         return {"calls": self.calls, "failed_calls": self.failed, "from_cache": self.cached, "cost_usd": self.cost_usd,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
 
@@ -119,12 +121,12 @@ class PaperJob:
     source: Path
     paper: Optional[Paper] = None
     text: str = ""  # what the model sees (the whole paper unless it had to be cut)
-    candidates: list = field(default_factory=list)
+    candidates: list[Any] = field(default_factory=list)
     domain: str = "unknown"
-    notes: dict = field(default_factory=dict)
+    notes: dict[str, Any] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
-    rows: list = field(default_factory=list)
-    report: dict = field(default_factory=dict)
+    rows: list[Any] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
     error: Optional[str] = None
 
 
@@ -204,7 +206,7 @@ class RowWriter(ModelCaller):
         budget = self.paper_chars(counts)
         return paper.text if len(paper.text) <= budget else paper.text[:budget]
 
-    def _call_params(self, counts: dict[str, int], schema: dict, name: str) -> dict:
+    def _call_params(self, counts: dict[str, int], schema: dict[str, Any], name: str) -> dict[str, Any]:
         kwargs = dict(self.spec.call_params)
         cap = self.output_cap(counts)
         if cap is not None:
@@ -213,7 +215,7 @@ class RowWriter(ModelCaller):
             kwargs.update(_structured_output(self.spec, schema, name))
         return kwargs
 
-    def generation(self, job: PaperJob, counts: dict[str, int]) -> concurrent.futures.Future:
+    def generation(self, job: PaperJob, counts: dict[str, int]) -> Future[Any]:
         assert job.paper is not None
         chunks = max(counts.get("lookup", 0), counts.get("comprehension", 0))
         prompt = fill(self.generate_prompt.template, dict(
@@ -227,7 +229,7 @@ class RowWriter(ModelCaller):
         return self.runner.submit(self.spec.provider, lambda: self._reply(
             key, prompt, kwargs, self.generate_prompt, parse_generation, schema, job.paper_id))
 
-    def repair(self, job: PaperJob, items: list[dict], counts: dict[str, int]) -> concurrent.futures.Future:
+    def repair(self, job: PaperJob, items: list[dict[str, Any]], counts: dict[str, int]) -> Future[Any]:
         assert job.paper is not None
         listed = json.dumps(items, ensure_ascii=False, indent=1)
         prompt = fill(self.repair_prompt.template, dict(paper=job.text, source=job.paper_id, items=listed))
@@ -249,8 +251,10 @@ class RowWriter(ModelCaller):
         index = job.paper.match_index
         return [s for s in quotable_sentences(job.text) if checking.is_expected_passage(index.match(s))]
 
-    async def _reply(self, key: str, prompt: str, kwargs: dict, template: Prompt,
-                     parse: Callable[[Optional[str]], Any], schema: dict, paper_id: str) -> tuple[Any, dict]:
+    async def _reply(
+        self, key: str, prompt: str, kwargs: dict[str, Any], template: Prompt,
+        parse: Callable[[Optional[str]], Any], schema: dict[str, Any], paper_id: str,
+    ) -> tuple[Any, dict[str, Any]]:
         from ..llm.contract import MalformedReply
 
         if not self.refresh:
@@ -343,7 +347,7 @@ class GenerationRun:
         return jobs
 
     def _run(self, jobs: list[PaperJob], writer: RowWriter) -> None:
-        pending: dict[concurrent.futures.Future, tuple[PaperJob, str]] = {}
+        pending: dict[Future[Any], tuple[PaperJob, str]] = {}
         for job in jobs:
             try:
                 job.paper = self.store.get(job.paper_id)
@@ -373,8 +377,8 @@ class GenerationRun:
                 if follow_up is not None:
                     pending[follow_up] = (job, "repair")
 
-    def _advance(self, job: PaperJob, stage: str, future: concurrent.futures.Future,
-                 writer: RowWriter) -> Optional[concurrent.futures.Future]:
+    def _advance(self, job: PaperJob, stage: str, future: Future[Any],
+                 writer: RowWriter) -> Optional[Future[Any]]:
         """Take a finished call further: check the generated rows (maybe asking for repairs), or finish."""
         try:
             parsed, call = future.result()
@@ -391,7 +395,7 @@ class GenerationRun:
         self._after_repair(job, parsed)
         return None
 
-    def _after_generation(self, job: PaperJob, parsed, writer: RowWriter) -> Optional[concurrent.futures.Future]:
+    def _after_generation(self, job: PaperJob, parsed: Any, writer: RowWriter) -> Optional[Future[Any]]:
         assert job.paper is not None
         job.domain = self.options.domain or parsed.domain or "unknown"
         job.candidates, notes = checking.candidates_from(parsed, job.paper_id, self.options.counts,
@@ -404,7 +408,7 @@ class GenerationRun:
         self._after_repair(job, {})
         return None
 
-    def _after_repair(self, job: PaperJob, repairs: Optional[dict], failure: Optional[str] = None) -> None:
+    def _after_repair(self, job: PaperJob, repairs: Optional[dict[str, Any]], failure: Optional[str] = None) -> None:
         assert job.paper is not None
         checking.apply_repairs(job.candidates, repairs, job.paper.match_index,
                                failure=redact(failure, self.secrets) if failure else None)
@@ -454,7 +458,7 @@ def report_path_for(out: Path) -> Path:
     return out.with_name(f"{out.name.rsplit('.', 1)[0]}.report.json")
 
 
-def write_rows(out: Path, rows: list[dict], header: dict) -> None:
+def write_rows(out: Path, rows: list[dict[str, Any]], header: dict[str, Any]) -> None:
     """The rows in the file shape the suffix names, written atomically."""
     suffix = out.suffix.lower()
     if suffix == ".jsonl":
@@ -473,7 +477,7 @@ def write_rows(out: Path, rows: list[dict], header: dict) -> None:
     atomic_write(out, data)
 
 
-def _flat(row: dict) -> dict:
+def _flat(row: dict[str, Any]) -> dict[str, Any]:
     """The published flat shape: metadata as top-level ``metadata_*`` keys."""
     flat = {k: v for k, v in row.items() if k != "metadata"}
     flat.update({f"metadata_{k}": v for k, v in row.get("metadata", {}).items()})
@@ -486,8 +490,8 @@ def generate(papers_dir: Path, out: Path, options: GenerateOptions, *, report: O
     if out.suffix.lower() not in OUTPUT_SUFFIXES:
         raise GenerateError(f"{out}: the output must end in .yaml, .jsonl or .json")
     for kind, count in options.counts.items():
-        if kind not in checking.QUESTION_TYPES:
-            raise GenerateError(f"unknown question type {kind!r} (use {', '.join(checking.QUESTION_TYPES)})")
+        if kind not in QUESTION_TYPES:
+            raise GenerateError(f"unknown question type {kind!r} (use {', '.join(QUESTION_TYPES)})")
         if count < 0:
             raise GenerateError(f"{kind}={count}: a count cannot be negative")
     run = GenerationRun(papers_dir, options, stream or sys.stdout)

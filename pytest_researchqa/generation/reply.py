@@ -154,11 +154,11 @@ def parse_repairs(text: Optional[str]) -> dict[str, Optional[str]]:
     return {item.id: (item.passage if item.passage and item.passage.strip() else None) for item in reply.repairs}
 
 
-def _as_list(value: Any) -> list:
+def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def generation_schema(counts: Optional[dict[str, int]] = None, passages: Sequence[str] = ()) -> dict:
+def generation_schema(counts: Optional[dict[str, int]] = None, passages: Sequence[str] = ()) -> dict[str, Any]:
     """The reply's JSON schema; with ``counts``, one a grammar holds a small model to.
 
     A local server turns the schema into a grammar (JSON-object mode), so the schema is what the
@@ -173,13 +173,13 @@ def generation_schema(counts: Optional[dict[str, int]] = None, passages: Sequenc
     lookup, comprehension = counts.get("lookup", 0), counts.get("comprehension", 0)
     chunk_items = max(lookup, comprehension)
 
-    def text(most: int, least: int = 1) -> dict:
+    def text(most: int, least: int = 1) -> dict[str, Any]:
         return {"type": "string", "minLength": least, "maxLength": most}
 
-    def listed(item: dict, number: int) -> dict:
+    def listed(item: dict[str, Any], number: int) -> dict[str, Any]:
         return {"type": "array", "items": item, "minItems": number, "maxItems": number}
 
-    def strict(properties: dict) -> dict:
+    def strict(properties: dict[str, Any]) -> dict[str, Any]:
         return {"type": "object", "properties": properties, "required": list(properties),
                 "additionalProperties": False}
 
@@ -194,7 +194,7 @@ def generation_schema(counts: Optional[dict[str, int]] = None, passages: Sequenc
     lookup_item = strict({**question, **one_block})
     comprehension_item = strict({**question, **one_block, "judge_rubric": text(400)})
 
-    def slot(item: dict, wanted: int) -> dict:
+    def slot(item: dict[str, Any], wanted: int) -> dict[str, Any]:
         if wanted == 0:
             return {"type": "null"}
         return item if wanted == chunk_items else {"anyOf": [item, {"type": "null"}]}
@@ -224,7 +224,7 @@ def reply_tokens(counts: dict[str, int]) -> int:
     return chars // 4
 
 
-def repair_schema(ids: Sequence[str] = (), passages: Sequence[str] = ()) -> dict:
+def repair_schema(ids: Sequence[str] = (), passages: Sequence[str] = ()) -> dict[str, Any]:
     """The repair reply's schema; with ``ids``, one item for each of them (a grammar holds a small model to
     it), and with ``passages`` each new passage one of them or null."""
     if not ids:

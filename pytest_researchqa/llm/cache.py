@@ -18,7 +18,10 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import TypeGuard
 
 from ..papers import atomic_write
 
@@ -48,7 +51,7 @@ class AnswerCache:
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
-    def get(self, key: str, accept: Optional[Callable[[dict], bool]] = None) -> Optional[dict]:
+    def get(self, key: str, accept: Optional[Callable[[dict[str, Any]], bool]] = None) -> Optional[dict[str, Any]]:
         """The entry, or None for a miss: absent, unreadable, malformed, or refused by ``accept`` (the
         reader's own check, e.g. a verdict of another plugin version's shape)."""
         try:
@@ -109,7 +112,7 @@ class AnswerCache:
             return Claim(path, fd)
         return Claim(None, None)  # the lock file keeps being replaced under us: ask without coordinating
 
-    def put(self, key: str, entry: dict) -> None:
+    def put(self, key: str, entry: dict[str, Any]) -> None:
         if self.off is not None:
             self.uncached += 1
             return
@@ -143,14 +146,14 @@ class AnswerCache:
                 f"{self.uncached} later answers and verdicts were not cached and will be asked for again next run")
 
 
-def _accepted(accept: Callable[[dict], bool], entry: dict) -> bool:
+def _accepted(accept: Callable[[dict[str, Any]], bool], entry: dict[str, Any]) -> bool:
     try:
         return bool(accept(entry))
     except Exception:  # noqa: BLE001 -- a check that trips over a strange entry has refused it
         return False
 
 
-def valid_entry(entry: Any) -> bool:
+def valid_entry(entry: Any) -> "TypeGuard[dict[str, Any]]":
     """An answer (text and citations) or a verdict: every score an integer from 1 to 5, or for the
     rubric family's kinds, item coverages from 0 to 4 / a preference of A, B or tie."""
     if not isinstance(entry, dict):

@@ -50,7 +50,7 @@ class CallResult:
     finish_reason: Optional[str] = None  # "length": cut off at the output-token limit
     max_tokens: Optional[int] = None  # the output limit the request carried
     repaired: bool = False  # answered by the repair follow-up
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class EmptyResponse(Exception):
@@ -62,7 +62,7 @@ class RepairTurn:
     """What a repair call adds to the conversation: the model's bad reply as the assistant turn, the
     user turn that says what was wrong, and (after a cut-off) a larger output limit."""
 
-    messages: tuple[dict, ...]
+    messages: tuple[dict[str, Any], ...]
     max_tokens: Optional[int] = None
 
 
@@ -143,10 +143,10 @@ class ModelRunner:
     def slots(self, provider: str) -> int:
         return self._limits.get(provider, self.concurrency)
 
-    def submit(self, provider: str, job: Callable[[], Awaitable[Any]]) -> concurrent.futures.Future:
+    def submit(self, provider: str, job: Callable[[], Awaitable[Any]]) -> concurrent.futures.Future[Any]:
         return self.run(lambda: self.bounded(provider, job))
 
-    def run(self, job: Callable[[], Coroutine[Any, Any, Any]]) -> concurrent.futures.Future:
+    def run(self, job: Callable[[], Coroutine[Any, Any, Any]]) -> concurrent.futures.Future[Any]:
         """Run a coroutine on the runner's loop, outside any provider's slots."""
         return asyncio.run_coroutine_threadsafe(job(), self._loop)
 
@@ -193,7 +193,7 @@ async def with_retries(
     validate: Callable[[CallResult], Any],
     backoff_s: float = 0.5,
     describe: str = "model",
-    schema: Optional[dict] = None,
+    schema: Optional[dict[str, Any]] = None,
     retry_timeouts: bool = True,
 ) -> tuple[CallResult, Any]:
     """Call and validate: repair a malformed reply once, retry only transport faults as they were.
@@ -247,7 +247,7 @@ async def with_retries(
         await asyncio.sleep(max(delay, min(wait, MAX_RETRY_AFTER_S)) if wait is not None else delay)
 
 
-def repair_turn(result: CallResult, error: BaseException, schema: Optional[dict]) -> RepairTurn:
+def repair_turn(result: CallResult, error: BaseException, schema: Optional[dict[str, Any]]) -> RepairTurn:
     """The follow-up that asks the model to fix its own reply (never the identical request again)."""
     reply = result.content or ""
     cut_off = result.finish_reason == "length"

@@ -18,7 +18,7 @@ import re
 import secrets
 import statistics
 from pathlib import Path
-from typing import Annotated, Any, Callable, ClassVar, Literal, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Callable, ClassVar, Literal, Optional, Sequence, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
@@ -29,6 +29,11 @@ from .contract import MalformedReply, json_object, validation_problem
 from .engine import CallResult, ModelRunner, ProviderError, with_retries
 from .prompts import fill as fill_placeholders
 from .system import ModelCaller, ModelSpec, _acompletion, _structured_output
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..families.citation.answers import Answer
+    from ..families.citation.rows import Row
+    from ..families.rubric.rows import ResearchRow
 
 DIMENSIONS = ("factual_accuracy", "completeness")
 DEFAULT_POOL = ("gpt-5.4", "anthropic/claude-opus-4-7", "gemini/gemini-3.1-pro-preview")
@@ -105,7 +110,7 @@ def _validated(model: type[_Verdict], text: Optional[str]) -> _Verdict:
         raise MalformedReply(f"verdict {validation_problem(error)}") from None
 
 
-def parse_verdict(text: Optional[str], mode: str) -> dict:
+def parse_verdict(text: Optional[str], mode: str) -> dict[str, Any]:
     """Scores by dimension, and under ``justifications`` the judge's reasons by dimension."""
     data = json_object(text, "verdict")
     try:
@@ -115,14 +120,18 @@ def parse_verdict(text: Optional[str], mode: str) -> dict:
         verdict = RubricVerdict.model_validate(data)
     except ValidationError as error:
         raise MalformedReply(f"verdict {validation_problem(error)}") from None
-    return {"factual_accuracy": verdict.factual_accuracy.score, "completeness": verdict.completeness.score,
-            "justifications": {"factual_accuracy": verdict.factual_accuracy.justification,
-                               "completeness": verdict.completeness.justification}}
+    scores: dict[str, Any] = {
+        "factual_accuracy": verdict.factual_accuracy.score, "completeness": verdict.completeness.score,
+        "justifications": {"factual_accuracy": verdict.factual_accuracy.justification,
+                           "completeness": verdict.completeness.justification}}
+    return scores
 
 
-def verdict_schema(mode: str) -> dict:
+def verdict_schema(mode: str) -> dict[str, Any]:
     """The JSON schema a judge's verdict must follow (for providers' structured-output modes)."""
-    return small_model_schema((ClaimsVerdict if mode == "claims" else RubricVerdict).model_json_schema())
+    model = ClaimsVerdict if mode == "claims" else RubricVerdict
+    schema: dict[str, Any] = small_model_schema(model.model_json_schema())
+    return schema
 
 
 def small_model_schema(schema: Any) -> Any:
@@ -182,9 +191,9 @@ class JudgePrompt:
         self.guidance, guidance_text = _load_guidance()
         self.sha = hashlib.sha256((self.template + guidance_text).encode()).hexdigest()[:16]
 
-    def render(self, row, answer) -> str:
+    def render(self, row: "Row", answer: "Answer") -> str:
         """The citation kinds' prompt for one row and answer."""
-        row_notes = []
+        row_notes: list[str] = []
         if row.judge_rubric:
             row_notes.append(f"Criteria for this question: {row.judge_rubric}")
         if row.metadata.false_premise:
@@ -203,9 +212,9 @@ class JudgePrompt:
         return fill(self.template, values)
 
 
-def answer_as_data(answer) -> str:
+def answer_as_data(answer: "Answer") -> str:
     quoted = "\n".join(f"- {c}" for c in answer.citations)
-    return answer.text + (f"\n\nQuoted evidence:\n{quoted}" if quoted else "")
+    return str(answer.text) + (f"\n\nQuoted evidence:\n{quoted}" if quoted else "")
 
 
 def neutralize(text: str, blocks: Sequence[str] = ("ANSWER",)) -> str:
@@ -245,33 +254,35 @@ class ModelJudge(ModelCaller):
         return self.kind
 
     # -- what a kind defines ---------------------------------------------------------
-    def key_parts(self, *subject: Any) -> dict:
+    def key_parts(self, *subject: Any) -> dict[str, Any]:
         raise NotImplementedError
 
     def render(self, *subject: Any) -> str:
         raise NotImplementedError
 
-    def parse(self, text: Optional[str], *subject: Any) -> dict:
+    def parse(self, text: Optional[str], *subject: Any) -> dict[str, Any]:
         raise NotImplementedError
 
-    def reusable(self, scores: dict, *subject: Any) -> bool:
+    def reusable(self, scores: dict[str, Any], *subject: Any) -> bool:
         """Whether cached scores have the shape this kind's readers need for this subject (an entry of
         another plugin version, or a damaged one, is a miss: judged again, never a row error)."""
         raise NotImplementedError
 
-    def _accepts(self, subject: tuple) -> Callable[[dict], bool]:
+    def _accepts(self, subject: tuple[Any, ...]) -> Callable[[dict[str, Any]], bool]:
         return lambda entry: isinstance(entry.get("scores"), dict) and self.reusable(entry["scores"], *subject)
 
-    def schema(self, *subject: Any) -> dict:
+    def schema(self, *subject: Any) -> dict[str, Any]:
         """The verdict's JSON schema for one subject (sent in JSON-schema mode and in the repair turn)."""
-        return small_model_schema(self.verdict_model.model_json_schema())
+        schema: dict[str, Any] = small_model_schema(self.verdict_model.model_json_schema())
+        return schema
 
-    def subject(self, row, answer) -> Optional[tuple]:
-        """What this kind judges of one row's answer (None: nothing to judge)."""
+    def subject(self, row: Any, answer: Any) -> Optional[tuple[Any, ...]]:
+        """What this kind judges of one row's answer (None: nothing to judge). Each family's rows and
+        answers are its own types, so the shared base takes any."""
         return (row, answer)
 
     @staticmethod
-    def combine(by_judge: dict[str, dict]) -> dict:
+    def combine(by_judge: dict[str, dict[str, Any]]) -> dict[str, Any]:
         """The judges' scores of one answer combined: consensus and spread."""
         return consensus(by_judge)
 
@@ -280,19 +291,19 @@ class ModelJudge(ModelCaller):
         return cache_key(judge=self.spec.name, params=self.spec.call_params, prompt=self.prompt.sha, mode=self.kind,
                          repeat=repeat, **self.key_parts(*subject))
 
-    def submit(self, *subject: Any, repeat: int = 0) -> concurrent.futures.Future:
+    def submit(self, *subject: Any, repeat: int = 0) -> concurrent.futures.Future[Any]:
         """The verdict's future: from the cache, from a call already in flight, or a new call."""
         key = self.key(*subject, repeat=repeat)
         with self._lock:
             accept = self._accepts(subject)
             cached = None if key in self._pending else self.cache.get(key, accept)
             if cached is not None:
-                done: concurrent.futures.Future = concurrent.futures.Future()
+                done: concurrent.futures.Future[Any] = concurrent.futures.Future()
                 done.set_result(cached)
                 return done
             return self._in_flight(key, lambda: self._call(subject, key), accept)
 
-    async def _call(self, subject: tuple, key: str) -> dict:
+    async def _call(self, subject: tuple[Any, ...], key: str) -> dict[str, Any]:
         messages = [{"role": "user", "content": self.render(*subject)}]
         params = {**JUDGE_CALL_PARAMS, **self.spec.call_params}
         schema = self.schema(*subject)
@@ -319,7 +330,7 @@ class ModelJudge(ModelCaller):
 class _CitationJudge(ModelJudge):
     """The citation family's kinds: one answer to a row, against its expected answer."""
 
-    def key_parts(self, row, answer) -> dict:
+    def key_parts(self, row: "Row", answer: "Answer") -> dict[str, Any]:
         parts = {"row": row.row_id, "question": row.question, "expected": row.expected_answer,
                  "answer": answer.text, "citations": answer.citations}
         # What else the prompt shows the judge: an edited criterion or premise is a new verdict.
@@ -328,17 +339,17 @@ class _CitationJudge(ModelJudge):
         extra = {"judge_rubric": getattr(row, "judge_rubric", None), "false_premise": premise}
         return {**parts, **{k: v for k, v in extra.items() if v}}
 
-    def render(self, row, answer) -> str:
+    def render(self, row: "Row", answer: "Answer") -> str:
         return self.prompt.render(row, answer)
 
-    def parse(self, text: Optional[str], *subject: Any) -> dict:
+    def parse(self, text: Optional[str], *subject: Any) -> dict[str, Any]:
         return parse_verdict(text, self.kind)
 
-    def reusable(self, scores: dict, *subject: Any) -> bool:
+    def reusable(self, scores: dict[str, Any], *subject: Any) -> bool:
         reasons = scores.get("justifications", {})
         return all(_is_score(scores.get(d), 1, 5) for d in DIMENSIONS) and isinstance(reasons, dict)
 
-    def schema(self, *subject: Any) -> dict:
+    def schema(self, *subject: Any) -> dict[str, Any]:
         return verdict_schema(self.kind)
 
 
@@ -367,10 +378,10 @@ def generic_rubric() -> tuple[str, ...]:
     return tuple(str(text) for text in data.values())
 
 
-def answer_with_references(answer) -> str:
+def answer_with_references(answer: "Answer") -> str:
     """A long-form answer as judges see it: its text, then the works it lists."""
     listed = "\n".join(f"- {c}" for c in answer.citations if c.strip())
-    return answer.text + (f"\n\nReferences:\n{listed}" if listed else "")
+    return str(answer.text) + (f"\n\nReferences:\n{listed}" if listed else "")
 
 
 COVERAGE_MAX = 4
@@ -386,7 +397,7 @@ class CoverageVerdict(BaseModel):
     items: list[ItemCoverage]
 
 
-def parse_coverage(text: Optional[str], item_count: int) -> dict:
+def parse_coverage(text: Optional[str], item_count: int) -> dict[str, Any]:
     """Scores for exactly ``item_count`` items: {'items': [0-4...], 'justifications': [...], 'coverage': mean}.
 
     Every item must be scored once (numbered from 1); a missing, repeated or
@@ -414,15 +425,15 @@ class RubricCoverageJudge(ModelJudge):
     cached_as_kind = True
     generic_rubric = False  # rows without items are judged on the generic criteria (set from the options)
 
-    def subject(self, row, answer) -> Optional[tuple]:
+    def subject(self, row: "ResearchRow", answer: "Answer") -> Optional[tuple[Any, ...]]:
         items = [item.text for item in row.rubric] or (list(generic_rubric()) if self.generic_rubric else [])
         return (row.query, tuple(items), answer_with_references(answer)) if items else None
 
     @staticmethod
-    def combine(by_judge: dict[str, dict]) -> dict:
+    def combine(by_judge: dict[str, dict[str, Any]]) -> dict[str, Any]:
         return coverage_consensus(by_judge)
 
-    def key_parts(self, query: str, items: Sequence[str], answer: str) -> dict:
+    def key_parts(self, query: str, items: Sequence[str], answer: str) -> dict[str, Any]:
         return {"query": query, "items": list(items), "answer": answer}
 
     def render(self, query: str, items: Sequence[str], answer: str) -> str:
@@ -430,15 +441,15 @@ class RubricCoverageJudge(ModelJudge):
         return fill(self.prompt.template, {"query": query, "items": numbered, "count": str(len(items)),
                                          "answer": neutralize(answer)})
 
-    def parse(self, text: Optional[str], *subject: Any) -> dict:
+    def parse(self, text: Optional[str], *subject: Any) -> dict[str, Any]:
         return parse_coverage(text, len(subject[1]))
 
-    def reusable(self, scores: dict, *subject: Any) -> bool:
+    def reusable(self, scores: dict[str, Any], *subject: Any) -> bool:
         items, reasons = scores.get("items"), scores.get("justifications", [])
         return (isinstance(items, list) and len(items) == len(subject[1]) and all(_is_score(v, 0, 4) for v in items)
                 and isinstance(reasons, list))
 
-    def schema(self, *subject: Any) -> dict:
+    def schema(self, *subject: Any) -> dict[str, Any]:
         """Exactly one entry per rubric item (numbered 1-N), each coverage one of 0-4: the verdict's whole
         contract in the schema, so a grammar-constrained small model cannot score one item or a 7."""
         schema = super().schema()
@@ -472,7 +483,7 @@ class PairwiseVerdict(BaseModel):
     preferred: Literal["A", "B", "tie"]
 
 
-def parse_preference(text: Optional[str]) -> dict:
+def parse_preference(text: Optional[str]) -> dict[str, Any]:
     verdict = _validated(PairwiseVerdict, text)
     return {"preferred": verdict.preferred, "justifications": verdict.justification}
 
@@ -488,17 +499,17 @@ class PairwiseJudge(ModelJudge):
     verdict_model = PairwiseVerdict
     cached_as_kind = True
 
-    def key_parts(self, query: str, first: str, second: str) -> dict:
+    def key_parts(self, query: str, first: str, second: str) -> dict[str, Any]:
         return {"query": query, "first": first, "second": second}
 
     def render(self, query: str, first: str, second: str) -> str:
         return fill(self.prompt.template, {"query": query, "first": neutralize(first, _PAIR_BLOCKS),
                                            "second": neutralize(second, _PAIR_BLOCKS)}, blocks=_PAIR_BLOCKS)
 
-    def parse(self, text: Optional[str], *subject: Any) -> dict:
+    def parse(self, text: Optional[str], *subject: Any) -> dict[str, Any]:
         return parse_preference(text)
 
-    def reusable(self, scores: dict, *subject: Any) -> bool:
+    def reusable(self, scores: dict[str, Any], *subject: Any) -> bool:
         return scores.get("preferred") in ("A", "B", "tie")
 
 
@@ -507,7 +518,7 @@ class PairwiseJudge(ModelJudge):
 PAPER_COVERAGE_LABELS = ("Not at all", "Barely", "Moderately", "Mostly", "Completely")  # 0-4
 
 
-def parse_paper_coverage(text: Optional[str], item_count: int) -> dict:
+def parse_paper_coverage(text: Optional[str], item_count: int) -> dict[str, Any]:
     """The released coverage prompt's reply: one label per line, one line per item, in order.
 
     Blank lines are dropped and a label is matched without regard to case or surrounding
@@ -538,17 +549,17 @@ class PaperCoverageJudge(RubricCoverageJudge):
     def render(self, query: str, items: Sequence[str], answer: str) -> str:
         return fill(self.prompt.template, {"items": "\n".join(items), "answer": answer}, blocks=())
 
-    def parse(self, text: Optional[str], *subject: Any) -> dict:
+    def parse(self, text: Optional[str], *subject: Any) -> dict[str, Any]:
         return parse_paper_coverage(text, len(subject[1]))
 
-    def schema(self, *subject: Any) -> dict:
+    def schema(self, *subject: Any) -> dict[str, Any]:
         return {}
 
 
 _PAPER_JUDGEMENT = re.compile(r'judgement"?\s*:\s*"?\s*Response\s*([12])', re.IGNORECASE)
 
 
-def parse_paper_preference(text: Optional[str]) -> dict:
+def parse_paper_preference(text: Optional[str]) -> dict[str, Any]:
     """The released pairwise prompt's reply: ``**output: {"judgement": "Response 1"}**`` then a justification.
     Binary: "Response 1" is A, "Response 2" is B; anything else is malformed."""
     found = _PAPER_JUDGEMENT.search(text or "")
@@ -568,10 +579,10 @@ class PaperPairwiseJudge(PairwiseJudge):
     def render(self, query: str, first: str, second: str) -> str:
         return fill(self.prompt.template, {"query": query, "first": first, "second": second}, blocks=())
 
-    def parse(self, text: Optional[str], *subject: Any) -> dict:
+    def parse(self, text: Optional[str], *subject: Any) -> dict[str, Any]:
         return parse_paper_preference(text)
 
-    def schema(self, *subject: Any) -> dict:
+    def schema(self, *subject: Any) -> dict[str, Any]:
         return {}
 
 
@@ -590,10 +601,10 @@ def make_judge(kind: str, spec: ModelSpec, runner: ModelRunner, cache: AnswerCac
     return JUDGE_KINDS[kind](spec, runner, cache, timeout_s=timeout_s, retries=retries, prompt_folder=prompt_folder)
 
 
-class JudgePanel(list):
+class JudgePanel(list["ModelJudge"]):
     """The judges of one row, and how many extra times to re-judge sampled rows (flip-rate probe)."""
 
-    def __init__(self, judges, repeats: int = 0) -> None:
+    def __init__(self, judges: Sequence["ModelJudge"], repeats: int = 0) -> None:
         super().__init__(judges)
         self.repeats = repeats
 
@@ -603,8 +614,8 @@ def in_flip_sample(row_id: str) -> bool:
     return int(hashlib.sha256(row_id.encode()).hexdigest(), 16) % 4 == 0
 
 
-def judge_all(judges: Sequence[ModelJudge], row, answer, timeout_s: Optional[float] = None, *,
-              combine: Optional[Callable[[dict[str, dict]], dict]] = None) -> dict:
+def judge_all(judges: Sequence[ModelJudge], row: Any, answer: Any, timeout_s: Optional[float] = None, *,
+              combine: Optional[Callable[[dict[str, dict[str, Any]]], dict[str, Any]]] = None) -> dict[str, Any]:
     """Every judge's scores for one answer, and their consensus: {'by_judge', 'consensus', 'spread'}.
 
     Each judge is given its kind's ``subject(row, answer)``; ``combine`` turns the
@@ -617,7 +628,7 @@ def judge_all(judges: Sequence[ModelJudge], row, answer, timeout_s: Optional[flo
     futures = {judge.name: judge.submit(*subjects[judge.name]) for judge in judges}
     extra = {judge.name: [judge.submit(*subjects[judge.name], repeat=repeat) for repeat in range(1, repeats + 1)]
              for judge in judges}
-    by_judge: dict[str, dict] = {}
+    by_judge: dict[str, dict[str, Any]] = {}
     for name, future in futures.items():
         try:
             by_judge[name] = dict(future.result(timeout=timeout_s)["scores"])
@@ -640,9 +651,9 @@ def _is_score(value: Any, low: int, high: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
-def consensus(by_judge: dict[str, dict]) -> dict:
+def consensus(by_judge: dict[str, dict[str, Any]]) -> dict[str, Any]:
     scored = [s for s in by_judge.values() if "error" not in s]
-    result: dict = {"consensus": {}, "spread": {}}
+    result: dict[str, Any] = {"consensus": {}, "spread": {}}
     for dimension in DIMENSIONS:
         values = [s[dimension] for s in scored]
         result["consensus"][dimension] = statistics.fmean(values) if values else None
@@ -650,7 +661,7 @@ def consensus(by_judge: dict[str, dict]) -> dict:
     return result
 
 
-def coverage_consensus(by_judge: dict[str, dict]) -> dict:
+def coverage_consensus(by_judge: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Per item, the judges' mean coverage (0-4); overall, the mean of the items (None when no judge scored)."""
     scored = [s["items"] for s in by_judge.values() if "error" not in s and s.get("items")]
     if not scored:

@@ -9,12 +9,12 @@ answer on disk as it arrives, and never pays twice for the same answer.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import functools
 import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Optional
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional
 
 from ..families.citation.answers import Answer
 from ..llm_params import (
@@ -28,6 +28,12 @@ from .cache import AnswerCache, cache_key
 from .contract import json_schema, parse_reply
 from .engine import CALL_SECRETS, REPAIR_TURN, CallResult, EmptyResponse, ModelRunner, ProviderError, with_retries
 from .prompts import load_prompt
+
+if TYPE_CHECKING:  # pragma: no cover
+    from types import ModuleType
+
+    from ..families.citation.rows import Row
+    from ..papers import Paper
 
 CHARS_PER_TOKEN = 4  # a conservative estimate for English text
 PROMPT_RESERVE_TOKENS = 2000
@@ -45,7 +51,7 @@ PLUGIN_PARAMS = ("max_input_tokens", "structured_output", "profile", "concurrenc
 CLAIM_POLL_S = 0.1
 CLAIM_POLL_MAX_S = 1.0
 _HELD_ELSEWHERE = object()
-Accept = Optional[Callable[[dict], bool]]  # another process holds the key's claim: wait for its answer
+Accept = Optional[Callable[[dict[str, Any]], bool]]  # another process holds the key's claim: wait for its answer
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,7 @@ class ModelSpec:
     """A litellm model string and the parameters to call it with."""
 
     name: str
-    params: dict = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
 
     @property
     def provider(self) -> str:
@@ -63,7 +69,7 @@ class ModelSpec:
         return self.name.split("/", 1)[0] if "/" in self.name else "openai"
 
     @property
-    def call_params(self) -> dict:
+    def call_params(self) -> dict[str, Any]:
         return {k: v for k, v in self.params.items() if k not in PLUGIN_PARAMS}
 
     @property
@@ -89,7 +95,7 @@ class ModelCaller:
         self.cache = cache
         self.timeout_s = timeout_s
         self.retries = retries
-        self._pending: dict[str, concurrent.futures.Future] = {}
+        self._pending: dict[str, Future[Any]] = {}
         self._lock = threading.Lock()
         # Import here, on the caller's thread: a multi-second import on the event loop
         # would stall every call in flight (and bunch paced starts behind it).
@@ -114,7 +120,7 @@ class ModelCaller:
             return reported or LOCAL_CONTEXT_TOKENS
         return _context_window(self.spec.name)
 
-    def _in_flight(self, key: str, job, accept: Accept = None) -> concurrent.futures.Future:
+    def _in_flight(self, key: str, job: Callable[[], Awaitable[Any]], accept: Accept = None) -> Future[Any]:
         """The call already running for ``key``, or a new one (callers hold ``_lock``)."""
         future = self._pending.get(key)
         if future is None:
@@ -122,7 +128,7 @@ class ModelCaller:
             self._pending[key] = future
         return future
 
-    def _start(self, key: str, job: Callable[[], Awaitable[Any]], accept: Accept = None) -> concurrent.futures.Future:
+    def _start(self, key: str, job: Callable[[], Awaitable[Any]], accept: Accept = None) -> Future[Any]:
         """Run ``job()`` for ``key`` once across the processes that share the cache (``accept``: the
         caller's check of a cached entry, anything else is a miss)."""
         return self.runner.run(lambda: self._once_across_processes(key, job, accept))
@@ -165,9 +171,11 @@ class ModelCaller:
         finally:
             claim.release()
 
-    async def _ask(self, messages: list[dict], params: dict, *, validate: Callable[[CallResult], Any],
-                   schema: Optional[dict], describe: str, submitted: Optional[float] = None,
-                   priced: bool = True, retry_timeouts: bool = True) -> tuple[CallResult, Any]:
+    async def _ask(
+        self, messages: list[dict[str, Any]], params: dict[str, Any], *, validate: Callable[[CallResult], Any],
+        schema: Optional[dict[str, Any]], describe: str, submitted: Optional[float] = None,
+        priced: bool = True, retry_timeouts: bool = True,
+    ) -> tuple[CallResult, Any]:
         """Pace, call, validate; repair a malformed reply once, retry transport faults (engine.with_retries)."""
         queued: list[float] = []
 
@@ -205,7 +213,7 @@ class LlmSystem(ModelCaller):
         self._priced = not spec.local  # a local server has no price: do not ask litellm for one
 
     # -- keys and scheduling ---------------------------------------------------------
-    def key(self, row, paper) -> str:
+    def key(self, row: "Row", paper: "Paper") -> str:
         return cache_key(
             model=self.spec.name,
             params=self.spec.call_params,
@@ -218,13 +226,13 @@ class LlmSystem(ModelCaller):
             **({"max_input_tokens": window} if (window := self.spec.params.get("max_input_tokens")) else {}),
         )
 
-    def repeat_key(self, row, paper, repeat: int = 0) -> str:
+    def repeat_key(self, row: "Row", paper: "Paper", repeat: int = 0) -> str:
         """The cache key of a row's answer number ``repeat`` (--researchqa-repeats): the first is the
         key of a run without repeats, so its cached answers stay valid."""
         key = self.key(row, paper)
         return key if repeat == 0 else cache_key(answer=key, repeat=repeat)
 
-    def prefetch(self, row, paper, repeat: int = 0) -> None:
+    def prefetch(self, row: "Row", paper: "Paper", repeat: int = 0) -> None:
         """Start this row's call now (unless answered already); the test will wait for it."""
         key = self.repeat_key(row, paper, repeat)
         with self._lock:
@@ -233,21 +241,23 @@ class LlmSystem(ModelCaller):
             submitted = time.perf_counter()  # queue time (slots, pacing, another run's call) counts from here
             self._in_flight(key, lambda: self._call(row, paper, key, submitted))
 
-    def when_answered(self, row, paper, callback, repeat: int = 0) -> None:
+    def when_answered(
+        self, row: "Row", paper: "Paper", callback: Callable[[Answer], None], repeat: int = 0
+    ) -> None:
         """Call ``callback(answer)`` as soon as this row's prefetched answer arrives (used to chain judges)."""
         with self._lock:
             future = self._pending.get(self.repeat_key(row, paper, repeat))
         if future is None:
             return
 
-        def done(finished: concurrent.futures.Future) -> None:
+        def done(finished: Future[Any]) -> None:
             if finished.cancelled() or finished.exception() is not None:
                 return
             callback(self._to_answer(finished.result()))
 
         future.add_done_callback(done)
 
-    def answer(self, row, paper, repeat: int = 0) -> Answer:
+    def answer(self, row: "Row", paper: "Paper", repeat: int = 0) -> Answer:
         key = self.repeat_key(row, paper, repeat)
         with self._lock:
             future = self._pending.pop(key, None)
@@ -260,7 +270,7 @@ class LlmSystem(ModelCaller):
         return self._to_answer(future.result())
 
     # -- the call ------------------------------------------------------------------------
-    def planned_call(self, row, paper, repeat: int = 0) -> Optional[tuple[int, int]]:
+    def planned_call(self, row: "Row", paper: "Paper", repeat: int = 0) -> Optional[tuple[int, int]]:
         """The prompt and output tokens this row's call would take (estimated from characters and the
         output cap); None when its answer is on disk already."""
         if not self.refresh and self.cache.get(self.repeat_key(row, paper, repeat)) is not None:
@@ -278,7 +288,7 @@ class LlmSystem(ModelCaller):
             return max(0, (limit - LOCAL_PROMPT_RESERVE_TOKENS - output) * LOCAL_CHARS_PER_TOKEN)
         return max(0, (limit - PROMPT_RESERVE_TOKENS) * CHARS_PER_TOKEN)
 
-    def _context(self, row, paper) -> tuple[str, str]:
+    def _context(self, row: "Row", paper: "Paper") -> tuple[str, str]:
         budget_chars = self._context_chars()
         if len(paper.text) <= budget_chars:
             return paper.text, "full"
@@ -293,7 +303,9 @@ class LlmSystem(ModelCaller):
             used += len(passage) + 8
         return "\n\n[...]\n\n".join(chosen), "bm25"
 
-    async def _call(self, row, paper, key: str, submitted: Optional[float] = None) -> dict:
+    async def _call(
+        self, row: "Row", paper: "Paper", key: str, submitted: Optional[float] = None
+    ) -> dict[str, Any]:
         context, mode = self._context(row, paper)
         prompt = self.prompt.render(paper=context, question=row.question, source=paper.paper_id)
         messages = [{"role": "user", "content": prompt}]
@@ -333,7 +345,7 @@ class LlmSystem(ModelCaller):
         self.cache.put(key, entry)  # on disk the moment it arrives: a killed run keeps it
         return entry
 
-    def _to_answer(self, entry: dict, cached: bool = False) -> Answer:
+    def _to_answer(self, entry: dict[str, Any], cached: bool = False) -> Answer:
         """``cached``: answered without a call of this run (from the cache, or another run's call)."""
         meta = {k: entry.get(k) for k in ("latency_s", "queue_s", "cost_usd", "prompt_tokens", "completion_tokens",
                                           "context", "prompt_sha", "attempts")}
@@ -349,7 +361,7 @@ class LlmSystem(ModelCaller):
         )
 
 
-def _import_litellm():
+def _import_litellm() -> "ModuleType":
     import os
 
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch prices from the network
@@ -368,7 +380,9 @@ def _context_window(model: str) -> int:
         return DEFAULT_CONTEXT_TOKENS
 
 
-def _structured_output(spec: ModelSpec, schema: Optional[dict] = None, name: str = "cited_answer") -> dict:
+def _structured_output(
+    spec: ModelSpec, schema: Optional[dict[str, Any]] = None, name: str = "cited_answer"
+) -> dict[str, Any]:
     """The provider's structured-output mode for a reply schema (the citation contract's by default).
 
     ``structured_output``: ``auto`` (JSON-schema mode where litellm knows the
@@ -385,7 +399,7 @@ def _structured_output(spec: ModelSpec, schema: Optional[dict] = None, name: str
     return {}
 
 
-def _supports_schema(litellm, model: str) -> bool:
+def _supports_schema(litellm: "ModuleType", model: str) -> bool:
     try:
         return bool(litellm.supports_response_schema(model=model))
     except Exception:  # noqa: BLE001
@@ -415,7 +429,7 @@ def _router(spec: ModelSpec) -> Any:
                           cooldown_time=60, routing_strategy="least-busy")
 
 
-async def _acompletion(model: str, messages: list, timeout_s: float, kwargs: dict, priced: bool = True,
+async def _acompletion(model: str, messages: list[Any], timeout_s: float, kwargs: dict[str, Any], priced: bool = True,
                        router: Any = None) -> CallResult:
     """One request, under a wall-clock deadline; with the repair turn of the call in progress, if any."""
     litellm = _import_litellm()

@@ -30,17 +30,25 @@ LABELS_SCHEMA = "researchqa-labels/1"
 
 
 def word_diff(quote: str, paper: str) -> list[list[str]]:
-    """``[[op, words], ...]`` with op ``=`` (both), ``-`` (the quote only) or ``+`` (the paper only)."""
+    """``[[op, words], ...]`` with op ``=`` (both), ``-`` (the quote only), ``+`` (the paper only) or
+    ``>`` (the paper going on past the quote's end: context, not something the quote left out)."""
     a, b = quote.split(), paper.split()
     ops: list[list[str]] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    for n, (tag, i1, i2, j1, j2) in enumerate(opcodes):
         if tag == "equal":
             ops.append(["=", " ".join(a[i1:i2])])
             continue
         if i2 > i1:
             ops.append(["-", " ".join(a[i1:i2])])
         if j2 > j1:
-            ops.append(["+", " ".join(b[j1:j2])])
+            # Past the quote's last word the paper only goes on: as many words as the quote
+            # replaced there are its reading, the rest is context.
+            replaced = (i2 - i1) if n == len(opcodes) - 1 else j2 - j1
+            if replaced:
+                ops.append(["+", " ".join(b[j1:j1 + replaced])])
+            if j1 + replaced < j2:
+                ops.append([">", " ".join(b[j1 + replaced:j2])])
     return ops
 
 
@@ -120,8 +128,12 @@ def page_data(outcome: "RunOutcome", family: Family, title: str, *,
     }
     if other is not None:
         name, other_records = other
+        mine, theirs = {r.system for r in outcome.records}, {r.system for r in other_records}
         data["compare"] = {"baseline": name, "changed": _changes(outcome.records, other_records,
-                                                                 family.metric_names)}
+                                                                 family.metric_names),
+                           # Systems with no counterpart have no rows to pair: said, not silently empty.
+                           "only_here": sorted(s for s in mine - theirs if s), "only_baseline": sorted(
+                               s for s in theirs - mine if s)}
     return data
 
 

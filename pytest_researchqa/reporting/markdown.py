@@ -44,8 +44,8 @@ def _section(t: Table) -> str:
 def render(outcome: "RunOutcome", family: Family, title: str = "researchqa") -> str:
     comparison = outcome.comparison
     tables = leaderboard_tables(outcome.records, family, outcome.intervals, comparison)
-    verdict = {"passed": " — gates passed ✅", "failed": " — gates FAILED ❌",
-               "undecidable": " — gates UNDECIDED ⚠️", "report": ""}[outcome.verdict]
+    verdict = {"passed": " — gates passed ✅", "failed": " — gates FAILED ❌" if outcome.gated else " — FAILED ❌",
+               "undecidable": " — gates UNDECIDED ⚠️", "report": " — report (no gate)"}[outcome.verdict]
     parts = [f"## {title}{verdict}", "", table(tables[0].headers, tables[0].rows), ""]
     notes = [family.scope_note, interval_note(outcome.intervals, any(r.judge for r in outcome.records)),
              delta_note(comparison) if comparison is not None else None, outcome.coverage_line]
@@ -57,8 +57,8 @@ def render(outcome: "RunOutcome", family: Family, title: str = "researchqa") -> 
         notes, tables = [outcome.coverage_line], tables[:1]
     notes.append(defects_line(outcome.records))
     parts += [f"_{_escape(n)}_  " for n in notes if n] + [""]
-    if outcome.gated:
-        parts += ["### Gates", "", f"**{_escape(outcome.headline)}**", ""]
+    if outcome.gated or outcome.checks:
+        parts += ["### Gates" if outcome.gated else "### Verdict", "", f"**{_escape(outcome.headline)}**", ""]
         parts += [f"- {check.mark} {_escape(check.message)}" for check in outcome.checks]
         parts.append("")
     if comparison is not None:
@@ -73,6 +73,12 @@ def render(outcome: "RunOutcome", family: Family, title: str = "researchqa") -> 
         parts += [f"- {_escape(g.message)}" for g in outcome.guards]
         parts.append("")
     parts += [_section(t) for t in tables[1:]]
+    below = outcome.below_bar + outcome.failed_rows
+    if below:
+        from ..row_reports import short_list
+
+        listed = "\n".join(f"- {_escape(line)}" for line in short_list(list(outcome.records)))
+        parts.append(f"<details><summary>Rows below their bar ({below})</summary>\n\n{listed}\n\n</details>")
     for note in outcome.notes:
         parts.append(f"\n> {_escape(note)}")
     return "\n".join(parts).rstrip() + "\n"

@@ -31,6 +31,8 @@ class Check:
 
     @property
     def mark(self) -> str:
+        if self.fails_run:  # an undecidable gate under --researchqa-undecidable=fail fails like any other
+            return "❌"
         return {"passed": "✅", "failed": "❌", "undecidable": "⚠️"}[self.state]
 
 
@@ -73,11 +75,17 @@ class RunOutcome:
     undecidable_fails: bool = False  # --researchqa-undecidable=fail
     missing_baseline: Optional[str] = None  # --researchqa-compare named a run that does not exist (yet)
 
+    # The checks a run saved (a replayed run shows what its own run decided, not a guess without its gates).
+    recorded_checks: Optional[tuple[Check, ...]] = None
+
     @property
     def checks(self) -> tuple[Check, ...]:
-        """Everything the gates decide on, in the order every medium shows it."""
+        """Everything that decides the exit status, in the order every medium shows it: the gates,
+        and what fails a run with or without them (rows in error, other tests failing)."""
+        if self.recorded_checks is not None:
+            return self.recorded_checks
         if not self.gated:
-            return ()
+            return self._run_checks()
         found = [Check(g.kind, g.name, g.state, g.describe(), self._fails(g.state)) for g in self.gates]
         found += [Check(r.kind, r.name, r.state, r.describe(), self._fails(r.state)) for r in self.regressions]
         if self.missing_baseline is not None:
@@ -88,12 +96,18 @@ class RunOutcome:
             found.append(Check("run", "run::whole", "failed",
                                f"{reason}; the gates do not pass a partial run (--researchqa-allow-partial to allow)",
                                True))
+        return (*found, *self._run_checks())
+
+    def _run_checks(self) -> tuple[Check, ...]:
+        """Rows in error and other tests failing fail the run whether or not a gate is configured."""
+        found: list[Check] = []
         if self.errors:
-            found.append(Check("run", "run::no_errors", "failed",
-                               f"{self.errors} row(s) errored: the gates cannot pass while rows error", True))
+            why = ": the gates cannot pass while rows error" if self.gated else ""
+            found.append(Check("run", "run::no_errors", "failed", f"{self.errors} row(s) errored{why}", True))
         if self.foreign_failures:
+            why = ": the gates do not excuse them" if self.gated else ""
             found.append(Check("run", "run::other_tests", "failed",
-                               f"{self.foreign_failures} other test(s) failed: the gates do not excuse them", True))
+                               f"{self.foreign_failures} other test(s) failed{why}", True))
         return tuple(found)
 
     def _fails(self, state: GateState) -> bool:
@@ -102,9 +116,9 @@ class RunOutcome:
     @property
     def verdict(self) -> Verdict:
         """The run's one verdict: every medium's headline and the exit status follow it."""
-        if not self.gated:
-            return "report"
         checks = self.checks
+        if not self.gated:
+            return "failed" if any(c.fails_run for c in checks) else "report"
         if not checks or any(c.fails_run for c in checks):
             return "failed"
         if any(c.state == "undecidable" for c in checks):
@@ -113,8 +127,9 @@ class RunOutcome:
 
     @property
     def passed(self) -> Optional[bool]:
-        """With gates: whether the run passes (exit 0); without: None (pytest's own outcome stands)."""
-        if not self.gated:
+        """With gates: whether the run passes (exit 0); without: None (pytest's own outcome stands, which
+        a row in error or another failing test has already failed)."""
+        if self.verdict == "report":
             return None
         return self.verdict != "failed"
 
@@ -128,6 +143,8 @@ class RunOutcome:
             if self.failed_rows:
                 return "report only: no gate configured (rows below their bar failed as tests: --researchqa-fail-rows)"
             return "report only: no gate configured (rows below their bar do not fail the run)"
+        if self.verdict == "failed" and not self.gated:
+            return f"run FAILED: {'; '.join(c.message for c in checks if c.fails_run)} (no gate configured)"
         if self.verdict == "failed":
             return f"gates FAILED: {failed} of {len(checks)} check(s) failed"
         if self.verdict == "undecidable":
@@ -149,7 +166,7 @@ class RunOutcome:
     def coverage_line(self) -> str:
         total = self.selection.rows
         of = f" of {total}" if total is not None else ""
-        line = f"{self.measured}{of} selected rows measured ({self.errors} errors)"
+        line = f"{self.measured}{of} selected rows measured ({self.errors} error{'' if self.errors == 1 else 's'})"
         if self.invalid_rows:
             line += f"; {len(self.invalid_rows)} invalid dataset row(s) not run"
         if self.selection.slice_description:

@@ -147,7 +147,7 @@ def _user_adapter(function: Callable[..., Any]) -> Callable[..., Any]:
         parameters = {}
     wants_row = "row" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
 
-    def call(row, paper):
+    def call(row: Any, paper: Any) -> Any:
         if wants_row:
             return function(row.question, paper, row=row)
         return function(row.question, paper)

@@ -9,8 +9,20 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 from ..families.citation.answers import Answer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..families.citation.rows import Row
+    from ..papers import Paper
+
+
+class _Scorer(Protocol):
+    """What the run needs of a rank_bm25 index (the package ships no type hints)."""
+
+    def get_scores(self, query: list[str]) -> Sequence[float]: ...
+
 
 PASSAGE_WORDS = 60
 CITED_PASSAGES = 2
@@ -52,9 +64,9 @@ class Bm25System:
     def __init__(self, kept: int = KEPT_INDEXES) -> None:
         self.kept = kept
         self.built = 0  # indexes built over the run (a rebuilt one counts again)
-        self._indexes: OrderedDict[str, tuple[list[str], object]] = OrderedDict()
+        self._indexes: OrderedDict[str, tuple[list[str], _Scorer]] = OrderedDict()
 
-    def _index(self, paper):
+    def _index(self, paper: "Paper") -> tuple[list[str], _Scorer]:
         key = paper.content_hash or paper.paper_id
         found = self._indexes.get(key)
         if found is not None:
@@ -69,12 +81,12 @@ class Bm25System:
             self._indexes.popitem(last=False)
         return found
 
-    def ranked_passages(self, row, paper) -> list[str]:
+    def ranked_passages(self, row: "Row", paper: "Paper") -> list[str]:
         """The paper's passages, best first for the row's question."""
         chunks, bm25 = self._index(paper)
         scores = bm25.get_scores(tokens(row.question) or ["_"])
         return [chunks[i] for i in sorted(range(len(chunks)), key=lambda i: (-scores[i], i))]
 
-    def __call__(self, row, paper) -> Answer:
+    def __call__(self, row: "Row", paper: "Paper") -> Answer:
         cited = self.ranked_passages(row, paper)[:CITED_PASSAGES]
         return Answer(text=" ".join(" ".join(c.split()) for c in cited[:1]), citations=cited)

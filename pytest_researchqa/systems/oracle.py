@@ -7,10 +7,16 @@ the grader's self-test.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Optional
+
 from ..families.citation.answers import Answer
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ..families.citation.rows import Row
+    from ..papers import Paper
 
-def oracle_answer(row, paper) -> Answer:
+
+def oracle_answer(row: "Row", paper: Optional["Paper"]) -> Answer:
     citations = [section.alternatives[0] for section in row.expected_references]
     refused = bool(row.is_adversarial and row.expected_refusal is not False)
     return Answer(text=row.expected_answer, citations=citations, refused=refused)

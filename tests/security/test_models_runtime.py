@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 # pytester's in-process runs restore sys.modules after each run; litellm, loaded by a first run
 # and unloaded after it, breaks the plugin's loading in a second. Loaded here, it stays.
 import litellm  # noqa: E402,F401
-from helpers import run_pytest  # noqa: E402
+from helpers import WITHOUT_HYPOTHESIS, run_pytest  # noqa: E402
 from llm_server import ScriptedLLM  # noqa: E402
 
 
@@ -96,7 +96,8 @@ def test_an_answer_cannot_close_its_block_with_any_marker_it_could_write(lookali
 
 
 def _run_args(url: str, cache: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--researchqa-model=openai/good",
+    return [sys.executable, "-m", "pytest", *WITHOUT_HYPOTHESIS, "-p", "no:cacheprovider", "-q",
+            "--researchqa-model=openai/good",
             f"--researchqa-model-param=openai/good:api_base={url}", "--researchqa-model-param=openai/good:api_key=t",
             f"--researchqa-cache-dir={cache}", *extra]
 
@@ -213,11 +214,11 @@ def test_no_key_appears_in_a_failing_run_with_full_trace_and_locals(pytester, se
             *(f"--researchqa-model={m}" for m in models),
             *(f"--researchqa-model-param={m}:api_base={server.url}" for m in models),
             *(f"--researchqa-model-param={m}:api_key={PARAM_KEY}" for m in models))
-    result = pytester.runpytest_subprocess(*args)
+    result = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, *args)
     if "AST constructor recursion depth mismatch" in result.stdout.str():
         # CPython 3.11's ast.parse can raise this SystemError while pytest renders a --full-trace
         # traceback (a interpreter bug, fixed in later releases): run once more rather than flake.
-        result = pytester.runpytest_subprocess(*args)
+        result = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, *args)
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed") and outcomes.get("errors"), result.stdout.str()[-3000:]
     assert "<redacted>" in result.stdout.str(), "the key's place is shown, redacted"

@@ -71,10 +71,15 @@ def test_the_outcome_is_computed_once_and_fails_a_partial_gated_run():
     assert outcome.coverage_line == "1 of 27 selected rows measured (0 errors); slice: -k 'lookup'"
 
 
-def test_without_gates_the_outcome_leaves_the_exit_status_to_pytest():
+def test_without_gates_a_clean_run_is_a_report_and_a_row_in_error_fails_it():
+    clean = ResearchSession(CITATION)
+    clean.add(RowRecord(row_id="a", system="s", metrics={"citation_accuracy": 0.0}))
+    assert (clean.outcome().verdict, clean.outcome().passed) == ("report", None)
     session = ResearchSession(CITATION)
     session.add(RowRecord(row_id="a", system="s", error="boom"))
-    assert session.outcome().passed is None and session.outcome().errors == 1
+    outcome = session.outcome()
+    assert (outcome.verdict, outcome.passed, outcome.errors) == ("failed", False, 1)
+    assert outcome.headline == "run FAILED: 1 row(s) errored (no gate configured)"
 
 
 def test_progress_counts_only_model_rows_even_when_other_rows_error():
@@ -197,3 +202,15 @@ def test_repeats_give_each_repeats_mean_and_rows_are_paired_once_as_their_mean()
     merged = per_row_means(records)
     assert [(r.row_id, r.metrics["citation_accuracy"]) for r in merged] == [("a", 0.5), ("b", 1.0)]
     assert repeat_spreads(merged, ["citation_accuracy"]) == [], "one answer a row: nothing to spread"
+
+
+def test_files_written_atomically_get_the_mode_the_umask_gives_not_mkstemps_private_one(tmp_path):
+    import os
+    import stat
+
+    from pytest_researchqa.papers import atomic_write
+
+    atomic_write(tmp_path / "report.html", b"<html></html>")
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert stat.S_IMODE((tmp_path / "report.html").stat().st_mode) == 0o666 & ~mask

@@ -46,3 +46,30 @@ def test_a_system_that_errors_on_hard_rows_does_not_outrank_the_same_system_answ
     ranked = by_system(steady + crashy, ["citation_accuracy"])
     assert [s.label for s in ranked] == ["steady", "crashy"]
     assert ranked[1].means["citation_accuracy"] == 0.9, "the means still leave errored rows out"
+
+
+ALTERED_NUMBER_MESSAGE = """citation accuracy 0.00 < 1.00: 2 of 2 citations not grounded in the paper
+  [1] "Across two semesters, 999 students in 18 course sections took part."
+      altered: a real passage with words or numbers changed
+      departs from the paper (page 1) after: 'Across two semesters,'
+        the quote goes on: '999 students in 18 course sections took part.'
+        the paper goes on: '412 students in 18 course sections took part.'
+  [2] "Across two semesters, 999 students in 18"
+      altered: a real passage with words or numbers changed
+      departs from the paper (page 1) after: 'Across two semesters,'
+section coverage 0.00 < 1.00: missed 1 of 1 required sections
+  missed 'Abstract', e.g. "Across two semesters, 412 students in 18 course sections took part."
+  cited instead:
+  [1] "Across two semesters, 999 students in 18 course sections took part." (not in the paper)"""
+
+
+def test_a_short_diagnosis_keeps_how_quote_and_paper_differ_and_every_checks_headline():
+    from pytest_researchqa.row_reports import diagnosis_of, saved_diagnosis
+
+    short = diagnosis_of(ALTERED_NUMBER_MESSAGE).splitlines()
+    assert len(short) == 8 and short[-1].startswith("... 6 more line(s)")
+    assert short[0].startswith("citation accuracy") and short[5].startswith("section coverage")
+    assert any("the quote goes on: '999" in line for line in short)
+    assert any("the paper goes on: '412" in line for line in short)
+    assert any(line.strip().startswith("missed 'Abstract'") for line in short)
+    assert saved_diagnosis(ALTERED_NUMBER_MESSAGE) == ALTERED_NUMBER_MESSAGE, "a saved row keeps every line"

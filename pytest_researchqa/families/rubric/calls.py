@@ -122,7 +122,7 @@ def price(model: str, use: ModelUse) -> Optional[float]:
     from ...costs import price_of
     from ...llm.system import _import_litellm
 
-    _import_litellm()  # type: ignore[no-untyped-call]  # its settings: never fetch prices from the network
+    _import_litellm()  # its settings: never fetch prices from the network
     return price_of(model, use.prompt_tokens, use.completion_tokens)
 
 

@@ -20,6 +20,8 @@
   const fmt = (v, d = 3) => (v === null || v === undefined) ? "—" : Number(v).toFixed(d);
   const LIMIT = 500; // rows drawn at once; the count says how many match
   let data, byKey = new Map(), marks = new Map();
+  // Text symbols every common font has (emoji need an emoji font a CI runner's browser may lack).
+  const CHECK_SYMBOL = { passed: "✓", failed: "✗", undecidable: "⚠" };
 
   async function load() {
     const packed = $("researchqa-data").textContent.trim();
@@ -54,7 +56,7 @@
     for (const note of data.notes) box.append(el("p", { class: "muted", text: note }));
     if (data.checks.length) {
       box.append(el("h2", { text: "Gates" }));
-      box.append(el("ul", { class: "checks" }, ...data.checks.map((c) => el("li", { class: c.state, text: `${c.mark} ${c.message}` }))));
+      box.append(el("ul", { class: "checks" }, ...data.checks.map((c) => el("li", { class: c.state, text: `${c.mark === "❌" ? CHECK_SYMBOL.failed : CHECK_SYMBOL[c.state] || c.mark} ${c.message}` }))));
     }
     if (data.figures.length) {
       // Images, not inline SVG: a figure's text (domains, system names) can never run as script.
@@ -179,9 +181,13 @@
     box.append(el("div", {}, el("strong", { text: `[${i + 1}] ${c.verdict}` }), el("span", { class: "muted", text: pages + (c.sections && c.sections.length ? " · reaches " + c.sections.join(", ") : "") })));
     box.append(el("pre", { text: c.quote || "" }));
     if (c.diff) {
-      const diff = el("div", { class: "diff" }, el("div", { class: "label", text: "word diff against the paper" + (c.diff_page ? ` (page ${c.diff_page})` : "") + ": struck = only in the quote, green = the paper" }));
+      const diff = el("div", { class: "diff" }, el("div", { class: "label", text: "word diff against the paper" + (c.diff_page ? ` (page ${c.diff_page})` : "") + ": struck = only in the quote, green = the paper instead, grey = the paper going on" }));
       const line = el("pre");
-      for (const [op, words] of c.diff) { line.append(op === "=" ? clean(words) : el(op === "-" ? "del" : "ins", { text: words })); line.append(" "); }
+      for (const [op, words] of c.diff) {
+        line.append(op === "=" ? clean(words) : op === ">" ? el("span", { class: "goes-on", text: words })
+          : el(op === "-" ? "del" : "ins", { text: words }));
+        line.append(" ");
+      }
       diff.append(line);
       box.append(diff);
     }
@@ -267,6 +273,10 @@
     box.hidden = false;
     const changed = data.compare.changed;
     box.append(el("h2", { text: `Changed against ${data.compare.baseline}: ${changed.length} row(s)` }));
+    const unpaired = [[data.compare.only_here, "only in this run"], [data.compare.only_baseline, "only in the baseline"]];
+    for (const [systems, where] of unpaired) {
+      if (systems && systems.length) box.append(el("p", { class: "note", text: `System(s) ${where}, not compared: ${systems.join(", ")}` }));
+    }
     const table = el("table", { id: "changed" });
     table.append(el("thead", {}, el("tr", {}, el("th", { text: "row" }), el("th", { text: "system" }), el("th", { text: "change" }), el("th", { text: "this run" }), el("th", { text: "baseline" }))));
     const body = el("tbody");
