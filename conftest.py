@@ -32,6 +32,14 @@ def litellm_loaded():
     _freeze_long_lived_objects()
 
 
+def pytest_collection_modifyitems(items):
+    """Tests that read real papers (``read_once``) are slow: pypdf takes seconds a paper, more than a
+    developer's inner loop (``-m "not slow"``) can spend. CI runs them all."""
+    for item in items:
+        if "read_once" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_sessionstart(session):
     _freeze_long_lived_objects()
 

@@ -109,6 +109,7 @@ def assert_every_passage_verbatim(rows_file: Path, papers: Path, cache: Path) ->
 # --------------------------------------------------------------------------- repair and drop
 
 
+@pytest.mark.slow
 def test_paraphrased_and_altered_quotes_are_repaired_from_the_matchers_diagnosis(generate, tides, tmp_path, server):
     status, printed, report = generate(tides, tmp_path / "rows.yaml")
     assert status == 0
@@ -171,6 +172,7 @@ def test_the_rows_carry_each_type_s_own_fields(generate, tides, tmp_path):
 # --------------------------------------------------------------------------- the self-test
 
 
+@pytest.mark.slow
 def test_the_oracle_scores_one_and_the_audit_finds_every_passage_on_generated_rows(
         generate, tmp_path, pytester: pytest.Pytester):
     papers = pytester.path / "papers"
@@ -253,6 +255,7 @@ def test_a_broken_json_reply_is_retried_and_a_reply_that_never_parses_fails_only
     assert server.calls("garbage") == 2, "one call, one repair follow-up, then the paper fails"
 
 
+@pytest.mark.slow
 def test_an_unreadable_pdf_and_a_provider_error_are_reported_and_the_other_papers_go_on(generate, tides, tmp_path):
     (tides / "damaged.pdf").write_bytes(b"%PDF-1.7\n1 0 obj <<")
     (tides / "rejected.txt").write_text(f"{TIDES}\n{REJECTED_PAPER}\n")
@@ -339,6 +342,7 @@ def test_one_malformed_question_costs_only_that_question():
     assert parsed.adversarial == []
 
 
+@pytest.mark.slow
 def test_an_over_long_reply_field_is_rejected_with_its_reason_and_never_becomes_every_row_s():
     from pytest_researchqa.generation.checking import candidates_from
 
@@ -366,6 +370,7 @@ def test_a_reply_that_is_no_generation_is_malformed_and_retried(reply):
 # --------------------------------------------------------------------------- a real paper
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_passages_from_a_real_pdf_survive_pypdf_noise(generate, tmp_path):
     source = shared_path("papers", "chain_of_thought.pdf")
@@ -589,6 +594,7 @@ def test_a_question_or_answer_with_an_unfilled_template_slot_is_rejected_with_th
 
 
 
+@pytest.mark.slow
 def test_on_a_local_server_a_call_past_its_deadline_fails_its_paper_at_once_instead_of_queueing_a_retry(
         generate, tides, tmp_path, server):
     server.timeout_sleep_s = 12.0

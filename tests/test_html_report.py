@@ -106,6 +106,7 @@ def test_the_report_of_a_real_run_opens_offline_filters_and_shows_why_each_row_s
     assert 'class="context"' in aside, "the paper text around a grounded quote"
 
 
+@pytest.mark.slow
 def test_view_writes_a_saved_runs_report_and_compare_lists_the_rows_that_changed(pytester, tmp_path, capsys):
     from pytest_researchqa.__main__ import main
     from pytest_researchqa.reporting.html import page_data

@@ -86,6 +86,7 @@ def run(pytester, server, tmp_path, *args):
     return run_pytest(pytester, *args, cache=tmp_path, server=server, also=["openai/judge-alt"])
 
 
+@pytest.mark.slow
 def test_two_judges_give_consensus_and_spread_and_a_rerun_makes_no_judge_calls(pytester, server, tmp_path):
     args = ("--researchqa-system=oracle", "--researchqa-system=bm25", "--researchqa-judge=openai/judge-a",
             "--researchqa-judge=openai/judge-saturated", "-k", "lookup or multi_hop")
@@ -102,6 +103,7 @@ def test_two_judges_give_consensus_and_spread_and_a_rerun_makes_no_judge_calls(p
     assert board(again) == {k: {**v, "latency s": board(again)[k]["latency s"]} for k, v in table.items()}
 
 
+@pytest.mark.slow
 def test_saturation_is_reported_with_both_spreads(pytester, server, tmp_path):
     result = run(pytester, server, tmp_path, "--researchqa-system=oracle", "--researchqa-system=bm25",
                  "--researchqa-judge=openai/judge-saturated", "-k", "lookup or multi_hop")
@@ -116,6 +118,7 @@ def test_a_fabricated_citation_judged_accurate_is_listed_as_a_contradiction(pyte
                                  "judged factual 5.0 although a citation is fabricated*"])
 
 
+@pytest.mark.slow
 def test_a_same_family_judge_draws_a_warning_and_auto_avoids_it(pytester, server, tmp_path):
     same = run(pytester, server, tmp_path, "--researchqa-model=openai/good", "--researchqa-judge=openai/judge-a",
                "-k", "edu-lookup-1")
@@ -128,6 +131,7 @@ def test_a_same_family_judge_draws_a_warning_and_auto_avoids_it(pytester, server
     assert server.calls("gemini-judge") == 1 and server.calls("judge-alt") == 0, "a google-family judge was picked"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("judge", ["openai/judge-broken", "openai/judge-refuses"])
 def test_a_judge_that_never_gives_a_verdict_is_an_error_not_a_zero(pytester, server, tmp_path, judge):
     result = run(pytester, server, tmp_path, "--researchqa-system=oracle", f"--researchqa-judge={judge}",
@@ -138,6 +142,7 @@ def test_a_judge_that_never_gives_a_verdict_is_an_error_not_a_zero(pytester, ser
     result.stdout.fnmatch_lines(["*researchqa judge errors*", f"*{judge}: judge {judge}: malformed reply after one repair follow-up*"])
 
 
+@pytest.mark.slow
 def test_judge_timeouts_are_retried(pytester, server, tmp_path):
     server.timeout_sleep_s = 2.0
     result = run(pytester, server, tmp_path, "--researchqa-system=oracle", "--researchqa-judge=openai/fault-timeout",
@@ -146,6 +151,7 @@ def test_judge_timeouts_are_retried(pytester, server, tmp_path):
     assert server.calls("fault-timeout") == 2
 
 
+@pytest.mark.slow
 def test_the_flip_rate_probe_reports_how_often_scores_change(pytester, server, tmp_path):
     result = run(pytester, server, tmp_path, "--researchqa-system=oracle", "--researchqa-judge=openai/judge-flaky",
                  "--researchqa-judge-repeats=2")
@@ -159,6 +165,7 @@ def test_claims_mode_scores_from_the_lists(pytester, server, tmp_path):
     assert all("Step 1. List every factual claim" in r["messages"][-1]["content"] for r in server.requests)
 
 
+@pytest.mark.slow
 def test_judging_starts_as_each_model_answer_arrives_and_is_not_repeated(pytester, tmp_path):
     with ScriptedLLM(latency_s=0.2) as slow:
         result = run(pytester, slow, tmp_path, "--researchqa-model=openai/good", "--researchqa-judge=openai/judge-a",

@@ -79,6 +79,7 @@ def test_a_good_model_answers_with_verbatim_citations(server, tmp_path, sample):
     assert "<<<PAPER" in server.requests[0]["messages"][-1]["content"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["429", "500", "timeout", "malformed", "empty"])
 def test_each_transport_fault_is_retried_identically_then_answered(server, tmp_path, sample, fault):
     server.timeout_sleep_s = 4.0
@@ -99,6 +100,7 @@ def test_each_transport_fault_is_retried_identically_then_answered(server, tmp_p
                     "the reply began: 'I cannot grade this answer.'"),
      ("auth", 1, "AuthenticationError")],
 )
+@pytest.mark.slow
 def test_a_call_that_keeps_failing_raises_the_provider_message(server, tmp_path, sample, model, calls, message):
     row, paper = first_row(sample)
     with pytest.raises(ProviderError, match=message):
@@ -221,6 +223,7 @@ def test_a_local_server_is_asked_in_json_object_mode_with_the_schema(server, tmp
      (None, {"object": "list", "data": [{"id": "good", "meta": {"n_ctx_train": 2800}}]}, 2800),  # llama.cpp, older
      (None, {"object": "list", "data": [{"id": "good", "owned_by": "me"}]}, 4096)],  # llama-cpp-python: nothing
 )
+@pytest.mark.slow
 def test_the_context_window_is_what_the_local_server_reports(server, tmp_path, sample, props, models, expected):
     server.props, server.models = props, models
     row, paper = first_row(sample)
@@ -233,6 +236,7 @@ def test_the_context_window_is_what_the_local_server_reports(server, tmp_path, s
         assert len(sent) < len(paper.text)
 
 
+@pytest.mark.slow
 def test_a_local_server_gets_one_call_at_a_time_and_queue_time_is_shown_apart(pytester, tmp_path):
     with ScriptedLLM(latency_s=0.3) as slow:
         common = ("--researchqa-model=openai/good", f"--researchqa-model-param=openai/good:api_base={slow.url}",
@@ -268,6 +272,7 @@ def board(result) -> dict[str, list[str]]:
     return {system: list(cells.values())[1:] for system, cells in leaderboard_table(result).items()}
 
 
+@pytest.mark.slow
 def test_two_models_make_a_leaderboard_with_latency_cost_and_errors(pytester, server, tmp_path):
     result = run(pytester, server, "--researchqa-model=openai/good", "--researchqa-model=openai/sloppy",
                  "-k", "lookup or multi_hop", cache=tmp_path)
@@ -283,6 +288,7 @@ def test_two_models_make_a_leaderboard_with_latency_cost_and_errors(pytester, se
     result.stdout.fnmatch_lines(["researchqa: 24/24 model rows, 0 errors, 0 from cache, spend —*"])
 
 
+@pytest.mark.slow
 def test_a_rerun_makes_zero_model_calls_and_regrades(pytester, server, tmp_path):
     first = run(pytester, server, "--researchqa-model=openai/good", "-k", "env", cache=tmp_path)
     calls = server.calls()
@@ -293,6 +299,7 @@ def test_a_rerun_makes_zero_model_calls_and_regrades(pytester, server, tmp_path)
     again.stdout.fnmatch_lines(["researchqa: 9/9 model rows, 0 errors, 9 from cache*"])
 
 
+@pytest.mark.slow
 def test_provider_errors_are_errors_not_zeros(pytester, server, tmp_path):
     result = run(pytester, server, "--researchqa-model=openai/down", f"--researchqa-model-param=openai/down:api_base={server.url}",
                  "--researchqa-model-param=openai/down:api_key=t", "--researchqa-retries=1", "-k", "edu-lookup",
@@ -414,6 +421,7 @@ def test_a_dry_run_prints_the_call_plan_and_calls_nothing(pytester, server, tmp_
     result.assert_outcomes(deselected=27)
 
 
+@pytest.mark.slow
 def test_a_budget_below_the_estimate_refuses_to_start_and_an_answered_run_costs_nothing(pytester, server, tmp_path):
     priced = ("--researchqa-model=openai/gpt-4o", "--researchqa-model-param=openai/gpt-4o:profile=remote", "-k", "edu")
     refused = run(pytester, server, *priced, "--researchqa-max-cost=0.001", cache=tmp_path)
@@ -463,6 +471,7 @@ def test_a_spent_budget_stops_new_calls_and_no_gate_passes_on_the_run():
     assert outcome.passed is False
 
 
+@pytest.mark.slow
 def test_repeats_answer_each_row_again_and_report_the_run_to_run_and_per_row_spread(pytester, server, tmp_path):
     once = run(pytester, server, "--researchqa-model=openai/wavering", "-k", "lookup", cache=tmp_path)
     calls_once = server.calls()
@@ -483,6 +492,7 @@ def test_repeats_answer_each_row_again_and_report_the_run_to_run_and_per_row_spr
     assert float(precision["per-row SD"]) > 0 and float(precision["run-to-run SD"]) > 0
 
 
+@pytest.mark.slow
 def test_one_model_on_two_servers_spreads_its_calls_and_loses_no_row_when_one_dies(pytester, tmp_path):
     """Two local servers of one model (two GPUs): each holds its own one-at-a-time slot, so both work at
     once; one stops answering mid-run and the rest of the calls go to the other."""

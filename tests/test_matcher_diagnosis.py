@@ -55,6 +55,7 @@ def _changed_word(word: str) -> str:
     return _REPLACEMENT.get(bare, "different") + word[len(word.rstrip(",;:")):]
 
 
+@pytest.mark.slow
 @needs_shared
 def test_a_quote_whose_first_words_differ_is_shown_against_the_passage_it_comes_from(paper):
     sentences = _sentences(paper, 4)

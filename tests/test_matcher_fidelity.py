@@ -135,11 +135,13 @@ def test_bibliography_entries_and_running_headers_of_a_real_paper_are_not_eviden
                                      "Abbeel, Sergey Levine, and Dawn Song. The false promise of imitating proprietary "
                                      "LLMs."),
 ])
+@pytest.mark.slow
 def test_reference_list_entries_led_by_full_author_names_are_not_evidence(read_once, paper_file, entry):
     paper = read_once(shared_path("papers", paper_file))
     assert match_citation(entry, paper).verdict == "not_evidence"
 
 
+@pytest.mark.slow
 @needs_shared
 def test_a_sentence_whose_continuation_pypdf_reads_earlier_on_the_page_is_verbatim(read_once):
     # Page 2: "...Of these, 99.1% have a known" ends a line above Table 1; pypdf puts the column's

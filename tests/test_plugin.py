@@ -26,6 +26,7 @@ def leaderboard(result: pytest.RunResult) -> dict[str, list[str]]:
     return {system: list(cells.values())[1:] for system, cells in leaderboard_table(result).items()}
 
 
+@pytest.mark.slow
 def test_an_empty_folder_runs_the_bundled_sample_with_the_protocol_test(run):
     result = run("--researchqa-system=oracle", "--researchqa-system=bm25")
     [below] = [int(l.rsplit("(", 1)[1].split(")")[0]) for l in result.stdout.lines if "rows below their bar (" in l]
@@ -71,6 +72,7 @@ def test_item_ids_carry_system_question_type_and_row_id(run):
         (("-m", "lookup or comprehension"), 12),
     ],
 )
+@pytest.mark.slow
 def test_k_and_m_select_the_slices_users_expect(run, selection, expected):
     result = run("--researchqa-system=oracle", *selection)
     result.assert_outcomes(passed=expected, deselected=ROWS - expected)
@@ -118,6 +120,7 @@ def test_a_row_below_its_bar_fails_as_a_short_diagnosis_without_a_traceback(run)
     assert "researchqa_row = Row(" in full.stdout.str(), "--tb=long still gives pytest's whole report"
 
 
+@pytest.mark.slow
 def test_last_failed_reruns_only_the_failed_rows(pytester: pytest.Pytester, tmp_path):
     cache = f"--researchqa-cache-dir={tmp_path}"
     pytester.makeini("[pytest]\n")
@@ -159,6 +162,7 @@ def test_fixtures_work_without_any_researchqa_option(run, pytester):
     run().assert_outcomes(passed=ROWS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flavour", ["sync", "async"])
 def test_a_user_system_is_called_by_module_and_function(run, pytester, flavour):
     prefix = "async " if flavour == "async" else ""
@@ -288,6 +292,7 @@ def test_audit_prints_the_share_of_expected_passages_found_per_paper(run, pytest
 
 
 class TestGates:
+    @pytest.mark.slow
     def test_gates_that_hold_exit_zero_and_rows_below_the_bar_are_expected_failures(self, run, pytester):
         result = run("--researchqa-system=bm25", "--researchqa-fail-under=citation_accuracy=0.9",
                      "--junitxml=report.xml", "-rx")
@@ -323,6 +328,7 @@ class TestGates:
         assert result.ret == 1
         result.stdout.fnmatch_lines(["*bm25: multi_hop.section_coverage>=0.9: 0.* FAILED by 0.*"])
 
+    @pytest.mark.slow
     def test_gates_come_from_the_ini_file_too(self, run, pytester):
         pytester.makeini("[pytest]\nresearchqa_system = oracle\nresearchqa_fail_under =\n    section_coverage=1.0\n")
         result = run()
@@ -357,6 +363,7 @@ START_UP_MODULES = ["pytest_researchqa", "pytest_researchqa.families", "pytest_r
                     "pytest_researchqa.run_hooks", "pytest_researchqa.stash", "pytest_researchqa.xdist_compat"]
 
 
+@pytest.mark.slow
 def test_pytest_start_up_imports_no_heavy_library(pytester):
     pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
     probe = textwrap.dedent(
@@ -376,6 +383,7 @@ def test_pytest_start_up_imports_no_heavy_library(pytester):
     assert "--researchqa-fail-under" in help_text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strict", ["filterwarnings =\n    error\n", "addopts = --strict-markers --strict-config -W error\n"])
 def test_a_foreign_project_with_strict_settings_passes_with_the_plugin_installed(pytester, strict):
     pytester.makeini("[pytest]\n" + strict)
@@ -386,6 +394,7 @@ def test_a_foreign_project_with_strict_settings_passes_with_the_plugin_installed
     assert "warning" not in result.stdout.str().lower()
 
 
+@pytest.mark.slow
 def test_ini_settings_never_add_the_benchmark_to_a_chosen_test(pytester, tmp_path):
     pytester.makeini(f"[pytest]\nresearchqa_system = oracle\nresearchqa_fail_under = citation_accuracy=0.9\n"
                      f"researchqa_cache_dir = {tmp_path}\n")
@@ -545,6 +554,7 @@ def test_a_run_that_measures_nothing_says_so(run, pytester):
     result.stdout.fnmatch_lines(["warning: this run measured no answer quality*no judge is configured*"])
 
 
+@pytest.mark.slow
 def test_a_failed_model_row_says_what_the_model_was_given(run, pytester):
     pytester.makepyfile(given="from pytest_researchqa import Answer\n\n"
                               "def answer(question, paper):\n"
@@ -558,6 +568,7 @@ def test_a_failed_model_row_says_what_the_model_was_given(run, pytester):
 
 
 class TestOneOutcomeEveryMedium:
+    @pytest.mark.slow
     def test_an_inactive_plugin_registers_no_question_type_markers(self, pytester):
         pytester.makepyfile(test_unit="import pytest\n\n@pytest.mark.lookup\ndef test_unit():\n    pass\n")
         markers = pytester.runpytest("--markers", "-p", "no:cacheprovider")
@@ -580,6 +591,7 @@ class TestOneOutcomeEveryMedium:
         result.assert_outcomes(passed=ROWS, deselected=1)
         assert result.ret == 0
 
+    @pytest.mark.slow
     def test_a_missing_baseline_can_be_skipped_and_the_run_says_nothing_was_compared(self, run, pytester):
         gate = ("--researchqa-system=bm25", "--researchqa-compare=main",
                 "--researchqa-fail-on-regression=citation_precision")
@@ -597,6 +609,7 @@ class TestOneOutcomeEveryMedium:
         assert strict.ret == 1, "undecidable gates fail when the user says so"
         strict.stdout.fnmatch_lines(["researchqa: gates FAILED*"])
 
+    @pytest.mark.slow
     def test_the_json_summary_is_written_saved_and_shown_with_each_gates_state(self, run, pytester, capsys):
         from pytest_researchqa.__main__ import main
 

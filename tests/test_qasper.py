@@ -27,6 +27,7 @@ def test_every_question_becomes_a_valid_row(qasper_file):
     assert all(len(r.expected_references) >= 2 for r in dataset.rows if r.question_type == "multi_hop")
 
 
+@pytest.mark.slow
 def test_the_matcher_agrees_with_the_known_verbatim_evidence_count(qasper_file):
     """5,253 of 5,285 text evidence paragraphs occur verbatim (README of the split).
 
@@ -57,6 +58,7 @@ def test_the_matcher_agrees_with_the_known_verbatim_evidence_count(qasper_file):
     assert grounded == 5272
 
 
+@pytest.mark.slow
 def test_the_oracle_covers_every_section_of_qasper(pytester, qasper_file, tmp_path):
     result = pytester.runpytest(
         f"--researchqa-dataset={qasper_file}", "--researchqa-system=oracle", f"--researchqa-cache-dir={tmp_path}",

@@ -110,6 +110,7 @@ def test_markdown_goes_to_a_file_and_to_the_github_job_summary(pytester, tmp_pat
     assert summary.read_text() == "earlier step\n" + report + "\n"
 
 
+@pytest.mark.slow
 def test_a_saved_run_renders_without_rerunning(pytester, tmp_path):
     live = pytester.runpytest("--researchqa-system=oracle", "--researchqa-system=bm25",
                               f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider")
@@ -121,6 +122,7 @@ def test_a_saved_run_renders_without_rerunning(pytester, tmp_path):
     assert set(live_table) == {"oracle", "bm25"}
 
 
+@pytest.mark.slow
 def test_show_takes_runs_after_the_command_and_stops_quietly_when_its_reader_closes(pytester, tmp_path):
     runs = tmp_path / "runs"
     pytester.runpytest("--researchqa-system=oracle", f"--researchqa-results={runs}", f"--researchqa-cache-dir={tmp_path}",
@@ -134,6 +136,7 @@ def test_show_takes_runs_after_the_command_and_stops_quietly_when_its_reader_clo
     assert "Traceback" not in closed.stderr and "BrokenPipe" not in closed.stderr, closed.stderr
 
 
+@pytest.mark.slow
 def test_an_audit_saves_no_run_so_last_stays_the_last_run_that_answered(pytester, tmp_path):
     pytester.runpytest("--researchqa-system=oracle", f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider")
     pytester.runpytest("--researchqa-audit", f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider")
@@ -166,6 +169,7 @@ def test_an_unknown_saved_run_is_named_with_the_latest(pytester):
 RUN = ("-p", "no:cacheprovider")
 
 
+@pytest.mark.slow
 def test_each_mean_in_the_leaderboard_carries_its_interval_over_papers(pytester, tmp_path):
     result = pytester.runpytest("--researchqa-system=bm25", f"--researchqa-cache-dir={tmp_path}", *RUN)
     bm25 = leaderboard_table(result, intervals=True)["bm25"]
@@ -179,6 +183,7 @@ def test_each_mean_in_the_leaderboard_carries_its_interval_over_papers(pytester,
     assert leaderboard_table(again, intervals=True)["bm25"]["sect cov"] == bm25["sect cov"], "a fixed seed"
 
 
+@pytest.mark.slow
 def test_compare_last_adds_a_delta_per_metric_and_names_the_rows_only_one_run_has(pytester, tmp_path):
     args = ("--researchqa-system=oracle", "--researchqa-system=bm25", f"--researchqa-cache-dir={tmp_path}", *RUN)
     pytester.runpytest(*args, "--researchqa-save=base")
@@ -318,6 +323,7 @@ def test_a_degraded_system_fails_the_regression_gate_and_an_identical_rerun_does
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
 
 
+@pytest.mark.slow
 def test_compare_from_the_command_line_renders_markdown_and_refuses_a_run_against_itself(pytester, tmp_path):
     args = ("--researchqa-system=bm25", f"--researchqa-cache-dir={tmp_path}", *RUN)
     pytester.runpytest(*args, "--researchqa-save=old")
@@ -332,6 +338,7 @@ def test_compare_from_the_command_line_renders_markdown_and_refuses_a_run_agains
     assert itself.returncode == 2 and "compared with itself" in itself.stderr
 
 
+@pytest.mark.slow
 def test_plots_are_written_for_every_view_the_run_has_data_for(pytester, tmp_path):
     args = ("--researchqa-system=oracle", "--researchqa-system=bm25", f"--researchqa-cache-dir={tmp_path}", *RUN)
     pytester.runpytest(*args, "--researchqa-save=base")
@@ -353,6 +360,7 @@ def test_plots_without_matplotlib_are_a_usage_error_naming_the_extra(pytester, m
                                  "pip install 'pytest-researchqa?plots?'*"])
 
 
+@pytest.mark.slow
 def test_the_pull_request_markdown_renders_on_githubs_renderer_with_deltas_and_failed_gates(pytester, tmp_path):
     import html
 
@@ -431,6 +439,7 @@ def test_a_run_without_gates_whose_row_errors_says_it_failed_in_every_medium(pyt
     assert 'errors="1"' in junit and "researchqa.gates" not in junit, "the erroring row is the testcase"
 
 
+@pytest.mark.slow
 def test_show_and_view_of_a_saved_gated_run_say_what_its_run_decided(pytester, tmp_path, capsys):
     from pytest_researchqa.__main__ import _replayed, main
     from pytest_researchqa.reporting.html import page_data

@@ -90,6 +90,7 @@ def test_the_bundled_sample_with_the_rubric_oracle_covers_every_item(run, server
     assert all(c.startswith("0% (") for c in cells(kinds[2])[1:]), "every kind represented, none missed"
 
 
+@pytest.mark.slow
 def test_two_models_get_coverage_elo_a_win_matrix_and_the_kind_table_and_a_rerun_calls_nobody(run, server,
                                                                                               pytester):
     args = ("--researchqa-model=openai/good", "--researchqa-model=openai/sloppy", "--researchqa-judge=openai/judge-a",
@@ -123,6 +124,7 @@ def test_two_models_get_coverage_elo_a_win_matrix_and_the_kind_table_and_a_rerun
     assert "| openai/good " in shown and "row beats column" in shown, "a saved run shows its battles and Elo"
 
 
+@pytest.mark.slow
 def test_battles_per_pair_are_capped_and_the_same_every_run(run, server):
     args = ("--researchqa-system=rubric-oracle", "--researchqa-model=openai/sloppy", "--researchqa-family=rubric",
             "--researchqa-judge=openai/judge-a", "--researchqa-battles=5")
@@ -135,6 +137,7 @@ def test_battles_per_pair_are_capped_and_the_same_every_run(run, server):
     assert len(again) == 10, "the same five battles: all from the cache"
 
 
+@pytest.mark.slow
 def test_a_position_biased_judge_is_reported_and_its_votes_cancel(run):
     result = run("--researchqa-model=openai/good", "--researchqa-model=openai/sloppy", "--researchqa-family=rubric",
                  "--researchqa-judge=openai/judge-first")
@@ -198,6 +201,7 @@ def test_xdist_gives_the_same_rubric_leaderboard_as_a_serial_run(run):
     assert estimate(parallel)[:-1] == estimate(serial)[:-1], "the controller prints the same call estimate"
 
 
+@pytest.mark.slow
 def test_the_existing_judge_guards_apply_to_the_coverage_judge(run):
     result = run("--researchqa-model=openai/good", "--researchqa-family=rubric", "--researchqa-judge=openai/judge-flaky",
                  "--researchqa-judge-repeats=2")
@@ -242,6 +246,7 @@ def test_the_audit_describes_the_rows_without_answering(run, server):
     assert server.calls() == 0
 
 
+@pytest.mark.slow
 def test_a_gate_on_coverage_by_general_domain_decides_the_exit_status(run):
     passing = run("--researchqa-family=rubric", "--researchqa-judge=openai/judge-a",
                   "--researchqa-fail-under=humanities.coverage=0.9")
@@ -307,6 +312,7 @@ def estimate(result: pytest.RunResult) -> tuple[int, ...]:
     raise AssertionError("no call estimate printed")
 
 
+@pytest.mark.slow
 def test_the_call_estimate_printed_before_the_first_call_equals_the_calls_the_server_received(run, server):
     result = run("--researchqa-model=openai/good", "--researchqa-model=openai/sloppy", "--researchqa-family=rubric",
                  "--researchqa-judge=openai/judge-a", "--researchqa-battles=5")
@@ -323,6 +329,7 @@ def test_the_call_estimate_printed_before_the_first_call_equals_the_calls_the_se
     assert "no price for openai/good, openai/judge-a, openai/sloppy: a local server" in cost and "$0" not in cost
 
 
+@pytest.mark.slow
 def test_a_priced_judge_gets_a_dollar_estimate_and_re_judgements_are_counted(run, server):
     result = run("--researchqa-system=rubric-oracle", "--researchqa-model=openai/sloppy", "--researchqa-family=rubric",
                  "--researchqa-judge=openai/gpt-4o-mini", "--researchqa-judge-repeats=2",

@@ -63,6 +63,7 @@ def test_running_out_of_file_descriptors_does_not_turn_caching_off(tmp_path, mon
     assert cache.off is None and cache.off_note() is None
 
 
+@pytest.mark.slow
 def test_a_full_disk_loses_no_row_and_the_leaderboard_still_prints(pytester, server, tmp_path, monkeypatch):
     blocked = tmp_path / "a-file"  # a path under a regular file: every write there fails (see the module doc)
     blocked.write_text("not a folder")
@@ -157,6 +158,7 @@ def test_more_model_rows_than_the_open_file_limit_run_clean(pytester, server, tm
 # ------------------------------------------------------------------ item 18: odd verdicts in the cache
 
 
+@pytest.mark.slow
 def test_a_verdict_of_another_shape_in_the_cache_is_judged_again(pytester, server, tmp_path):
     import json
 

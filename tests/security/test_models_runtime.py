@@ -24,6 +24,7 @@ def run(pytester, server, cache, model, *args):
                       key="sk-test-0123456789abcdef")
 
 
+@pytest.mark.slow
 def test_a_server_that_trickles_its_reply_times_out_at_the_deadline(pytester, server, tmp_path):
     started = time.monotonic()
     result = run(pytester, server, tmp_path, "trickle", "-k", "edu-lookup-1", "--researchqa-timeout=1",
@@ -32,6 +33,7 @@ def test_a_server_that_trickles_its_reply_times_out_at_the_deadline(pytester, se
     result.assert_outcomes(errors=1)
 
 
+@pytest.mark.slow
 def test_retry_after_is_honoured(pytester, server, tmp_path):
     result = run(pytester, server, tmp_path, "retry-after", "-k", "edu-lookup-1", "--researchqa-retries=1")
     result.assert_outcomes(passed=1)
@@ -39,6 +41,7 @@ def test_retry_after_is_honoured(pytester, server, tmp_path):
     assert second - first >= 2.0, "the retry waited as long as the provider asked"
 
 
+@pytest.mark.slow
 def test_a_key_the_provider_echoes_back_is_never_written(pytester, server, tmp_path):
     result = run(pytester, server, tmp_path, "echo-key", "-k", "edu-lookup-1", "--junitxml=junit.xml",
                  "--researchqa-retries=0")
@@ -51,6 +54,7 @@ def test_a_key_the_provider_echoes_back_is_never_written(pytester, server, tmp_p
     assert "sk-test-0123456789abcdef" not in written and "<redacted>" in written
 
 
+@pytest.mark.slow
 def test_an_invalid_cached_answer_is_a_miss_and_is_recomputed(pytester, server, tmp_path):
     run(pytester, server, tmp_path, "good", "-k", "edu-lookup-1").assert_outcomes(passed=1)
     [entry] = (tmp_path / "answers").rglob("*.json")
@@ -61,6 +65,7 @@ def test_an_invalid_cached_answer_is_a_miss_and_is_recomputed(pytester, server, 
     assert json.loads(entry.read_text())["citations"] != "not a list", "rewritten"
 
 
+@pytest.mark.slow
 def test_an_unwritable_answers_folder_still_grades_every_answer(pytester, server, tmp_path):
     (tmp_path / "answers").write_text("a file where the folder should be")
     result = run(pytester, server, tmp_path, "good", "-k", "edu-lookup")

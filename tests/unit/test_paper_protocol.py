@@ -44,6 +44,7 @@ def simulated_tournament(systems=18, per_pair=50, seed=7):
     return names, battles
 
 
+@pytest.mark.slow
 def test_the_paper_protocols_elo_is_within_5_of_a_plain_bradley_terry_fit_at_18_systems_and_50_battles_per_pair():
     systems, battles = simulated_tournament()
     reference = reference_bradley_terry(systems, battles)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pytest_researchqa.families.citation import CITATION
 from pytest_researchqa.reporting.plots import _frontier, frontier
 from pytest_researchqa.reporting.summaries import Summary
@@ -16,6 +18,7 @@ def test_the_frontier_keeps_only_systems_no_other_beats_on_both_speed_and_qualit
     assert _frontier(points) == [(0.9, 0.81), (4.2, 0.86), (6.1, 0.88)]
 
 
+@pytest.mark.slow
 def test_a_cost_figure_needs_every_systems_cost_and_a_latency_figure_any_latency():
     known = [summary("a", 0.8, 1.0, 0.2), summary("b", 0.6, 2.0, 0.1)]
     assert frontier(known, CITATION, "cost") is not None

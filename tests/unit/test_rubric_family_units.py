@@ -190,6 +190,7 @@ def simulate(true_elo: dict[str, float], per_pair: int, seed: int = 7, tie_rate:
     return systems, battles
 
 
+@pytest.mark.slow
 def test_bradley_terry_recovers_known_strengths_from_simulated_battles():
     true_elo = {"alpha": 1250.0, "beta": 1100.0, "gamma": 1000.0, "delta": 850.0, "epsilon": 800.0}
     systems, battles = simulate(true_elo, per_pair=400, tie_rate=0.0)
