@@ -13,8 +13,8 @@ and prints the median of each pair's ratio beside its goal (docs/performance.md 
 * the figures of benchmarks/model_pipeline.py, matcher_accuracy.py and startup_cost.py are
   printed by those scripts (``--with-others`` runs them too).
 
-Rows below their bar are pytest failures today; runs use ``--tb=no`` so that pytest's own
-failure rendering (which grows with failures x items) is not what is measured.
+Rows below their bar are reported as xfailed (the default policy), so no run pays pytest's full
+failure rendering for them; runs still use ``--tb=no`` so that reference and plugin runs print alike.
 
     python benchmarks/full_scale.py [--scale 0.1] [--pairs 3] [--keep DIR]
 """
