@@ -1,12 +1,19 @@
-"""How well premise_flagged's reading of answers to false-premise questions agrees with people.
+"""How well a reader of answers to false-premise questions agrees with people: premise_flagged measured.
 
 Reads the hand-labelled answers of datasets/premise/flagged-labels.jsonl (its README says how they
-were labelled), asks the plugin's heuristic (premise_flagged's reading of the text) whether each
-refuses or corrects the question's false premise, and prints per split (development, held out,
-all) the accuracy and the confusion counts (rows: the people; columns: the reader).
+were labelled) and asks a reader, for each, whether the answer refuses or corrects the question's
+false premise: by default the plugin's own heuristic (premise_flagged's reading of the text), with
+--judge the premise judge of --researchqa-flagged-judge (judges/premise.md) on that model. Prints,
+per split (development, held out, all), the accuracy and the confusion counts (rows: the people;
+columns: the reader); a judge's errors (no verdict after its retries) count as wrong and are listed.
 
-    python benchmarks/flagged_accuracy.py                        # the figures
+    python benchmarks/flagged_accuracy.py                        # the heuristic
     python benchmarks/flagged_accuracy.py --show-misses          # ... and every answer it misreads
+    python benchmarks/flagged_accuracy.py --judge openai/smollm2 \\
+        --model-param openai/smollm2:api_base=http://127.0.0.1:8080/v1   # a model, through the plugin's judge
+
+Verdicts are cached (--cache-dir, default the plugin's cache folder), so a second run of the same
+judge costs nothing.
 """
 
 from __future__ import annotations
@@ -63,17 +70,68 @@ def measure(labels: list[dict], reader: Callable[[dict], Optional[bool]]) -> tup
     return by_split, verdicts
 
 
+def model_reader(args: argparse.Namespace) -> tuple[Callable[[dict], Optional[bool]], dict[str, str]]:
+    """The plugin's premise judge on ``args.judge``: a verdict per label (None when it errs), and its reasons."""
+    from pytest_researchqa.llm.cache import AnswerCache
+    from pytest_researchqa.llm.engine import ModelRunner, ProviderError
+    from pytest_researchqa.llm.judges import make_judge
+    from pytest_researchqa.llm.system import ModelSpec
+    from pytest_researchqa.llm_params import call_limits, parse_model_params
+    from pytest_researchqa.papers import default_cache_dir
+
+    params = parse_model_params(args.model_param or [], [args.judge])[args.judge]
+    spec = ModelSpec(args.judge, params)
+    given = frozenset(name for name, value in (("researchqa_concurrency", args.concurrency),
+                                               ("researchqa_timeout", args.timeout)) if value is not None)
+    slots, timeout_s = call_limits(params, concurrency=args.concurrency or 5, timeout_s=args.timeout or 120.0,
+                                   given=given)  # a local server's profile: one call at a time, unless told
+    runner = ModelRunner(slots)
+    args.runner = runner
+    judge = make_judge("premise", spec, runner, AnswerCache(args.cache_dir or default_cache_dir()),
+                       timeout_s=timeout_s, retries=args.retries)
+    reasons: dict[str, str] = {}
+    futures = {}
+
+    def read(label: dict) -> Optional[bool]:
+        if not futures:  # every call in flight at once, bounded by the runner's slots
+            for each in args.labels_list:
+                futures[each["id"]] = judge.submit(*judge.subject(as_row(each), Answer(each["answer"], [])))
+        try:
+            scores = futures[label["id"]].result()["scores"]
+        except ProviderError as error:
+            reasons[label["id"]] = f"error: {error}"
+            return None
+        reasons[label["id"]] = scores.get("reason", "")
+        return bool(scores["flagged"])
+
+    return read, reasons
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--labels", type=Path, default=LABELS, help="the labelled answers (JSONL)")
+    parser.add_argument("--judge", help="a litellm model as the reader (default: the heuristic)")
+    parser.add_argument("--model-param", action="append", help="MODEL:KEY=VALUE, as --researchqa-model-param")
+    parser.add_argument("--cache-dir", type=Path, help="the verdict cache (default: the plugin's)")
+    parser.add_argument("--concurrency", type=int, help="calls in flight (default 5; 1 for a local server)")
+    parser.add_argument("--timeout", type=float, help="seconds per call (default 120; 900 for a local server)")
+    parser.add_argument("--retries", type=int, default=3)
     parser.add_argument("--show-misses", action="store_true", help="print every answer the reader misreads")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     args.labels_list = load_labels(args.labels)
     reasons: dict[str, str] = {}
-    reader = heuristic
-    figures, verdicts = measure(args.labels_list, reader)
-    name = "heuristic"
+    args.runner = None
+    if args.judge:
+        reader, reasons = model_reader(args)
+    else:
+        reader = heuristic
+    try:
+        figures, verdicts = measure(args.labels_list, reader)
+    finally:
+        if args.runner is not None:
+            args.runner.close()
+    name = args.judge or "heuristic"
     if args.json:
         print(json.dumps({"reader": name, "splits": figures}, indent=2))
     else:

@@ -48,7 +48,8 @@ def shared_path(*parts: str) -> Path:
     return path
 
 
-_NAMED_MODELS = ("--researchqa-model=", "--researchqa-judge=", "--researchqa-judge-pool=")
+_NAMED_MODELS = ("--researchqa-model=", "--researchqa-judge=", "--researchqa-judge-pool=",
+                 "--researchqa-flagged-judge=")
 
 
 def run_pytest(pytester: pytest.Pytester, *args: str, cache: Path, server: Optional[Any] = None,
