@@ -67,9 +67,13 @@ def plan_calls(state: "RunState", cases: Iterable["Case"]) -> list[PlannedCalls]
         answer.fresh += 1
         answer.prompt_tokens += prompt_tokens
         answer.completion_tokens += output_tokens
-        if state.settings.judges:
+        judges = list(state.services.judges_for(case.system)) if state.settings.judges else []
+        premise = state.services.premise_judge()
+        if premise is not None and getattr(row, "question_type", None) == "adversarial":
+            judges.append(premise)  # a verdict for each answer to a false-premise question
+        if judges:
             judged_chars = len(row.question) + len(getattr(row, "expected_answer", "") or "")
-            for judge in state.services.judges_for(case.system):
+            for judge in judges:
                 verdicts = plans.setdefault((judge.name, "judge"),
                                             PlannedCalls(judge.spec.name, "judge", priced=not judge.spec.local))
                 verdicts.fresh += 1

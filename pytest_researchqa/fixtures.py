@@ -157,6 +157,13 @@ def researchqa_judge(request: pytest.FixtureRequest, researchqa_case: Case) -> O
     return judges
 
 
+@pytest.fixture
+def researchqa_premise_judge(request: pytest.FixtureRequest) -> Optional[Any]:
+    """The model judge that decides ``premise_flagged`` (``--researchqa-flagged-judge``); None: the heuristic.
+    Pass it on: ``flags_premise(answer, row, judge=researchqa_premise_judge)``."""
+    return run_state(request.config).services.premise_judge()
+
+
 @pytest.fixture(scope="session")
 def researchqa_settings(pytestconfig: pytest.Config) -> "Settings":
     """What the run was asked to do (:class:`~pytest_researchqa.options.Settings`, plain values)."""

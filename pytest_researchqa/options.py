@@ -87,6 +87,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--researchqa-judge-mode", "choice",
            "rubric (anchored 1-5, default) or claims (scores computed from claim lists).", "rubric",
            ("rubric", "claims")),
+    Option("--researchqa-flagged-judge", "text",
+           "A litellm model that decides premise_flagged (does the answer refuse or correct a false premise?) "
+           "instead of the text heuristic: a yes/no verdict with a reason, cached (judges/premise.md; "
+           "docs/metrics.md)."),
     Option("--researchqa-judge-pool", "append",
            "Candidates for --researchqa-judge=auto (default: gpt-5.4, claude, gemini)."),
     Option("--researchqa-judge-repeats", "int", "Re-judge a sample K more times and report how often scores flip.", 0,
@@ -99,8 +103,8 @@ OPTIONS: tuple[Option, ...] = (
            "notebook (5, as the notebook behind Table 3).", "eq1", ("eq1", "notebook")),
     Option("--researchqa-judge-prompts", "path",
            "Folder of judge prompt files used instead of the bundled ones of the same name (coverage.md, "
-           "pairwise.md, coverage_paper.md, pairwise_paper.md, rubric.md, claims.md): e.g. the rubric seed's "
-           "released prompts, to reproduce its tables word for word (docs/rubric.md)."),
+           "pairwise.md, coverage_paper.md, pairwise_paper.md, rubric.md, claims.md, premise.md): e.g. the rubric "
+           "seed's released prompts, to reproduce its tables word for word (docs/rubric.md)."),
     Option("--researchqa-battles", "text",
            "Rubric family: pairwise battles per pair of systems, N or 'all' (default all queries both answered).",
            "all"),
@@ -225,6 +229,7 @@ class Settings:
     judge_mode: str = "rubric"
     judge_pool: tuple[str, ...] = ()
     judge_repeats: int = 0
+    flagged_judge: Optional[str] = None  # a model deciding premise_flagged instead of the heuristic
     allow_partial: bool = False
     results: Optional[str] = None  # None: the default folder; "off": save nothing
     save_name: str = "run"
@@ -290,7 +295,8 @@ def read_settings(config: pytest.Config) -> Settings:
     systems = tuple(resolved["researchqa_system"] or ()) or (() if models else (default_system,))
     judges = tuple(dict.fromkeys(resolved["researchqa_judge"] or ()))
     judge_pool = tuple(resolved["researchqa_judge_pool"] or ())
-    named = list(dict.fromkeys([*models, *judges, *judge_pool]))
+    flagged_judge = (resolved["researchqa_flagged_judge"] or "").strip() or None
+    named = list(dict.fromkeys([*models, *judges, *judge_pool, *([flagged_judge] if flagged_judge else [])]))
     model_params: dict[str, dict[str, Any]] = {}
     if named or resolved["researchqa_model_param"]:  # a run without models never loads llm_params
         from .llm_params import parse_model_params
@@ -363,6 +369,7 @@ def read_settings(config: pytest.Config) -> Settings:
         judge_mode=resolved["researchqa_judge_mode"],
         judge_pool=judge_pool,
         judge_repeats=resolved["researchqa_judge_repeats"],
+        flagged_judge=flagged_judge,
         allow_partial=resolved["researchqa_allow_partial"],
         results=resolved["researchqa_results"],
         save_name=resolved["researchqa_save"],

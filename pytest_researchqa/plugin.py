@@ -27,6 +27,7 @@ from .fixtures import (  # noqa: F401  (fixtures are found as attributes of the 
     researchqa_dataset,
     researchqa_judge,
     researchqa_paper,
+    researchqa_premise_judge,
     researchqa_recorder,
     researchqa_row,
     researchqa_settings,
@@ -72,7 +73,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(ControllerHooks(run_hooks.node_collected, run_hooks.node_down,
                                                       run_hooks.papers_by_test_id if by_paper else None),
                                       "researchqa-xdist")
-    if settings.models or settings.judges:
+    if settings.models or settings.judges or settings.flagged_judge:
         import importlib.util
 
         if importlib.util.find_spec("litellm") is None:

@@ -396,10 +396,11 @@ class RunHooks:
             "model_params": redact_params(settings.model_params),
             "judges": list(settings.judges),
             "judge_mode": state.services.judge_kind(),
+            "flagged_judge": settings.flagged_judge,
             "prompt_sha": sorted({r.usage.prompt_sha for r in outcome.records if r.usage.prompt_sha}),
             "judge_prompts": ({**folder_hashes(bundled_path("judges")),
                                **(folder_hashes(settings.judge_prompts) if settings.judge_prompts else {})}
-                              if settings.judges else {}),
+                              if settings.judges or settings.flagged_judge else {}),
             "baseline": settings.baseline,
             "compare_map": dict(settings.compare_map),
             "family_results": outcome.family_results,
@@ -468,8 +469,10 @@ def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:
         system: Any = state.services.system(case.system)
         repeat = {"repeat": case.repeat} if case.repeat else {}  # only model systems are repeated
         system.prefetch(row, paper, **repeat)
-        if state.settings.judges and state.services.is_model(case.system):
+        premise = state.services.premise_judge()  # it judges only answers to false-premise questions (its subject)
+        if (state.settings.judges or premise is not None) and state.services.is_model(case.system):
             # Judge each answer the moment it arrives; the row's test then finds the verdict in flight.
-            panel = state.services.judges_for(case.system)
+            panel = [*(state.services.judges_for(case.system) if state.settings.judges else []),
+                     *([premise] if premise is not None else [])]
             system.when_answered(row, paper, lambda answer, row=row, panel=panel: [
                 judge.submit(*subject) for judge in panel if (subject := judge.subject(row, answer))], **repeat)

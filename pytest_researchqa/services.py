@@ -160,6 +160,11 @@ class Services:
                 self._judges[(name, kind)].generic_rubric = settings.generic_rubric
         return self._judges[(name, kind)]
 
+    def premise_judge(self) -> Any:
+        """The model that decides premise_flagged (--researchqa-flagged-judge), or None: the text heuristic."""
+        name = self.settings.flagged_judge
+        return self._judge(name, "premise") if name else None
+
     def pairwise_judge(self, first: str, second: str) -> Any:
         """The direct pairwise judge of a battle: the first configured judge, with 'auto' resolved to a
         model of a family neither system belongs to where the pool has one."""

@@ -53,7 +53,8 @@ def shared_path(*parts: str) -> Path:
 # (about 1.5 s of CPU a process), a cost a user's project without Hypothesis never has.
 WITHOUT_HYPOTHESIS = ("-p", "no:hypothesispytest")
 
-_NAMED_MODELS = ("--researchqa-model=", "--researchqa-judge=", "--researchqa-judge-pool=")
+_NAMED_MODELS = ("--researchqa-model=", "--researchqa-judge=", "--researchqa-judge-pool=",
+                 "--researchqa-flagged-judge=")
 
 
 def run_pytest(pytester: pytest.Pytester, *args: str, cache: Path, server: Optional[Any] = None,

@@ -20,7 +20,10 @@ Judge prompts (they hold ``<<<ANSWER``) get verdicts: ``judge-*`` aliases score 
 overlap with the expected answer; ``judge-saturated`` gives 5 to everything;
 ``judge-flaky`` changes its mind between calls; ``judge-broken`` returns an invalid
 verdict; ``judge-refuses`` returns prose; ``judge-repairable`` prose until repaired, as
-``repairable``. ``fault-*`` aliases fault first, then judge.
+``repairable``. ``fault-*`` aliases fault first, then judge. A premise prompt (``THE FALSE
+PREMISE``) gets a yes/no verdict: ``judge-yes`` always flagged, ``judge-no`` never, any other
+alias flagged when the answer contains "no", "not", "never" or "only" (a crude reader, unlike the
+plugin's heuristic, so tests can tell who decided).
 
 Generation prompts (they ask for ``"multi_hop_questions"``) get benchmark rows built from the
 paper's own sentences: ``gen-mixed`` writes a verbatim quote, a paraphrased one, one with a word
@@ -66,6 +69,18 @@ def best_sentence(paper: str, question: str) -> str:
 def _overlap(answer: str, expected: str) -> float:
     words = lambda t: set(re.findall(r"[a-z0-9]{3,}", t.lower()))  # noqa: E731
     return len(words(answer) & words(expected)) / max(1, len(words(expected)))
+
+
+def premise_reply(model: str, prompt: str) -> str:
+    """A premise judge's verdict: {"reason", "flagged"} (see the module's docstring)."""
+    marked = re.search(r"<<<ANSWER (\w+)\n(.*)\nANSWER \1>>>", prompt, re.DOTALL)
+    answer = marked.group(2) if marked else ""
+    if model == "judge-yes" or model == "judge-no":
+        flagged = model == "judge-yes"
+    else:
+        flagged = bool(re.search(r"\b(?:no|not|never|only)\b", answer, re.IGNORECASE))
+    reason = "The answer says the premise does not hold." if flagged else "The answer takes the premise as given."
+    return json.dumps({"reason": reason, "flagged": flagged})
 
 
 def verdict_reply(model: str, prompt: str, attempt: int) -> str:
@@ -418,6 +433,8 @@ class ScriptedLLM:
             return 200, completion(model, coverage_reply(model, prompt, len(self.requests))), delay
         if "<<<RESPONSE_A" in prompt:
             return 200, completion(model, pairwise_reply(model, prompt)), delay
+        if judging and "THE FALSE PREMISE" in prompt:
+            return 200, completion(model, premise_reply(model, prompt)), delay
         if judging:
             return 200, completion(model, verdict_reply(model, prompt, len(self.requests))), delay
         if REJECTED_PAPER in prompt:

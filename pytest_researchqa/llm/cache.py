@@ -155,7 +155,8 @@ def _accepted(accept: Callable[[dict[str, Any]], bool], entry: dict[str, Any]) -
 
 def valid_entry(entry: Any) -> "TypeGuard[dict[str, Any]]":
     """An answer (text and citations) or a verdict: every score an integer from 1 to 5, or for the
-    rubric family's kinds, item coverages from 0 to 4 / a preference of A, B or tie."""
+    rubric family's kinds, item coverages from 0 to 4 / a preference of A, B or tie, or for the
+    premise kind, a yes/no with a reason."""
     if not isinstance(entry, dict):
         return False
     kind = entry.get("kind")
@@ -167,6 +168,8 @@ def valid_entry(entry: Any) -> "TypeGuard[dict[str, Any]]":
             items = scores.get("items")
             return (isinstance(items, list) and bool(items)
                     and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 4 for v in items))
+        if kind == "premise":  # the citation family's false-premise judge: yes or no, with a reason
+            return isinstance(scores.get("flagged"), bool) and isinstance(scores.get("reason"), str)
         return str(kind).startswith("pairwise") and scores.get("preferred") in ("A", "B", "tie")
     if "scores" in entry:
         scores = entry["scores"]

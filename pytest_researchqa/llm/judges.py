@@ -1,11 +1,12 @@
 """LLM judges: one small class per kind over the shared model caller.
 
-Kinds: the anchored 1-5 rubric (``rubric``) and claim enumeration (``claims``)
-for the citation family; rubric-item coverage on 0-4 (``coverage``) and the
-direct pairwise judge (``pairwise``) for the rubric family. Every kind shares
-the model runner (slots, pacing, retries), the on-disk cache (a re-run makes no
-call; the prompt's hash is in every key, so editing a prompt re-judges) and the
-structured-output path with the systems under test. A verdict that never
+Kinds: the anchored 1-5 rubric (``rubric``), claim enumeration (``claims``) and
+whether an answer flags a false premise (``premise``) for the citation family;
+rubric-item coverage on 0-4 (``coverage``) and the direct pairwise judge
+(``pairwise``) for the rubric family. Every kind shares the model runner (slots,
+pacing, retries), the on-disk cache (a re-run makes no call; the prompt's hash is
+in every key, so editing a prompt re-judges) and the structured-output path with
+the systems under test. A verdict that never
 parses is a judge *error* for that row: never a score of 0, never dropped.
 """
 
@@ -367,6 +368,56 @@ class ClaimsJudge(_CitationJudge):
     verdict_model = ClaimsVerdict
 
 
+# ---- does the answer flag the false premise (yes/no) ------------------------------------
+
+_PREMISE_REASON_CHARS = 400
+
+
+class PremiseVerdict(BaseModel):
+    reason: str = Field(min_length=1, max_length=_PREMISE_REASON_CHARS)
+    flagged: bool
+
+
+def parse_premise(text: Optional[str]) -> dict[str, Any]:
+    """{'flagged': bool, 'reason': str}: whether the answer refuses or corrects the premise, and why."""
+    verdict = _validated(PremiseVerdict, text)
+    return {"flagged": verdict.flagged, "reason": verdict.reason.strip()}
+
+
+class PremiseJudge(ModelJudge):
+    """Does an answer to a false-premise question refuse or correct the premise? (judges/premise.md)
+
+    ``submit(question, false_premise, answer_text)``; the verdict is ``{'flagged': bool, 'reason': str}``.
+    premise_flagged comes from it under ``--researchqa-flagged-judge`` instead of the text heuristic.
+    """
+
+    kind = "premise"
+    verdict_model = PremiseVerdict
+    cached_as_kind = True
+
+    def subject(self, row: "Row", answer: "Answer") -> Optional[tuple[Any, ...]]:
+        """Nothing to judge on a row not graded by refusal, nor when the system itself said it refused."""
+        graded = (getattr(row, "question_type", None) == "adversarial"
+                  and getattr(row, "expected_refusal", None) is not False)
+        if not graded or answer.refused is True:
+            return None
+        premise = getattr(getattr(row, "metadata", None), "false_premise", None) or ""
+        return (row.question, premise, answer.text)
+
+    def key_parts(self, question: str, premise: str, answer: str) -> dict[str, Any]:
+        return {"question": question, "false_premise": premise, "answer": answer}
+
+    def render(self, question: str, premise: str, answer: str) -> str:
+        return fill(self.prompt.template, {"question": question, "false_premise": premise or "(not stated)",
+                                           "answer": neutralize(answer)})
+
+    def parse(self, text: Optional[str], *subject: Any) -> dict[str, Any]:
+        return parse_premise(text)
+
+    def reusable(self, scores: dict[str, Any], *subject: Any) -> bool:
+        return isinstance(scores.get("flagged"), bool) and isinstance(scores.get("reason"), str)
+
+
 # ---- rubric-item coverage (0-4) -----------------------------------------------------
 
 
@@ -590,7 +641,7 @@ class PaperPairwiseJudge(PairwiseJudge):
 PAPER_KINDS = {"coverage": PaperCoverageJudge.kind, "pairwise": PaperPairwiseJudge.kind}
 
 JUDGE_KINDS: dict[str, type[ModelJudge]] = {
-    kind.kind: kind for kind in (AnchoredRubricJudge, ClaimsJudge, RubricCoverageJudge, PairwiseJudge,
+    kind.kind: kind for kind in (AnchoredRubricJudge, ClaimsJudge, PremiseJudge, RubricCoverageJudge, PairwiseJudge,
                                  PaperCoverageJudge, PaperPairwiseJudge)}
 
 

@@ -44,6 +44,12 @@ def _record(recorder: Optional[Recorder], metric: str, value: Optional[float]) -
         target.metric(metric, value)
 
 
+def _record_detail(recorder: Optional[Recorder], name: str, value: Any) -> None:
+    target = current_recorder(recorder)
+    if target is not None:
+        target.detail(name, value)
+
+
 def _record_nested(recorder: Optional[Recorder], kind: str, value: Any) -> None:
     target = current_recorder(recorder)
     if target is not None:
@@ -168,15 +174,26 @@ def grounded_refusal(answer: Answer, row: Row, paper: PaperLike, *,
     raise AssertionError("\n".join(lines))
 
 
-def flags_premise(answer: Answer, row: Row, *, recorder: Optional[Recorder] = None) -> Optional[float]:
+def flags_premise(answer: Answer, row: Row, *, recorder: Optional[Recorder] = None,
+                  judge: Any = None) -> Optional[float]:
     """On a false-premise row, the answer must refuse or correct the premise.
 
     Records ``premise_flagged`` (None on rows that are not graded by refusal).
     The system's own ``refused=True`` counts; otherwise the answer's text is read
-    for a refusal or a correction ("there was no placebo arm", "three cities, not five").
+    for a refusal or a correction ("there was no placebo arm", "three cities, not five"):
+    by the text heuristic, or, given ``judge`` (the ``researchqa_premise_judge`` fixture,
+    ``--researchqa-flagged-judge``), by that model, whose reason is recorded. A judge that
+    gives no verdict after its retries raises ``ProviderError``: the row errors, never a 0.
     """
     __tracebackhide__ = True
-    score = metrics.premise_flagged(row, answer)
+    verdict: Optional[dict[str, Any]] = None
+    subject = judge.subject(row, answer) if judge is not None else None  # None: refused, or not a false premise
+    if subject is not None:
+        verdict = premise_verdict(judge, subject)
+        _record_detail(recorder, "premise_judge", verdict)
+        score: Optional[float] = 1.0 if verdict["flagged"] else 0.0
+    else:
+        score = metrics.premise_flagged(row, answer)
     _record(recorder, "premise_flagged", score)
     if score is None or score >= 1.0:
         return score
@@ -184,7 +201,17 @@ def flags_premise(answer: Answer, row: Row, *, recorder: Optional[Recorder] = No
     if row.metadata.false_premise:
         lines.append(f"  false premise: {row.metadata.false_premise}")
     lines.append(f"  answer: {_quote(answer.text, 160)}")
+    if verdict is not None:
+        lines.append(f"  judge {verdict['judge']}: {_quote(verdict['reason'], 160)}")
     raise AssertionError("\n".join(lines))
+
+
+def premise_verdict(judge: Any, subject: tuple[str, ...]) -> dict[str, Any]:
+    """The premise judge's verdict on one answer: {'judge', 'flagged', 'reason'} (from its cache, or the call
+    already in flight, when there is one)."""
+    entry = judge.submit(*subject).result()
+    scores = entry["scores"]
+    return {"judge": judge.name, "flagged": bool(scores["flagged"]), "reason": str(scores.get("reason", ""))}
 
 
 def judged(answer: Answer, row: Row, judges: Any, *, minimum: Optional[dict[str, float]] = None,
@@ -230,13 +257,14 @@ def judge_reasons(result: dict[str, Any], dimensions: Optional[list[str]] = None
     return lines
 
 
-def check_answer(answer: Answer, row: Row, paper: PaperLike, *, recorder: Optional[Recorder] = None) -> None:
-    """Run every deterministic assertion, record all metrics, then fail once with every reason.
+def check_answer(answer: Answer, row: Row, paper: PaperLike, *, recorder: Optional[Recorder] = None,
+                 premise_judge: Any = None) -> None:
+    """Run every assertion, record all metrics, then fail once with every reason.
 
     Answerable rows are graded on citation accuracy, section coverage and precision;
     false-premise rows on refusal correctness and whether the premise was flagged
-    (see docs/metrics.md). Answers given without a citation contract (baseline mode)
-    are not graded on citations.
+    (see docs/metrics.md; by ``premise_judge`` when given, else by the text heuristic).
+    Answers given without a citation contract (baseline mode) are not graded on citations.
     """
     __tracebackhide__ = True
     if not answer.cites:
@@ -257,7 +285,7 @@ def check_answer(answer: Answer, row: Row, paper: PaperLike, *, recorder: Option
     checks: list[Callable[[], object]]
     if metrics.expects_refusal(row):
         checks = [lambda: grounded_refusal(answer, row, index, recorder=recorder),
-                  lambda: flags_premise(answer, row, recorder=recorder)]
+                  lambda: flags_premise(answer, row, recorder=recorder, judge=premise_judge)]
     else:
         checks = [lambda: cited_verbatim(answer, index, recorder=recorder),
                   lambda: covers_sections(answer, row, index, recorder=recorder)]

@@ -75,7 +75,7 @@ def premise_flagged(row: Row, answer: Answer) -> Optional[float]:
     if not expects_refusal(row):
         return None
     premise = f"{row.question} {row.metadata.false_premise or ''}"
-    return 1.0 if flags_false_premise(answer, premise) else 0.0
+    return 1.0 if flags_false_premise(answer, premise, row.question) else 0.0
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,11 @@ from pytest_researchqa.papers import Paper
 
 
 def test_question(researchqa_row: Row, researchqa_paper: Paper, researchqa_answer: Optional[Answer],
-                  researchqa_judge: Optional[list[Any]]) -> None:
+                  researchqa_judge: Optional[list[Any]], researchqa_premise_judge: Optional[Any]) -> None:
     if researchqa_answer is None:
         return  # --researchqa-audit: the paper fixture has checked the row
     try:
-        check_answer(researchqa_answer, researchqa_row, researchqa_paper)
+        check_answer(researchqa_answer, researchqa_row, researchqa_paper, premise_judge=researchqa_premise_judge)
     finally:
         if researchqa_judge:  # judged whatever the citations scored
             judged(researchqa_answer, researchqa_row, researchqa_judge)
