@@ -79,7 +79,8 @@ def _question(prompt: str) -> str:
 
 
 def measure(rows: int = ROWS, fault_rate: float = 0.05, workers: int = 2, kill_at: float = 0.5,
-            folder: Path | None = None, latency_s: float = 0.0, timeout_s: float = 7200) -> Figures:
+            folder: Path | None = None, latency_s: float = 0.0, timeout_s: float = 7200,
+            extra: list[str] | None = None) -> Figures:
     with tempfile.TemporaryDirectory() as scratch:
         base = Path(folder or scratch)
         made = write_dataset(base / "data", rows / ROWS)
@@ -93,7 +94,7 @@ def measure(rows: int = ROWS, fault_rate: float = 0.05, workers: int = 2, kill_a
                     f"--researchqa-model-param={MODEL}:api_base={server.url}",
                     f"--researchqa-model-param={MODEL}:api_key=t",
                     f"--researchqa-dataset={made['shuffled']}", f"--researchqa-papers={made['papers']}",
-                    f"--researchqa-cache-dir={work / 'cache'}", "--researchqa-save=load"]
+                    f"--researchqa-cache-dir={work / 'cache'}", "--researchqa-save=load", *(extra or [])]
             env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
             start = time.monotonic()
             log = (base / "run1.log").open("w")
