@@ -15,6 +15,9 @@ It listens on 127.0.0.1 only. The model alias in each request picks a behaviour:
 * ``truncating``: a reply cut off mid-JSON with ``finish_reason: length`` unless the request
   allows at least 1000 output tokens (``max_tokens``).
 
+``ScriptedLLM(fault_rate=0.05)`` also faults the first attempt of that share of prompts (chosen by
+the prompt's hash, so the same prompts in every run) under any alias: a 429 or a 500.
+
 The first user message is the prompt: a repair call adds turns after it, and faults and
 attempt counts follow the prompt, not the turns.
 
@@ -262,8 +265,12 @@ def repair_reply(prompt: str) -> str:
 
 
 class ScriptedLLM:
-    def __init__(self, latency_s: float = 0.0, latency_sigma: float = 0.0, seed: int = 0) -> None:
+    def __init__(self, latency_s: float = 0.0, latency_sigma: float = 0.0, seed: int = 0,
+                 fault_rate: float = 0.0) -> None:
         self.latency_s = latency_s
+        # The share of prompts (chosen by the prompt's hash, so the same ones in every run) whose first
+        # attempt, under any alias, gets a 500 or a 429 in turn: faults spread across one model.
+        self.fault_rate = fault_rate
         self.latency_sigma = latency_sigma
         self.random = random.Random(seed)
         self.requests: list[dict] = []
@@ -343,6 +350,7 @@ class ScriptedLLM:
                     self.wfile.write(data)
                     return
                 status, payload, delay = server.respond(body)
+                body["_status"] = status
                 with server.lock:
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
@@ -419,6 +427,10 @@ class ScriptedLLM:
             return 200, completion(model, "I cannot grade this answer."), delay
         if model == "judge-broken":
             return 200, completion(model, '{"factual_accuracy": {"justification": "ok", "score": 7}}'), delay
+        if self.fault_rate and attempt == 0 and faulty(prompt, self.fault_rate):
+            if int(hashlib.sha256(prompt.encode()).hexdigest()[8:16], 16) % 2:
+                return 429, {"error": {"message": "rate limit reached", "type": "rate_limit"}}, 0.0
+            return 500, {"error": {"message": "internal error", "type": "server_error"}}, 0.0
         if model.startswith("fault-") and attempt == 0:
             fault = model[len("fault-"):]
             if fault == "429":
@@ -460,6 +472,11 @@ class ScriptedLLM:
             reply["citations"] = [re.sub(r"\d", lambda m: str((int(m.group()) + 1) % 10), c, count=1)
                                   for c in reply["citations"]]
         return 200, completion(model, json.dumps(reply)), delay
+
+
+def faulty(prompt: str, rate: float) -> bool:
+    """Whether a prompt is among the ``rate`` share that fault first (by its hash: stable across runs)."""
+    return int(hashlib.sha256(prompt.encode()).hexdigest()[:8], 16) < rate * 16**8
 
 
 def prompt_of(body: dict) -> str:

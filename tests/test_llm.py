@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -321,33 +319,34 @@ def test_baseline_mode_shows_citation_metrics_as_dashes(pytester, server, tmp_pa
 
 
 @pytest.mark.slow
-def test_a_run_killed_with_sigkill_resumes_without_repeating_a_call(tmp_path):
-    """Answers are on disk the moment they arrive; the re-run asks only for the rest."""
-    import json
+def test_a_run_under_xdist_with_faults_killed_with_sigkill_half_way_resumes_losing_and_repeating_nothing(tmp_path):
+    """benchmarks/load_resume.py scaled down: 120 rows, 5% first-attempt faults, -n 2, the process
+    group killed with SIGKILL when half the answers are on disk, then the same command again.
+    Answers are on disk the moment they arrive; the re-run asks only for the rest."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from load_resume import measure
 
-    with ScriptedLLM(latency_s=0.25) as slow:
-        args = [sys.executable, "-m", "pytest", *WITHOUT_HYPOTHESIS, "-p", "no:cacheprovider", "-q",
-                "--researchqa-model=openai/good",
-                f"--researchqa-model-param=openai/good:api_base={slow.url}",
-                "--researchqa-model-param=openai/good:api_key=t", "--researchqa-concurrency=2",
-                f"--researchqa-cache-dir={tmp_path}"]
-        workdir = tmp_path / "work"
-        workdir.mkdir()
-        process = subprocess.Popen(args, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        answers = tmp_path / "answers"
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(list(answers.rglob("*.json"))) < 6:
-            time.sleep(0.05)
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-        kept = {json.loads(f.read_text())["question"] for f in answers.rglob("*.json")}
-        asked_before = len(slow.requests)
-        done = subprocess.run(args, cwd=workdir, capture_output=True, text=True, timeout=300)
-        asked_again = slow.questions()[asked_before:]
-    assert 6 <= len(kept) < 27
-    assert not set(asked_again) & kept, "no answer already on disk was paid for twice"
-    assert len(asked_again) == 27 - len(kept)
-    assert "27 model rows" in done.stdout and f"{len(kept)} from cache" in done.stdout, done.stdout[-1500:]
+    figures = measure(rows=120, fault_rate=0.05, workers=2, kill_at=0.5, folder=tmp_path, timeout_s=120,
+                      extra=["--researchqa-concurrency=4"])
+    assert 0 < figures.answers_before_kill < figures.rows, figures.report()
+    assert figures.asked_twice == 0, "no answer already on disk was paid for twice\n" + figures.report()
+    assert figures.rows_lost == 0 and figures.row_errors == 0, figures.report() + figures.tail
+    assert figures.calls_run1 + figures.calls_run2 > figures.rows, "the faults were retried"
+
+
+def test_the_scripted_server_faults_a_stable_share_of_prompts_on_their_first_attempt():
+    from llm_server import faulty
+
+    prompts = [f"QUESTION: number {n}?" for n in range(4000)]
+    share = sum(faulty(p, 0.05) for p in prompts) / len(prompts)
+    assert 0.04 < share < 0.06
+    assert [faulty(p, 0.05) for p in prompts] == [faulty(p, 0.05) for p in prompts], "the same prompts every run"
+    with ScriptedLLM(fault_rate=1.0) as always:
+        body = {"model": "good", "messages": [{"role": "user", "content": "QUESTION: x?"}]}
+        first, _, _ = always.respond(dict(body))
+    with ScriptedLLM(fault_rate=0.0) as never:
+        never_status, _, _ = never.respond({"model": "auth", **{k: v for k, v in body.items() if k != "model"}})
+    assert first in (429, 500) and never_status == 401, "faults only when a rate is given"
 
 
 @pytest.mark.slow
