@@ -7,8 +7,6 @@ It listens on 127.0.0.1 only. The model alias in each request picks a behaviour:
 * ``sloppy``: the same quote with its first digit changed (a fabricated citation);
 * ``fault-429``, ``fault-500``, ``fault-timeout``, ``fault-truncated``, ``fault-malformed``,
   ``fault-empty``: the named fault on the first attempt of each prompt, then a good answer;
-* ``flaky-5``: a 500 on the first attempt of one prompt in twenty (chosen by the prompt's hash,
-  so the same prompts fault in every run), then a good answer;
 * ``down``: always 500; ``garbage``: always unparseable text; ``auth``: always 401;
 * ``repairable``: prose instead of JSON until the conversation carries a repair turn (the
   bad reply as the assistant turn, then a user turn), then a good answer;
@@ -411,8 +409,6 @@ class ScriptedLLM:
             attempt = self.attempts.get(key, 0)
             self.attempts[key] = attempt + 1
             delay = self._delay()
-        if model == "flaky-5" and attempt == 0 and int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % 20 == 0:
-            return 500, {"error": {"message": "transient upstream error", "type": "server_error"}}, delay
         if model == "down":
             return 500, {"error": {"message": "upstream exploded", "type": "server_error"}}, delay
         if model == "auth":
