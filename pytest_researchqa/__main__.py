@@ -117,7 +117,7 @@ def _replayed(saved: SavedRun, runs_dir: Path) -> "ResearchSession":
     unfinished run) the records alone decide, as a run without gates."""
     import json
 
-    from .reporting.outcome import Check
+    from .reporting.json_summary import recorded_checks
     from .runs import SUMMARY_FILE, RunNotFound, load_baseline
 
     options: dict[str, Any] = {}
@@ -125,12 +125,9 @@ def _replayed(saved: SavedRun, runs_dir: Path) -> "ResearchSession":
         summary = json.loads((saved.folder / SUMMARY_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         summary = None
-    if isinstance(summary, dict) and isinstance(summary.get("checks"), list):
-        checks = tuple(
-            Check(c["kind"], c["name"], c["state"], c["message"], c["fails_run"]) for c in summary["checks"]
-            if isinstance(c, dict) and all(isinstance(c.get(k), str) for k in ("kind", "name", "message"))
-            and c.get("state") in ("passed", "failed", "undecidable") and isinstance(c.get("fails_run"), bool))
-        options["recorded"] = (bool(summary.get("gated", summary.get("verdict") != "report")), checks)
+    recorded = recorded_checks(summary)
+    if recorded is not None and isinstance(summary, dict):
+        options["recorded"] = recorded
         compared_with = summary.get("compared_with")
         if isinstance(compared_with, str) and compared_with != saved.name:
             try:

@@ -38,11 +38,16 @@ def _rank(line: str, later: bool) -> tuple[int, int]:
     return (1 if later else 0, found)
 
 
+def _lines(message: str) -> list[str]:
+    """A message's non-blank lines, right-stripped (a placeholder when there are none)."""
+    return [line.rstrip() for line in message.strip().splitlines() if line.strip()] or ["below the per-row bar"]
+
+
 def diagnosis_of(message: str) -> str:
     """The assertion's message cut to what a reader needs: every failed check's headline, then its
     most telling lines (the section missed, the quote, where it departs and how quote and paper
     go on), the first check first."""
-    lines = [line.rstrip() for line in message.strip().splitlines() if line.strip()] or ["below the per-row bar"]
+    lines = _lines(message)
     if len(lines) <= DIAGNOSIS_LINES:
         return "\n".join(lines)
     blocks: list[list[str]] = []
@@ -78,7 +83,7 @@ def diagnosis_of(message: str) -> str:
 
 def saved_diagnosis(message: str) -> str:
     """The whole diagnosis a saved row keeps (blank lines dropped, long ones capped)."""
-    lines = [line.rstrip() for line in message.strip().splitlines() if line.strip()] or ["below the per-row bar"]
+    lines = _lines(message)
     if len(lines) > SAVED_DIAGNOSIS_LINES:
         lines = [*lines[:SAVED_DIAGNOSIS_LINES - 1], f"... {len(lines) - SAVED_DIAGNOSIS_LINES + 1} more line(s)"]
     return "\n".join(lines)

@@ -456,6 +456,8 @@ def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:
     """Submit the calls of pipelined systems (and, chained on model answers, the judge calls) of these rows."""
     from .papers import PaperUnavailable
 
+    premise = state.services.premise_judge()  # it judges only answers to false-premise questions (its subject)
+    panels: dict[str, list[Any]] = {}  # a model system's judges, built once for these rows
     for item in items:
         case = case_of(item)
         if case is None or case.kind != "row" or not state.services.pipelined(case.system):
@@ -469,10 +471,11 @@ def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:
         system: Any = state.services.system(case.system)
         repeat = {"repeat": case.repeat} if case.repeat else {}  # only model systems are repeated
         system.prefetch(row, paper, **repeat)
-        premise = state.services.premise_judge()  # it judges only answers to false-premise questions (its subject)
         if (state.settings.judges or premise is not None) and state.services.is_model(case.system):
             # Judge each answer the moment it arrives; the row's test then finds the verdict in flight.
-            panel = [*(state.services.judges_for(case.system) if state.settings.judges else []),
-                     *([premise] if premise is not None else [])]
+            if case.system not in panels:
+                panels[case.system] = [*(state.services.judges_for(case.system) if state.settings.judges else []),
+                                       *([premise] if premise is not None else [])]
+            panel = panels[case.system]
             system.when_answered(row, paper, lambda answer, row=row, panel=panel: [
                 judge.submit(*subject) for judge in panel if (subject := judge.subject(row, answer))], **repeat)

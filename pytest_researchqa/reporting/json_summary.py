@@ -17,7 +17,7 @@ from .repeats import repeat_spreads
 from .summaries import by_system
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .outcome import RunOutcome
+    from .outcome import Check, RunOutcome
 
 SCHEMA = "researchqa-summary/1"
 
@@ -93,6 +93,20 @@ def summary(outcome: "RunOutcome", family: Family, run: Optional[dict[str, Any]]
                     for s in repeat_spreads(outcome.records, family.metric_names)],
         "run": {k: (run or {}).get(k) for k in ("name", "started", "ended", "git_commit", "dataset")},
     }
+
+
+def recorded_checks(data: Any) -> Optional[tuple[bool, tuple["Check", ...]]]:
+    """Whether a saved summary's run was gated, and the checks it decided (well-formed ones only);
+    None when the summary carries no checks."""
+    from .outcome import Check
+
+    if not isinstance(data, dict) or not isinstance(data.get("checks"), list):
+        return None
+    checks = tuple(
+        Check(c["kind"], c["name"], c["state"], c["message"], c["fails_run"]) for c in data["checks"]
+        if isinstance(c, dict) and all(isinstance(c.get(k), str) for k in ("kind", "name", "message"))
+        and c.get("state") in ("passed", "failed", "undecidable") and isinstance(c.get("fails_run"), bool))
+    return bool(data.get("gated", data.get("verdict") != "report")), checks
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:

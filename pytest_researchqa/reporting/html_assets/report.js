@@ -56,7 +56,7 @@
     for (const note of data.notes) box.append(el("p", { class: "muted", text: note }));
     if (data.checks.length) {
       box.append(el("h2", { text: "Gates" }));
-      box.append(el("ul", { class: "checks" }, ...data.checks.map((c) => el("li", { class: c.state, text: `${c.mark === "❌" ? CHECK_SYMBOL.failed : CHECK_SYMBOL[c.state] || c.mark} ${c.message}` }))));
+      box.append(el("ul", { class: "checks" }, ...data.checks.map((c) => el("li", { class: c.state, text: `${CHECK_SYMBOL[c.fails_run ? "failed" : c.state] || c.mark} ${c.message}` }))));
     }
     if (data.figures.length) {
       // Images, not inline SVG: a figure's text (domains, system names) can never run as script.
