@@ -4,6 +4,7 @@ pytest-researchqa is registered through its entry point, so it is not listed
 in pytest_plugins here (registering it twice is an error); pytester is.
 """
 
+import fcntl
 import gc
 import os
 
@@ -34,10 +35,15 @@ def litellm_loaded():
 
 def pytest_collection_modifyitems(items):
     """Tests that read real papers (``read_once``) are slow: pypdf takes seconds a paper, more than a
-    developer's inner loop (``-m "not slow"``) can spend. CI runs them all."""
+    developer's inner loop (``-m "not slow"``) can spend. CI runs them all.
+
+    Slow tests run first: under xdist a long test dealt out last keeps one worker busy while the other
+    idles (longest first is the classic rule for two machines). The order is the same in every worker,
+    as xdist requires."""
     for item in items:
         if "read_once" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 def pytest_sessionstart(session):
@@ -69,7 +75,11 @@ def read_once(tmp_path_factory):
     def read(path, paper_id=None):
         key = (path, paper_id or path.stem)
         if key not in papers:
-            papers[key] = read_paper(path, key[1], cache)
+            cache.mkdir(parents=True, exist_ok=True)
+            # One worker extracts a paper while the other waits, then reads the cached text.
+            with open(cache / f"{key[1]}.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                papers[key] = read_paper(path, key[1], cache)
         return papers[key]
 
     return read

@@ -121,7 +121,7 @@ def test_calls_queued_for_a_slot_hold_no_lock_file(tmp_path):
 FD_LIMIT_CONFTEST = """
 import resource
 
-resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
 """
 
 
@@ -131,8 +131,8 @@ def test_more_model_rows_than_the_open_file_limit_run_clean(pytester, server, tm
 
     from helpers import SAMPLE
 
-    rows = 320
-    pytester.makeconftest(FD_LIMIT_CONFTEST)  # the user's `ulimit -n 256`, set before any row runs
+    rows = 160
+    pytester.makeconftest(FD_LIMIT_CONFTEST)  # the user's `ulimit -n 128`, set before any row runs
     (pytester.path / "papers").mkdir()
     paper = (SAMPLE / "sources" / "sample-edu.md").read_text(encoding="utf-8")
     (pytester.path / "papers" / "p.md").write_text(paper, encoding="utf-8")

@@ -115,22 +115,22 @@ def _wait_for(condition, seconds: float = 120.0) -> None:
 
 
 @pytest.mark.slow
-def test_two_runs_sharing_one_cache_pay_for_each_call_once(tmp_path):
+def test_two_runs_sharing_one_cache_pay_for_each_call_once(pytester, tmp_path):
     """The second run starts while the first one's calls are in flight: each key is asked by one run
     and reused by the other (each run alone would make all 9 calls). A run claims a key only once one
-    of its slots is free, so the two runs share the work rather than the second waiting for all of it."""
+    of its slots is free, so the two runs share the work rather than the second waiting for all of it.
+    The first run is a process of its own; the second runs in this one (cheaper; the claims are files)."""
     import subprocess
 
     with ScriptedLLM(latency_s=0.6) as slow:  # the first run takes ~6 s: the second starts inside it
-        args = _run_args(slow.url, tmp_path / "cache", "--researchqa-concurrency=1", "-k", "env")
-        runs = []
-        for name in ("first", "second"):
-            (tmp_path / name).mkdir()
-            runs.append(subprocess.Popen(args, cwd=tmp_path / name, stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, text=True))
-            if name == "first":
-                _wait_for(lambda: slow.calls() >= 1)
-        outputs = [run.communicate(timeout=300)[0] for run in runs]
+        cache = tmp_path / "cache"
+        (tmp_path / "first").mkdir()
+        first = subprocess.Popen(_run_args(slow.url, cache, "--researchqa-concurrency=1", "-k", "env"),
+                                 cwd=tmp_path / "first", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        _wait_for(lambda: slow.calls() >= 1)
+        second = run_pytest(pytester, "--researchqa-model=openai/good", "--researchqa-concurrency=1", "-q",
+                            "-k", "env", cache=cache, server=slow).stdout.str()
+        outputs = [first.communicate(timeout=300)[0], second]
         calls = slow.calls()
     assert calls == 9, f"9 rows, 9 calls between two runs, not {calls}"
     for output in outputs:
@@ -142,7 +142,7 @@ def test_two_runs_sharing_one_cache_pay_for_each_call_once(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_run_killed_while_holding_a_call_blocks_no_other_run(tmp_path):
+def test_a_run_killed_while_holding_a_call_blocks_no_other_run(pytester, tmp_path):
     """The lock on a key in flight dies with its owner (kill -9 included): the next run asks at once."""
     import subprocess
 
@@ -155,11 +155,11 @@ def test_a_run_killed_while_holding_a_call_blocks_no_other_run(tmp_path):
         assert list(cache.rglob("*.lock")), "the call in flight holds a claim"
         owner.kill()
         owner.wait()
-        # A claim that outlived its owner would hold this run until the timeout fails the test;
+        # A claim that outlived its owner would hold this run until the test times out;
         # no wall-clock bound is asserted (the machine may be loaded).
-        again = subprocess.run(_run_args(slow.url, cache, "-k", "edu-lookup-1"), cwd=tmp_path / "work",
-                               capture_output=True, text=True, timeout=120)
-    assert "1/1 model rows, 0 errors" in again.stdout, again.stdout[-2000:]
+        again = run_pytest(pytester, "--researchqa-model=openai/good", "-q", "-k", "edu-lookup-1",
+                           cache=cache, server=slow)
+    assert "1/1 model rows, 0 errors" in again.stdout.str(), again.stdout.str()[-2000:]
     assert slow.calls() == 2, "the dead run's call is asked again, once"
 
 
