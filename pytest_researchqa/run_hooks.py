@@ -128,22 +128,31 @@ class RunHooks:
         settings = self.config.stash[SETTINGS]
         if not row_items and not settings.requested:
             return  # a run without the benchmark: nothing to count, nothing to start
-        invalid_rows = any((c := case_of(i)) is not None and c.kind == "problem" for i in session.items)
-        if settings.requested and self.selected == 0 and not invalid_rows and not session.config.option.collectonly:
-            from .row_reports import first_missing_path
-
-            if not session.config.option.pyargs and first_missing_path(session.config) is not None:
-                return  # pytest's own "file or directory not found" follows; ours would replace it
-            if self.generated == 0:
-                # pytest calls this hook from a `finally`: a load error raised during collection would
-                # be replaced by ours, so load again here and let its own message stand.
-                _ = self.state.dataset
-                raise pytest.UsageError(f"researchqa: the dataset {self.state.dataset_path} has no rows to run")
-            raise pytest.UsageError(f"researchqa: no row of {self.state.dataset_path} matches the selection "
-                                    f"({self._selection().slice_description or 'deselected'})")
+        if settings.requested and self.selected == 0 and not session.config.option.collectonly:
+            self._refuse_an_empty_selection(session)
         if session.config.option.collectonly:
             return  # --collect-only must never spend money
-        state = self.state
+        self._start_rows(row_items)
+
+    def _refuse_an_empty_selection(self, session: pytest.Session) -> None:
+        """A requested benchmark that selected no row is a usage error, unless pytest's own error says more."""
+        if any((c := case_of(i)) is not None and c.kind == "problem" for i in session.items):
+            return  # the invalid rows' own errors say why nothing runs
+        from .row_reports import first_missing_path
+
+        if not session.config.option.pyargs and first_missing_path(session.config) is not None:
+            return  # pytest's own "file or directory not found" follows; ours would replace it
+        if self.generated == 0:
+            # pytest calls this hook from a `finally`: a load error raised during collection would
+            # be replaced by ours, so load again here and let its own message stand.
+            _ = self.state.dataset
+            raise pytest.UsageError(f"researchqa: the dataset {self.state.dataset_path} has no rows to run")
+        raise pytest.UsageError(f"researchqa: no row of {self.state.dataset_path} matches the selection "
+                                f"({self._selection().slice_description or 'deselected'})")
+
+    def _start_rows(self, row_items: list[pytest.Item]) -> None:
+        """The family's check before any row, the estimate and progress, and the model calls set in flight."""
+        state, settings = self.state, self.config.stash[SETTINGS]
         if state.family.before_rows:
             from .families import resolve
 
@@ -151,13 +160,12 @@ class RunHooks:
             refusal = resolve(state.family.before_rows)(list({id(r): r for r in rows}.values()), settings)
             if refusal:
                 raise pytest.UsageError(refusal)
-        services = state.services
         if not is_worker(self.config):
             self._print_estimate([c for i in row_items if (c := case_of(i)) is not None])
             if settings.models:
-                models = [i for i in row_items if services.is_model(case_of(i).system)]  # type: ignore[union-attr]
+                models = [i for i in row_items if state.services.is_model(case_of(i).system)]  # type: ignore[union-attr]
                 self.progress = self._new_progress(len(models))
-            _prefetch(self.state, row_items)
+            _prefetch(state, row_items)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Optional[pytest.Item]) -> None:
@@ -288,12 +296,18 @@ class RunHooks:
                 and not session.config.option.collectonly and exitstatus != pytest.ExitCode.INTERRUPTED):
             self._after_answers(state)
         state.close()
-        cache_note = state.services.cache_note()
         if is_worker(self.config):
             self.config.workeroutput[WORKER_SELECTION] = (self.generated, self.selected)  # type: ignore[attr-defined]
-            self.config.workeroutput[WORKER_CACHE_NOTE] = cache_note  # type: ignore[attr-defined]
+            self.config.workeroutput[WORKER_CACHE_NOTE] = state.services.cache_note()  # type: ignore[attr-defined]
             return
-        state.session.run_notes += [n for n in (*self.worker_notes, cache_note) if n]
+        passed = self._conclude(state, session, exitstatus)
+        if passed is None or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            return
+        session.exitstatus = pytest.ExitCode.OK if passed else pytest.ExitCode.TESTS_FAILED
+
+    def _conclude(self, state: "RunState", session: pytest.Session, exitstatus: int) -> Optional[bool]:
+        """The controller's close: the run's outcome, its files, its checks as reports; the gates' verdict."""
+        state.session.run_notes += [n for n in (*self.worker_notes, state.services.cache_note()) if n]
         state.session.selection = self._selection()
         state.session.foreign_failures = self.foreign_failures
         state.session.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
@@ -307,9 +321,7 @@ class RunHooks:
 
         for report in check_reports(outcome):  # JUnit and pytest's counts carry each gate as a testcase
             self.config.hook.pytest_runtest_logreport(report=report)
-        if outcome.passed is None or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-            return
-        session.exitstatus = pytest.ExitCode.OK if outcome.passed else pytest.ExitCode.TESTS_FAILED
+        return outcome.passed
 
     def _write_files(self, state: "RunState", outcome: "RunOutcome") -> None:
         """The saved run, the JSON summary, Markdown, figures and the HTML report, as asked."""
