@@ -43,6 +43,7 @@ class Figures:
     calls_run2: int
     asked_twice: int
     in_flight: int
+    most_in_flight: int
     rows_lost: int
     row_errors: int
     wall_run1_s: float
@@ -62,6 +63,7 @@ class Figures:
             f"calls, run 2 (re-run)        {self.calls_run2:,}",
             f"answers asked twice          {self.asked_twice}",
             f"answered at the kill, unsaved {self.in_flight} (asked again by run 2)",
+            f"most calls in flight at once {self.most_in_flight}",
             f"rows lost                    {self.rows_lost}",
             f"row errors                   {self.row_errors}",
             f"wall, run 1 to the kill      {self.wall_run1_s:.1f} s",
@@ -135,7 +137,8 @@ def measure(rows: int = ROWS, fault_rate: float = 0.05, workers: int = 2, kill_a
                        if line.strip()}
         saved_ids = {r["row_id"] for r in saved if r.get("system") == MODEL}
         errors = sum(1 for r in saved if r.get("error"))
-        return Figures(total, kept, calls1, len(requests) - calls1, asked_twice, in_flight, len(dataset_ids - saved_ids), errors,
+        return Figures(total, kept, calls1, len(requests) - calls1, asked_twice, in_flight, server.max_in_flight,
+                       len(dataset_ids - saved_ids), errors,
                        wall1, wall2, second.returncode, (second.stdout + second.stderr)[-2000:])
 
 
