@@ -127,7 +127,7 @@ def _recorded(label: Label, record: Any) -> Any:
         if label.kind == "coverage":
             return (details.get("items") or [])[int(label.key)].get("coverage")
         if label.kind == "judge":
-            value = ((record.judge or {}).get("consensus") or {}).get(label.key)
+            value = record.judge.consensus.get(label.key) if record.judge is not None else None
             return round(value) if isinstance(value, (int, float)) else None
     except (IndexError, ValueError, AttributeError):
         return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
-from ...records import Recorder, current_recorder
+from ...records import CitationVerdict, JudgeResult, Recorder, current_recorder
 from . import metrics
 from .answers import Answer
 from .matcher import match_index
@@ -228,29 +228,30 @@ def judged(answer: Answer, row: Row, judges: Any, *, minimum: Optional[dict[str,
     result = judge_all(judges, row, answer)
     _record_nested(recorder, "judge", result)
     if minimum:
-        low = {d: v for d, v in minimum.items()
-               if result["consensus"].get(d) is not None and result["consensus"][d] < v}
+        low = {d: (score, v) for d, v in minimum.items()
+               if (score := result.consensus.get(d)) is not None and score < v}
         if low:
             lines = ["judge consensus below the minimum: " + ", ".join(
-                f"{d} {result['consensus'][d]:.2f} < {v}" for d, v in low.items())]
+                f"{d} {score:.2f} < {v}" for d, (score, v) in low.items())]
             lines += judge_reasons(result, dimensions=list(low))
             raise AssertionError("\n".join(lines))
-    return result
+    return result.to_plain()
 
 
-def judge_reasons(result: dict[str, Any], dimensions: Optional[list[str]] = None) -> list[str]:
+def judge_reasons(result: JudgeResult, dimensions: Optional[list[str]] = None) -> list[str]:
     """Each judge's score and justification per dimension, as lines for a failure message."""
     lines = []
-    for judge, scores in (result.get("by_judge") or {}).items():
-        if scores.get("error"):
-            lines.append(f"  {judge}: error: {scores['error']}")
+    for judge, verdict in result.by_judge.items():
+        if verdict.error:
+            lines.append(f"  {judge}: error: {verdict.error}")
             continue
-        reasons = scores.get("justifications") or {}
+        reasons = verdict.reasons
         if isinstance(reasons, list):  # an item-wise kind (rubric coverage): one reason per item
             lines += [f"  {judge} item {n} coverage {c}: {r}"
-                      for n, (c, r) in enumerate(zip(scores.get("items") or [], reasons), 1)]
+                      for n, (c, r) in enumerate(zip(verdict.items, reasons), 1)]
             continue
-        for dimension in dimensions or [d for d in scores if d not in ("justifications", "error")]:
+        scores = verdict.scores
+        for dimension in dimensions or list(scores):
             if dimension in scores:
                 reason = reasons.get(dimension)
                 lines.append(f"  {judge} {dimension} {scores[dimension]}" + (f": {reason}" if reason else ""))
@@ -272,7 +273,7 @@ def check_answer(answer: Answer, row: Row, paper: PaperLike, *, recorder: Option
     index = match_index(paper)
     matches = metrics.match_citations(answer, index)
     _record_nested(recorder, "citations", [
-        {"verdict": found.verdict, "grounded": found.grounded, "pages": found.pages} for found in matches])
+        CitationVerdict(found.verdict, found.grounded, tuple(found.pages)) for found in matches])
     target = current_recorder(recorder)
     if target is not None:  # what the HTML report shows of each citation (row_view)
         from ...row_view import citation_views

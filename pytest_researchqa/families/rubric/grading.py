@@ -58,16 +58,16 @@ def grade_coverage(answer: Answer, row: Any, judges: Any, *, generic_rubric: boo
         raise NotGraded("no judge: answered and saved, not graded (--researchqa-judge=MODEL scores rubric coverage)")
     result = judge_all(judges, row, answer)
     target = current_recorder(recorder)
-    consensus = result["consensus"].get("coverage")
+    consensus = result.consensus.get("coverage")
     if target is not None:
         target.judge(result)
         target.detail("rubric", "generic" if not row.rubric else "query")
         target.detail("items", [{"text": text, "kind": classify_item(text),
-                                 "coverage": result["items"][n] if result["items"] else None}
+                                 "coverage": result.items[n] if result.items else None}
                                 for n, text in enumerate(texts)])
     if consensus is None:
-        failures = "; ".join(f"{name}: {scores.get('error')}" for name, scores in result["by_judge"].items())
+        failures = "; ".join(f"{name}: {scores.error}" for name, scores in result.by_judge.items())
         raise JudgesFailed(f"no coverage verdict for this answer ({failures})")
     if target is not None:
         target.metric("coverage", consensus / 4)
-    return result
+    return result.to_plain()
