@@ -35,6 +35,7 @@ from .system import ModelCaller, ModelSpec, _acompletion, _structured_output
 if TYPE_CHECKING:  # pragma: no cover
     from ..families.citation.answers import Answer
     from ..families.citation.rows import Row
+    from ..families.protocols import FamilyRow
     from ..families.rubric.rows import ResearchRow
 
 DIMENSIONS = ("factual_accuracy", "completeness")
@@ -666,7 +667,7 @@ def in_flip_sample(row_id: str) -> bool:
     return int(hashlib.sha256(row_id.encode()).hexdigest(), 16) % 4 == 0
 
 
-def judge_all(judges: Sequence[ModelJudge], row: Any, answer: Any, timeout_s: Optional[float] = None, *,
+def judge_all(judges: Sequence[ModelJudge], row: "FamilyRow", answer: "Answer", timeout_s: Optional[float] = None, *,
               combine: Optional[Callable[[dict[str, dict[str, Any]]], dict[str, Any]]] = None) -> JudgeResult:
     """Every judge's scores for one answer, and their consensus and spread (a :class:`JudgeResult`).
 

@@ -9,7 +9,7 @@ nearest-passage search and message building run only when it fails.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 from ...records import CitationVerdict, JudgeResult, Recorder, current_recorder
 from . import metrics
@@ -18,6 +18,7 @@ from .matcher import match_index
 from .rows import Row, SectionEvidence
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ...llm.judges import ModelJudge
     from ...papers import Paper
     from .matcher import MatchIndex
 
@@ -175,7 +176,7 @@ def grounded_refusal(answer: Answer, row: Row, paper: PaperLike, *,
 
 
 def flags_premise(answer: Answer, row: Row, *, recorder: Optional[Recorder] = None,
-                  judge: Any = None) -> Optional[float]:
+                  judge: "Optional[ModelJudge]" = None) -> Optional[float]:
     """On a false-premise row, the answer must refuse or correct the premise.
 
     Records ``premise_flagged`` (None on rows that are not graded by refusal).
@@ -188,7 +189,7 @@ def flags_premise(answer: Answer, row: Row, *, recorder: Optional[Recorder] = No
     __tracebackhide__ = True
     verdict: Optional[dict[str, Any]] = None
     subject = judge.subject(row, answer) if judge is not None else None  # None: refused, or not a false premise
-    if subject is not None:
+    if judge is not None and subject is not None:
         verdict = premise_verdict(judge, subject)
         _record_detail(recorder, "premise_judge", verdict)
         score: Optional[float] = 1.0 if verdict["flagged"] else 0.0
@@ -206,7 +207,7 @@ def flags_premise(answer: Answer, row: Row, *, recorder: Optional[Recorder] = No
     raise AssertionError("\n".join(lines))
 
 
-def premise_verdict(judge: Any, subject: tuple[str, ...]) -> dict[str, Any]:
+def premise_verdict(judge: "ModelJudge", subject: tuple[str, ...]) -> dict[str, Any]:
     """The premise judge's verdict on one answer: {'judge', 'flagged', 'reason'} (from its cache, or the call
     already in flight, when there is one)."""
     entry = judge.submit(*subject).result()
@@ -214,7 +215,7 @@ def premise_verdict(judge: Any, subject: tuple[str, ...]) -> dict[str, Any]:
     return {"judge": judge.name, "flagged": bool(scores["flagged"]), "reason": str(scores.get("reason", ""))}
 
 
-def judged(answer: Answer, row: Row, judges: Any, *, minimum: Optional[dict[str, float]] = None,
+def judged(answer: Answer, row: Row, judges: "Sequence[ModelJudge]", *, minimum: Optional[dict[str, float]] = None,
            recorder: Optional[Recorder] = None) -> dict[str, Any]:
     """Have every judge score the answer; record the scores and their consensus.
 
@@ -259,7 +260,7 @@ def judge_reasons(result: JudgeResult, dimensions: Optional[list[str]] = None) -
 
 
 def check_answer(answer: Answer, row: Row, paper: PaperLike, *, recorder: Optional[Recorder] = None,
-                 premise_judge: Any = None) -> None:
+                 premise_judge: "Optional[ModelJudge]" = None) -> None:
     """Run every assertion, record all metrics, then fail once with every reason.
 
     Answerable rows are graded on citation accuracy, section coverage and precision;

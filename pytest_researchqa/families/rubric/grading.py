@@ -10,11 +10,15 @@ all fail is an error, never a zero.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ...records import Recorder, current_recorder
 from ..citation.answers import Answer
 from .task import TaskOptions, answer_words, references
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...llm.judges import ModelJudge
+    from .rows import ResearchRow
 
 
 class NotGraded(Exception):
@@ -43,7 +47,7 @@ def record_answer(answer: Answer, row: Any, options: TaskOptions, *, recorder: O
         target.detail("survey_title", row.survey_title)
 
 
-def grade_coverage(answer: Answer, row: Any, judges: Any, *, generic_rubric: bool = False,
+def grade_coverage(answer: Answer, row: "ResearchRow", judges: "Sequence[ModelJudge]", *, generic_rubric: bool = False,
                    recorder: Optional[Recorder] = None) -> dict[str, Any]:
     """Coverage of every rubric item by every judge, and their consensus; raises NotGraded / JudgesFailed."""
     from ...llm.judges import generic_rubric as generic_items
