@@ -133,7 +133,7 @@ class JudgeScores:
         reasons = data.get("justifications")
         if reasons is not None and not isinstance(reasons, (dict, list)):
             raise ValueError(f"field '{where}.justifications': {type(reasons).__name__}, not an object or a list")
-        return cls(_plain_copy(data))
+        return cls(data)  # fresh plain data (JSON, xdist): no copy; to_plain copies
 
 
 @dataclass(frozen=True)
