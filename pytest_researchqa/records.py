@@ -47,8 +47,31 @@ def upgraded(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+class _PlainReads:
+    """Reading a typed verdict or judge result as the dict it was before 0.2 (``record.judge["consensus"]``)
+    still works for one release, with a DeprecationWarning: read the attributes instead."""
+
+    def to_plain(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> Any:
+        _warn_plain_read(type(self).__name__, key)
+        return self.to_plain()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        _warn_plain_read(type(self).__name__, key)
+        return self.to_plain().get(key, default)
+
+
+def _warn_plain_read(kind: str, key: str) -> None:
+    import warnings
+
+    warnings.warn(f"reading a {kind} as a dict ([{key!r}] or .get) is deprecated: use its attribute .{key} "
+                  "(the dict reads go in the next release)", DeprecationWarning, stacklevel=3)
+
+
 @dataclass(frozen=True)
-class CitationVerdict:
+class CitationVerdict(_PlainReads):
     """How one citation of the answer fared against the paper (the matcher's verdict, in brief)."""
 
     verdict: str  # "verbatim", "normalized", "fuzzy", "not_found", "too_short", ...
@@ -137,7 +160,7 @@ class JudgeScores:
 
 
 @dataclass(frozen=True)
-class JudgeResult:
+class JudgeResult(_PlainReads):
     """Every judge's verdict on one answer and what they agree on: the consensus (mean) and spread (max - min)
     by dimension; for item-wise kinds the judges' mean per rubric item; under --researchqa-judge-repeats, for a
     sampled row, each judge's repeated verdicts (the flip-rate probe)."""

@@ -269,3 +269,15 @@ def test_files_written_atomically_get_the_mode_the_umask_gives_not_mkstemps_priv
     mask = os.umask(0o022)
     os.umask(mask)
     assert stat.S_IMODE((tmp_path / "report.html").stat().st_mode) == 0o666 & ~mask
+
+
+def test_reading_a_typed_judge_or_citation_as_a_dict_still_works_with_a_deprecation_warning():
+    record = RowRecord(row_id="a", citations=[{"verdict": "verbatim", "grounded": True, "pages": [2]}],
+                       judge={"by_judge": {"j": {"factual_accuracy": 4}}, "consensus": {"factual_accuracy": 4.0}})
+    assert record.judge is not None
+    with pytest.warns(DeprecationWarning, match=r"use its attribute \.consensus"):
+        assert record.judge["consensus"] == {"factual_accuracy": 4.0}
+    with pytest.warns(DeprecationWarning):
+        assert record.judge.get("by_judge") == {"j": {"factual_accuracy": 4}}
+    with pytest.warns(DeprecationWarning, match=r"\.pages"):
+        assert record.citations[0]["pages"] == [2]
