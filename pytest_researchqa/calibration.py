@@ -20,7 +20,10 @@ import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .records import RowRecord
 
 SCHEMA = "researchqa-labels/1"
 KINDS = ("citation", "judge", "coverage", "pairwise")
@@ -104,7 +107,7 @@ def _label(data: Any, where: str) -> Label:
     return Label(kind, row_id, system, judge, human, key, orders)
 
 
-def fill_from_run(labels: Sequence[Label], records: Sequence[Any]) -> list[Label]:
+def fill_from_run(labels: Sequence[Label], records: Sequence["RowRecord"]) -> list[Label]:
     """Labels without a judge value take it from a saved run's records (the cached verdicts): free."""
     by_row = {(r.system, r.row_id): r for r in records}
     filled = []
@@ -117,7 +120,7 @@ def fill_from_run(labels: Sequence[Label], records: Sequence[Any]) -> list[Label
     return filled
 
 
-def _recorded(label: Label, record: Any) -> Any:
+def _recorded(label: Label, record: "RowRecord") -> Any:
     details = record.details or {}
     try:
         if label.kind == "citation":
@@ -127,7 +130,7 @@ def _recorded(label: Label, record: Any) -> Any:
         if label.kind == "coverage":
             return (details.get("items") or [])[int(label.key)].get("coverage")
         if label.kind == "judge":
-            value = ((record.judge or {}).get("consensus") or {}).get(label.key)
+            value = record.judge.consensus.get(label.key) if record.judge is not None else None
             return round(value) if isinstance(value, (int, float)) else None
     except (IndexError, ValueError, AttributeError):
         return None

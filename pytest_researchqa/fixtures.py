@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .dataset import Dataset
     from .families.citation.answers import Answer
     from .families.protocols import FamilyRow
+    from .llm.judges import JudgePanel, ModelJudge
     from .options import Settings
     from .papers import Paper
     from .records import Recorder
@@ -148,20 +149,21 @@ def state_uses_papers(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture
-def researchqa_judge(request: pytest.FixtureRequest, researchqa_case: Case) -> Optional[list[Any]]:
+def researchqa_judge(request: pytest.FixtureRequest, researchqa_case: Case) -> "Optional[JudgePanel]":
     """The LLM judges of this row's system (a list; None when no ``--researchqa-judge`` is given)."""
     state = run_state(request.config)
     if not state.settings.judges or researchqa_case.system is None:
         return None
-    judges: list[Any] = state.services.judges_for(researchqa_case.system)
-    return judges
+    panel: "JudgePanel" = state.services.judges_for(researchqa_case.system)
+    return panel
 
 
 @pytest.fixture
-def researchqa_premise_judge(request: pytest.FixtureRequest) -> Optional[Any]:
+def researchqa_premise_judge(request: pytest.FixtureRequest) -> "Optional[ModelJudge]":
     """The model judge that decides ``premise_flagged`` (``--researchqa-flagged-judge``); None: the heuristic.
     Pass it on: ``flags_premise(answer, row, judge=researchqa_premise_judge)``."""
-    return run_state(request.config).services.premise_judge()
+    judge: "Optional[ModelJudge]" = run_state(request.config).services.premise_judge()
+    return judge
 
 
 @pytest.fixture(scope="session")

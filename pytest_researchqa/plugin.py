@@ -212,9 +212,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         record.nodeid = item.nodeid
         if record.error:
             record.error = state.redact(record.error)
-        for scores in ((record.judge or {}).get("by_judge") or {}).values():
-            if isinstance(scores, dict) and scores.get("error"):
-                scores["error"] = state.redact(str(scores["error"]))
+        if record.judge is not None:
+            record.judge = record.judge.redacted(state.redact)
         report.researchqa = state.redact_plain(record.to_plain())
         # JUnit writes the properties of the item (copied onto its teardown report), not of this report.
         item.user_properties.extend(record.junit_properties())

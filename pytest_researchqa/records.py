@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
 RECORD_VERSION = 1
 
@@ -44,6 +45,193 @@ def upgraded(data: dict[str, Any]) -> dict[str, Any]:
         data = _UPGRADES[version](data)
         version = data["version"]
     return data
+
+
+class _PlainReads:
+    """Reading a typed verdict or judge result as the dict it was before 0.2 (``record.judge["consensus"]``)
+    still works for one release, with a DeprecationWarning: read the attributes instead."""
+
+    def to_plain(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> Any:
+        _warn_plain_read(type(self).__name__, key)
+        return self.to_plain()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        _warn_plain_read(type(self).__name__, key)
+        return self.to_plain().get(key, default)
+
+
+def _warn_plain_read(kind: str, key: str) -> None:
+    import warnings
+
+    warnings.warn(f"reading a {kind} as a dict ([{key!r}] or .get) is deprecated: use its attribute .{key} "
+                  "(the dict reads go in the next release)", DeprecationWarning, stacklevel=3)
+
+
+@dataclass(frozen=True)
+class CitationVerdict(_PlainReads):
+    """How one citation of the answer fared against the paper (the matcher's verdict, in brief)."""
+
+    verdict: str  # "verbatim", "normalized", "fuzzy", "not_found", "too_short", ...
+    grounded: bool
+    pages: tuple[int, ...] = ()  # pages the matched text lies on (none when the paper has no pages)
+
+    def to_plain(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "grounded": self.grounded, "pages": list(self.pages)}
+
+    @classmethod
+    def from_plain(cls, data: Any, where: str = "citations") -> "CitationVerdict":
+        """A verdict from plain data; the wrong shape is a ValueError naming the field (``citations[2].pages``)."""
+        if isinstance(data, CitationVerdict):
+            return data
+        if not isinstance(data, dict):
+            raise ValueError(f"field {where!r}: {type(data).__name__}, not an object")
+        verdict, grounded, pages = data.get("verdict"), data.get("grounded"), data.get("pages", [])
+        if not isinstance(verdict, str):
+            raise ValueError(f"field '{where}.verdict': {verdict!r}, not text")
+        if not isinstance(grounded, bool):
+            raise ValueError(f"field '{where}.grounded': {grounded!r}, not true or false")
+        if not isinstance(pages, (list, tuple)) or not all(_whole(p) for p in pages):
+            raise ValueError(f"field '{where}.pages': {pages!r}, not a list of page numbers")
+        return cls(verdict, grounded, tuple(pages))
+
+
+@dataclass(frozen=True)
+class JudgeScores:
+    """One judge's verdict on one answer, kept as the judge gave it (the plain data is the saved form): scores
+    by dimension (1-5) with a justification each, or per rubric item (0-4) with a reason each; or the error
+    that kept the judge from scoring."""
+
+    plain: Mapping[str, Any]
+
+    @property
+    def error(self) -> Optional[str]:
+        error = self.plain.get("error")
+        return str(error) if error else None
+
+    def score(self, dimension: str) -> Optional[float]:
+        """The judge's score on ``dimension`` (None when it gave none)."""
+        value = self.plain.get(dimension)
+        return value if _number(value) else None
+
+    @property
+    def scores(self) -> dict[str, float]:
+        """Every numeric score, by dimension, in the judge's order."""
+        return {k: v for k, v in self.plain.items() if k not in _NOT_DIMENSIONS and _number(v)}
+
+    @property
+    def items(self) -> list[float]:
+        """Per rubric item, its coverage 0-4 (item-wise kinds; empty otherwise)."""
+        return list(self.plain.get("items") or [])
+
+    @property
+    def reasons(self) -> Union[dict[str, str], list[str]]:
+        """The judge's justifications: by dimension, or (item-wise kinds) one per item."""
+        reasons = self.plain.get("justifications") or {}
+        return list(reasons) if isinstance(reasons, list) else dict(reasons)
+
+    def redacted(self, redact: Callable[[str], str]) -> "JudgeScores":
+        """The same verdict with its error passed through ``redact`` (secrets out of saved runs)."""
+        if not self.plain.get("error"):
+            return self
+        return JudgeScores({**self.plain, "error": redact(str(self.plain["error"]))})
+
+    def to_plain(self) -> dict[str, Any]:
+        copied: dict[str, Any] = _plain_copy(dict(self.plain))
+        return copied
+
+    @classmethod
+    def from_plain(cls, data: Any, where: str) -> "JudgeScores":
+        if isinstance(data, JudgeScores):
+            return data
+        if not isinstance(data, dict):
+            raise ValueError(f"field {where!r}: {type(data).__name__}, not an object")
+        if "error" in data and not isinstance(data["error"], str):
+            raise ValueError(f"field '{where}.error': {data['error']!r}, not text")
+        items = data.get("items")
+        if items is not None and (not isinstance(items, list) or not all(_number(v) for v in items)):
+            raise ValueError(f"field '{where}.items': {items!r}, not a list of numbers")
+        reasons = data.get("justifications")
+        if reasons is not None and not isinstance(reasons, (dict, list)):
+            raise ValueError(f"field '{where}.justifications': {type(reasons).__name__}, not an object or a list")
+        return cls(data)  # fresh plain data (JSON, xdist): no copy; to_plain copies
+
+
+@dataclass(frozen=True)
+class JudgeResult(_PlainReads):
+    """Every judge's verdict on one answer and what they agree on: the consensus (mean) and spread (max - min)
+    by dimension; for item-wise kinds the judges' mean per rubric item; under --researchqa-judge-repeats, for a
+    sampled row, each judge's repeated verdicts (the flip-rate probe)."""
+
+    by_judge: dict[str, JudgeScores] = field(default_factory=dict)
+    consensus: dict[str, Optional[float]] = field(default_factory=dict)
+    spread: dict[str, Optional[float]] = field(default_factory=dict)
+    items: Optional[list[float]] = None
+    repeats: Optional[dict[str, list[JudgeScores]]] = None
+    # The plain form's keys in the order they came (a saved record writes back exactly as it was read).
+    layout: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def failures(self) -> list[str]:
+        """``judge: reason`` for every judge that could not score."""
+        return [f"{name}: {scores.error}" for name, scores in self.by_judge.items() if scores.error]
+
+    def redacted(self, redact: Callable[[str], str]) -> "JudgeResult":
+        """The same result with every judge's error passed through ``redact``."""
+        return dataclasses.replace(self, by_judge={k: v.redacted(redact) for k, v in self.by_judge.items()})
+
+    def to_plain(self) -> dict[str, Any]:
+        """The plain form (what saved runs hold): ``{'by_judge', 'consensus', 'spread'[, 'items'][, 'repeats']}``."""
+        plain: dict[str, Any] = {}
+        for key in self.layout or _JUDGE_KEYS:
+            if key == "by_judge":
+                plain[key] = {name: scores.to_plain() for name, scores in self.by_judge.items()}
+            elif key in ("consensus", "spread"):
+                plain[key] = dict(getattr(self, key))
+            elif key == "items" and self.items is not None:
+                plain[key] = list(self.items)
+            elif key == "repeats" and self.repeats is not None:
+                plain[key] = {name: [s.to_plain() for s in again] for name, again in self.repeats.items()}
+        return plain
+
+    @classmethod
+    def from_plain(cls, data: Any, where: str = "judge") -> "JudgeResult":
+        """A result from plain data; the wrong shape is a ValueError naming the field (``judge.consensus.x``)."""
+        if isinstance(data, JudgeResult):
+            return data
+        if not isinstance(data, dict):
+            raise ValueError(f"field {where!r}: {type(data).__name__}, not an object")
+        unknown = [key for key in data if key not in _JUDGE_KEYS]
+        if unknown:
+            raise ValueError(f"field '{where}.{unknown[0]}': not a field of a judge result "
+                             f"({', '.join(_JUDGE_KEYS)})")
+        by_judge = _object(data.get("by_judge"), f"{where}.by_judge")
+        means: dict[str, dict[str, Optional[float]]] = {}
+        for key in ("consensus", "spread"):
+            values = _object(data.get(key), f"{where}.{key}")
+            for name, value in values.items():
+                if value is not None and not _number(value):
+                    raise ValueError(f"field '{where}.{key}.{name}': {value!r}, not a number")
+            means[key] = dict(values)
+        items = data.get("items")
+        if items is not None and (not isinstance(items, list) or not all(_number(v) for v in items)):
+            raise ValueError(f"field '{where}.items': {items!r}, not a list of numbers")
+        repeats = data.get("repeats")
+        again: Optional[dict[str, list[JudgeScores]]] = None
+        if repeats is not None:
+            again = {}
+            for name, verdicts in _object(repeats, f"{where}.repeats").items():
+                if not isinstance(verdicts, list):
+                    raise ValueError(f"field '{where}.repeats.{name}': {type(verdicts).__name__}, not a list")
+                again[name] = [JudgeScores.from_plain(v, f"{where}.repeats.{name}[{n}]")
+                               for n, v in enumerate(verdicts)]
+        return cls(by_judge={name: JudgeScores.from_plain(scores, f"{where}.by_judge.{name}")
+                             for name, scores in by_judge.items()},
+                   consensus=means["consensus"], spread=means["spread"],
+                   items=list(items) if items is not None else None, repeats=again, layout=tuple(data))
+
 
 
 @dataclass
@@ -75,8 +263,8 @@ class RowRecord:
     # True for rows answered by a model through litellm: they count towards progress and spend.
     model_system: bool = False
     metrics: dict[str, Optional[float]] = field(default_factory=dict)
-    citations: list[dict[str, Any]] = field(default_factory=list)
-    judge: Optional[dict[str, Any]] = None
+    citations: list[CitationVerdict] = field(default_factory=list)
+    judge: Optional[JudgeResult] = None
     usage: Usage = field(default_factory=Usage)
     baseline: bool = False
     error: Optional[str] = None
@@ -97,6 +285,13 @@ class RowRecord:
     repeat: int = 0
     version: int = RECORD_VERSION
 
+    def __post_init__(self) -> None:
+        # The plain forms are still accepted here (``RowRecord(judge={...})``, as before they were typed).
+        if self.judge is not None and not isinstance(self.judge, JudgeResult):
+            self.judge = JudgeResult.from_plain(self.judge)
+        if any(not isinstance(c, CitationVerdict) for c in self.citations):
+            self.citations = [CitationVerdict.from_plain(c, f"citations[{n}]") for n, c in enumerate(self.citations)]
+
     @property
     def graded(self) -> bool:
         """Averaged into the means: neither errored nor a dataset defect."""
@@ -105,15 +300,13 @@ class RowRecord:
     @property
     def judge_failures(self) -> list[str]:
         """``judge: reason`` for every judge that could not score this row."""
-        by_judge = (self.judge or {}).get("by_judge") or {}
-        return [f"{name}: {scores['error']}" for name, scores in by_judge.items()
-                if isinstance(scores, dict) and scores.get("error")]
+        return self.judge.failures if self.judge is not None else []
 
     def junit_properties(self) -> list[tuple[str, str]]:
         """Every measured value as a JUnit ``<property>``: metrics, judge scores, usage."""
         found: list[tuple[str, str]] = [(f"researchqa.{k}", _text(v)) for k, v in self.metrics.items()]
-        consensus = (self.judge or {}).get("consensus") or {}
-        found += [(f"researchqa.judge.{k}", _text(v)) for k, v in consensus.items()]
+        if self.judge is not None:
+            found += [(f"researchqa.judge.{k}", _text(v)) for k, v in self.judge.consensus.items()]
         for name in ("latency_s", "prompt_tokens", "completion_tokens", "cost_usd", "cached"):
             value = getattr(self.usage, name)
             if value is not None and (self.model_system or name == "latency_s"):
@@ -122,8 +315,11 @@ class RowRecord:
 
     def to_plain(self) -> dict[str, Any]:
         """Built-in types only: safe for xdist's wire format and for JSON (what ``asdict`` gives, 4x faster)."""
-        plain = {name: _plain_copy(getattr(self, name)) for name in _RECORD_FIELDS}
+        plain = {name: _plain_copy(getattr(self, name)) if name not in _TYPED_FIELDS else None
+                 for name in _RECORD_FIELDS}
         plain["usage"] = {name: getattr(self.usage, name) for name in _USAGE_ORDER}
+        plain["citations"] = [c.to_plain() for c in self.citations]
+        plain["judge"] = self.judge.to_plain() if self.judge is not None else None
         return plain
 
     @classmethod
@@ -144,8 +340,10 @@ class RowRecord:
         for name, kind in (("metrics", dict), ("details", dict), ("citations", list)):
             if values.get(name) is not None and not isinstance(values[name], kind):
                 raise ValueError(f"field {name!r}: {type(values[name]).__name__}, not {kind.__name__}")
-        if values.get("judge") is not None and not isinstance(values["judge"], dict):
-            raise ValueError(f"field 'judge': {type(values['judge']).__name__}, not an object")
+        if values.get("judge") is not None:
+            values["judge"] = JudgeResult.from_plain(values["judge"])
+        values["citations"] = [CitationVerdict.from_plain(c, f"citations[{n}]")
+                               for n, c in enumerate(values.get("citations") or [])]
         metrics = dict(values.get("metrics") or {})
         for name, value in metrics.items():
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
@@ -176,6 +374,25 @@ _USAGE_TYPES: dict[str, Any] = {"latency_s": _NUMBER, "queue_s": _NUMBER, "promp
                                 "prompt_sha": str, "attempts": int}
 _USAGE_ORDER = tuple(f.name for f in fields(Usage))  # scalars only
 _RECORD_FIELDS = tuple(f.name for f in fields(RowRecord))
+_TYPED_FIELDS = frozenset({"usage", "citations", "judge"})  # converted by their own to_plain
+_JUDGE_KEYS = ("by_judge", "consensus", "spread", "items", "repeats")
+_NOT_DIMENSIONS = frozenset({"error", "justifications", "items"})
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"field {where!r}: {type(value).__name__}, not an object")
+    return value
 
 
 def _plain_copy(value: Any) -> Any:
@@ -211,11 +428,13 @@ class Recorder:
         """Keep a plain value on the record's ``details`` (see :attr:`RowRecord.details`)."""
         self.record.details[key] = value
 
-    def citations(self, verdicts: list[dict[str, Any]]) -> None:
-        self.record.citations = verdicts
+    def citations(self, verdicts: Sequence[Union[CitationVerdict, dict[str, Any]]]) -> None:
+        """Keep each citation's verdict (plain ``{'verdict', 'grounded', 'pages'}`` dicts are accepted)."""
+        self.record.citations = [CitationVerdict.from_plain(v, f"citations[{n}]") for n, v in enumerate(verdicts)]
 
-    def judge(self, result: dict[str, Any]) -> None:
-        self.record.judge = result
+    def judge(self, result: Union[JudgeResult, dict[str, Any]]) -> None:
+        """Keep the judges' result (its plain form, as ``judged`` returns it, is accepted)."""
+        self.record.judge = JudgeResult.from_plain(result)
 
 
 _CURRENT: contextvars.ContextVar[Optional[Recorder]] = contextvars.ContextVar("researchqa_recorder", default=None)

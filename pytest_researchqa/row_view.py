@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 if TYPE_CHECKING:  # pragma: no cover
     from .families.citation.answers import Answer
     from .families.citation.matcher import CitationMatch, MatchIndex
+    from .families.citation.rows import Row
+    from .families.protocols import FamilyRow
 
 TEXT_LIMIT = 4000  # an answer, a quote
 CONTEXT_CHARS = 280  # paper text shown on each side of a grounded quote
@@ -24,7 +26,7 @@ def clip(text: Optional[str], limit: int = TEXT_LIMIT) -> Optional[str]:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def answer_view(row: Any, answer: "Answer") -> dict[str, Any]:
+def answer_view(row: "FamilyRow", answer: "Answer") -> dict[str, Any]:
     """The row's question and expectations beside the system's answer."""
     return {
         "question": clip(row.question),
@@ -39,7 +41,7 @@ def answer_view(row: Any, answer: "Answer") -> dict[str, Any]:
     }
 
 
-def citation_views(matches: Sequence["CitationMatch"], index: "MatchIndex", row: Any) -> list[dict[str, Any]]:
+def citation_views(matches: Sequence["CitationMatch"], index: "MatchIndex", row: "Row") -> list[dict[str, Any]]:
     """Per citation: verdict, pages, the expected sections it reaches, and why it is not in the paper."""
     from .families.citation.metrics import section_report
 

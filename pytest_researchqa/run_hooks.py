@@ -18,6 +18,7 @@ from .stash import DRY_RUN, GENERATED, SETTINGS, case_of, run_state, started
 from .xdist_compat import Lookahead, is_worker
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .llm.judges import ModelJudge
     from .runs import RunWriter
     from .session import RunOutcome, Selection
     from .state import RunState
@@ -469,7 +470,7 @@ def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:
     from .papers import PaperUnavailable
 
     premise = state.services.premise_judge()  # it judges only answers to false-premise questions (its subject)
-    panels: dict[str, list[Any]] = {}  # a model system's judges, built once for these rows
+    panels: "dict[str, list[ModelJudge]]" = {}  # a model system's judges, built once for these rows
     for item in items:
         case = case_of(item)
         if case is None or case.kind != "row" or not state.services.pipelined(case.system):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional
 if TYPE_CHECKING:  # pragma: no cover
     from .llm.cache import AnswerCache
     from .llm.engine import ModelRunner
+    from .llm.judges import JudgePanel, ModelJudge
     from .options import Settings
     from .systems import System
 
@@ -128,7 +129,7 @@ class Services:
             names.append(name)
         return list(dict.fromkeys(names))
 
-    def judges_for(self, system: str) -> Any:
+    def judges_for(self, system: str) -> "JudgePanel":
         from .llm.judges import JudgePanel
 
         return JudgePanel([self._judge(name) for name in self.judge_names_for(system)], self.settings.judge_repeats)
@@ -146,7 +147,7 @@ class Services:
 
         return PAPER_KINDS.get(kind, kind)
 
-    def _judge(self, name: str, kind: Optional[str] = None) -> Any:
+    def _judge(self, name: str, kind: Optional[str] = None) -> "ModelJudge":
         kind = kind or self.judge_kind()
         if (name, kind) not in self._judges:
             from .llm.judges import make_judge
@@ -158,9 +159,10 @@ class Services:
                 retries=settings.retries, prompt_folder=settings.judge_prompts)
             if kind.startswith("coverage"):
                 self._judges[(name, kind)].generic_rubric = settings.generic_rubric
-        return self._judges[(name, kind)]
+        judge: "ModelJudge" = self._judges[(name, kind)]
+        return judge
 
-    def premise_judge(self) -> Any:
+    def premise_judge(self) -> "Optional[ModelJudge]":
         """The model that decides premise_flagged (--researchqa-flagged-judge), or None: the text heuristic."""
         name = self.settings.flagged_judge
         return self._judge(name, "premise") if name else None

@@ -162,7 +162,7 @@ def test_check_answer_records_every_metric_before_failing_once():
     with pytest.raises(AssertionError) as failure:
         check_answer(answer, row(), PAPER)
     assert set(values) == {"citations", "citation_accuracy", "section_coverage", "citation_precision"}
-    assert [c["verdict"] for c in values["citations"]] == ["not_found"]
+    assert [c.verdict for c in values["citations"]] == ["not_found"]
     assert "citation accuracy" in str(failure.value) and "section coverage" in str(failure.value)
 
 
@@ -283,7 +283,7 @@ def test_too_short_and_pointer_citations_are_reported_not_counted_as_fabrication
     values = recorded(answer)
     check_answer(answer, false_premise_row(), PAPER)
     assert values["refusal_correctness"] == 1.0
-    assert [c["verdict"] for c in values["citations"]] == ["too_short", "not_evidence", "verbatim"]
+    assert [c.verdict for c in values["citations"]] == ["too_short", "not_evidence", "verbatim"]
     assert metrics.citation_accuracy(metrics.match_citations(answer, MatchIndex(PAPER))) == 1.0
 
 

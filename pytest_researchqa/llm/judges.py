@@ -25,6 +25,7 @@ from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
 from ..bundled import bundled_path
 from ..llm_params import model_family  # noqa: F401  (re-exported)
+from ..records import JudgeResult, JudgeScores
 from .cache import AnswerCache, cache_key
 from .contract import MalformedReply, json_object, validation_problem
 from .engine import CallResult, ModelRunner, ProviderError, with_retries
@@ -34,6 +35,7 @@ from .system import ModelCaller, ModelSpec, _acompletion, _structured_output
 if TYPE_CHECKING:  # pragma: no cover
     from ..families.citation.answers import Answer
     from ..families.citation.rows import Row
+    from ..families.protocols import FamilyRow
     from ..families.rubric.rows import ResearchRow
 
 DIMENSIONS = ("factual_accuracy", "completeness")
@@ -665,14 +667,14 @@ def in_flip_sample(row_id: str) -> bool:
     return int(hashlib.sha256(row_id.encode()).hexdigest(), 16) % 4 == 0
 
 
-def judge_all(judges: Sequence[ModelJudge], row: Any, answer: Any, timeout_s: Optional[float] = None, *,
-              combine: Optional[Callable[[dict[str, dict[str, Any]]], dict[str, Any]]] = None) -> dict[str, Any]:
-    """Every judge's scores for one answer, and their consensus: {'by_judge', 'consensus', 'spread'}.
+def judge_all(judges: Sequence[ModelJudge], row: "FamilyRow", answer: "Answer", timeout_s: Optional[float] = None, *,
+              combine: Optional[Callable[[dict[str, dict[str, Any]]], dict[str, Any]]] = None) -> JudgeResult:
+    """Every judge's scores for one answer, and their consensus and spread (a :class:`JudgeResult`).
 
     Each judge is given its kind's ``subject(row, answer)``; ``combine`` turns the
     judges' scores into the consensus (default: the kind's own). With a panel's
     ``repeats`` and a row in the flip sample, each judge also re-judges the same
-    answer that many times: {'repeats': {judge: [scores, ...]}}.
+    answer that many times (``repeats``: judge -> [its verdicts]).
     """
     repeats = getattr(judges, "repeats", 0) if in_flip_sample(row.row_id) else 0
     subjects = {judge.name: judge.subject(row, answer) or () for judge in judges}
@@ -686,16 +688,19 @@ def judge_all(judges: Sequence[ModelJudge], row: Any, answer: Any, timeout_s: Op
         except ProviderError as error:
             by_judge[name] = {"error": str(error)}
     combine = combine or (type(judges[0]).combine if judges else consensus)
-    result = {"by_judge": by_judge, **combine(by_judge)}
+    combined = combine(by_judge)
+    again: Optional[dict[str, list[JudgeScores]]] = None
     if repeats:
-        result["repeats"] = {}
+        again = {}
         for name, pending in extra.items():
             try:
-                again = [dict(f.result(timeout=timeout_s)["scores"]) for f in pending]
-                result["repeats"][name] = [by_judge[name], *again]
+                verdicts = [dict(f.result(timeout=timeout_s)["scores"]) for f in pending]
+                again[name] = [JudgeScores(by_judge[name]), *map(JudgeScores, verdicts)]
             except ProviderError:
                 pass  # a probe that errors tells nothing about flips
-    return result
+    return JudgeResult(by_judge={name: JudgeScores(scores) for name, scores in by_judge.items()},
+                       consensus=combined["consensus"], spread=combined["spread"], items=combined.get("items"),
+                       repeats=again)
 
 
 def _is_score(value: Any, low: int, high: int) -> bool:

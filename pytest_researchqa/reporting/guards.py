@@ -35,24 +35,24 @@ def judge_guards(records: Sequence[RowRecord], family: Family) -> list[Guard]:
         return []
     dimensions = [d.name for d in family.judge_dimensions]
     guards = []
-    pairs = sorted({(r.system or "", judge) for r in judged for judge in (r.judge or {}).get("by_judge", {})})
+    pairs = sorted({(r.system or "", judge) for r in judged if r.judge for judge in r.judge.by_judge})
     for system, judge in pairs:
         if model_family(system) == model_family(judge):
             guards.append(Guard("same_family", "warning",
                                 f"warning: judge {judge} grades {system}, a model of the same family "
                                 f"({model_family(judge)}): same-family judges tend to over-rate their own"))
-    probes = [scores for r in judged for scores in ((r.judge or {}).get("repeats") or {}).values()]
-    probes = [scores for scores in probes if scores]
+    probes = [verdicts for r in judged if r.judge and r.judge.repeats for verdicts in r.judge.repeats.values()]
+    probes = [verdicts for verdicts in probes if verdicts]
     if probes:
         flips = total = 0
-        for scores in probes:
+        for verdicts in probes:
             for d in dimensions:
-                seen = {s.get(d) for s in scores if isinstance(s, dict) and s.get(d) is not None}
+                seen = {score for verdict in verdicts if (score := verdict.score(d)) is not None}
                 if seen:
                     total += 1
                     flips += len(seen) > 1
         if total:
-            repeats = max(len(scores) for scores in probes) - 1
+            repeats = max(len(verdicts) for verdicts in probes) - 1
             guards.append(Guard("flip_rate", "info",
                                 f"flip rate: {flips}/{total} judge scores ({flips / total:.1%}) changed when "
                                 f"{len(probes)} sampled verdicts were re-judged {repeats} more time(s)"))
@@ -72,7 +72,7 @@ def judge_guards(records: Sequence[RowRecord], family: Family) -> list[Guard]:
                                     f"rescaled to 0-1), the citation metrics by {deterministic:.3f}: "
                                     "read the deterministic columns first"))
     for r in judged:
-        factual = ((r.judge or {}).get("consensus") or {}).get("factual_accuracy")
+        factual = r.judge.consensus.get("factual_accuracy") if r.judge else None
         accuracy = r.metrics.get("citation_accuracy")
         if factual is not None and factual >= 4 and accuracy is not None and accuracy < 1:
             guards.append(Guard("contradiction", "warning",

@@ -85,7 +85,8 @@ def _row(record: RowRecord, key: str) -> dict[str, Any]:
         "diagnosis": record.diagnosis, "error": record.error, "defect": record.defect,
         "latency_s": _number(record.usage.latency_s), "cost_usd": _number(record.usage.cost_usd),
         "tokens": [record.usage.prompt_tokens, record.usage.completion_tokens],
-        "judge": record.judge, "citations": citations, "details": details,
+        "judge": record.judge.to_plain() if record.judge is not None else None, "citations": citations,
+        "details": details,
     }
 
 

@@ -62,8 +62,8 @@ def summarize(label: str, records: Sequence[RowRecord], metrics: Sequence[str],
     judge_means: dict[str, Optional[float]] = {}
     judge_spread: dict[str, Optional[float]] = {}
     for dimension in judge_dimensions:
-        values = [v for j in judged if (v := (j.get("consensus") or {}).get(dimension)) is not None]
-        spreads = [v for j in judged if (v := (j.get("spread") or {}).get(dimension)) is not None]
+        values = [v for j in judged if (v := j.consensus.get(dimension)) is not None]
+        spreads = [v for j in judged if (v := j.spread.get(dimension)) is not None]
         judge_means[dimension] = fmean(values) if values else None
         judge_spread[dimension] = fmean(spreads) if spreads else None
     return Summary(

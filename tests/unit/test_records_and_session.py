@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import time
+from pathlib import Path
 
 import pytest
 
@@ -127,6 +129,59 @@ def test_a_record_written_before_records_had_a_version_is_upgraded_on_read():
     assert record.version == RowRecord(row_id="x").version and record.metrics == {"citation_precision": 1.0}
 
 
+SAVED_BY_0_1_0 = Path(__file__).with_name("records_saved_by_0_1_0.jsonl")
+
+
+def test_records_saved_by_the_last_release_read_and_write_back_byte_for_byte():
+    # rows.jsonl lines written by 0.1.0 from real runs (judges with repeats, rubric items, judge errors), only
+    # their family details cut short (by 0.1.0's own to_plain) to keep the file small.
+    lines = SAVED_BY_0_1_0.read_text(encoding="utf-8").splitlines()
+    records = [RowRecord.from_plain(json.loads(line)) for line in lines]
+    assert [json.dumps(r.to_plain(), ensure_ascii=False, sort_keys=True) for r in records] == lines
+    assert [RowRecord.from_plain(r.to_plain()) for r in records] == records
+    judged = [r.judge for r in records if r.judge is not None]
+    assert any(j.repeats for j in judged) and any(j.items for j in judged) and any(j.failures for j in judged)
+    assert all(isinstance(c.grounded, bool) for r in records for c in r.citations)
+
+
+def test_a_judge_result_and_a_citation_verdict_made_in_code_have_the_plain_layout_always_written():
+    from pytest_researchqa.records import CitationVerdict, JudgeResult, JudgeScores
+
+    assert CitationVerdict("verbatim", True, (2,)).to_plain() == {"verdict": "verbatim", "grounded": True, "pages": [2]}
+    assert list(CitationVerdict("fuzzy", False).to_plain()) == ["verdict", "grounded", "pages"]
+
+    result = JudgeResult(by_judge={"j": JudgeScores({"coverage": 2.0, "items": [2]})}, consensus={"coverage": 2.0},
+                         spread={"coverage": None}, items=[2.0], repeats={"j": [JudgeScores({"items": [2]})] * 2})
+    assert list(result.to_plain()) == ["by_judge", "consensus", "spread", "items", "repeats"]
+    assert list(JudgeResult(consensus={"x": 1.0}).to_plain()) == ["by_judge", "consensus", "spread"]
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("judge", {"by_judge": {"j": "4"}}, "field 'judge.by_judge.j': str, not an object"),
+    ("judge", {"consensus": {"factual_accuracy": "high"}}, "field 'judge.consensus.factual_accuracy': 'high', not a number"),
+    ("judge", {"by_judge": {"j": {"error": 3}}}, "field 'judge.by_judge.j.error': 3, not text"),
+    ("judge", {"repeats": {"j": {}}}, "field 'judge.repeats.j': dict, not a list"),
+    ("judge", {"verdict": 1}, "field 'judge.verdict': not a field of a judge result"),
+    ("citations", [{"verdict": "verbatim", "grounded": True, "pages": [1]}, {"verdict": "fuzzy", "grounded": "yes"}],
+     "field 'citations[1].grounded': 'yes', not true or false"),
+    ("citations", [{"grounded": True}], "field 'citations[0].verdict': None, not text"),
+    ("citations", [{"verdict": "verbatim", "grounded": True, "pages": ["2"]}],
+     "field 'citations[0].pages': ['2'], not a list of page numbers"),
+])
+def test_a_malformed_saved_judge_or_citation_is_refused_naming_the_field(field, value, message):
+    plain = {**RowRecord(row_id="a").to_plain(), field: value}
+    with pytest.raises(ValueError, match=re.escape(message)):
+        RowRecord.from_plain(plain)
+
+
+def test_judge_failures_and_junit_properties_read_the_typed_judge():
+    record = RowRecord(row_id="a", judge={"by_judge": {"j": {"factual_accuracy": 4}, "k": {"error": "timed out"}},
+                                          "consensus": {"factual_accuracy": 4.0}, "spread": {"factual_accuracy": None}})
+    assert record.judge_failures == ["k: timed out"]
+    assert ("researchqa.judge.factual_accuracy", "4") in record.junit_properties()
+    assert record.judge is not None and record.judge.redacted(str.upper).failures == ["k: TIMED OUT"]
+
+
 def test_an_unknown_price_keeps_every_total_unknown():
     from pytest_researchqa.costs import add_cost, spend_text, total_cost
 
@@ -214,3 +269,15 @@ def test_files_written_atomically_get_the_mode_the_umask_gives_not_mkstemps_priv
     mask = os.umask(0o022)
     os.umask(mask)
     assert stat.S_IMODE((tmp_path / "report.html").stat().st_mode) == 0o666 & ~mask
+
+
+def test_reading_a_typed_judge_or_citation_as_a_dict_still_works_with_a_deprecation_warning():
+    record = RowRecord(row_id="a", citations=[{"verdict": "verbatim", "grounded": True, "pages": [2]}],
+                       judge={"by_judge": {"j": {"factual_accuracy": 4}}, "consensus": {"factual_accuracy": 4.0}})
+    assert record.judge is not None
+    with pytest.warns(DeprecationWarning, match=r"use its attribute \.consensus"):
+        assert record.judge["consensus"] == {"factual_accuracy": 4.0}
+    with pytest.warns(DeprecationWarning):
+        assert record.judge.get("by_judge") == {"j": {"factual_accuracy": 4}}
+    with pytest.warns(DeprecationWarning, match=r"\.pages"):
+        assert record.citations[0]["pages"] == [2]

@@ -9,15 +9,16 @@ nearest-passage search and message building run only when it fails.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
-from ...records import Recorder, current_recorder
+from ...records import CitationVerdict, JudgeResult, Recorder, current_recorder
 from . import metrics
 from .answers import Answer
 from .matcher import match_index
 from .rows import Row, SectionEvidence
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ...llm.judges import ModelJudge
     from ...papers import Paper
     from .matcher import MatchIndex
 
@@ -175,7 +176,7 @@ def grounded_refusal(answer: Answer, row: Row, paper: PaperLike, *,
 
 
 def flags_premise(answer: Answer, row: Row, *, recorder: Optional[Recorder] = None,
-                  judge: Any = None) -> Optional[float]:
+                  judge: "Optional[ModelJudge]" = None) -> Optional[float]:
     """On a false-premise row, the answer must refuse or correct the premise.
 
     Records ``premise_flagged`` (None on rows that are not graded by refusal).
@@ -188,7 +189,7 @@ def flags_premise(answer: Answer, row: Row, *, recorder: Optional[Recorder] = No
     __tracebackhide__ = True
     verdict: Optional[dict[str, Any]] = None
     subject = judge.subject(row, answer) if judge is not None else None  # None: refused, or not a false premise
-    if subject is not None:
+    if judge is not None and subject is not None:
         verdict = premise_verdict(judge, subject)
         _record_detail(recorder, "premise_judge", verdict)
         score: Optional[float] = 1.0 if verdict["flagged"] else 0.0
@@ -206,7 +207,7 @@ def flags_premise(answer: Answer, row: Row, *, recorder: Optional[Recorder] = No
     raise AssertionError("\n".join(lines))
 
 
-def premise_verdict(judge: Any, subject: tuple[str, ...]) -> dict[str, Any]:
+def premise_verdict(judge: "ModelJudge", subject: tuple[str, ...]) -> dict[str, Any]:
     """The premise judge's verdict on one answer: {'judge', 'flagged', 'reason'} (from its cache, or the call
     already in flight, when there is one)."""
     entry = judge.submit(*subject).result()
@@ -214,7 +215,7 @@ def premise_verdict(judge: Any, subject: tuple[str, ...]) -> dict[str, Any]:
     return {"judge": judge.name, "flagged": bool(scores["flagged"]), "reason": str(scores.get("reason", ""))}
 
 
-def judged(answer: Answer, row: Row, judges: Any, *, minimum: Optional[dict[str, float]] = None,
+def judged(answer: Answer, row: Row, judges: "Sequence[ModelJudge]", *, minimum: Optional[dict[str, float]] = None,
            recorder: Optional[Recorder] = None) -> dict[str, Any]:
     """Have every judge score the answer; record the scores and their consensus.
 
@@ -228,29 +229,30 @@ def judged(answer: Answer, row: Row, judges: Any, *, minimum: Optional[dict[str,
     result = judge_all(judges, row, answer)
     _record_nested(recorder, "judge", result)
     if minimum:
-        low = {d: v for d, v in minimum.items()
-               if result["consensus"].get(d) is not None and result["consensus"][d] < v}
+        low = {d: (score, v) for d, v in minimum.items()
+               if (score := result.consensus.get(d)) is not None and score < v}
         if low:
             lines = ["judge consensus below the minimum: " + ", ".join(
-                f"{d} {result['consensus'][d]:.2f} < {v}" for d, v in low.items())]
+                f"{d} {score:.2f} < {v}" for d, (score, v) in low.items())]
             lines += judge_reasons(result, dimensions=list(low))
             raise AssertionError("\n".join(lines))
-    return result
+    return result.to_plain()
 
 
-def judge_reasons(result: dict[str, Any], dimensions: Optional[list[str]] = None) -> list[str]:
+def judge_reasons(result: JudgeResult, dimensions: Optional[list[str]] = None) -> list[str]:
     """Each judge's score and justification per dimension, as lines for a failure message."""
     lines = []
-    for judge, scores in (result.get("by_judge") or {}).items():
-        if scores.get("error"):
-            lines.append(f"  {judge}: error: {scores['error']}")
+    for judge, verdict in result.by_judge.items():
+        if verdict.error:
+            lines.append(f"  {judge}: error: {verdict.error}")
             continue
-        reasons = scores.get("justifications") or {}
+        reasons = verdict.reasons
         if isinstance(reasons, list):  # an item-wise kind (rubric coverage): one reason per item
             lines += [f"  {judge} item {n} coverage {c}: {r}"
-                      for n, (c, r) in enumerate(zip(scores.get("items") or [], reasons), 1)]
+                      for n, (c, r) in enumerate(zip(verdict.items, reasons), 1)]
             continue
-        for dimension in dimensions or [d for d in scores if d not in ("justifications", "error")]:
+        scores = verdict.scores
+        for dimension in dimensions or list(scores):
             if dimension in scores:
                 reason = reasons.get(dimension)
                 lines.append(f"  {judge} {dimension} {scores[dimension]}" + (f": {reason}" if reason else ""))
@@ -258,7 +260,7 @@ def judge_reasons(result: dict[str, Any], dimensions: Optional[list[str]] = None
 
 
 def check_answer(answer: Answer, row: Row, paper: PaperLike, *, recorder: Optional[Recorder] = None,
-                 premise_judge: Any = None) -> None:
+                 premise_judge: "Optional[ModelJudge]" = None) -> None:
     """Run every assertion, record all metrics, then fail once with every reason.
 
     Answerable rows are graded on citation accuracy, section coverage and precision;
@@ -272,7 +274,7 @@ def check_answer(answer: Answer, row: Row, paper: PaperLike, *, recorder: Option
     index = match_index(paper)
     matches = metrics.match_citations(answer, index)
     _record_nested(recorder, "citations", [
-        {"verdict": found.verdict, "grounded": found.grounded, "pages": found.pages} for found in matches])
+        CitationVerdict(found.verdict, found.grounded, tuple(found.pages)) for found in matches])
     target = current_recorder(recorder)
     if target is not None:  # what the HTML report shows of each citation (row_view)
         from ...row_view import citation_views

@@ -10,11 +10,15 @@ all fail is an error, never a zero.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ...records import Recorder, current_recorder
 from ..citation.answers import Answer
 from .task import TaskOptions, answer_words, references
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...llm.judges import ModelJudge
+    from .rows import ResearchRow
 
 
 class NotGraded(Exception):
@@ -43,7 +47,7 @@ def record_answer(answer: Answer, row: Any, options: TaskOptions, *, recorder: O
         target.detail("survey_title", row.survey_title)
 
 
-def grade_coverage(answer: Answer, row: Any, judges: Any, *, generic_rubric: bool = False,
+def grade_coverage(answer: Answer, row: "ResearchRow", judges: "Sequence[ModelJudge]", *, generic_rubric: bool = False,
                    recorder: Optional[Recorder] = None) -> dict[str, Any]:
     """Coverage of every rubric item by every judge, and their consensus; raises NotGraded / JudgesFailed."""
     from ...llm.judges import generic_rubric as generic_items
@@ -58,16 +62,16 @@ def grade_coverage(answer: Answer, row: Any, judges: Any, *, generic_rubric: boo
         raise NotGraded("no judge: answered and saved, not graded (--researchqa-judge=MODEL scores rubric coverage)")
     result = judge_all(judges, row, answer)
     target = current_recorder(recorder)
-    consensus = result["consensus"].get("coverage")
+    consensus = result.consensus.get("coverage")
     if target is not None:
         target.judge(result)
         target.detail("rubric", "generic" if not row.rubric else "query")
         target.detail("items", [{"text": text, "kind": classify_item(text),
-                                 "coverage": result["items"][n] if result["items"] else None}
+                                 "coverage": result.items[n] if result.items else None}
                                 for n, text in enumerate(texts)])
     if consensus is None:
-        failures = "; ".join(f"{name}: {scores.get('error')}" for name, scores in result["by_judge"].items())
+        failures = "; ".join(f"{name}: {scores.error}" for name, scores in result.by_judge.items())
         raise JudgesFailed(f"no coverage verdict for this answer ({failures})")
     if target is not None:
         target.metric("coverage", consensus / 4)
-    return result
+    return result.to_plain()
