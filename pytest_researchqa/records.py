@@ -331,38 +331,44 @@ class RowRecord:
         data = upgraded(data)
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
-        for name in _TEXT_FIELDS:
-            if values.get(name) is not None and not isinstance(values[name], str):
-                raise ValueError(f"field {name!r}: {type(values[name]).__name__}, not text")
-        for name in _FLAG_FIELDS:
-            if name in values and not isinstance(values[name], bool):
-                raise ValueError(f"field {name!r}: {values[name]!r}, not true or false")
-        for name, kind in (("metrics", dict), ("details", dict), ("citations", list)):
-            if values.get(name) is not None and not isinstance(values[name], kind):
-                raise ValueError(f"field {name!r}: {type(values[name]).__name__}, not {kind.__name__}")
+        _check_plain_fields(values)
         if values.get("judge") is not None:
             values["judge"] = JudgeResult.from_plain(values["judge"])
         values["citations"] = [CitationVerdict.from_plain(c, f"citations[{n}]")
                                for n, c in enumerate(values.get("citations") or [])]
-        metrics = dict(values.get("metrics") or {})
-        for name, value in metrics.items():
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise ValueError(f"field 'metrics.{name}': {value!r}, not a number")
-        usage = values.get("usage") or {}
-        if not isinstance(usage, dict):
-            raise ValueError(f"field 'usage': {type(usage).__name__}, not an object")
-        for name, value in usage.items():
-            if name in USAGE_FIELDS and value is not None and not isinstance(value, _USAGE_TYPES[name]):
-                raise ValueError(f"field 'usage.{name}': {value!r} is of the wrong type")
-        for name in ("expected_found", "expected_total", "repeat"):
-            if values.get(name) is not None and (isinstance(values[name], bool) or not isinstance(values[name], int)):
-                raise ValueError(f"field {name!r}: {values[name]!r}, not a whole number")
-        values["usage"] = Usage(**{k: v for k, v in usage.items() if k in USAGE_FIELDS})
-        values["metrics"] = metrics
+        values["usage"] = _usage_from_plain(values.get("usage") or {})
+        values["metrics"] = dict(values.get("metrics") or {})
         values["details"] = dict(values.get("details") or {})
         values["version"] = RECORD_VERSION  # older records are read as this version (fields only added)
         return cls(**values)
 
+
+def _check_plain_fields(values: dict[str, Any]) -> None:
+    """A ValueError naming the first field of a plain record whose value is of the wrong kind."""
+    for name in _TEXT_FIELDS:
+        if values.get(name) is not None and not isinstance(values[name], str):
+            raise ValueError(f"field {name!r}: {type(values[name]).__name__}, not text")
+    for name in _FLAG_FIELDS:
+        if name in values and not isinstance(values[name], bool):
+            raise ValueError(f"field {name!r}: {values[name]!r}, not true or false")
+    for name, kind in (("metrics", dict), ("details", dict), ("citations", list)):
+        if values.get(name) is not None and not isinstance(values[name], kind):
+            raise ValueError(f"field {name!r}: {type(values[name]).__name__}, not {kind.__name__}")
+    for name, value in (values.get("metrics") or {}).items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ValueError(f"field 'metrics.{name}': {value!r}, not a number")
+    for name in ("expected_found", "expected_total", "repeat"):
+        if values.get(name) is not None and (isinstance(values[name], bool) or not isinstance(values[name], int)):
+            raise ValueError(f"field {name!r}: {values[name]!r}, not a whole number")
+
+
+def _usage_from_plain(usage: Any) -> "Usage":
+    if not isinstance(usage, dict):
+        raise ValueError(f"field 'usage': {type(usage).__name__}, not an object")
+    for name, value in usage.items():
+        if name in USAGE_FIELDS and value is not None and not isinstance(value, _USAGE_TYPES[name]):
+            raise ValueError(f"field 'usage.{name}': {value!r} is of the wrong type")
+    return Usage(**{k: v for k, v in usage.items() if k in USAGE_FIELDS})
 
 USAGE_FIELDS = frozenset(f.name for f in fields(Usage))
 _TEXT_FIELDS = ("row_id", "system", "paper_id", "family", "question_type", "domain", "nodeid", "error", "defect",
