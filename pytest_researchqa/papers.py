@@ -121,7 +121,7 @@ class PaperStore:
         if failed is not None:
             raise failed
         try:
-            known = self._load(paper_id, url)
+            paper = self._load(paper_id, url)
         except PaperUnavailable as error:
             failed = error
         except Exception as error:  # noqa: BLE001 -- a paper must fail its rows, never the run
@@ -131,10 +131,10 @@ class PaperStore:
             self._unavailable[paper_id] = failed
             raise failed
         self.loaded += 1
-        self._papers[paper_id] = known
+        self._papers[paper_id] = paper
         while len(self._papers) > self.kept:
             self._papers.popitem(last=False)
-        return known
+        return paper
 
     def _load(self, paper_id: str, url: str | None) -> Paper:
         if paper_id in self.inline:
