@@ -9,12 +9,13 @@ describes in prose (normalize; then a full / 80-character-prefix / whitespace-st
 substring test), re-implemented here from that description; per-citation times of both
 are reported.
 
-    python benchmarks/matcher_accuracy.py [--per-kind 40] [--seed 2026]
+    python benchmarks/matcher_accuracy.py [--per-kind 40] [--seed 2026] [--verdicts FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import re
 import statistics
@@ -66,6 +67,8 @@ def main() -> int:
                         help="print every genuine quote not grounded and every fabrication grounded")
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared",
                         help="the folder holding papers/ and pdf-edge-cases/ (default: ../shared)")
+    parser.add_argument("--verdicts", type=Path,
+                        help="write every case's verdict here, one a line (to compare two versions of the matcher)")
     args = parser.parse_args()
     shared = args.shared
     pdfs = sorted((shared / "papers").glob("*.pdf")) + sorted((shared / "pdf-edge-cases").glob("*.pdf"))
@@ -169,6 +172,13 @@ def main() -> int:
           f"worst kind {worst_recall:.1%} (target >= 98%: {'MET' if worst_recall >= 0.98 else 'NOT MET'})")
     print(f"false accepts: {false_accept:.2%} overall (target <= 0.5%: {'MET' if false_accept <= 0.005 else 'NOT MET'}), "
           f"{symbol_false} symbol-only (target 0: {'MET' if symbol_false == 0 else 'NOT MET'})")
+    if args.verdicts:
+        with args.verdicts.open("w", encoding="utf-8") as stream:
+            for group, cases_of in (("genuine", genuine_cases), ("fabricated", fabricated_cases)):
+                for kind, cases in sorted(cases_of.items()):
+                    for quote, number in cases:
+                        stream.write(json.dumps([group, kind, names[number], quote,
+                                                 papers[number][0].match(quote).verdict]) + "\n")
     for timing, (ours_times, seed_times) in times.items():
         ours_median, seed_median = statistics.median(ours_times), statistics.median(seed_times)
         ratio = ours_median / seed_median

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,10 @@ EXTRACTION_VERSION = "1"
 PAPER_SUFFIXES = (".pdf", ".txt", ".md")
 # A page of real text carries far more than this many letters and digits.
 MIN_KEY_CHARS_PER_PAGE = 25
+# Prepared papers kept at once (text and match index, about 1 MiB for a 45 KB paper). Rows of one
+# paper run together (grouped in the file, or sent to one xdist worker by paper), so a few suffice;
+# an evicted paper is read again from its file or the extraction cache, and prepared again, on its next row.
+KEPT_PAPERS = 8
 
 
 class PaperUnavailable(Exception):
@@ -77,7 +82,11 @@ def default_cache_dir() -> Path:
 
 
 class PaperStore:
-    """Resolves, downloads (when allowed), extracts and remembers papers."""
+    """Resolves, downloads (when allowed), extracts and remembers papers.
+
+    Only the :data:`KEPT_PAPERS` most recently used papers are kept, so memory stays flat in the
+    number of papers; a paper that cannot be had is remembered with its cause for the whole run.
+    """
 
     def __init__(
         self,
@@ -97,23 +106,35 @@ class PaperStore:
         # Reads never leave this folder. For a dataset's default papers/ it is that folder's path
         # taken literally (not resolved), so a papers/ that is itself a symlink leads nowhere.
         self.confine_to = confine_to if confine_to is not None else papers_dir.resolve()
-        self._papers: dict[str, Paper | PaperUnavailable] = {}
+        self.kept = KEPT_PAPERS
+        self.loaded = 0  # papers read over the run (one read again after eviction counts again)
+        self._papers: OrderedDict[str, Paper] = OrderedDict()  # the least recently used first
+        self._unavailable: dict[str, PaperUnavailable] = {}  # small, and never worth asking again
 
     def get(self, paper_id: str, url: str | None = None) -> Paper:
         """The paper, or raise :class:`PaperUnavailable` with the cause."""
         known = self._papers.get(paper_id)
-        if known is None:
-            try:
-                known = self._load(paper_id, url)
-            except PaperUnavailable as error:
-                known = error
-            except Exception as error:  # noqa: BLE001 -- a paper must fail its rows, never the run
-                known = PaperUnavailable(
-                    f"paper {paper_id!r}: unexpected error while reading it ({type(error).__name__}: {error})")
-            self._papers[paper_id] = known
-        if isinstance(known, PaperUnavailable):
-            raise known
-        return known
+        if known is not None:
+            self._papers.move_to_end(paper_id)
+            return known
+        failed = self._unavailable.get(paper_id)
+        if failed is not None:
+            raise failed
+        try:
+            paper = self._load(paper_id, url)
+        except PaperUnavailable as error:
+            failed = error
+        except Exception as error:  # noqa: BLE001 -- a paper must fail its rows, never the run
+            failed = PaperUnavailable(
+                f"paper {paper_id!r}: unexpected error while reading it ({type(error).__name__}: {error})")
+        if failed is not None:
+            self._unavailable[paper_id] = failed
+            raise failed
+        self.loaded += 1
+        self._papers[paper_id] = paper
+        while len(self._papers) > self.kept:
+            self._papers.popitem(last=False)
+        return paper
 
     def _load(self, paper_id: str, url: str | None) -> Paper:
         if paper_id in self.inline:

@@ -7,7 +7,8 @@ breaks with a footer, header or figure text between the halves, the other column
 between, margin line numbers glued into words.
 
 Kinds of genuine quote: ``plain``, ``short``, ``long`` (within a text box), ``page crossing``
-(a sentence continued on the next page), ``column crossing`` (continued in the next column),
+(a sentence continued on the next page), ``page crossing past a caption`` (continued on the next
+page with a figure's or table's caption between the halves), ``column crossing`` (continued in the next column),
 ``line-numbered paper`` (any quote of a paper with margin line numbers), ``elided``.
 Fabrications edit a genuine quote: symbol-only edits (decimal point moved, sign dropped,
 inequality flipped, percent sign moved onto another number), a changed digit, an inserted
@@ -346,10 +347,40 @@ def genuine(paper: Layout, rng: random.Random, per_kind: int) -> dict[str, list[
             following = [b for b in paper.pages[number + 1] if _prose(b) and id(b) in allowed]
             if following and _continues(body[-1], following[0]):
                 crossings.setdefault("page crossing", []).append(_tail(body[-1], 9) + "\n" + _head(following[0], 9))
+            captioned = _past_a_caption(page, paper.pages[number + 1], allowed)
+            if captioned is not None:
+                crossings.setdefault("page crossing past a caption", []).append(
+                    _tail(captioned[0], 9) + "\n" + _head(captioned[1], 9))
+    # Its own generator: the draws of every other kind (and of the fabrications made after) stay as they were.
+    own = random.Random(f"{paper.name}-captions")
     for kind, raws in crossings.items():
         for raw in dict.fromkeys(raws[:per_kind * COLUMN_CUTS if kind == "column crossing" else per_kind]):
-            add(kind, raw)
+            if kind == "page crossing past a caption":
+                if _quotable(raw):
+                    found.setdefault(kind, []).append(as_a_model_writes_it(raw, own))
+            else:
+                add(kind, raw)
     return found
+
+
+_CAPTION = re.compile(r"^\s*(?:Figure|Fig\.|Table|FIGURE|TABLE)\s*\d+\s*[:.|]")
+
+
+def _past_a_caption(page: tuple[Box, ...], following: tuple[Box, ...], allowed: set[int]) -> tuple[Box, Box] | None:
+    """A sentence left open by the last paragraph of a page and carried on by the first of the next,
+    with a figure's or table's caption between them in reading order (after the first half on its
+    page, or before the second half on the next): the last paragraph and the first, or None."""
+    def paragraphs(boxes: tuple[Box, ...]) -> list[tuple[int, Box]]:
+        return [(i, b) for i, b in enumerate(boxes) if _prose(b) and id(b) in allowed and not _CAPTION.match(b.text)]
+
+    before, after = paragraphs(page), paragraphs(following)
+    if not before or not after:
+        return None
+    (last_at, last), (first_at, first) = before[-1], after[0]
+    between = [b for b in page[last_at + 1:]] + [b for b in following[:first_at]]
+    if not any(_CAPTION.match(b.text) for b in between) or not _continues(last, first):
+        return None
+    return last, first
 
 
 # --------------------------------------------------------------------------- fabrications

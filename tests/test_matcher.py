@@ -375,3 +375,16 @@ def test_symbol_only_fabrications_from_real_papers_are_never_grounded(papers, ki
                 accepted.append(quote)
     assert total >= 20
     assert accepted == []
+
+
+def test_a_sentence_broken_by_a_figure_whose_labels_start_in_lower_case_is_grounded_across_the_page():
+    first = ("We first find the attention heads with the largest effect on harmful instructions,\n"
+             "no_suffix random_suffix adv_suffix\nSuffix type\n0\n1\n2\n(a) Attention head outputs.\n")
+    second = ("and then investigate how their behavior changes when suffixes are appended to the prompt.\n"
+              "The rest of the section reports what we found.\n")
+    index = MatchIndex(first + second, (0, len(first)))
+    quote = ("attention heads with the largest effect on harmful instructions, and then investigate how "
+             "their behavior changes when suffixes")
+    assert index.match(quote).grounded
+    stitched = "attention heads with the largest effect on harmful instructions, the rest of the section reports"
+    assert not index.match(stitched).grounded

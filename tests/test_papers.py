@@ -120,6 +120,32 @@ def test_text_and_markdown_papers_are_read_as_is(tmp_path):
     assert store.get("a").page_of(3) is None, "text papers have no pages"
 
 
+def test_the_store_keeps_at_most_its_quota_of_prepared_papers_and_reads_an_evicted_one_again_alike(tmp_path):
+    for number in range(5):
+        (tmp_path / f"p{number}.txt").write_text(f"Paper number {number} says something about {number}.")
+    store = PaperStore(tmp_path, tmp_path / "cache")
+    store.kept = 2
+    first = {number: store.get(f"p{number}") for number in range(5)}
+    assert len(store._papers) == 2, "only the two most recently used papers are held"
+    assert list(store._papers) == ["p3", "p4"]
+    again = store.get("p0")
+    assert again is not first[0], "an evicted paper is read again"
+    assert (again.text, again.content_hash) == (first[0].text, first[0].content_hash)
+    assert again.match_index.match("says something about 0").grounded
+    assert store.get("p0") is again and store.loaded == 6, "a kept paper is not read again"
+    assert len(store._papers) == 2
+
+
+def test_an_unavailable_paper_is_remembered_with_its_cause_and_not_looked_for_again(tmp_path):
+    store = PaperStore(tmp_path, tmp_path / "cache")
+    with pytest.raises(PaperUnavailable) as first:
+        store.get("W1")
+    (tmp_path / "W1.txt").write_text("It appeared later.")
+    with pytest.raises(PaperUnavailable) as second:
+        store.get("W1")
+    assert second.value is first.value
+
+
 def test_a_missing_paper_names_where_it_looked(tmp_path):
     store = PaperStore(tmp_path, tmp_path / "cache")
     with pytest.raises(PaperUnavailable, match=rf"looked for W1.pdf/.txt/.md in {tmp_path}"):

@@ -75,7 +75,12 @@ class Flow:
             return False
         after = int(offsets[end - 1]) + 1
         closing = text[after : after + 4].lstrip("\"'\u201d\u2019)]")
-        return closing[:1] not in (".", "!", "?") and text[int(offsets[end])].islower()
+        if closing[:1] in (".", "!", "?") or not text[int(offsets[end])].islower():
+            return False
+        # A figure's own labels ("no_suffix random_suffix") are in lower case too, but no sentence
+        # carries on with an identifier: the reader put the figure in between.
+        start = int(offsets[end])
+        return "_" not in text[start : start + 40].split(maxsplit=1)[0]
 
 
 def around_anchor(key: str, pages: tuple[int, ...], flow: "Flow", keys: list[str], anchor: int,
