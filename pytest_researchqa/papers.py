@@ -31,10 +31,10 @@ EXTRACTION_VERSION = "1"
 PAPER_SUFFIXES = (".pdf", ".txt", ".md")
 # A page of real text carries far more than this many letters and digits.
 MIN_KEY_CHARS_PER_PAGE = 25
-# Prepared papers kept at once (text and match index, about 1 MiB for a 45 KB paper). Rows of one
-# paper run together (grouped in the file, or sent to one xdist worker by paper), so a few suffice;
-# an evicted paper is read again from its file or the extraction cache, and prepared again, on its next row.
-KEPT_PAPERS = 8
+# Prepared papers kept at once (text and match index, about 1 MiB for a 45 KB paper): a dataset of
+# up to this many papers never reads one twice, in any row order; a larger one holds ~32 MiB of them.
+# An evicted paper is read again from its file or the extraction cache, and prepared again, on its next row.
+KEPT_PAPERS = 32
 
 
 class PaperUnavailable(Exception):
