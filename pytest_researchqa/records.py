@@ -86,8 +86,7 @@ class CitationVerdict(_PlainReads):
         """A verdict from plain data; the wrong shape is a ValueError naming the field (``citations[2].pages``)."""
         if isinstance(data, CitationVerdict):
             return data
-        if not isinstance(data, dict):
-            raise ValueError(f"field {where!r}: {type(data).__name__}, not an object")
+        data = _object(data, where)
         verdict, grounded, pages = data.get("verdict"), data.get("grounded"), data.get("pages", [])
         if not isinstance(verdict, str):
             raise ValueError(f"field '{where}.verdict': {verdict!r}, not text")
@@ -201,8 +200,7 @@ class JudgeResult(_PlainReads):
         """A result from plain data; the wrong shape is a ValueError naming the field (``judge.consensus.x``)."""
         if isinstance(data, JudgeResult):
             return data
-        if not isinstance(data, dict):
-            raise ValueError(f"field {where!r}: {type(data).__name__}, not an object")
+        data = _object(data, where)
         unknown = [key for key in data if key not in _JUDGE_KEYS]
         if unknown:
             raise ValueError(f"field '{where}.{unknown[0]}': not a field of a judge result "
