@@ -604,3 +604,87 @@ def test_on_a_local_server_a_call_past_its_deadline_fails_its_paper_at_once_inst
     entry = paper_report(report, "tides")
     assert "not retried: the server may still be working on the abandoned request" in entry["error"]
     assert (entry["usage"]["calls"], entry["usage"]["failed_calls"]) == (1, 1)
+
+
+def _tides_chunk(question: str, passage: str, kind: str = "lookup") -> dict:
+    return {kind: {"question": question, "expected_answer": "an answer",
+                   "expected_references": [{"section_label": "Methods", "alternatives": [passage]}]}}
+
+
+def test_the_same_question_asked_again_in_another_question_type_of_a_paper_is_dropped_naming_the_first():
+    """SmolLM2-135M asked "In what year did you last see this?" as the lookup, comprehension and false-premise
+    question of one paper (docs/models.md): one question, not three."""
+    from pytest_researchqa.families.citation.matcher import MatchIndex
+    from pytest_researchqa.generation import checking
+
+    methods = "Each raft carried 150 hatchery-reared spat of the same cohort, weighed and measured at deployment"
+    results = "Growth differences between the estuaries appeared within the first four weeks"
+    reply = {"chunks": [{**_tides_chunk("How many spat did each raft carry?", methods),
+                         **_tides_chunk("  how many SPAT did each raft carry ", results, "comprehension")},
+                        {**_tides_chunk("When did growth differences appear?", results)}],
+             "adversarial_questions": [{"question": "How many spat, did each raft carry?!",
+                                        "false_premise": "The rafts carried no spat at all.",
+                                        "expected_answer": "They carried 150.", "expected_references": []}]}
+    index = MatchIndex(TIDES)
+    candidates, _ = checking.candidates_from(parse_generation(json.dumps(reply)), "tides",
+                                             {"lookup": 2, "comprehension": 1, "adversarial": 1})
+    checking.check_passages(candidates, index)
+    result = checking.finish(candidates, "tides", "ecology", index)
+    assert [row["row_id"] for row in result.rows] == ["tides-lookup-1", "tides-lookup-2"]
+    reasons = {d["row_id"]: d["reason"] for d in result.report["dropped_rows"]}
+    assert reasons == {
+        "tides-comprehension-1": "the same question as tides-lookup-1 (lookup): 'How many spat did each raft carry?'",
+        "tides-adversarial-1": "the same question as tides-lookup-1 (lookup): 'How many spat did each raft carry?'"}
+
+
+@pytest.mark.parametrize(("premise", "reason"), [
+    ("", "an adversarial question needs its false premise stated"),
+    ("   ", "an adversarial question needs its false premise stated"),
+    ("...", "the false premise is no content: '...' is template filler, not content"),
+    ("Did the authors include a placebo arm?", "the false premise 'Did the authors include a placebo arm?' is a "
+                                               "question, not a statement of what is false"),
+    ("why did the authors include a placebo arm", "the false premise 'why did the authors include a placebo arm' "
+                                                  "is a question, not a statement of what is false"),
+    ("Amazon Mechanical Turk", "the false premise 'Amazon Mechanical Turk' is a fragment (3 word(s)), not a "
+                               "statement of what is false"),
+    ("The way you make things work. ...", "the false premise 'The way you make things work. ...' is cut off, not a "
+                                          "whole statement of what is false"),
+    ("The authors trained the model because of", "the false premise 'The authors trained the model because of' "
+                                                 "is cut off, not a whole statement of what is false"),
+])
+def test_a_false_premise_that_is_no_statement_drops_its_question_with_the_reason(premise, reason):
+    from pytest_researchqa.generation import checking
+
+    reply = {"adversarial_questions": [{"question": "Why did the authors include a placebo arm?",
+                                        "false_premise": premise, "expected_answer": "There is none.",
+                                        "expected_references": []}]}
+    [candidate], _ = checking.candidates_from(parse_generation(json.dumps(reply)), "tides", {"adversarial": 1})
+    assert candidate.dropped == reason
+
+
+def test_a_false_premise_that_repeats_its_question_is_a_question_and_a_stated_premise_is_kept():
+    from pytest_researchqa.generation import checking
+
+    assert checking.premise_problem("Why did the authors include a placebo arm.",
+                                    "Why did the authors include a placebo arm?") == (
+        "the false premise 'Why did the authors include a placebo arm.' is a question, not a statement of what is "
+        "false")
+    for stated in ("The paper describes no placebo arm.", "The authors state it; they do not deny it.",
+                   "Growth was measured in three estuaries"):
+        assert checking.premise_problem(stated, "Why did the authors include a placebo arm?") is None, stated
+
+
+def test_generate_prints_each_row_dropped_for_a_repeated_question_or_a_premise_that_is_no_statement(
+        generate, tides, tmp_path):
+    """``gen-repeats`` asks its lookup questions again as comprehension questions and states a question as a
+    false premise: the user reads why those rows are not in the file."""
+    status, printed, report = generate(tides, tmp_path / "rows.yaml", "--count", "lookup=1", "--count",
+                                       "comprehension=1", "--count", "multi_hop=0", "--count", "adversarial=1",
+                                       model="gen-repeats")
+    assert status == 0
+    assert "    dropped row tides-comprehension-1: the same question as tides-lookup-1 (lookup): " in printed
+    assert ("    dropped row tides-adversarial-1: the false premise 'Did the authors include a placebo arm?' is a "
+            "question, not a statement of what is false") in printed
+    assert [row.row_id for row in load_dataset(tmp_path / "rows.yaml").rows] == ["tides-lookup-1"]
+    assert {d["row_id"] for d in paper_report(report, "tides")["dropped_rows"]} == {"tides-comprehension-1",
+                                                                                  "tides-adversarial-1"}

@@ -401,6 +401,7 @@ class GenerationRun:
         job.candidates, notes = checking.candidates_from(parsed, job.paper_id, self.options.counts,
                                                              template=writer.generate_prompt.template)
         job.notes.update({k: v for k, v in notes.items() if v})
+        checking.drop_repeated_questions(job.candidates)  # before any repair is asked for them
         checking.check_passages(job.candidates, job.paper.match_index)
         items = checking.repair_requests(job.candidates)
         if items:
