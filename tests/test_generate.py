@@ -524,15 +524,56 @@ def test_on_a_local_server_generate_sends_one_call_at_a_time_capped_and_held_to_
     assert all(sentence in " ".join(TIDES.split()) for sentence in quotes), "every quotation the grammar allows is verbatim"
 
 
-def test_a_context_window_too_small_for_the_questions_asked_fails_before_any_call_saying_what_to_do(
+def test_a_context_window_too_small_for_even_one_question_a_call_fails_before_any_call_saying_what_to_do(
         generate, tides, tmp_path, server, capsys):
-    server.props = None
+    server.props = {"default_generation_settings": {"n_ctx": 2500}}
     argv = ["generate", str(tides), "--model", "openai/gen-good", "--out", str(tmp_path / "rows.yaml"),
             "--param", f"api_base={server.url}", "--cache-dir", str(tmp_path / "cache")]
     assert main(argv) == 2
     error = capsys.readouterr().err
-    assert "a context window of 4096 tokens cannot hold the prompt" in error and "ask for fewer questions" in error
+    assert "a context window of 2500 tokens cannot hold the prompt" in error and "even one question" in error
+    assert "--n_ctx 8192" in error
     assert server.calls() == 0 and not (tmp_path / "rows.yaml").exists()
+
+
+def test_the_default_dozen_questions_on_a_4096_token_server_are_planned_as_calls_that_each_fit_the_window(
+        generate, tides, tmp_path, server):
+    """SmolLM2's llama-cpp-python server at --n_ctx 4096: the dozen questions need a 6,025-token reply alone. The
+    run asks them in calls of fewer questions, says the plan before the first call, and every request it
+    counts is one the server received."""
+    from pytest_researchqa.generation.pipeline import split_counts
+
+    appendix = "\n".join(f"Appendix note {n} repeats that raft {n} was inspected weekly by two observers on "
+                         "each of the four stations." for n in range(120))
+    (tides / "tides.txt").write_text(TIDES + "\nAppendix\n" + appendix)
+    server.props = {"default_generation_settings": {"n_ctx": 4096}}
+    status, printed, report = generate(tides, tmp_path / "rows.yaml", model="gen-good")
+    assert status == 0, printed
+    plan = report["plan"]
+    calls = plan["calls_per_paper"]
+    assert calls > 1 and plan["questions_per_call"] == split_counts(DEFAULT_COUNTS, 3)
+    assert sum(sum(c.values()) for c in plan["questions_per_call"]) == ROWS_PER_PAPER
+    assert (f"generate: plan: {ROWS_PER_PAPER} question(s) a paper in {calls} call(s) of at most 3 "
+            "(a 4096-token window holds the prompt") in printed
+    assert f"1 paper(s): {calls} generation call(s), then at most one repair call after each" in printed
+    generation = [r for r in server.requests if '"multi_hop_questions"' in r["messages"][0]["content"]]
+    assert len(generation) == calls
+    for request in generation:
+        prompt = request["messages"][0]["content"]
+        assert len(prompt) / 3 + request["max_tokens"] <= 4096, "prompt, excerpt and reply fit the window"
+    starts = {r["messages"][0]["content"].split("<<<PAPER", 1)[1][:80] for r in generation}
+    assert len(starts) == calls, "each call is shown its own part of the paper"
+    usage = report["totals"]["usage"]
+    assert usage["calls"] == server.calls() and usage["failed_calls"] == 0, "every request accounted, exactly"
+    entry = paper_report(report, "tides")
+    assert entry["rows_generated"] == ROWS_PER_PAPER
+    ids = [row.row_id for row in load_dataset(tmp_path / "rows.yaml").rows]
+    assert sorted(ids) == sorted(f"tides-{kind}-{n}" for kind, count in DEFAULT_COUNTS.items()
+                                 for n in range(1, count + 1)), "row numbers follow on from one call to the next"
+    assert entry["notes"]["cut"].startswith(f"each of the {calls} calls saw up to ")
+    again_status, again_printed, again_report = generate(tides, tmp_path / "rows.yaml", model="gen-good")
+    assert server.calls() == usage["calls"] and again_report["totals"]["usage"]["from_cache"] == calls, \
+        "a re-run takes every call of the plan from the cache"
 
 
 def test_every_request_is_accounted_failed_ones_included_and_unpriced_spend_is_a_dash(generate, tides, tmp_path,

@@ -88,9 +88,12 @@ class PaperResult:
 # --------------------------------------------------------------------------- candidates
 
 
-def candidates_from(parsed: ParsedGeneration, paper_id: str, counts: dict[str, int], template: str = ""
-                    ) -> tuple[list[Candidate], dict[str, Any]]:
+def candidates_from(parsed: ParsedGeneration, paper_id: str, counts: dict[str, int], template: str = "",
+                    numbered_after: Optional[dict[str, int]] = None) -> tuple[list[Candidate], dict[str, Any]]:
     """The requested number of questions of each type, and notes on what the reply lacked or broke.
+
+    ``numbered_after``: the questions of each type an earlier call for the same paper was asked for (its
+    rows are numbered from 1, this call's after them).
 
     A question, expected answer or passage that is template filler (empty, ``...``, ``<question>``) or
     text copied from the prompt's instructions (``template``) is rejected with that reason."""
@@ -122,7 +125,7 @@ def candidates_from(parsed: ParsedGeneration, paper_id: str, counts: dict[str, i
         wanted = counts.get(kind, 0)
         if len(found[kind]) < wanted:
             notes["shortfalls"].append(f"asked for {wanted} {kind} questions, the reply had {len(found[kind])} usable")
-        for number, candidate in enumerate(found[kind][:wanted], start=1):
+        for number, candidate in enumerate(found[kind][:wanted], start=1 + (numbered_after or {}).get(kind, 0)):
             candidate.row_id = f"{paper_id}-{kind}-{number}"
             chosen.append(candidate)
     return chosen, notes
