@@ -576,6 +576,25 @@ def test_the_default_dozen_questions_on_a_4096_token_server_are_planned_as_calls
         "a re-run takes every call of the plan from the cache"
 
 
+def test_one_failed_call_of_a_papers_several_costs_only_its_own_questions_and_is_counted(generate, tides, tmp_path,
+                                                                                       server):
+    """The provider refuses the part of the paper the last call shows: that call's questions are missing (a note
+    says so), the other calls' rows are written, and the refused request is counted."""
+    appendix = "\n".join(f"Appendix note {n} repeats that raft {n} was inspected weekly by two observers on "
+                         "each of the four stations." for n in range(30))  # the last call reaches the end
+    (tides / "tides.txt").write_text(TIDES + "\nAppendix\n" + appendix + f"\n{REJECTED_PAPER}\n")
+    server.props = {"default_generation_settings": {"n_ctx": 4096}}
+    status, printed, report = generate(tides, tmp_path / "rows.yaml", model="gen-good")
+    calls = report["plan"]["calls_per_paper"]
+    assert status == 0 and report["totals"]["failed"] == 0, "the paper gave the rows of its other calls"
+    assert f"    note: call {calls} of {calls} failed, its questions are missing: " in printed, printed
+    kept = [row.row_id for row in load_dataset(tmp_path / "rows.yaml").rows]
+    assert kept and "tides-adversarial-2" not in kept, "the last call asked for the false-premise questions"
+    usage = report["totals"]["usage"]
+    refused = printed.count("failed, its questions are missing: ")  # the calls shown the paper's end
+    assert usage["calls"] == server.calls() and usage["failed_calls"] == refused >= 1
+
+
 def test_every_request_is_accounted_failed_ones_included_and_unpriced_spend_is_a_dash(generate, tides, tmp_path,
                                                                                       server):
     status, printed, report = generate(tides, tmp_path / "garbage.yaml", model="garbage")

@@ -149,7 +149,7 @@ class PaperJob:
     paper_id: str
     source: Path
     paper: Optional[Paper] = None
-    text: str = ""  # what the model sees (the whole paper unless it had to be cut)
+    text: str = ""  # what the first call shows the model (the whole paper unless it had to be cut)
     candidates: list[Any] = field(default_factory=list)
     domain: str = "unknown"
     notes: dict[str, Any] = field(default_factory=dict)
@@ -251,8 +251,8 @@ class RowWriter(ModelCaller):
 
     def model_text(self, paper: Paper, counts: dict[str, int], number: int = 0, calls: int = 1) -> tuple[str, int]:
         """The part of the paper call ``number`` of ``calls`` shows, and where it starts: the whole paper when
-        the window holds it; else as much as fits, each call the next part of the paper (the last ones
-        end at the paper's end)."""
+        the window holds it; else as much as fits, each call the next part of the paper from its start
+        (a call past the paper's end is shown its last part)."""
         budget = self.paper_chars(counts)
         if len(paper.text) <= budget:
             return paper.text, 0
