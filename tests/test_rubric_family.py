@@ -350,7 +350,8 @@ def test_a_rubric_run_whose_answers_are_cached_says_so_from_its_first_seconds_wh
     args = ("--researchqa-family=rubric", "--researchqa-model=openai/good", "--researchqa-sample=6")
     run(*args).assert_outcomes(skipped=6)  # answered and saved, not graded (no judge)
     server.latency_s = 1.5  # each verdict takes a while, one at a time (a local server)
-    result = run(*args, "--researchqa-judge=openai/judge-a")
+    # In a subprocess, as a user runs it: output capture is on while each row's test waits for its verdict.
+    result = run(*args, "--researchqa-judge=openai/judge-a", subprocess_=True)
     result.assert_outcomes(passed=6)
     lines = [line for line in result.stdout.lines if line.startswith("researchqa: ") and "model rows," in line]
     first, last = lines[0], lines[-1]

@@ -13,6 +13,7 @@ enough fresh answers have arrived for that rate to mean something.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from typing import Any, Optional, Sequence
@@ -90,7 +91,13 @@ class Progress:
         self._write(self.line(now))
 
     def _write(self, text: str) -> None:
-        if self.reporter is not None:
+        if self.reporter is None:
+            return
+        # The ticker writes while a row's test runs: with pytest's output capture on, the line would go into
+        # that test's captured output (seen only if it fails), so capture is set aside for the line.
+        capture = getattr(getattr(self.reporter, "config", None), "pluginmanager", None)
+        manager = capture.get_plugin("capturemanager") if capture is not None else None
+        with manager.global_and_fixture_disabled() if manager is not None else contextlib.nullcontext():
             self.reporter.write_line("")
             self.reporter.write_line(f"researchqa: {text}")
 
