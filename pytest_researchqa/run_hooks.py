@@ -194,7 +194,7 @@ class RunHooks:
         models = settings.models
         if self.progress is None and models:
             total = sum(1 for nodeid in ids if any(f"[{model}-" in nodeid for model in models))
-            self.progress = self._new_progress(total)
+            self.progress = self._new_progress(total, calls_here=False)  # the workers make the calls
 
     def node_down(self, workeroutput: dict[str, Any]) -> None:
         counts = workeroutput.get(WORKER_SELECTION)
@@ -227,7 +227,9 @@ class RunHooks:
             for line in self.estimated:
                 reporter.write_line(line)
 
-    def _new_progress(self, total: int) -> Any:
+    def _new_progress(self, total: int, calls_here: bool = True) -> Any:
+        """The run's progress lines; ``calls_here``: this process makes the model calls (not xdist's controller),
+        so the lines can say what its callers have done."""
         from .llm_params import call_limits
         from .reporting.progress import Progress
 
@@ -235,7 +237,8 @@ class RunHooks:
         slots = min((call_limits(settings.model_params.get(m, {}), concurrency=settings.concurrency,
                                  timeout_s=settings.timeout_s, given=settings.given)[0] for m in settings.models),
                     default=settings.concurrency)
-        progress = Progress(self.config.pluginmanager.get_plugin("terminalreporter"), total, slots)
+        activity = self.state.services.runner().activity if calls_here else None
+        progress = Progress(self.config.pluginmanager.get_plugin("terminalreporter"), total, slots, activity)
         progress.start(settings.models)
         return progress
 

@@ -32,7 +32,8 @@ Generation prompts (they ask for ``"multi_hop_questions"``) get benchmark rows b
 paper's own sentences: ``gen-mixed`` writes a verbatim quote, a paraphrased one, one with a word
 changed and two fabricated ones among verbatim quotes; ``gen-truncated`` first replies with the
 rows' JSON cut off halfway (as a model stopped by max_tokens), then whole; any other alias
-writes verbatim quotes only. Repair prompts (they hold ``<<<PASSAGES``) are answered from the diagnosis they carry: the
+writes verbatim quotes only (``gen-repeats`` asks each lookup question again as the comprehension question and
+states a question as the first false premise). Repair prompts (they hold ``<<<PASSAGES``) are answered from the diagnosis they carry: the
 nearest passage, or the quote up to its departure point followed by what the paper says there;
 of the fabricated quotes one gets ``null`` and the other a new fabrication. A paper that
 contains ``[[provider-rejects-this-paper]]`` gets a 400 error (a provider refusing one paper).
@@ -234,6 +235,10 @@ def generation_reply(model: str, prompt: str) -> str:
                     "expected_answer": f"They do not deny it: {picked[12]}",
                     "expected_references": [block("Results", picked[12])],
                     "judge_rubric": "identifies the false premise"}]
+    if model == "gen-repeats":  # each chunk's lookup question asked again as its comprehension question
+        for chunk in chunks:
+            chunk["comprehension"]["question"] = chunk["lookup"]["question"].upper().rstrip("?") + " ?"
+        adversarial[0]["false_premise"] = "Did the authors include a placebo arm?"
     if model == "gen-mixed":
         chunks[0]["lookup"]["expected_references"][0]["alternatives"].append(FABRICATED[0])
         chunks[0]["comprehension"]["expected_references"][0]["alternatives"] = [_paraphrase(picked[1])]

@@ -524,15 +524,75 @@ def test_on_a_local_server_generate_sends_one_call_at_a_time_capped_and_held_to_
     assert all(sentence in " ".join(TIDES.split()) for sentence in quotes), "every quotation the grammar allows is verbatim"
 
 
-def test_a_context_window_too_small_for_the_questions_asked_fails_before_any_call_saying_what_to_do(
+def test_a_context_window_too_small_for_even_one_question_a_call_fails_before_any_call_saying_what_to_do(
         generate, tides, tmp_path, server, capsys):
-    server.props = None
+    server.props = {"default_generation_settings": {"n_ctx": 2500}}
     argv = ["generate", str(tides), "--model", "openai/gen-good", "--out", str(tmp_path / "rows.yaml"),
             "--param", f"api_base={server.url}", "--cache-dir", str(tmp_path / "cache")]
     assert main(argv) == 2
     error = capsys.readouterr().err
-    assert "a context window of 4096 tokens cannot hold the prompt" in error and "ask for fewer questions" in error
+    assert "a context window of 2500 tokens cannot hold the prompt" in error and "even one question" in error
+    assert "--n_ctx 8192" in error
     assert server.calls() == 0 and not (tmp_path / "rows.yaml").exists()
+
+
+def test_the_default_dozen_questions_on_a_4096_token_server_are_planned_as_calls_that_each_fit_the_window(
+        generate, tides, tmp_path, server):
+    """SmolLM2's llama-cpp-python server at --n_ctx 4096: the dozen questions need a 6,025-token reply alone. The
+    run asks them in calls of fewer questions, says the plan before the first call, and every request it
+    counts is one the server received."""
+    from pytest_researchqa.generation.pipeline import split_counts
+
+    appendix = "\n".join(f"Appendix note {n} repeats that raft {n} was inspected weekly by two observers on "
+                         "each of the four stations." for n in range(120))
+    (tides / "tides.txt").write_text(TIDES + "\nAppendix\n" + appendix)
+    server.props = {"default_generation_settings": {"n_ctx": 4096}}
+    status, printed, report = generate(tides, tmp_path / "rows.yaml", model="gen-good")
+    assert status == 0, printed
+    plan = report["plan"]
+    calls = plan["calls_per_paper"]
+    assert calls > 1 and plan["questions_per_call"] == split_counts(DEFAULT_COUNTS, 3)
+    assert sum(sum(c.values()) for c in plan["questions_per_call"]) == ROWS_PER_PAPER
+    assert (f"generate: plan: {ROWS_PER_PAPER} question(s) a paper in {calls} call(s) of at most 3 "
+            "(a 4096-token window holds the prompt") in printed
+    assert f"1 paper(s): {calls} generation call(s), then at most one repair call after each" in printed
+    generation = [r for r in server.requests if '"multi_hop_questions"' in r["messages"][0]["content"]]
+    assert len(generation) == calls
+    for request in generation:
+        prompt = request["messages"][0]["content"]
+        assert len(prompt) / 3 + request["max_tokens"] <= 4096, "prompt, excerpt and reply fit the window"
+    starts = {r["messages"][0]["content"].split("<<<PAPER", 1)[1][:80] for r in generation}
+    assert len(starts) == calls, "each call is shown its own part of the paper"
+    usage = report["totals"]["usage"]
+    assert usage["calls"] == server.calls() and usage["failed_calls"] == 0, "every request accounted, exactly"
+    entry = paper_report(report, "tides")
+    assert entry["rows_generated"] == ROWS_PER_PAPER
+    ids = [row.row_id for row in load_dataset(tmp_path / "rows.yaml").rows]
+    assert sorted(ids) == sorted(f"tides-{kind}-{n}" for kind, count in DEFAULT_COUNTS.items()
+                                 for n in range(1, count + 1)), "row numbers follow on from one call to the next"
+    assert entry["notes"]["cut"].startswith(f"each of the {calls} calls saw up to ")
+    again_status, again_printed, again_report = generate(tides, tmp_path / "rows.yaml", model="gen-good")
+    assert server.calls() == usage["calls"] and again_report["totals"]["usage"]["from_cache"] == calls, \
+        "a re-run takes every call of the plan from the cache"
+
+
+def test_one_failed_call_of_a_papers_several_costs_only_its_own_questions_and_is_counted(generate, tides, tmp_path,
+                                                                                       server):
+    """The provider refuses the part of the paper the last call shows: that call's questions are missing (a note
+    says so), the other calls' rows are written, and the refused request is counted."""
+    appendix = "\n".join(f"Appendix note {n} repeats that raft {n} was inspected weekly by two observers on "
+                         "each of the four stations." for n in range(30))  # the last call reaches the end
+    (tides / "tides.txt").write_text(TIDES + "\nAppendix\n" + appendix + f"\n{REJECTED_PAPER}\n")
+    server.props = {"default_generation_settings": {"n_ctx": 4096}}
+    status, printed, report = generate(tides, tmp_path / "rows.yaml", model="gen-good")
+    calls = report["plan"]["calls_per_paper"]
+    assert status == 0 and report["totals"]["failed"] == 0, "the paper gave the rows of its other calls"
+    assert f"    note: call {calls} of {calls} failed, its questions are missing: " in printed, printed
+    kept = [row.row_id for row in load_dataset(tmp_path / "rows.yaml").rows]
+    assert kept and "tides-adversarial-2" not in kept, "the last call asked for the false-premise questions"
+    usage = report["totals"]["usage"]
+    refused = printed.count("failed, its questions are missing: ")  # the calls shown the paper's end
+    assert usage["calls"] == server.calls() and usage["failed_calls"] == refused >= 1
 
 
 def test_every_request_is_accounted_failed_ones_included_and_unpriced_spend_is_a_dash(generate, tides, tmp_path,
@@ -604,3 +664,87 @@ def test_on_a_local_server_a_call_past_its_deadline_fails_its_paper_at_once_inst
     entry = paper_report(report, "tides")
     assert "not retried: the server may still be working on the abandoned request" in entry["error"]
     assert (entry["usage"]["calls"], entry["usage"]["failed_calls"]) == (1, 1)
+
+
+def _tides_chunk(question: str, passage: str, kind: str = "lookup") -> dict:
+    return {kind: {"question": question, "expected_answer": "an answer",
+                   "expected_references": [{"section_label": "Methods", "alternatives": [passage]}]}}
+
+
+def test_the_same_question_asked_again_in_another_question_type_of_a_paper_is_dropped_naming_the_first():
+    """SmolLM2-135M asked "In what year did you last see this?" as the lookup, comprehension and false-premise
+    question of one paper (docs/models.md): one question, not three."""
+    from pytest_researchqa.families.citation.matcher import MatchIndex
+    from pytest_researchqa.generation import checking
+
+    methods = "Each raft carried 150 hatchery-reared spat of the same cohort, weighed and measured at deployment"
+    results = "Growth differences between the estuaries appeared within the first four weeks"
+    reply = {"chunks": [{**_tides_chunk("How many spat did each raft carry?", methods),
+                         **_tides_chunk("  how many SPAT did each raft carry ", results, "comprehension")},
+                        {**_tides_chunk("When did growth differences appear?", results)}],
+             "adversarial_questions": [{"question": "How many spat, did each raft carry?!",
+                                        "false_premise": "The rafts carried no spat at all.",
+                                        "expected_answer": "They carried 150.", "expected_references": []}]}
+    index = MatchIndex(TIDES)
+    candidates, _ = checking.candidates_from(parse_generation(json.dumps(reply)), "tides",
+                                             {"lookup": 2, "comprehension": 1, "adversarial": 1})
+    checking.check_passages(candidates, index)
+    result = checking.finish(candidates, "tides", "ecology", index)
+    assert [row["row_id"] for row in result.rows] == ["tides-lookup-1", "tides-lookup-2"]
+    reasons = {d["row_id"]: d["reason"] for d in result.report["dropped_rows"]}
+    assert reasons == {
+        "tides-comprehension-1": "the same question as tides-lookup-1 (lookup): 'How many spat did each raft carry?'",
+        "tides-adversarial-1": "the same question as tides-lookup-1 (lookup): 'How many spat did each raft carry?'"}
+
+
+@pytest.mark.parametrize(("premise", "reason"), [
+    ("", "an adversarial question needs its false premise stated"),
+    ("   ", "an adversarial question needs its false premise stated"),
+    ("...", "the false premise is no content: '...' is template filler, not content"),
+    ("Did the authors include a placebo arm?", "the false premise 'Did the authors include a placebo arm?' is a "
+                                               "question, not a statement of what is false"),
+    ("why did the authors include a placebo arm", "the false premise 'why did the authors include a placebo arm' "
+                                                  "is a question, not a statement of what is false"),
+    ("Amazon Mechanical Turk", "the false premise 'Amazon Mechanical Turk' is a fragment (3 word(s)), not a "
+                               "statement of what is false"),
+    ("The way you make things work. ...", "the false premise 'The way you make things work. ...' is cut off, not a "
+                                          "whole statement of what is false"),
+    ("The authors trained the model because of", "the false premise 'The authors trained the model because of' "
+                                                 "is cut off, not a whole statement of what is false"),
+])
+def test_a_false_premise_that_is_no_statement_drops_its_question_with_the_reason(premise, reason):
+    from pytest_researchqa.generation import checking
+
+    reply = {"adversarial_questions": [{"question": "Why did the authors include a placebo arm?",
+                                        "false_premise": premise, "expected_answer": "There is none.",
+                                        "expected_references": []}]}
+    [candidate], _ = checking.candidates_from(parse_generation(json.dumps(reply)), "tides", {"adversarial": 1})
+    assert candidate.dropped == reason
+
+
+def test_a_false_premise_that_repeats_its_question_is_a_question_and_a_stated_premise_is_kept():
+    from pytest_researchqa.generation import checking
+
+    assert checking.premise_problem("Why did the authors include a placebo arm.",
+                                    "Why did the authors include a placebo arm?") == (
+        "the false premise 'Why did the authors include a placebo arm.' is a question, not a statement of what is "
+        "false")
+    for stated in ("The paper describes no placebo arm.", "The authors state it; they do not deny it.",
+                   "Growth was measured in three estuaries"):
+        assert checking.premise_problem(stated, "Why did the authors include a placebo arm?") is None, stated
+
+
+def test_generate_prints_each_row_dropped_for_a_repeated_question_or_a_premise_that_is_no_statement(
+        generate, tides, tmp_path):
+    """``gen-repeats`` asks its lookup questions again as comprehension questions and states a question as a
+    false premise: the user reads why those rows are not in the file."""
+    status, printed, report = generate(tides, tmp_path / "rows.yaml", "--count", "lookup=1", "--count",
+                                       "comprehension=1", "--count", "multi_hop=0", "--count", "adversarial=1",
+                                       model="gen-repeats")
+    assert status == 0
+    assert "    dropped row tides-comprehension-1: the same question as tides-lookup-1 (lookup): " in printed
+    assert ("    dropped row tides-adversarial-1: the false premise 'Did the authors include a placebo arm?' is a "
+            "question, not a statement of what is false") in printed
+    assert [row.row_id for row in load_dataset(tmp_path / "rows.yaml").rows] == ["tides-lookup-1"]
+    assert {d["row_id"] for d in paper_report(report, "tides")["dropped_rows"]} == {"tides-comprehension-1",
+                                                                                  "tides-adversarial-1"}

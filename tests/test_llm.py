@@ -283,7 +283,8 @@ def test_two_models_make_a_leaderboard_with_latency_cost_and_errors(pytester, se
     prompt_tokens, completion_tokens = (int(n.replace(",", "")) for n in good["tokens in/out"].split("/"))
     assert prompt_tokens > 0 and completion_tokens > 0, "tokens are shown, not only recorded"
     assert list(table) == ["openai/good", "openai/sloppy"], "sorted by the composite"
-    result.stdout.fnmatch_lines(["researchqa: 24/24 model rows, 0 errors, 0 from cache, spend —*"])
+    result.stdout.fnmatch_lines(["researchqa: 24/24 model rows, 0 errors, 0 from cache, answers 24/24 (0 from cache), "
+                                 "0 calls in flight, spend —*"])
 
 
 @pytest.mark.slow

@@ -341,3 +341,24 @@ def test_a_priced_judge_gets_a_dollar_estimate_and_re_judgements_are_counted(run
     dollars = re.search(r"estimated cost — \(\$(\d+\.\d+) for openai/gpt-4o-mini\)", cost)
     assert dollars and float(dollars.group(1)) > 0, cost
     assert "no price for openai/sloppy: a local server" in cost
+
+
+@pytest.mark.slow
+def test_a_rubric_run_whose_answers_are_cached_says_so_from_its_first_seconds_while_its_verdicts_arrive(run, server):
+    """SmolLM2 as the judge showed "0/6 model rows" for minutes while every answer came from the cache: a row
+    is done when its verdict is, and the progress line said nothing of the answers or of the call on the wire."""
+    args = ("--researchqa-family=rubric", "--researchqa-model=openai/good", "--researchqa-sample=6")
+    run(*args).assert_outcomes(skipped=6)  # answered and saved, not graded (no judge)
+    server.latency_s = 1.5  # each verdict takes a while, one at a time (a local server)
+    # In a subprocess, as a user runs it: output capture is on while each row's test waits for its verdict.
+    result = run(*args, "--researchqa-judge=openai/judge-a", subprocess_=True)
+    result.assert_outcomes(passed=6)
+    lines = [line for line in result.stdout.lines if line.startswith("researchqa: ") and "model rows," in line]
+    first, last = lines[0], lines[-1]
+    match = re.match(r"researchqa: (\d)/6 model rows, 0 errors, \d from cache, answers 6/6 \(6 from cache\), "
+                     r"verdicts (\d) of 6 asked, 1 call in flight, spend —, elapsed \d+s", first)
+    assert match, first
+    assert int(match.group(1)) <= int(match.group(2)) < 6, "a row is done once judged; the rest are on the way"
+    assert last.startswith("researchqa: 6/6 model rows, 0 errors, 6 from cache, answers 6/6 (6 from cache), "
+                           "verdicts 6 of 6 asked, 0 calls in flight, spend —"), last
+    assert server.calls("judge-a") == 6 and server.max_in_flight == 1

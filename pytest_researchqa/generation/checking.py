@@ -88,9 +88,12 @@ class PaperResult:
 # --------------------------------------------------------------------------- candidates
 
 
-def candidates_from(parsed: ParsedGeneration, paper_id: str, counts: dict[str, int], template: str = ""
-                    ) -> tuple[list[Candidate], dict[str, Any]]:
+def candidates_from(parsed: ParsedGeneration, paper_id: str, counts: dict[str, int], template: str = "",
+                    numbered_after: Optional[dict[str, int]] = None) -> tuple[list[Candidate], dict[str, Any]]:
     """The requested number of questions of each type, and notes on what the reply lacked or broke.
+
+    ``numbered_after``: the questions of each type an earlier call for the same paper was asked for (its
+    rows are numbered from 1, this call's after them).
 
     A question, expected answer or passage that is template filler (empty, ``...``, ``<question>``) or
     text copied from the prompt's instructions (``template``) is rejected with that reason."""
@@ -122,7 +125,7 @@ def candidates_from(parsed: ParsedGeneration, paper_id: str, counts: dict[str, i
         wanted = counts.get(kind, 0)
         if len(found[kind]) < wanted:
             notes["shortfalls"].append(f"asked for {wanted} {kind} questions, the reply had {len(found[kind])} usable")
-        for number, candidate in enumerate(found[kind][:wanted], start=1):
+        for number, candidate in enumerate(found[kind][:wanted], start=1 + (numbered_after or {}).get(kind, 0)):
             candidate.row_id = f"{paper_id}-{kind}-{number}"
             chosen.append(candidate)
     return chosen, notes
@@ -154,11 +157,67 @@ def _candidate(kind: str, item: LookupItem, metadata: dict[str, Any], template: 
             candidate.dropped = "a multi-hop question needs evidence from two distinct sections"
     if isinstance(item, AdversarialItem):
         candidate.metadata["false_premise"] = item.false_premise
-        if not (item.false_premise or "").strip():
-            candidate.dropped = "an adversarial question needs its false premise stated"
+        problem = premise_problem(item.false_premise, item.question, template)
+        if problem is not None:
+            candidate.dropped = problem
     if kind in ("lookup", "comprehension") and not sections:
         candidate.dropped = "the model gave no evidence for it"
     return candidate
+
+
+# A stated false premise shorter than this is a name or a fragment, not a statement of what is false.
+PREMISE_MIN_WORDS = 4
+# A statement does not end on a word that needs more after it ("The authors used a larger", "because of").
+_DANGLING_END = re.compile(r"\b(?:a|an|the|and|or|but|of|to|in|on|at|by|for|with|from|that|which|because|than|as)"
+                           r"\W*$|[,;:(\-–—]\s*$|(?:\.\.\.|…)\s*$", re.IGNORECASE)
+_QUESTION_OPENING = re.compile(r"^(?:why|what|how|when|where|which|who|whom|whose|is|are|was|were|do|does|did|can|"
+                               r"could|should|would|will|has|have|had)\b", re.IGNORECASE)
+
+
+def question_key(text: str) -> str:
+    """A question as compared for repeats: lower case, punctuation and runs of whitespace as one space."""
+    return " ".join(re.sub(r"[\W_]+", " ", text.lower()).split())
+
+
+def premise_problem(premise: Optional[str], question: str = "", template: str = "") -> Optional[str]:
+    """Why a false-premise question's stated premise is no statement of what is false (None: it is one).
+
+    Empty, template filler, a question (it ends in "?", opens like one and has no full stop, or repeats the
+    question), fewer than ``PREMISE_MIN_WORDS`` words, or cut off (ending on "...", a comma, "the", "because")."""
+    flat = " ".join((premise or "").split())
+    if not flat:
+        return "an adversarial question needs its false premise stated"
+    filler = placeholder_reason(flat, template)
+    if filler is not None:
+        return f"the false premise is no content: {filler}"
+    if flat.endswith("?") or (_QUESTION_OPENING.match(flat) and "." not in flat) or (
+            question and question_key(flat) == question_key(question)):
+        return f"the false premise {flat[:60]!r} is a question, not a statement of what is false"
+    words = len(re.findall(r"\w+", flat))
+    if words < PREMISE_MIN_WORDS:
+        return (f"the false premise {flat[:60]!r} is a fragment ({words} word(s)), not a statement of what is "
+                "false")
+    if _DANGLING_END.search(flat):
+        return f"the false premise {flat[-60:]!r} is cut off, not a whole statement of what is false"
+    return None
+
+
+def drop_repeated_questions(candidates: list[Candidate]) -> None:
+    """The same question (case, whitespace and punctuation aside) asked twice of one paper, in one question
+    type or across types, is one question: the first is kept, the others are dropped naming it."""
+    first: dict[str, Candidate] = {}
+    for candidate in candidates:
+        if candidate.dropped or candidate.placeholder:
+            continue
+        key = question_key(candidate.question)
+        if not key:
+            continue
+        if key in first:
+            kept = first[key]
+            candidate.dropped = (f"the same question as {kept.row_id} ({kept.question_type}): "
+                                 f"{kept.question[:60]!r}")
+        else:
+            first[key] = candidate
 
 
 def _section(block: EvidenceBlock, template: str = "") -> Section:
@@ -290,6 +349,7 @@ def finish(candidates: list[Candidate], paper_id: str, domain: str, index: Match
     from ..families.citation.rows import Row
 
     drop_duplicates(candidates)
+    drop_repeated_questions(candidates)
     rows: list[dict[str, Any]] = []
     dropped_rows: list[dict[str, Any]] = []
     excerpts_left_out = 0  # chunk excerpts (metadata, not evidence) that were not verbatim

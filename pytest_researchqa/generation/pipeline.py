@@ -5,9 +5,12 @@ Model calls go through the answer pipeline's machinery: one
 pacing, retries), the on-disk :class:`~pytest_researchqa.llm.cache.AnswerCache`
 (keys hold the prompt's hash, so a re-run makes no call and a changed prompt
 asks again) and litellm through the same call path as systems and judges.
-Per paper: one generation call, then at most one repair call for the passages
-the matcher did not find verbatim. A paper that fails is reported; the others
-go on. The output file and its report are written atomically at the end.
+Per paper: one generation call (or, when the context window cannot hold the
+prompt, some of the paper and the reply of every question asked, several calls
+of fewer questions each, each shown its own part of the paper: ``RowWriter.plan``),
+then at most one repair call after each for the passages the matcher did not
+find verbatim. A paper that fails is reported; the others go on. The output
+file and its report are written atomically at the end.
 """
 
 from __future__ import annotations
@@ -114,13 +117,39 @@ class Usage:
 
 
 @dataclass
+class Batch:
+    """One generation call of a paper: the questions it asks for, the part of the paper it shows, its rows."""
+
+    number: int  # from 0, in the plan's order
+    counts: dict[str, int]
+    numbered_after: dict[str, int]  # questions of each type earlier calls asked for: this call's rows follow theirs
+    text: str = ""
+    start: int = 0  # where ``text`` begins in the paper
+    candidates: list[Any] = field(default_factory=list)
+    error: Optional[str] = None
+    closed: bool = False
+
+
+def split_counts(counts: dict[str, int], per_call: int) -> list[dict[str, int]]:
+    """``counts`` dealt into calls of at most ``per_call`` questions: a chunk's lookup and comprehension
+    questions side by side (one chunk serves both), then multi-hop, then false-premise questions."""
+    order: list[str] = []
+    lookups, comprehensions = counts.get("lookup", 0), counts.get("comprehension", 0)
+    for number in range(max(lookups, comprehensions)):
+        order += [kind for kind, wanted in (("lookup", lookups), ("comprehension", comprehensions)) if number < wanted]
+    order += ["multi_hop"] * counts.get("multi_hop", 0) + ["adversarial"] * counts.get("adversarial", 0)
+    return [{kind: order[start:start + per_call].count(kind) for kind in QUESTION_TYPES}
+            for start in range(0, len(order), max(1, per_call))]
+
+
+@dataclass
 class PaperJob:
     """One paper's way through the run."""
 
     paper_id: str
     source: Path
     paper: Optional[Paper] = None
-    text: str = ""  # what the model sees (the whole paper unless it had to be cut)
+    text: str = ""  # what the first call shows the model (the whole paper unless it had to be cut)
     candidates: list[Any] = field(default_factory=list)
     domain: str = "unknown"
     notes: dict[str, Any] = field(default_factory=dict)
@@ -128,6 +157,7 @@ class PaperJob:
     rows: list[Any] = field(default_factory=list)
     report: dict[str, Any] = field(default_factory=dict)
     error: Optional[str] = None
+    batches: list[Batch] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- papers
@@ -188,23 +218,49 @@ class RowWriter(ModelCaller):
         free = window - prompt_tokens - (self.output_cap(counts) or 0) - LOCAL_MARGIN_TOKENS
         return max(0, free * LOCAL_CHARS_PER_TOKEN)
 
-    def check_window(self, counts: dict[str, int]) -> None:
-        """Fail before any call when the window cannot hold the prompt, some paper and the reply."""
+    def plan(self, counts: dict[str, int]) -> list[dict[str, int]]:
+        """The generation calls of one paper: all of ``counts`` in one call when the window holds the prompt,
+        ``MIN_PAPER_CHARS`` of the paper and the reply; else the most questions a call that fits can ask, in
+        as many calls as it takes. Fails before any call when not even one question a call fits."""
         if self.paper_chars(counts) >= MIN_PAPER_CHARS:
-            return
-        asked = sum(counts.values())
+            return [dict(counts)]
+        for per_call in range(sum(counts.values()) - 1, 0, -1):
+            calls = split_counts(counts, per_call)
+            if all(self.paper_chars(call) >= MIN_PAPER_CHARS for call in calls):
+                return calls
+        one = min(split_counts(counts, 1), key=lambda call: self.output_cap(call) or 0, default=dict(counts))
         raise GenerateError(
             f"{self.name}: a context window of {self.context_tokens} tokens cannot hold the prompt "
             f"(~{len(self.generate_prompt.template) // LOCAL_CHARS_PER_TOKEN} tokens), {MIN_PAPER_CHARS} characters "
-            f"of a paper and a reply of {asked} question(s) (up to {self.output_cap(counts)} tokens): ask for fewer "
-            "questions (--count lookup=1 --count comprehension=0 --count multi_hop=0 --count adversarial=0), "
-            "or serve a larger window (llama_cpp.server --n_ctx 8192) and pass --param max_input_tokens=8192 "
-            "if the server does not report it")
+            f"of a paper and a reply of even one question (up to {self.output_cap(one)} tokens): serve a larger "
+            "window (llama_cpp.server --n_ctx 8192) and pass --param max_input_tokens=8192 if the server does not "
+            "report it, or lower --param max_tokens")
 
-    def model_text(self, paper: Paper, counts: dict[str, int]) -> str:
-        """The paper as the model sees it: whole, unless the context window is too small for it."""
+    def plan_line(self, calls: list[dict[str, int]], papers: int) -> str:
+        """What the run will ask, in one line (printed before the first call)."""
+        asked = sum(sum(call.values()) for call in calls)
+        most = max(sum(call.values()) for call in calls)
+        cap = max((self.output_cap(call) or 0) for call in calls)
+        prompt = len(self.generate_prompt.template) // (LOCAL_CHARS_PER_TOKEN if self.spec.local else CHARS_PER_TOKEN)
+        fits = (f"a {self.context_tokens}-token window holds the prompt (~{prompt} tokens), "
+                f"{min(self.paper_chars(call) for call in calls)} characters of a paper"
+                + (f" and a reply of up to {cap} tokens" if cap else ""))
+        return (f"generate: plan: {asked} question(s) a paper in {len(calls)} call(s) of at most {most} ({fits}); "
+                f"{papers} paper(s): {papers * len(calls)} generation call(s), then at most one repair call after "
+                "each (retries and repair turns are counted as they happen)")
+
+    def model_text(self, paper: Paper, counts: dict[str, int], number: int = 0, calls: int = 1) -> tuple[str, int]:
+        """The part of the paper call ``number`` of ``calls`` shows, and where it starts: the whole paper when
+        the window holds it; else as much as fits, each call the next part of the paper from its start
+        (a call past the paper's end is shown its last part)."""
         budget = self.paper_chars(counts)
-        return paper.text if len(paper.text) <= budget else paper.text[:budget]
+        if len(paper.text) <= budget:
+            return paper.text, 0
+        start = min(number * budget, len(paper.text) - budget)
+        if start:
+            space = paper.text.find(" ", start, start + 200)  # begin at a word
+            start = space + 1 if space >= 0 else start
+        return paper.text[start:start + budget], start
 
     def _call_params(self, counts: dict[str, int], schema: dict[str, Any], name: str) -> dict[str, Any]:
         kwargs = dict(self.spec.call_params)
@@ -215,41 +271,46 @@ class RowWriter(ModelCaller):
             kwargs.update(_structured_output(self.spec, schema, name))
         return kwargs
 
-    def generation(self, job: PaperJob, counts: dict[str, int]) -> Future[Any]:
+    def generation(self, job: PaperJob, batch: Batch) -> Future[Any]:
         assert job.paper is not None
+        counts = batch.counts
         chunks = max(counts.get("lookup", 0), counts.get("comprehension", 0))
         prompt = fill(self.generate_prompt.template, dict(
-            paper=job.text, source=job.paper_id, chunks=str(chunks), chunk_questions=_chunk_questions(counts),
+            paper=batch.text, source=job.paper_id, chunks=str(chunks), chunk_questions=_chunk_questions(counts),
             multi_hop=str(counts.get("multi_hop", 0)), adversarial=str(counts.get("adversarial", 0))))
-        schema = generation_schema(counts, self.quotable(job)) if self.spec.local else generation_schema()
+        schema = generation_schema(counts, self.quotable(job, batch.text)) if self.spec.local else generation_schema()
         kwargs = self._call_params(counts, schema, self.generate_prompt.name)
+        # A paper's several calls are several questions asked (one call keeps the key it always had).
+        part = {"part": batch.number, "start": batch.start} if len(job.batches) > 1 else {}
         key = cache_key(task="generate_rows", model=self.spec.name, params=kwargs,
                         prompt=self.generate_prompt.sha, paper=job.paper.content_hash, counts=counts,
-                        seen=len(job.text))
+                        seen=len(batch.text), **part)
         return self.runner.submit(self.spec.provider, lambda: self._reply(
             key, prompt, kwargs, self.generate_prompt, parse_generation, schema, job.paper_id))
 
-    def repair(self, job: PaperJob, items: list[dict[str, Any]], counts: dict[str, int]) -> Future[Any]:
+    def repair(self, job: PaperJob, batch: Batch, items: list[dict[str, Any]]) -> Future[Any]:
         assert job.paper is not None
+        counts = batch.counts
         listed = json.dumps(items, ensure_ascii=False, indent=1)
-        prompt = fill(self.repair_prompt.template, dict(paper=job.text, source=job.paper_id, items=listed))
+        prompt = fill(self.repair_prompt.template, dict(paper=batch.text, source=job.paper_id, items=listed))
         # The repair prompt lists the items instead of the generation prompt's instructions, and its reply
         # is shorter than the generation's: both fit where the generation did.
-        schema = (repair_schema([item["id"] for item in items], self.quotable(job)) if self.spec.local
+        schema = (repair_schema([item["id"] for item in items], self.quotable(job, batch.text)) if self.spec.local
                   else repair_schema())
         kwargs = self._call_params(counts, schema, self.repair_prompt.name)
         key = cache_key(task="repair_passages", model=self.spec.name, params=kwargs,
-                        prompt=self.repair_prompt.sha, paper=job.paper.content_hash, items=items, seen=len(job.text))
+                        prompt=self.repair_prompt.sha, paper=job.paper.content_hash, items=items,
+                        seen=len(batch.text), **({"start": batch.start} if batch.start else {}))
         return self.runner.submit(self.spec.provider, lambda: self._reply(
             key, prompt, kwargs, self.repair_prompt, parse_repairs, schema, job.paper_id))
 
-    def quotable(self, job: PaperJob) -> list[str]:
+    def quotable(self, job: PaperJob, text: str) -> list[str]:
         """On a server that holds replies to a grammar (JSON-object mode), the sentences of what the model
-        sees that the matcher finds verbatim: the only quotations the grammar lets it write."""
+        sees (``text``) that the matcher finds verbatim: the only quotations the grammar lets it write."""
         if self.spec.params.get("structured_output", "json_object") != "json_object" or job.paper is None:
             return []
         index = job.paper.match_index
-        return [s for s in quotable_sentences(job.text) if checking.is_expected_passage(index.match(s))]
+        return [s for s in quotable_sentences(text) if checking.is_expected_passage(index.match(s))]
 
     async def _reply(
         self, key: str, prompt: str, kwargs: dict[str, Any], template: Prompt,
@@ -315,6 +376,7 @@ class GenerationRun:
         self.started = time.monotonic()
         self.done = 0
         self.total = 0
+        self.plan: list[dict[str, int]] = [dict(options.counts)]
 
     def say(self, line: str = "") -> None:
         print(redact(line, self.secrets), file=self.stream, flush=True)
@@ -336,30 +398,37 @@ class GenerationRun:
             writer = RowWriter(ModelSpec(self.options.model, dict(self.options.params)), runner,
                                AnswerCache(self.cache_dir), refresh=self.options.refresh,
                                timeout_s=timeout_s, retries=self.options.retries)
-            writer.check_window(self.options.counts)
+            calls = writer.plan(self.options.counts)
             if writer.spec.local:
+                cap = max((writer.output_cap(call) or 0) for call in calls)
                 self.say(f"generate: {self.options.model} on a local server: {slots} call(s) at a time, "
                          f"{timeout_s:.0f} s a call, a {writer.context_tokens}-token context window, "
-                         f"replies capped at {writer.output_cap(self.options.counts)} tokens")
+                         f"replies capped at {cap} tokens")
+            if len(calls) > 1 or writer.spec.local:
+                self.say(writer.plan_line(calls, len(jobs)))
+            self.plan = calls
             self._run(jobs, writer)
         finally:
             runner.close()
         return jobs
 
     def _run(self, jobs: list[PaperJob], writer: RowWriter) -> None:
-        pending: dict[Future[Any], tuple[PaperJob, str]] = {}
+        pending: dict[Future[Any], tuple[PaperJob, Batch, str]] = {}
         for job in jobs:
             try:
                 job.paper = self.store.get(job.paper_id)
             except PaperUnavailable as error:
                 self._fail(job, str(error))
                 continue
-            job.text = writer.model_text(job.paper, self.options.counts)
-            if len(job.text) < len(job.paper.text):
-                job.notes["cut"] = (f"the model saw the first {len(job.text)} of {len(job.paper.text)} "
-                                    "characters (the context window is smaller than the paper; "
-                                    "--param max_input_tokens=N sets it)")
-            pending[writer.generation(job, self.options.counts)] = (job, "generate")
+            after = {kind: 0 for kind in QUESTION_TYPES}
+            for number, counts in enumerate(self.plan):
+                text, start = writer.model_text(job.paper, counts, number, len(self.plan))
+                job.batches.append(Batch(number, counts, dict(after), text, start))
+                after = {kind: after[kind] + counts.get(kind, 0) for kind in QUESTION_TYPES}
+            job.text = job.batches[0].text
+            self._note_cut(job)
+            for batch in job.batches:
+                pending[writer.generation(job, batch)] = (job, batch, "generate")
         last_line = time.monotonic()
         while pending:
             finished, _ = concurrent.futures.wait(pending, timeout=REPORT_EVERY_S,
@@ -368,50 +437,91 @@ class GenerationRun:
                 last_line = time.monotonic()
                 self.say(f"generate: {self.progress(jobs)}, {len(pending)} call(s) queued or in flight")
             for future in finished:
-                job, stage = pending.pop(future)
+                job, batch, stage = pending.pop(future)
                 try:
-                    follow_up = self._advance(job, stage, future, writer)
+                    follow_up = self._advance(job, batch, stage, future, writer)
                 except Exception as error:  # noqa: BLE001 -- one paper's trouble must not end the run
-                    self._fail(job, f"{type(error).__name__}: {error}")
+                    if not batch.closed:
+                        batch.error = f"{type(error).__name__}: {error}"
+                        self._close(job, batch)
                     continue
                 if follow_up is not None:
-                    pending[follow_up] = (job, "repair")
+                    pending[follow_up] = (job, batch, "repair")
 
-    def _advance(self, job: PaperJob, stage: str, future: Future[Any],
+    def _note_cut(self, job: PaperJob) -> None:
+        assert job.paper is not None
+        whole, seen = len(job.paper.text), [len(batch.text) for batch in job.batches]
+        if max(seen) >= whole:
+            return
+        if len(seen) == 1:
+            job.notes["cut"] = (f"the model saw the first {seen[0]} of {whole} characters (the context window is "
+                                "smaller than the paper; --param max_input_tokens=N sets it)")
+            return
+        starts = ", ".join(str(batch.start) for batch in job.batches)
+        job.notes["cut"] = (f"each of the {len(seen)} calls saw up to {max(seen)} of {whole} characters, from "
+                            f"character {starts} (the context window is smaller than the paper; "
+                            "--param max_input_tokens=N sets it)")
+
+    def _advance(self, job: PaperJob, batch: Batch, stage: str, future: Future[Any],
                  writer: RowWriter) -> Optional[Future[Any]]:
-        """Take a finished call further: check the generated rows (maybe asking for repairs), or finish."""
+        """Take a finished call further: check the generated rows (maybe asking for repairs), or close the call."""
         try:
             parsed, call = future.result()
         except ProviderError as error:
             job.usage.add_failure(error.calls)
             if stage == "generate":
-                self._fail(job, str(error) + (MALFORMED_HINT if "malformed reply" in str(error) else ""))
+                batch.error = str(error) + (MALFORMED_HINT if "malformed reply" in str(error) else "")
+                self._close(job, batch)
             else:  # the passages stay unrepaired: dropped with this cause, the paper's other rows go on
-                self._after_repair(job, None, failure=str(error))
+                self._after_repair(job, batch, None, failure=str(error))
             return None
         job.usage.add(call)
         if stage == "generate":
-            return self._after_generation(job, parsed, writer)
-        self._after_repair(job, parsed)
+            return self._after_generation(job, batch, parsed, writer)
+        self._after_repair(job, batch, parsed)
         return None
 
-    def _after_generation(self, job: PaperJob, parsed: Any, writer: RowWriter) -> Optional[Future[Any]]:
+    def _after_generation(self, job: PaperJob, batch: Batch, parsed: Any, writer: RowWriter) -> Optional[Future[Any]]:
         assert job.paper is not None
-        job.domain = self.options.domain or parsed.domain or "unknown"
-        job.candidates, notes = checking.candidates_from(parsed, job.paper_id, self.options.counts,
-                                                             template=writer.generate_prompt.template)
-        job.notes.update({k: v for k, v in notes.items() if v})
-        checking.check_passages(job.candidates, job.paper.match_index)
-        items = checking.repair_requests(job.candidates)
+        if job.domain == "unknown" or self.options.domain:
+            job.domain = self.options.domain or parsed.domain or "unknown"
+        batch.candidates, notes = checking.candidates_from(parsed, job.paper_id, batch.counts,
+                                                           template=writer.generate_prompt.template,
+                                                           numbered_after=batch.numbered_after)
+        for name, found in notes.items():
+            if found:
+                job.notes.setdefault(name, []).extend(found)
+        earlier = [c for other in job.batches if other is not batch for c in other.candidates]
+        checking.drop_repeated_questions([*earlier, *batch.candidates])  # before any repair is asked for them
+        checking.check_passages(batch.candidates, job.paper.match_index)
+        items = checking.repair_requests(batch.candidates)
         if items:
-            return writer.repair(job, items, self.options.counts)
-        self._after_repair(job, {})
+            return writer.repair(job, batch, items)
+        self._after_repair(job, batch, {})
         return None
 
-    def _after_repair(self, job: PaperJob, repairs: Optional[dict[str, Any]], failure: Optional[str] = None) -> None:
+    def _after_repair(self, job: PaperJob, batch: Batch, repairs: Optional[dict[str, Any]],
+                      failure: Optional[str] = None) -> None:
         assert job.paper is not None
-        checking.apply_repairs(job.candidates, repairs, job.paper.match_index,
+        checking.apply_repairs(batch.candidates, repairs, job.paper.match_index,
                                failure=redact(failure, self.secrets) if failure else None)
+        self._close(job, batch)
+
+    def _close(self, job: PaperJob, batch: Batch) -> None:
+        """One call of the paper is through; the paper is finished with its last one (failed when all failed)."""
+        assert job.paper is not None
+        batch.closed = True
+        if not all(b.closed for b in job.batches):
+            return
+        errors = [b.error for b in job.batches if b.error]
+        if len(errors) == len(job.batches):
+            self._fail(job, errors[0] if len(errors) == 1 else "; ".join(
+                f"call {n + 1} of {len(errors)}: {error}" for n, error in enumerate(errors)))
+            return
+        if errors:
+            job.notes["failed_calls"] = [f"call {b.number + 1} of {len(job.batches)} failed, its questions are "
+                                         f"missing: {b.error}" for b in job.batches if b.error]
+        job.candidates = [c for b in job.batches for c in b.candidates]
         result = checking.finish(job.candidates, job.paper_id, job.domain, job.paper.match_index)
         job.rows, job.report = result.rows, result.report
         self._finished(job)
@@ -432,8 +542,8 @@ class GenerationRun:
         self.say(f"{prefix}: {job.report['rows_kept']} of {job.report['rows_generated']} rows kept; passages: "
                  f"{passages['verbatim']} verbatim, {passages['repaired']} repaired, {passages['dropped']} dropped "
                  f"({calls}, spend {job.usage.spend})")
-        for note in job.notes.get("shortfalls", []) + job.notes.get("malformed", []) + (
-                [job.notes["cut"]] if "cut" in job.notes else []):
+        for note in job.notes.get("shortfalls", []) + job.notes.get("malformed", []) + job.notes.get(
+                "failed_calls", []) + ([job.notes["cut"]] if "cut" in job.notes else []):
             self.say(f"    note: {note}")
         for dropped in job.report["dropped_passages"]:
             self.say(f"    dropped passage of {dropped['row_id']} ({dropped['section']}): {dropped['reason']}")
@@ -520,7 +630,9 @@ def generate(papers_dir: Path, out: Path, options: GenerateOptions, *, report: O
                  for k in ("checked", "verbatim", "repaired", "dropped")},
               "passages_written": sum(j.report.get("passages_written", 0) for j in jobs),
               "usage": usage.to_plain()}
-    document = {"output": str(out), **header, "totals": totals, "papers": papers}
+    # The calls each paper was planned (one, or several of fewer questions when the window is small).
+    plan = {"calls_per_paper": len(run.plan), "questions_per_call": run.plan}
+    document = {"output": str(out), **header, "plan": plan, "totals": totals, "papers": papers}
     atomic_write(report_file, (json.dumps(document, ensure_ascii=False, indent=1) + "\n").encode())
     run.say(f"generate: {run.progress(jobs)}")
     kept_from = sum(1 for j in jobs if not j.error)

@@ -116,6 +116,60 @@ class _Pacer:
             self.last_start = time.monotonic()
 
 
+class Activity:
+    """What a run's model callers have done so far, for progress lines: per kind of result ("answer", "verdict"),
+    the keys asked for, and of them those done (from the cache, by a call, or failed); and the requests on the
+    wire now. Keys are counted once however often they are asked for; safe from any thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._asked: dict[str, set[str]] = {}
+        self._done: dict[str, dict[str, str]] = {}  # kind -> key -> "cached" | "called" | "failed"
+        self.sending = 0
+
+    def asked(self, kind: str, key: str) -> None:
+        with self._lock:
+            self._asked.setdefault(kind, set()).add(key)
+
+    def finished(self, kind: str, key: str, how: str) -> None:
+        """``how``: "cached" (on disk, or another run's call), "called" or "failed"."""
+        with self._lock:
+            self._asked.setdefault(kind, set()).add(key)
+            self._done.setdefault(kind, {}).setdefault(key, how)
+
+    def watch(self, kind: str, key: str, future: "concurrent.futures.Future[Any]") -> None:
+        """Count ``future``'s result for ``key`` when it arrives (a dict with ``from_cache`` when another
+        process answered it)."""
+        self.asked(kind, key)
+
+        def done(finished: "concurrent.futures.Future[Any]") -> None:
+            if finished.cancelled() or finished.exception() is not None:
+                self.finished(kind, key, "failed")
+                return
+            result = finished.result()
+            cached = isinstance(result, dict) and bool(result.get("from_cache"))
+            self.finished(kind, key, "cached" if cached else "called")
+
+        future.add_done_callback(done)
+
+    def counts(self, kind: str) -> tuple[int, int, int, int]:
+        """(asked, done, from the cache, failed) for one kind."""
+        with self._lock:
+            done = self._done.get(kind, {})
+            return (len(self._asked.get(kind, ())), len(done), sum(h == "cached" for h in done.values()),
+                    sum(h == "failed" for h in done.values()))
+
+    async def send(self, call: Awaitable[Any]) -> Any:
+        """Await one request, counted as on the wire while it is."""
+        with self._lock:
+            self.sending += 1
+        try:
+            return await call
+        finally:
+            with self._lock:
+                self.sending -= 1
+
+
 class ModelRunner:
     def __init__(self, concurrency: int = 5, rows_per_minute: Optional[int] = None) -> None:
         self.concurrency = concurrency
@@ -128,6 +182,11 @@ class ModelRunner:
         self._pacers: dict[str, _Pacer] = {}
         self.budget_usd: Optional[float] = None  # --researchqa-max-cost (this process's share under xdist)
         self.spent_usd = 0.0
+        self.activity = Activity()  # answers and verdicts asked and done, requests on the wire: for progress
+
+    async def send(self, call: Awaitable["CallResult"]) -> "CallResult":
+        """One request to a provider: counted on the wire while it is, its known price charged to the budget."""
+        return self.charge(await self.activity.send(call))
 
     def charge(self, result: "CallResult") -> "CallResult":
         """Count a finished call's known price against the budget."""

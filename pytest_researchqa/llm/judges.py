@@ -241,6 +241,7 @@ class ModelJudge(ModelCaller):
     """
 
     kind: ClassVar[str] = ""
+    activity_kind = "verdict"
     prompt_file: ClassVar[str] = ""
     verdict_model: ClassVar[type[BaseModel]]
     # Verdicts whose scores are not 1-5 dimensions carry their kind in the cache, validated by it.
@@ -301,6 +302,7 @@ class ModelJudge(ModelCaller):
             accept = self._accepts(subject)
             cached = None if key in self._pending else self.cache.get(key, accept)
             if cached is not None:
+                self._found(key)
                 done: concurrent.futures.Future[Any] = concurrent.futures.Future()
                 done.set_result(cached)
                 return done
@@ -316,8 +318,8 @@ class ModelJudge(ModelCaller):
 
         async def attempt() -> CallResult:
             await self.runner.pace(self.spec.provider)
-            return self.runner.charge(await _acompletion(self.spec.name, messages, self.timeout_s, params,
-                                                         priced=False, router=self.router))
+            return await self.runner.send(_acompletion(self.spec.name, messages, self.timeout_s, params,
+                                                       priced=False, router=self.router))
 
         result, scores = await with_retries(attempt, retries=self.retries, describe=f"judge {self.name}",
                                             validate=lambda r: self.parse(r.content, *subject),

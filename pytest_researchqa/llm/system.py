@@ -86,6 +86,8 @@ class ModelCaller:
     """
 
     refresh = False  # a system's --researchqa-refresh: its own cached answers are not reused
+    # What progress lines count this caller's results as ("answer", "verdict"; "": not counted).
+    activity_kind: str = ""
 
     def __init__(self, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, *,
                  timeout_s: float = 120.0, retries: int = 3) -> None:
@@ -131,7 +133,15 @@ class ModelCaller:
     def _start(self, key: str, job: Callable[[], Awaitable[Any]], accept: Accept = None) -> Future[Any]:
         """Run ``job()`` for ``key`` once across the processes that share the cache (``accept``: the
         caller's check of a cached entry, anything else is a miss)."""
-        return self.runner.run(lambda: self._once_across_processes(key, job, accept))
+        future = self.runner.run(lambda: self._once_across_processes(key, job, accept))
+        if self.activity_kind:
+            self.runner.activity.watch(self.activity_kind, key, future)
+        return future
+
+    def _found(self, key: str) -> None:
+        """A result of this caller's read from the cache, without a call (counted for progress lines)."""
+        if self.activity_kind:
+            self.runner.activity.finished(self.activity_kind, key, "cached")
 
     async def _once_across_processes(self, key: str, job: Callable[[], Awaitable[Any]], accept: Accept = None) -> Any:
         """Claim ``key`` and call, inside one of the provider's slots; while another process holds the
@@ -183,8 +193,8 @@ class ModelCaller:
             await self.runner.pace(self.spec.provider)
             if submitted is not None and not queued:
                 queued.append(time.perf_counter() - submitted)
-            return self.runner.charge(await _acompletion(self.spec.name, messages, self.timeout_s, params,
-                                                         priced=priced, router=self.router))
+            return await self.runner.send(_acompletion(self.spec.name, messages, self.timeout_s, params,
+                                                       priced=priced, router=self.router))
 
         result, parsed = await with_retries(attempt, retries=self.retries, validate=validate, describe=describe,
                                             schema=schema, retry_timeouts=retry_timeouts)
@@ -194,6 +204,8 @@ class ModelCaller:
 
 class LlmSystem(ModelCaller):
     """Duck-types :class:`~pytest_researchqa.systems.System`: ``name`` and ``answer(row, paper)``."""
+
+    activity_kind = "answer"
 
     def __init__(
         self,
@@ -236,7 +248,10 @@ class LlmSystem(ModelCaller):
         """Start this row's call now (unless answered already); the test will wait for it."""
         key = self.repeat_key(row, paper, repeat)
         with self._lock:
-            if key in self._pending or (not self.refresh and self.cache.get(key) is not None):
+            if key in self._pending:
+                return
+            if not self.refresh and self.cache.get(key) is not None:
+                self._found(key)
                 return
             submitted = time.perf_counter()  # queue time (slots, pacing, another run's call) counts from here
             self._in_flight(key, lambda: self._call(row, paper, key, submitted))
@@ -245,9 +260,14 @@ class LlmSystem(ModelCaller):
         self, row: "Row", paper: "Paper", callback: Callable[[Answer], None], repeat: int = 0
     ) -> None:
         """Call ``callback(answer)`` as soon as this row's prefetched answer arrives (used to chain judges)."""
+        key = self.repeat_key(row, paper, repeat)
         with self._lock:
-            future = self._pending.get(self.repeat_key(row, paper, repeat))
+            future = self._pending.get(key)
         if future is None:
+            # Answered already (on disk): its judges can start now, as they would for a fresh answer.
+            entry = None if self.refresh else self.cache.get(key)
+            if entry is not None:
+                callback(self._to_answer(entry, cached=True))
             return
 
         def done(finished: Future[Any]) -> None:
@@ -264,6 +284,7 @@ class LlmSystem(ModelCaller):
         if future is None:
             entry = None if self.refresh else self.cache.get(key)
             if entry is not None:
+                self._found(key)
                 return self._to_answer(entry, cached=True)
             submitted = time.perf_counter()
             future = self._start(key, lambda: self._call(row, paper, key, submitted))

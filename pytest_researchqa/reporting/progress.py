@@ -1,14 +1,19 @@
 """Live progress for model runs: what is running, rows done / total, errors, spend, speed, ETA.
 
-A run's first line comes when its calls start (what is queued, how many at a time); after
-that a line every ``REPORT_EVERY_S`` seconds, also while no row finishes (a local server can
-take minutes for its first answer), and one at the end. The ETA uses the rate at which fresh
-answers have arrived, which already reflects concurrency; it says "estimating" until enough
-fresh answers have arrived for that rate to mean something.
+A run's first line comes when its calls start (what is queued, how many at a time); the next
+after ``FIRST_REPORT_S`` seconds, then a line every ``REPORT_EVERY_S`` seconds, also while no
+row finishes (a local server can take minutes for its first answer), and one at the end. A row
+is done when its test is (its answer and its judges' verdicts in); the lines also say, from the
+run's model callers (``engine.Activity``), how many answers are in (from the cache or fresh), how
+many verdicts of those asked so far, and how many requests are on the wire now, so a run whose
+answers all came from the cache and that waits for its judges says so. The ETA uses the rate at
+which fresh answers have arrived, which already reflects concurrency; it says "estimating" until
+enough fresh answers have arrived for that rate to mean something.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from typing import Any, Optional, Sequence
@@ -17,6 +22,7 @@ from ..costs import add_cost, spend_text
 from ..records import RowRecord
 
 REPORT_EVERY_S = 15.0
+FIRST_REPORT_S = 5.0  # the first line after the start: what came from the cache, what is on the wire
 # Fresh answers (not from the cache) needed before an ETA is shown: with calls pipelined, the
 # first answers arrive together and say little about the rate of the rest.
 MIN_FRESH_FOR_ETA = 3
@@ -32,8 +38,9 @@ def start_line(total: int, models: Sequence[str], slots: int) -> str:
 class Progress:
     """Counts model-system rows as their records arrive; writes a line every so often."""
 
-    def __init__(self, reporter: Any, total: int, slots: int = 1) -> None:
+    def __init__(self, reporter: Any, total: int, slots: int = 1, activity: Any = None) -> None:
         self.reporter = reporter
+        self.activity = activity  # the run's engine.Activity (None where no call is made: xdist's controller)
         self.total = total
         self.slots = max(slots, 1)
         self.done = self.errors = self.cached = 0
@@ -58,7 +65,8 @@ class Progress:
     def _tick(self) -> None:
         while not self._stop.wait(1.0):
             now = time.monotonic()
-            if now - self.last_report >= REPORT_EVERY_S and self.done < self.total:
+            every = FIRST_REPORT_S if self.last_report == self.started else REPORT_EVERY_S
+            if now - self.last_report >= every and self.done < self.total:
                 self._report(now)
 
     def row_done(self, record: RowRecord) -> None:
@@ -83,7 +91,13 @@ class Progress:
         self._write(self.line(now))
 
     def _write(self, text: str) -> None:
-        if self.reporter is not None:
+        if self.reporter is None:
+            return
+        # The ticker writes while a row's test runs: with pytest's output capture on, the line would go into
+        # that test's captured output (seen only if it fails), so capture is set aside for the line.
+        capture = getattr(getattr(self.reporter, "config", None), "pluginmanager", None)
+        manager = capture.get_plugin("capturemanager") if capture is not None else None
+        with manager.global_and_fixture_disabled() if manager is not None else contextlib.nullcontext():
             self.reporter.write_line("")
             self.reporter.write_line(f"researchqa: {text}")
 
@@ -92,6 +106,7 @@ class Progress:
             elapsed = now - self.started
             fresh = self.done - self.cached
             parts = [f"{self.done}/{self.total} model rows", f"{self.errors} errors", f"{self.cached} from cache",
+                     *self.calls_parts(),
                      f"spend {spend_text(self.spend if self.priced else None)}", f"elapsed {elapsed:.0f}s"]
             if self.completion_tokens and self.fresh_latency_s > 0:
                 # Per call, as the server generated them (latency includes the prompt's processing).
@@ -103,6 +118,21 @@ class Progress:
                 else:
                     parts.append(f"ETA {left * elapsed / max(fresh, 1):.0f}s")
             return ", ".join(parts)
+
+    def calls_parts(self) -> list[str]:
+        """Answers in (of the rows), verdicts in (of those asked so far), requests on the wire: what the model
+        callers of this process have done, whether or not a row's test has finished."""
+        if self.activity is None:
+            return []
+        _, answered, cached, failed = self.activity.counts("answer")
+        answers = f"answers {answered}/{self.total} ({cached} from cache" + (f", {failed} failed)" if failed else ")")
+        parts = [answers]
+        asked, judged, _, failed = self.activity.counts("verdict")
+        if asked:
+            parts.append(f"verdicts {judged} of {asked} asked" + (f" ({failed} failed)" if failed else ""))
+        sending = self.activity.sending
+        parts.append(f"{sending} call{'' if sending == 1 else 's'} in flight")
+        return parts
 
     def stop(self) -> None:
         self._stop.set()
