@@ -149,9 +149,7 @@ class JudgeScores:
             raise ValueError(f"field {where!r}: {type(data).__name__}, not an object")
         if "error" in data and not isinstance(data["error"], str):
             raise ValueError(f"field '{where}.error': {data['error']!r}, not text")
-        items = data.get("items")
-        if items is not None and (not isinstance(items, list) or not all(_number(v) for v in items)):
-            raise ValueError(f"field '{where}.items': {items!r}, not a list of numbers")
+        _check_items(data.get("items"), where)
         reasons = data.get("justifications")
         if reasons is not None and not isinstance(reasons, (dict, list)):
             raise ValueError(f"field '{where}.justifications': {type(reasons).__name__}, not an object or a list")
@@ -213,9 +211,7 @@ class JudgeResult(_PlainReads):
                 if value is not None and not _number(value):
                     raise ValueError(f"field '{where}.{key}.{name}': {value!r}, not a number")
             means[key] = dict(values)
-        items = data.get("items")
-        if items is not None and (not isinstance(items, list) or not all(_number(v) for v in items)):
-            raise ValueError(f"field '{where}.items': {items!r}, not a list of numbers")
+        items = _check_items(data.get("items"), where)
         repeats = data.get("repeats")
         again: Optional[dict[str, list[JudgeScores]]] = None
         if repeats is not None:
@@ -229,7 +225,6 @@ class JudgeResult(_PlainReads):
                              for name, scores in by_judge.items()},
                    consensus=means["consensus"], spread=means["spread"],
                    items=list(items) if items is not None else None, repeats=again, layout=tuple(data))
-
 
 
 @dataclass
@@ -389,6 +384,13 @@ def _number(value: Any) -> bool:
 
 def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_items(items: Any, where: str) -> Any:
+    """A judge's or a result's per-item coverage: absent, or a list of numbers (else a ValueError naming it)."""
+    if items is not None and (not isinstance(items, list) or not all(_number(v) for v in items)):
+        raise ValueError(f"field '{where}.items': {items!r}, not a list of numbers")
+    return items
 
 
 def _object(value: Any, where: str) -> dict[str, Any]:

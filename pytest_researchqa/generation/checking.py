@@ -174,11 +174,6 @@ _QUESTION_OPENING = re.compile(r"^(?:why|what|how|when|where|which|who|whom|whos
                                r"could|should|would|will|has|have|had)\b", re.IGNORECASE)
 
 
-def question_key(text: str) -> str:
-    """A question as compared for repeats: lower case, punctuation and runs of whitespace as one space."""
-    return " ".join(re.sub(r"[\W_]+", " ", text.lower()).split())
-
-
 def premise_problem(premise: Optional[str], question: str = "", template: str = "") -> Optional[str]:
     """Why a false-premise question's stated premise is no statement of what is false (None: it is one).
 
@@ -191,7 +186,7 @@ def premise_problem(premise: Optional[str], question: str = "", template: str = 
     if filler is not None:
         return f"the false premise is no content: {filler}"
     if flat.endswith("?") or (_QUESTION_OPENING.match(flat) and "." not in flat) or (
-            question and question_key(flat) == question_key(question)):
+            question and text_key(flat) == text_key(question)):
         return f"the false premise {flat[:60]!r} is a question, not a statement of what is false"
     words = len(re.findall(r"\w+", flat))
     if words < PREMISE_MIN_WORDS:
@@ -209,7 +204,7 @@ def drop_repeated_questions(candidates: list[Candidate]) -> None:
     for candidate in candidates:
         if candidate.dropped or candidate.placeholder:
             continue
-        key = question_key(candidate.question)
+        key = text_key(candidate.question)  # case, whitespace and punctuation aside, as the matcher compares
         if not key:
             continue
         if key in first:
