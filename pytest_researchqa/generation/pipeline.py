@@ -249,8 +249,8 @@ class RowWriter(ModelCaller):
                 f"{papers} paper(s): {papers * len(calls)} generation call(s), then at most one repair call after "
                 "each (retries and repair turns are counted as they happen)")
 
-    def model_text(self, paper: Paper, counts: dict[str, int], number: int = 0, calls: int = 1) -> tuple[str, int]:
-        """The part of the paper call ``number`` of ``calls`` shows, and where it starts: the whole paper when
+    def model_text(self, paper: Paper, counts: dict[str, int], number: int = 0) -> tuple[str, int]:
+        """The part of the paper call ``number`` shows, and where it starts: the whole paper when
         the window holds it; else as much as fits, each call the next part of the paper from its start
         (a call past the paper's end is shown its last part)."""
         budget = self.paper_chars(counts)
@@ -422,7 +422,7 @@ class GenerationRun:
                 continue
             after = {kind: 0 for kind in QUESTION_TYPES}
             for number, counts in enumerate(self.plan):
-                text, start = writer.model_text(job.paper, counts, number, len(self.plan))
+                text, start = writer.model_text(job.paper, counts, number)
                 job.batches.append(Batch(number, counts, dict(after), text, start))
                 after = {kind: after[kind] + counts.get(kind, 0) for kind in QUESTION_TYPES}
             job.text = job.batches[0].text

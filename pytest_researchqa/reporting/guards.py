@@ -41,8 +41,8 @@ def judge_guards(records: Sequence[RowRecord], family: Family) -> list[Guard]:
             guards.append(Guard("same_family", "warning",
                                 f"warning: judge {judge} grades {system}, a model of the same family "
                                 f"({model_family(judge)}): same-family judges tend to over-rate their own"))
-    probes = [verdicts for r in judged if r.judge and r.judge.repeats for verdicts in r.judge.repeats.values()]
-    probes = [verdicts for verdicts in probes if verdicts]
+    probes = [verdicts for r in judged if r.judge and r.judge.repeats for verdicts in r.judge.repeats.values()
+              if verdicts]
     if probes:
         flips = total = 0
         for verdicts in probes:
