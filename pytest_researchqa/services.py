@@ -88,25 +88,27 @@ class Services:
             self.runner().limit(spec.provider, slots)
         return spec, timeout_s
 
+    def models_refused(self) -> Optional[str]:
+        """Why this run's models cannot answer its rows (None when they can): the family has no model system."""
+        family = self.settings.benchmark_family
+        if not self.settings.models or family.model_system:
+            return None
+        return (f"--researchqa-model: the {family.name} family declares no model system, so a model cannot answer "
+                "its rows; name a system with --researchqa-system")
+
     def _model_system(self, name: str) -> Any:
-        from .llm.system import LlmSystem
+        """The family's model system for a model spec (its task: what each row's call asks)."""
+        refused = self.models_refused()
+        if refused:
+            from .systems import SystemSpecError
 
-        settings = self.settings
+            raise SystemSpecError(refused)
+        from .families import resolve
+
+        family = self.settings.benchmark_family
+
         spec, timeout_s = self._spec(name)
-        family = settings.benchmark_family
-        if family.model_system:  # the family's own task (e.g. research queries, no paper)
-            from .families import resolve
-
-            return resolve(family.model_system)(spec, self.runner(), self.cache(), settings)
-        return LlmSystem(
-            spec,
-            self.runner(),
-            self.cache(),
-            baseline=settings.baseline,
-            refresh=settings.refresh,
-            timeout_s=timeout_s,
-            retries=settings.retries,
-        )
+        return resolve(family.model_system)(spec, self.runner(), self.cache(), self.settings, timeout_s=timeout_s)
 
     def judge_names_for(self, system: str) -> list[str]:
         """The judges of one system's rows, 'auto' resolved to another family than the system's.

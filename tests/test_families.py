@@ -57,3 +57,11 @@ def test_the_built_in_families_are_announced_through_the_same_entry_point():
     announced = {ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
     assert {"pytest_researchqa.families.citation", "pytest_researchqa.families.rubric"} <= announced
     assert list(available_families()) == ["citation", "rubric"]
+
+
+def test_a_model_cannot_answer_a_family_that_declares_no_model_system_and_the_run_says_so(glossary, tmp_path):
+    result = glossary.runpytest("--researchqa-dataset=terms.jsonl", f"--researchqa-cache-dir={tmp_path}",
+                                "-p", "no:cacheprovider", "--researchqa-model=openai/any")
+    result.stderr.fnmatch_lines(["*researchqa: --researchqa-model: the glossary family declares no model system, "
+                                 "so a model cannot answer its rows; name a system with --researchqa-system"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR

@@ -19,7 +19,7 @@ import re
 import secrets
 import statistics
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Callable, ClassVar, Literal, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Callable, ClassVar, Literal, Optional, Protocol, Sequence, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
@@ -33,10 +33,58 @@ from .prompts import fill as fill_placeholders
 from .system import ModelCaller, ModelSpec, _acompletion, _structured_output
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..families.citation.answers import Answer
-    from ..families.citation.rows import Row
-    from ..families.protocols import FamilyRow
-    from ..families.rubric.rows import ResearchRow
+    from ..answers import Answer
+    from ..dataset import FamilyRow
+
+
+class RowNotes(Protocol):
+    """The notes of a row that the anchored judges pass on (the citation family's row metadata)."""
+
+    @property
+    def false_premise(self) -> Optional[str]: ...
+
+    @property
+    def required_sections(self) -> Sequence[str]: ...
+
+    @property
+    def reasoning_chain(self) -> Optional[str]: ...
+
+
+class Row(Protocol):
+    """What the anchored (1-5) and claims judges read of a row: a question with an expected answer."""
+
+    @property
+    def row_id(self) -> str: ...
+
+    @property
+    def question(self) -> str: ...
+
+    @property
+    def question_type(self) -> str: ...
+
+    @property
+    def expected_answer(self) -> str: ...
+
+    @property
+    def judge_rubric(self) -> Optional[str]: ...
+
+    @property
+    def metadata(self) -> RowNotes: ...
+
+
+class RubricItem(Protocol):
+    @property
+    def text(self) -> str: ...
+
+
+class ResearchRow(Protocol):
+    """What the coverage judge reads of a row: a research query and its rubric items."""
+
+    @property
+    def query(self) -> str: ...
+
+    @property
+    def rubric(self) -> Sequence[RubricItem]: ...
 
 DIMENSIONS = ("factual_accuracy", "completeness")
 DEFAULT_POOL = ("gpt-5.4", "anthropic/claude-opus-4-7", "gemini/gemini-3.1-pro-preview")

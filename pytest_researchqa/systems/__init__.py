@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
-from ..families.citation.answers import Answer, coerce_answer
+from ..answers import Answer, coerce_answer
 
 BUILTIN_SYSTEMS = ("oracle", "bm25", "rubric-oracle")
 

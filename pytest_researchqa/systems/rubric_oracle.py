@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..families.citation.answers import Answer
+from ..answers import Answer
 
 _ITEM_LEAD = re.compile(r"^(?:does|do|did|is|are|has|have)\s+the\s+(?:response|answer)\s+", re.IGNORECASE)
 

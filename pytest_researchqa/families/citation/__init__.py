@@ -33,6 +33,7 @@ CITATION = Family(
     judge_dimensions=(JudgeDimension("factual_accuracy", "factual"), JudgeDimension("completeness", "complete")),
     protocol_module="pytest_researchqa.families.citation.protocol",
     loader="pytest_researchqa.families.citation.loaders:load_dataset",
+    model_system="pytest_researchqa.families.citation.model_system:CitedAnswerSystem.for_run",
     scope_note=("cite prec, sect cov, cite acc: means over answerable rows; refusal, flagged: over false-premise "
                 "rows (adversarial, unless expected_refusal is false)"),
 )

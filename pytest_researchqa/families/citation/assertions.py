@@ -276,8 +276,8 @@ def check_answer(answer: Answer, row: Row, paper: PaperLike, *, recorder: Option
     _record_nested(recorder, "citations", [
         CitationVerdict(found.verdict, found.grounded, tuple(found.pages)) for found in matches])
     target = current_recorder(recorder)
-    if target is not None:  # what the HTML report shows of each citation (row_view)
-        from ...row_view import citation_views
+    if target is not None:  # what the HTML report shows of each citation
+        from .views import citation_views
 
         target.detail("citations", citation_views(matches, index, row))
         if not metrics.expects_refusal(row):

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
+from ...answers import Answer
 from ...records import Recorder, current_recorder
-from ..citation.answers import Answer
 from .task import TaskOptions, answer_words, references
 
 if TYPE_CHECKING:  # pragma: no cover
