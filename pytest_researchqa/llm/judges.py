@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Callable, ClassVar, Literal, O
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
 from ..bundled import bundled_path
+from ..dataset import FamilyRow
 from ..llm_params import model_family  # noqa: F401  (re-exported)
 from ..records import JudgeResult, JudgeScores
 from .cache import AnswerCache, cache_key
@@ -34,7 +35,6 @@ from .system import ModelCaller, ModelSpec, _acompletion, _structured_output
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..answers import Answer
-    from ..dataset import FamilyRow
 
 
 class RowNotes(Protocol):
@@ -50,17 +50,8 @@ class RowNotes(Protocol):
     def reasoning_chain(self) -> Optional[str]: ...
 
 
-class Row(Protocol):
+class Row(FamilyRow, Protocol):
     """What the anchored (1-5) and claims judges read of a row: a question with an expected answer."""
-
-    @property
-    def row_id(self) -> str: ...
-
-    @property
-    def question(self) -> str: ...
-
-    @property
-    def question_type(self) -> str: ...
 
     @property
     def expected_answer(self) -> str: ...
