@@ -154,7 +154,7 @@ def test_a_reply_still_cut_off_after_its_repair_is_an_error_naming_the_cut(serve
 
 def test_a_judge_inherits_the_repair_with_its_verdict_schema(server, tmp_path, sample):
     from pytest_researchqa.families.citation.answers import Answer
-    from pytest_researchqa.llm.judges import make_judge
+    from pytest_researchqa.families.registry import make_judge
 
     row, _ = first_row(sample)
     spec = ModelSpec("openai/judge-repairable", {"api_base": server.url, "api_key": "t"})

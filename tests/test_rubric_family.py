@@ -261,6 +261,7 @@ def test_editing_a_judge_prompt_changes_every_verdicts_cache_key(tmp_path, monke
     import shutil
 
     from pytest_researchqa.bundled import bundled_path
+    from pytest_researchqa.families.registry import make_judge
     from pytest_researchqa.llm import judges
     from pytest_researchqa.llm.cache import AnswerCache
     from pytest_researchqa.llm.engine import ModelRunner
@@ -270,8 +271,8 @@ def test_editing_a_judge_prompt_changes_every_verdicts_cache_key(tmp_path, monke
     try:
         def keys() -> tuple[str, str]:
             spec, cache = ModelSpec("openai/judge-a"), AnswerCache(tmp_path)
-            coverage = judges.make_judge("coverage", spec, runner, cache)
-            pairwise = judges.make_judge("pairwise", spec, runner, cache)
+            coverage = make_judge("coverage", spec, runner, cache)
+            pairwise = make_judge("pairwise", spec, runner, cache)
             return coverage.key("q", ("Does the response mention x?",), "x"), pairwise.key("q", "one", "two")
 
         before = keys()

@@ -69,7 +69,9 @@ class Family:
     protocol_module: str  # dotted name of the module holding the default test
     loader: str  # "module:function" taking a path and returning a Dataset
     scope_note: str = ""  # printed under the leaderboard: what the means are over
-    judge_kinds: tuple[str, ...] = ("rubric", "claims")  # llm.judges kinds grading its rows; the first by default
+    judge_kinds: tuple[str, ...] = ()  # the kinds grading its rows (--researchqa-judge); the first by default
+    # "module:attribute" naming the family's judge kinds, {kind: ModelJudge subclass}; empty: it has none.
+    judges: str = ""
     uses_papers: bool = True  # rows are about a paper the plugin reads (researchqa_paper is None otherwise)
     sample_dataset: tuple[str, ...] = ("datasets", "sample", "sample.yaml")  # the bundled rows, under bundled_path
     # "module:callable" building the model system for this family's rows (--researchqa-model), called as

@@ -105,3 +105,15 @@ def test_a_papers_match_index_property_warns_and_is_the_index_the_matcher_keeps_
     assert old.match("raised final exam scores by five points").grounded
     with pytest.raises(AttributeError):
         _ = paper.no_such_index
+
+
+@pytest.mark.parametrize(("name", "new_module"), [
+    ("parse_verdict", "pytest_researchqa.families.citation.judges"),
+    ("RubricCoverageJudge", "pytest_researchqa.families.rubric.judges"),
+    ("make_judge", "pytest_researchqa.families.registry")])
+def test_a_judge_name_read_from_llm_judges_warns_and_is_the_one_its_family_holds(name, new_module):
+    from pytest_researchqa.llm import judges
+
+    with pytest.warns(DeprecationWarning, match=rf"pytest_researchqa\.llm\.judges moved to {new_module}"):
+        value = getattr(judges, name)
+    assert value is getattr(importlib.import_module(new_module), name)

@@ -225,8 +225,9 @@ def judged(answer: Answer, row: Row, judges: "Sequence[ModelJudge]", *, minimum:
     """
     __tracebackhide__ = True
     from ...llm.judges import judge_all
+    from .judges import consensus
 
-    result = judge_all(judges, row, answer)
+    result = judge_all(judges, row, answer, combine=consensus)
     _record_nested(recorder, "judge", result)
     if minimum:
         low = {d: (score, v) for d, v in minimum.items()

@@ -130,7 +130,8 @@ def price(model: str, use: ModelUse) -> Optional[float]:
 def plan(answers: Sequence[tuple[str, Any]], services: Any, settings: Any) -> CallPlan:
     """The calls of this run: ``count_calls`` with the run's own judges, schedule and prompts."""
     from ...answers import Answer
-    from ...llm.judges import answer_with_references, generic_rubric, in_flip_sample
+    from ...llm.judges import in_flip_sample
+    from .judges import answer_with_references, generic_rubric
     from .task import TaskOptions, task_prompt
     from .tournament import Rules, paper_schedule, schedule
 
