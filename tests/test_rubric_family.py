@@ -363,3 +363,16 @@ def test_a_rubric_run_whose_answers_are_cached_says_so_from_its_first_seconds_wh
     assert last.startswith("researchqa: 6/6 model rows, 0 errors, 6 from cache, answers 6/6 (6 from cache), "
                            "verdicts 6 of 6 asked, 0 calls in flight, spend —"), last
     assert server.calls("judge-a") == 6 and server.max_in_flight == 1
+
+
+def test_an_async_system_of_the_users_answers_research_queries_that_have_no_paper(run, pytester):
+    """Pipelined calls were keyed by the row's paper id; a research query has no paper."""
+    pytester.makepyfile(asyncquery=(
+        "import asyncio\n"
+        "async def answer(question, paper, *, row):\n"
+        "    await asyncio.sleep(0.01)\n"
+        "    assert paper is None\n"
+        "    return {'answer': 'On ' + row.query, 'citations': ['Author, A. (2020). A work.']}\n"))
+    pytester.syspathinsert()
+    result = run("--researchqa-family=rubric", "--researchqa-system=asyncquery:answer", "--researchqa-sample=3")
+    result.assert_outcomes(skipped=3)  # answered and saved, not graded: no judge was named
