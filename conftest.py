@@ -10,6 +10,11 @@ import os
 
 # litellm must never fetch its price map from the network during tests.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# The fresh interpreters the tests start (pytester's subprocess runs, xdist workers, the CLI) keep the
+# byte code they compile, as Python does by default: where PYTHONDONTWRITEBYTECODE is set, each of them
+# would rewrite and compile the plugin's modules again (pytest rewrites an entry-point plugin's asserts),
+# 0.7 s of CPU a process. What they write goes to __pycache__ folders, which git ignores.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # pytester's in-process runs restore sys.modules afterwards, and numpy (under
 # rank_bm25) refuses to be imported twice in one process: load it once here.
