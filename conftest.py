@@ -52,7 +52,28 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_sessionstart(session):
+    if not (session.config.getoption("numprocesses", None) and not os.environ.get("PYTEST_XDIST_WORKER")):
+        _load_what_in_process_runs_import()  # not in xdist's controller, which runs no test
     _freeze_long_lived_objects()
+
+
+def _load_what_in_process_runs_import():
+    """pytester's in-process runs restore sys.modules afterwards: whatever a run imports that this process
+    had not loaded yet was imported again by the next run (and its asserts rewritten again where pytest
+    marks it): the plugin's own modules, pypdf, pydantic, YAML, tabulate, and Hypothesis's (its pytest plugin
+    imports it at each run's end), 2 s of CPU for a one-row run. Loaded once here, they stay."""
+    import importlib
+    import pkgutil
+
+    import hypothesis  # noqa: F401
+    import pydantic  # noqa: F401
+    import pypdf  # noqa: F401
+    import tabulate  # noqa: F401
+    import yaml  # noqa: F401
+
+    for module in pkgutil.walk_packages(pytest_researchqa.__path__, "pytest_researchqa."):
+        if module.name != "pytest_researchqa.__main__":
+            importlib.import_module(module.name)
 
 
 def _freeze_long_lived_objects():
