@@ -57,6 +57,14 @@ def pytest_sessionstart(session):
     _freeze_long_lived_objects()
 
 
+def pytest_sessionfinish(session):
+    """What was frozen is collected while pytest still handles logging: litellm leaves a logging task on
+    each model runner's loop, and asyncio's "Task was destroyed but it is pending!" for each would
+    otherwise be printed on stderr at exit."""
+    gc.unfreeze()
+    gc.collect()
+
+
 def _load_what_in_process_runs_import():
     """pytester's in-process runs restore sys.modules afterwards: whatever a run imports that this process
     had not loaded yet was imported again by the next run (and its asserts rewritten again where pytest
