@@ -193,6 +193,14 @@ class Services:
             name = next((c for c in pool if model_family(c) not in families), pool[0])
         return self._judge(name, self._protocol_kind("pairwise"))
 
+    def ready_models(self) -> None:
+        """Every model system of the run and its judges ready to call (``ModelCaller.ready``)."""
+        premise = self.premise_judge()
+        for name in self.settings.models:
+            for caller in [self.system(name), *(self.judges_for(name) if self.settings.judges else []),
+                           *([premise] if premise is not None else [])]:
+                caller.ready()  # type: ignore[attr-defined]
+
     def close(self) -> None:
         if self._runner is not None:
             self._runner.close()

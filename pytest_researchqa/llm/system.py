@@ -96,16 +96,25 @@ class ModelCaller:
         self.retries = retries
         self._pending: dict[str, Future[Any]] = {}
         self._lock = threading.Lock()
-        # Import here, on the caller's thread: a multi-second import on the event loop
-        # would stall every call in flight (and bunch paced starts behind it).
-        _import_litellm()
-        self.context_tokens = self._context_tokens()
         self.secrets = tuple(known_secrets({spec.name: spec.params}))
-        self.router = _router(spec)  # several endpoints of one model: litellm's Router spreads the calls
 
-    def _context_tokens(self) -> int:
-        """The context window: ``max_input_tokens``, else what a local server reports (asked once,
-        here, off the event loop), else litellm's figure for the model."""
+    def ready(self) -> None:
+        """What a call needs before it goes on the event loop, done here on the caller's thread: litellm
+        imported (a multi-second import on the loop would stall every call in flight and bunch paced starts
+        behind it), the router built and the context window known. Once per caller; a caller that is built
+        and never calls (a controller's call estimate) imports nothing."""
+        _import_litellm()
+        _ = self.router, self.context_tokens
+
+    @functools.cached_property
+    def router(self) -> Any:
+        """litellm's Router over several endpoints of one model (None for one endpoint)."""
+        return _router(self.spec)
+
+    @functools.cached_property
+    def context_tokens(self) -> int:
+        """The context window: ``max_input_tokens``, else what a local server reports (asked once, off the
+        event loop), else litellm's figure for the model."""
         given = self.spec.params.get("max_input_tokens")
         if isinstance(given, int) and given > 0:
             return given
@@ -130,6 +139,7 @@ class ModelCaller:
     def _start(self, key: str, job: Callable[[], Awaitable[Any]], accept: Accept = None) -> Future[Any]:
         """Run ``job()`` for ``key`` once across the processes that share the cache (``accept``: the
         caller's check of a cached entry, anything else is a miss)."""
+        self.ready()
         future = self.runner.run(lambda: self._once_across_processes(key, job, accept))
         if self.activity_kind:
             self.runner.activity.watch(self.activity_kind, key, future)
