@@ -68,11 +68,14 @@ def _load_what_in_process_runs_import():
     """pytester's in-process runs restore sys.modules afterwards: whatever a run imports that this process
     had not loaded yet was imported again by the next run (and its asserts rewritten again where pytest
     marks it): the plugin's own modules, pypdf, pydantic, YAML, tabulate, and Hypothesis's (its pytest plugin
-    imports it at each run's end), 2 s of CPU for a one-row run. Loaded once here, they stay."""
+    imports it at each run's end), 2 s of CPU for a one-row run. Loaded once here, they stay. litellm too:
+    first imported inside a test that uses pytester, it is dropped with that test's modules, and what it leaves
+    behind hides every installed distribution from importlib.metadata, so later in-process runs load no plugin."""
     import importlib
     import pkgutil
 
     import hypothesis  # noqa: F401
+    import litellm  # noqa: F401
     import pydantic  # noqa: F401
     import pypdf  # noqa: F401
     import tabulate  # noqa: F401
