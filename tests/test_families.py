@@ -33,6 +33,8 @@ def test_a_family_installed_as_its_own_package_runs_with_its_rows_test_system_an
     board = leaderboard_table(result)["glossary_family.systems:dictionary"]
     assert board["kw recall"].split()[0] == "0.667" and board["rows"] == "3"
     assert "measured no answer quality" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*bootstrap interval over queries (each query resampled*over only 3 queries*"])
+    assert "domain" not in leaderboard_tables_titles(result), "no row has a domain: no table of '?'"
 
 
 def test_its_question_types_are_markers_and_its_name_a_choice(glossary, tmp_path):
@@ -73,6 +75,10 @@ def test_its_own_model_system_answers_and_its_own_judge_kind_grades_with_its_own
     assert sum('defines "entropy"' in p for p in prompts) == 1, "the family's own judge prompt"
     board = leaderboard_table(result)["openai/good"]
     assert board["kw recall"].split()[0] == "0.000" and board["accuracy"].split()[0] not in ("—", "")
+
+
+def leaderboard_tables_titles(result: pytest.RunResult) -> list[str]:
+    return [line.split("|")[2].strip() for line in result.stdout.lines if line.startswith("| system ")]
 
 
 PLAIN_FAMILY = """
