@@ -75,6 +75,15 @@ class Paper:
             found = self._prepared[build] = build(self)
         return found
 
+    def release(self) -> None:
+        """Drop what was prepared from this paper, letting each prepared structure break its own cycles
+        (``release()``): the store calls it when it evicts the paper."""
+        for prepared in self._prepared.values():
+            release = getattr(prepared, "release", None)
+            if callable(release):
+                release()
+        self._prepared.clear()
+
     def __getattr__(self, name: str) -> Any:
         if name == "match_index":  # the citation matcher's index was a property here; kept for one release
             from .moved_names import moved_attribute
@@ -143,7 +152,7 @@ class PaperStore:
         self.loaded += 1
         self._papers[paper_id] = paper
         while len(self._papers) > self.kept:
-            self._papers.popitem(last=False)
+            self._papers.popitem(last=False)[1].release()
         return paper
 
     def _load(self, paper_id: str, url: str | None) -> Paper:

@@ -246,3 +246,23 @@ def test_the_plugin_downloads_only_with_the_flag(pytester, pdf_server, tmp_path)
     pytester.runpytest(*common, "--researchqa-download-papers",
                        "--researchqa-download-allow-private").assert_outcomes(passed=1)
     assert len(requests) == 1
+
+
+def test_a_paper_evicted_from_the_store_frees_its_match_index_without_waiting_for_a_garbage_collection(tmp_path):
+    import gc
+    import weakref
+
+    texts = {"a": "Spaced retrieval practice raised final exam scores by five points in every section.\n",
+             "b": "A different paper about something else entirely, with its own sentences.\n"}
+    store = PaperStore(tmp_path, cache_dir=tmp_path, inline=texts)
+    store.kept = 1
+    index = match_index(store.get("a"))
+    assert index.match("raised final exam scores by five points").grounded  # remembered: a cycle with the index
+    gone = weakref.ref(index)
+    del index
+    gc.disable()
+    try:
+        store.get("b")  # evicts "a"
+        assert gone() is None, "freed when evicted, not at the next full collection"
+    finally:
+        gc.enable()

@@ -82,6 +82,13 @@ class MatchIndex(PaperIndex):
         self._memo: dict[str, CitationMatch] = {}
         self._span_memo: dict[str, tuple[tuple[int, int], ...] | None] = {}
 
+    def release(self) -> None:
+        """Forget the answered citations. Each remembers this index (its diagnosis is worked out when read),
+        so the memo and the index hold each other: released when its paper leaves the store, the index goes
+        at once instead of at the next full garbage collection (hundreds of evicted papers at full scale)."""
+        self._memo.clear()
+        self._span_memo.clear()
+
     # -- public look-ups -----------------------------------------------------------
     def match(self, citation: str) -> "CitationMatch":
         """Match one citation; repeated citations are answered from a memo."""
