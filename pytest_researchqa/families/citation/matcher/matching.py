@@ -17,7 +17,8 @@ from typing import Protocol, Sequence, Union
 
 from . import diagnosis
 from .alignment import ELISION_WINDOW, MIN_ANCHOR, anchored_prefix, around_anchor, locate, similarity
-from .index import GRAM, PaperIndex
+from .grams import GramIndex
+from .index import PaperIndex
 from .quotes import (
     EDGES,
     LOOKS_LIKE_REFERENCE,
@@ -160,7 +161,7 @@ class MatchIndex(PaperIndex):
         (one run of the paper, at least MIN_ANCHOR and half the key) and a separator."""
         if all(map(self._may_be_located, keys)):
             return True
-        if len(keys) != 1 or not self._may_occur(keys[0][: max(MIN_ANCHOR, (len(keys[0]) + 1) // 2)]):
+        if len(keys) != 1 or self.grams.find(keys[0][: max(MIN_ANCHOR, (len(keys[0]) + 1) // 2)]) < 0:
             return False
         return next(iter(comment_boundaries(parts[0])), None) is not None
 
@@ -253,10 +254,10 @@ class MatchIndex(PaperIndex):
     def _locate_parts(self, keys: list[str], unmasked: bool) -> tuple[tuple[int, int], ...] | None:
         key, pages = self._keys(unmasked)
         first = keys[0]
-        find = self._find_unmasked if unmasked else self.find
+        grams = self.unmasked_grams if unmasked else self.grams
         flow = self._unmasked_flow if unmasked else self._flow
         if len(keys) == 1:
-            found = locate(key, pages, first, 0, len(key), flow, find)
+            found = locate(key, pages, first, 0, len(key), flow, grams)
             return tuple(found) if found else None
         # An elided quote: anchor on its longest part (the most selective: a first part may be a
         # single common word, as where a paper's own "..." is quoted), at each place it occurs,
@@ -264,10 +265,10 @@ class MatchIndex(PaperIndex):
         anchor = max(range(len(keys)), key=lambda at: len(keys[at]))
         start = 0
         for _ in range(20):
-            head = locate(key, pages, keys[anchor], start, len(key), flow, find if start == 0 else None)
+            head = locate(key, pages, keys[anchor], start, len(key), flow, grams)
             if head is None:
                 return None
-            spans = around_anchor(key, pages, flow, keys, anchor, list(head))
+            spans = around_anchor(key, pages, flow, keys, anchor, list(head), grams)
             if spans is not None:
                 return tuple(spans)
             start = head[0][0] + 1
@@ -276,13 +277,10 @@ class MatchIndex(PaperIndex):
     def _split_commentary(self, quote: str, quote_key: str) -> tuple[tuple[tuple[int, int], ...], str] | None:
         """(spans, comment) when ``quote`` (whose key is ``quote_key``) is a verbatim passage plus an
         own comment."""
-        if self._gram_filter is not None and len(quote_key) >= GRAM:
-            # The verbatim start ends before the first stretch surely not in the paper: no search
-            # when that leaves less than the start a comment needs.
-            absent = self._first_absent(quote_key)
-            if 0 <= absent and absent + GRAM - 1 < max(MIN_ANCHOR, (len(quote_key) + 1) // 2):
-                return None
-        prefix_length, position = anchored_prefix(self.key, quote_key, 0, len(self.key))
+        # A comment follows a verbatim start of at least MIN_ANCHOR and half the quote, in the key.
+        if self.grams.find(quote_key[: max(MIN_ANCHOR, (len(quote_key) + 1) // 2)]) < 0:
+            return None
+        prefix_length, position = anchored_prefix(self.key, quote_key, 0, len(self.key), grams=self.grams)
         # A comment follows a verbatim start of at least half the quote: tested before the
         # separators are looked for (a regex step per character).
         if prefix_length < MIN_ANCHOR or prefix_length >= len(quote_key) or prefix_length * 2 < len(quote_key):
@@ -304,7 +302,7 @@ class MatchIndex(PaperIndex):
             follow = self.key[position + boundary : position + boundary + len(rest)]
             if similarity(rest, follow) >= 0.6 or self._paraphrases_what_follows(quote[boundary_raw:], verbatim):
                 return None  # the paper goes on almost like this: an altered or paraphrased quote
-            if _mostly_in(self.key, rest):
+            if _mostly_in(self.grams, rest):
                 return None  # the rest is real text from elsewhere: stitched
             return verbatim.key_spans, quote[boundary_raw:].strip()
         return None
@@ -330,7 +328,7 @@ class MatchIndex(PaperIndex):
         return diagnosis.diagnose(self, lambda part: self.match(part).grounded, citation, parts)
 
 
-def _mostly_in(key: str, text_key_: str, width: int = 24) -> bool:
+def _mostly_in(key: GramIndex, text_key_: str, width: int = 24) -> bool:
     """True when most ``width``-character windows of ``text_key_`` occur in ``key``.
 
     A model's own comment may echo a phrase of the paper; a passage copied
