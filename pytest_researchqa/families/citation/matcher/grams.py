@@ -26,7 +26,7 @@ _GRAM_BASE = 1_000_003
 BUCKET_MULTIPLIER = 0x9E3779B97F4A7C15  # Fibonacci hashing: spreads packed grams over the buckets
 UINT64 = (1 << 64) - 1
 # A stretch whose bucket holds more positions than this is looked past for a rarer one of the string.
-_CROWDED = 8
+_CROWDED = 16
 
 
 class GramIndex:
@@ -52,11 +52,13 @@ class GramIndex:
         codes = all_gram_codes(key)
         with numpy.errstate(over="ignore"):
             buckets = (codes * numpy.uint64(BUCKET_MULTIPLIER)) >> numpy.uint64(self._shift)
-        # By bucket, and within one by position (a stable sort of ascending positions).
-        order = numpy.argsort(buckets, kind="stable")
-        bounds = numpy.searchsorted(buckets[order], numpy.arange((1 << bits) + 1, dtype=numpy.uint64))
+        # By bucket, and within one by position: one sort of (bucket, position) packed in 64 bits
+        # (a value sort is several times faster than a stable argsort), the bounds from a count.
+        packed = numpy.sort((buckets << numpy.uint64(32)) | numpy.arange(count, dtype=numpy.uint64))
+        bounds = numpy.zeros((1 << bits) + 1, dtype=numpy.int64)
+        numpy.cumsum(numpy.bincount(buckets.astype(numpy.intp), minlength=1 << bits), out=bounds[1:])
         # array.array: 4 bytes an entry, read in C (a list of ints costs ~8x more).
-        self._starts = array.array("i", order.astype(numpy.int32).tobytes())
+        self._starts = array.array("i", (packed & numpy.uint64(0xFFFFFFFF)).astype(numpy.int32).tobytes())
         self._bounds = array.array("i", bounds.astype(numpy.int32).tobytes())
 
     def nbytes(self) -> int:
@@ -91,6 +93,19 @@ class GramIndex:
     def find(self, text: str, low: int = 0, high: int | None = None) -> int:
         """``key.find(text, low, high)``."""
         key = self.key
+        if not low and high is None and len(text) >= GRAM:
+            # The whole key (most look-ups), its first stretch's bucket inline: the hot path of every exact hit.
+            try:
+                code = int.from_bytes(text[:GRAM].encode("latin-1"), "little")
+            except UnicodeEncodeError:
+                code = gram_code(text)
+            bucket = ((code * BUCKET_MULTIPLIER) & UINT64) >> self._shift
+            first, last = self._bounds[bucket], self._bounds[bucket + 1]
+            if last - first <= _CROWDED:
+                for start in self._starts[first:last]:
+                    if key.startswith(text, start):
+                        return start
+                return -1
         if high is None or high > len(key):
             high = len(key)
         low = max(low, 0)

@@ -71,6 +71,7 @@ class PaperIndex:
         # Every position of each key by the stretch starting there: look-ups without scans.
         self.grams = GramIndex(self.key)
         self.unmasked_grams = GramIndex(self.unmasked_key) if self.masked_ranges else self.grams
+        self._bibliography  # noqa: B018 -- with the paper (and the offset map it reads): every hit's check
 
     def page_of(self, raw_offset: int) -> int | None:
         if not self.page_starts:
@@ -211,6 +212,24 @@ class PaperIndex:
                 row += 1
             if row >= GRAM:
                 return True
+        return False
+
+    def _absent_row_around(self, part_key: str, low: int, high: int) -> bool:
+        """Whether GRAM stretch starts in a row of ``part_key``, all surely absent from the paper's
+        keys, hold a stretch that covers a character of ``part_key[low : high + 1]`` (a row proves
+        the part cannot be located; see :meth:`_may_be_located`). The first absent of those
+        stretches is looked for, then its row."""
+        try:
+            data = part_key.encode("latin-1")
+        except UnicodeEncodeError:
+            return _ABSENT_ROW in self._absent_stretches(part_key)  # rare: the whole part's test
+        table, bits = self._gram_filter
+        first, second, mask = 64 - bits, 64 - 2 * bits, (1 << bits) - 1
+        for start in range(max(0, low - GRAM + 1), min(high, len(data) - GRAM) + 1):
+            hashed = (int.from_bytes(data[start : start + GRAM], "little") * _BUCKET_MULTIPLIER) & _UINT64
+            low, high = hashed >> first, (hashed >> second) & mask
+            if not (table[low >> 3] >> (low & 7) & 1 and table[high >> 3] >> (high & 7) & 1):
+                return self._absent_row(data, start)
         return False
 
     def _may_be_located(self, part_key: str) -> bool:

@@ -17,7 +17,7 @@ from typing import Protocol, Sequence, Union
 
 from . import diagnosis
 from .alignment import ELISION_WINDOW, MIN_ANCHOR, anchored_prefix, around_anchor, locate, similarity
-from .grams import GramIndex
+from .grams import GRAM, GramIndex
 from .index import PaperIndex
 from .quotes import (
     EDGES,
@@ -69,6 +69,7 @@ class MatchIndex(PaperIndex):
         super().__init__(text, page_starts)
         self._memo: dict[str, CitationMatch] = {}
         self._span_memo: dict[str, tuple[tuple[int, int], ...] | None] = {}
+        self._last_key = ("", "")  # the last text _exact_hit made a key of, and its key
 
     # -- public look-ups -----------------------------------------------------------
     def match(self, citation: str) -> "CitationMatch":
@@ -89,9 +90,10 @@ class MatchIndex(PaperIndex):
         if "\u2026" in inner or ".." in inner or ". ." in inner:
             return self._exact_elided(citation, inner)
         quote_key = text_key(inner)
+        self._last_key = (inner, quote_key)  # the full path reads the same text, mostly: one key
         if len(quote_key) < MIN_QUOTE_KEY:
             return None
-        at = self.find(quote_key)
+        at = self.grams.find(quote_key)
         if at < 0:
             return None
         return self._exact_result(citation, [quote_key], ((at, at + len(quote_key)),), VERBATIM)
@@ -155,18 +157,28 @@ class MatchIndex(PaperIndex):
             self._span_memo[passage] = result.key_spans if result.grounded else None
         return self._span_memo[passage]
 
-    def _may_be_grounded(self, parts: list[str], keys: list[str]) -> bool:
-        """A necessary test before the search: False only where :meth:`_match` would find neither
-        a located quote nor a verbatim quote with a comment. A comment follows a verbatim start
-        (one run of the paper, at least MIN_ANCHOR and half the key) and a separator."""
-        if all(map(self._may_be_located, keys)):
-            return True
-        if len(keys) != 1 or self.grams.find(keys[0][: max(MIN_ANCHOR, (len(keys[0]) + 1) // 2)]) < 0:
+    def _surely_not_located(self, keys: list[str]) -> bool:
+        """True when the quote (its parts' ``keys``) surely cannot be located in either key, gaps
+        allowed: a part has GRAM stretch starts in a row that the paper surely lacks (see
+        :meth:`~.index.PaperIndex._may_be_located`). Asked after the search of the masked key failed,
+        so for a one-part quote the row is looked for only where that search stopped: a
+        changed word (the common fabrication) leaves its row right there, and finding it is a
+        few filter probes instead of a test of the whole quote."""
+        if len(keys) != 1:
+            return not all(map(self._may_be_located, keys))
+        quote_key = keys[0]
+        if len(quote_key) < 2 * GRAM - 1:
             return False
-        return next(iter(comment_boundaries(parts[0])), None) is not None
+        # The masked search's anchored prefix (remembered): the quote departs from the paper there,
+        # or within its first MIN_ANCHOR characters where no anchor was found.
+        length, _ = anchored_prefix(self.key, quote_key, 0, len(self.key), grams=self.grams)
+        if length >= MIN_ANCHOR:
+            return self._absent_row_around(quote_key, length, length)
+        return self._absent_row_around(quote_key, 0, MIN_ANCHOR - 1)
 
     def _match(self, citation: str) -> "CitationMatch":
-        pieces = [(p, text_key(p)) for p in split_elisions(strip_wrapping(citation))]
+        known, known_key = self._last_key
+        pieces = [(p, known_key if p == known else text_key(p)) for p in split_elisions(strip_wrapping(citation))]
         parts = [p for p, k in pieces if k]
         keys = [k for _, k in pieces if k]
         total = sum(len(k) for k in keys)
@@ -174,11 +186,9 @@ class MatchIndex(PaperIndex):
             return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
         if total < MIN_QUOTE_KEY:
             return CitationMatch(citation, self, False, TOO_SHORT, ())
-        if not self._may_be_grounded(parts, keys):  # most fabrications and paraphrases: no search at all
-            return CitationMatch(citation, self, False, None, (), parts=tuple(parts))
         for unmasked in (False, True):
-            if unmasked and self.unmasked_key is self.key:
-                break
+            if unmasked and (self.unmasked_key is self.key or self._surely_not_located(keys)):
+                break  # most fabrications and paraphrases: one search, of the masked key
             # The unmasked key only serves quotes that copy furniture verbatim ("exhibit203").
             spans = self._locate_parts(keys, unmasked)
             if spans is not None and unmasked and self._absorbs_furniture_number(spans):

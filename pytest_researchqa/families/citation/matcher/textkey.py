@@ -138,6 +138,8 @@ def text_key(text: str) -> str:
     # Points and signs are read first, from the text as written (a Unicode minus is always a
     # sign, a hyphen only in context); the markers are ASCII and survive what follows.
     text = _mark_context(text)
+    if not text.isascii():
+        text = _fold_common(text)
     try:
         # The ASCII codec copies ASCII at C speed and calls the handler for the rest only.
         data = text.encode("ascii", _FOLD_HANDLER)
@@ -145,6 +147,20 @@ def text_key(text: str) -> str:
         return _general_key(text)
     # bytes operations run in C: the hot path for English papers and quotes.
     return data.lower().translate(_MARKS_BACK_BYTES, _ASCII_DROPPED).decode("ascii")
+
+
+# The non-ASCII characters quotes carry most (typographic quotes, dashes, ligatures), most common
+# first: each costs the encoding handler a Python call (~1.5 us) where a replace costs a C scan.
+_COMMON_FOLDS = tuple((char, _FOLD_CHARS[char]) for char in "\u201d\u201c\u2019\u2013\u2018\ufb01\u2014\u2212\ufb02")
+
+
+def _fold_common(text: str) -> str:
+    """``text`` with the common non-ASCII characters replaced by their readings in ``_FOLD``: what
+    the encoding handler (and :func:`_general_key`) would put in their place."""
+    for char, reading in _COMMON_FOLDS:
+        if char in text:
+            text = text.replace(char, reading)
+    return text
 
 
 _PART_MARK = "\x03"
@@ -156,6 +172,8 @@ def part_keys(text: str) -> list[str]:
     the same as ``text_key`` of each part, empty ones included."""
     text = text.replace("\u2026", _PART_MARK).replace("...", _PART_MARK)
     marked = _mark_context(text)
+    if not marked.isascii():
+        marked = _fold_common(marked)
     try:
         data = marked.encode("ascii", _FOLD_HANDLER)
     except UnicodeEncodeError:
