@@ -1,4 +1,4 @@
-"""The matcher's index of a key's stretches (GramIndex) answers what scans of the key would."""
+"""The matcher's index of a key's stretches (GramIndex) and its other look-up helpers answer what scans of the key would."""
 
 from __future__ import annotations
 
@@ -6,6 +6,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_researchqa.families.citation.matcher import GRAM, GramIndex
+from pytest_researchqa.families.citation.matcher.textkey import (
+    common_prefix_length,
+    key_offsets,
+    mark_context,
+    text_key,
+)
 
 # Few distinct characters: stretches repeat, buckets crowd, and look-ups meet many candidates.
 _ALPHABET = "abc1.%"
@@ -68,3 +74,23 @@ def test_keys_shorter_than_a_stretch_and_strings_shorter_than_one_are_answered_b
 def test_the_index_holds_about_five_or_six_bytes_a_key_character() -> None:
     key = "".join(f"word{number}x" for number in range(20_000))
     assert GramIndex(key).nbytes() <= 6 * len(key)
+
+
+@settings(max_examples=400, deadline=None)
+@given(a=st.text(alphabet="ab\xe9\u03b1", max_size=40), b=st.text(alphabet="ab\xe9\u03b1", max_size=40),
+       i=st.integers(0, 45), j=st.integers(0, 45))
+def test_the_common_prefix_of_two_keys_agrees_with_a_comparison_character_by_character(a: str, b: str, i: int, j: int) -> None:
+    expected = 0
+    while i + expected < len(a) and j + expected < len(b) and a[i + expected] == b[j + expected]:
+        expected += 1
+    assert common_prefix_length(a, i, b, j) == expected
+
+
+_QUOTE_CHARACTERS = "aZ5 .,-\u2212\u2013\u00b7%\u2264\ufb01\u03b1\u00e9\u2019\n"
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.text(alphabet=_QUOTE_CHARACTERS, max_size=40), data=st.data())
+def test_the_key_of_a_marked_texts_start_is_as_long_as_the_key_offsets_before_it_say(text: str, data: st.DataObject) -> None:
+    cut = data.draw(st.integers(0, len(text)))
+    assert len(text_key(mark_context(text)[:cut])) == int(key_offsets(text).searchsorted(cut))

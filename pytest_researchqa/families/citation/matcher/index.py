@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Sequence
 from .alignment import Flow
 from .furniture import apply_mask, mask_furniture, split_pages
 from .grams import BUCKET_MULTIPLIER as _BUCKET_MULTIPLIER
-from .grams import GRAM, GramIndex, all_gram_codes, gram_codes
+from .grams import GRAM, GramIndex, all_gram_codes, gram_code, gram_codes
 from .grams import UINT64 as _UINT64
 from .textkey import key_offsets, text_key
 
@@ -218,18 +218,33 @@ class PaperIndex:
         """Whether GRAM stretch starts in a row of ``part_key``, all surely absent from the paper's
         keys, hold a stretch that covers a character of ``part_key[low : high + 1]`` (a row proves
         the part cannot be located; see :meth:`_may_be_located`). The first absent of those
-        stretches is looked for, then its row."""
-        try:
-            data = part_key.encode("latin-1")
-        except UnicodeEncodeError:
-            return _ABSENT_ROW in self._absent_stretches(part_key)  # rare: the whole part's test
+        stretches is looked for, then its row: each stretch tested on its own, a few in all."""
         table, bits = self._gram_filter
         first, second, mask = 64 - bits, 64 - 2 * bits, (1 << bits) - 1
-        for start in range(max(0, low - GRAM + 1), min(high, len(data) - GRAM) + 1):
-            hashed = (int.from_bytes(data[start : start + GRAM], "little") * _BUCKET_MULTIPLIER) & _UINT64
-            low, high = hashed >> first, (hashed >> second) & mask
-            if not (table[low >> 3] >> (low & 7) & 1 and table[high >> 3] >> (high & 7) & 1):
-                return self._absent_row(data, start)
+        try:
+            data: bytes | None = part_key.encode("latin-1")
+        except UnicodeEncodeError:
+            data = None  # rare: stretches with another character are coded one by one
+
+        def absent(start: int) -> bool:
+            if data is not None:
+                code = int.from_bytes(data[start : start + GRAM], "little")
+            else:
+                code = gram_code(part_key[start : start + GRAM])
+            hashed = (code * _BUCKET_MULTIPLIER) & _UINT64
+            low_bit, high_bit = hashed >> first, (hashed >> second) & mask
+            return not (table[low_bit >> 3] >> (low_bit & 7) & 1 and table[high_bit >> 3] >> (high_bit & 7) & 1)
+
+        last = len(part_key) - GRAM
+        for start in range(max(0, low - GRAM + 1), min(high, last) + 1):
+            if absent(start):
+                after = start + 1
+                while after <= min(last, start + GRAM - 1) and absent(after):
+                    after += 1
+                before = start
+                while before > max(0, after - GRAM) and absent(before - 1):
+                    before -= 1
+                return after - before >= GRAM
         return False
 
     def _may_be_located(self, part_key: str) -> bool:

@@ -29,7 +29,7 @@ from .quotes import (
     split_elisions,
     strip_wrapping,
 )
-from .textkey import has_digit, key_offsets, part_keys, text_key
+from .textkey import has_digit, mark_context, part_keys, text_key
 from .verdicts import (
     MIN_QUOTE_KEY,
     NOT_EVIDENCE,
@@ -178,7 +178,10 @@ class MatchIndex(PaperIndex):
 
     def _match(self, citation: str) -> "CitationMatch":
         known, known_key = self._last_key
-        pieces = [(p, known_key if p == known else text_key(p)) for p in split_elisions(strip_wrapping(citation))]
+        # A part that is the exact path's text with wrapping or spaces around it (no key characters,
+        # and at a text's edge no context for a point or a sign either) has the same key.
+        pieces = [(p, known_key if p.strip(EDGES) == known else text_key(p))
+                  for p in split_elisions(strip_wrapping(citation))]
         parts = [p for p, k in pieces if k]
         keys = [k for _, k in pieces if k]
         total = sum(len(k) for k in keys)
@@ -298,9 +301,12 @@ class MatchIndex(PaperIndex):
         boundaries = list(comment_boundaries(quote))
         if not boundaries:
             return None
-        offsets = key_offsets(quote)
+        # Key characters before each boundary: the key of the text before it, its points and signs
+        # read in the whole quote (each character's part of a key is fixed once they are read:
+        # what key_offsets counts, without its numpy passes).
+        marked = mark_context(quote)
         for boundary_raw in boundaries:
-            boundary = int(offsets.searchsorted(boundary_raw))
+            boundary = len(text_key(marked[:boundary_raw]))
             if not (prefix_length - 6 <= boundary <= prefix_length):
                 continue
             if boundary < MIN_ANCHOR or boundary * 2 < len(quote_key):
