@@ -290,12 +290,10 @@ class MatchIndex(PaperIndex):
     def _split_commentary(self, quote: str, quote_key: str) -> tuple[tuple[tuple[int, int], ...], str] | None:
         """(spans, comment) when ``quote`` (whose key is ``quote_key``) is a verbatim passage plus an
         own comment."""
-        # A comment follows a verbatim start of at least MIN_ANCHOR and half the quote, in the key.
-        if self.grams.find(quote_key[: max(MIN_ANCHOR, (len(quote_key) + 1) // 2)]) < 0:
-            return None
+        # The masked search's anchored prefix (remembered, or a few index look-ups).
         prefix_length, position = anchored_prefix(self.key, quote_key, 0, len(self.key), grams=self.grams)
-        # A comment follows a verbatim start of at least half the quote: tested before the
-        # separators are looked for (a regex step per character).
+        # A comment follows a verbatim start of at least MIN_ANCHOR and half the quote: tested
+        # before the separators are looked for (a regex step per character).
         if prefix_length < MIN_ANCHOR or prefix_length >= len(quote_key) or prefix_length * 2 < len(quote_key):
             return None
         boundaries = list(comment_boundaries(quote))
