@@ -22,8 +22,7 @@ The pieces, each importing only those listed before it:
 * :mod:`.furniture`: running headers, footers, page and line numbers, blanked;
 * :mod:`.quotes`: how a citation is read (elision marks, wrapping, pointers, comments);
 * :mod:`.alignment`: the search that lines a quote's key up with the paper's;
-* :mod:`.index`: the prepared paper (:class:`PaperIndex`), with its look-up index and
-  the Bloom filter that turns most fabrications down without a search;
+* :mod:`.index`: the prepared paper (:class:`PaperIndex`), with the look-up index of each of its keys;
 * :mod:`.verdicts`: what the matcher says (:class:`CitationMatch`) and why (:class:`Diagnosis`);
 * :mod:`.diagnosis`: working out why a citation is not grounded;
 * :mod:`.matching`: the decision (:class:`MatchIndex`) and the entry points.
@@ -43,7 +42,7 @@ from .alignment import (
     PAGE_TAIL_LIMIT,
 )
 from .grams import GRAM, GramIndex
-from .index import BIBLIOGRAPHY_LIMIT, FILTER_BITS_PER_GRAM, PaperIndex
+from .index import BIBLIOGRAPHY_LIMIT, PaperIndex
 from .matching import PARAPHRASE_OF_NEXT, HasMatchIndex, MatchIndex, match_citation, match_index
 from .verdicts import (
     ALTERED,
@@ -65,7 +64,7 @@ from .verdicts import (
 )
 
 __all__ = [
-    "ALIGN_CHUNK", "ALTERED", "BIBLIOGRAPHY_LIMIT", "DIGIT_GAP_LIMIT", "ELISION_WINDOW", "FILTER_BITS_PER_GRAM",
+    "ALIGN_CHUNK", "ALTERED", "BIBLIOGRAPHY_LIMIT", "DIGIT_GAP_LIMIT", "ELISION_WINDOW",
     "GRAM", "GramIndex", "GROUNDED_VERDICTS", "MAX_PAGE_JUMPS", "MIN_ANCHOR", "MIN_GAPPED_ANCHOR",
     "MIN_QUOTE_KEY", "MIN_RESUMED_RUN", "NON_EVIDENCE_VERDICTS", "NOT_EVIDENCE", "NOT_FOUND", "PAGE_HEAD_LIMIT",
     "PAGE_TAIL_LIMIT", "PARAPHRASE", "PARAPHRASE_OF_NEXT", "STITCHED", "TOO_SHORT", "VERBATIM", "VERBATIM_ELIDED",

@@ -2,12 +2,13 @@
 
 :class:`MatchIndex` is a prepared paper (:class:`~.index.PaperIndex`) that answers citations.
 The common case costs a key and one indexed look-up (:meth:`MatchIndex._exact_hit`). The rest
-take the full path: a citation that only points somewhere, or is too short, is no evidence; a
-necessary test on the paper's Bloom filter turns down most fabrications and paraphrases
-without a search; then the quote is located with the gaps :mod:`.alignment` allows, in the
-paper with its furniture blanked and then as it stands; a quote that cuts a number, is a
-reference-list entry or is all furniture is no evidence; a verbatim start followed by a
-clearly separated comment of the model's own is grounded with that comment set apart.
+take the full path: a citation that only points somewhere, or is too short, is no evidence;
+then the quote is located with the gaps :mod:`.alignment` allows, in the paper with its
+furniture blanked and then as it stands (every search a look-up in the key's
+:class:`~.grams.GramIndex`, so a fabrication costs a few look-ups, not scans of the paper);
+a quote that cuts a number, is a reference-list entry or is all furniture is no evidence; a
+verbatim start followed by a clearly separated comment of the model's own is grounded with
+that comment set apart.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Protocol, Sequence, Union
 
 from . import diagnosis
 from .alignment import ELISION_WINDOW, MIN_ANCHOR, anchored_prefix, around_anchor, locate, similarity
-from .grams import GRAM, GramIndex
+from .grams import GramIndex
 from .index import PaperIndex
 from .quotes import (
     EDGES,
@@ -157,25 +158,6 @@ class MatchIndex(PaperIndex):
             self._span_memo[passage] = result.key_spans if result.grounded else None
         return self._span_memo[passage]
 
-    def _surely_not_located(self, keys: list[str]) -> bool:
-        """True when the quote (its parts' ``keys``) surely cannot be located in either key, gaps
-        allowed: a part has GRAM stretch starts in a row that the paper surely lacks (see
-        :meth:`~.index.PaperIndex._may_be_located`). Asked after the search of the masked key failed,
-        so for a one-part quote the row is looked for only where that search stopped: a
-        changed word (the common fabrication) leaves its row right there, and finding it is a
-        few filter probes instead of a test of the whole quote."""
-        if len(keys) != 1:
-            return not all(map(self._may_be_located, keys))
-        quote_key = keys[0]
-        if len(quote_key) < 2 * GRAM - 1:
-            return False
-        # The masked search's anchored prefix (remembered): the quote departs from the paper there,
-        # or within its first MIN_ANCHOR characters where no anchor was found.
-        length, _ = anchored_prefix(self.key, quote_key, 0, len(self.key), grams=self.grams)
-        if length >= MIN_ANCHOR:
-            return self._absent_row_around(quote_key, length, length)
-        return self._absent_row_around(quote_key, 0, MIN_ANCHOR - 1)
-
     def _match(self, citation: str) -> "CitationMatch":
         known, known_key = self._last_key
         # A part that is the exact path's text with wrapping or spaces around it (no key characters,
@@ -190,8 +172,8 @@ class MatchIndex(PaperIndex):
         if total < MIN_QUOTE_KEY:
             return CitationMatch(citation, self, False, TOO_SHORT, ())
         for unmasked in (False, True):
-            if unmasked and (self.unmasked_key is self.key or self._surely_not_located(keys)):
-                break  # most fabrications and paraphrases: one search, of the masked key
+            if unmasked and self.unmasked_key is self.key:
+                break
             # The unmasked key only serves quotes that copy furniture verbatim ("exhibit203").
             spans = self._locate_parts(keys, unmasked)
             if spans is not None and unmasked and self._absorbs_furniture_number(spans):
