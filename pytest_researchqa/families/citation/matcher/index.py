@@ -56,9 +56,8 @@ class PaperIndex:
         else:
             self.unmasked_key = self.key
             self.unmasked_page_key_starts = self.page_key_starts
-        # Every position of each key by the stretch starting there: look-ups without scans.
+        # Every position of the key by the stretch starting there: look-ups without scans.
         self.grams = GramIndex(self.key)
-        self.unmasked_grams = GramIndex(self.unmasked_key) if self.masked_ranges else self.grams
         self._bibliography  # noqa: B018 -- with the paper (and the offset map it reads): every hit's check
 
     def page_of(self, raw_offset: int) -> int | None:
@@ -95,6 +94,13 @@ class PaperIndex:
                 end = bounds[i + 2]  # two sentences, never across a page break
             windows.append((bounds[i], end))
         return windows
+
+    @functools.cached_property
+    def unmasked_grams(self) -> GramIndex:
+        """The look-up index of the unmasked key, built on the first citation searched for there
+        (one not found in the masked key): a paper whose citations are all found as they are, a
+        reference system's, never needs it."""
+        return GramIndex(self.unmasked_key) if self.masked_ranges else self.grams
 
     @functools.cached_property
     def _flow(self) -> "Flow":
