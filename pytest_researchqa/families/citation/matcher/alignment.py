@@ -130,6 +130,8 @@ def locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high:
     found = _find(key, grams, quote_key, low, high)
     if found >= 0:
         return [(found, found + len(quote_key))]
+    if _find(key, grams, quote_key[:MIN_GAPPED_ANCHOR], low, high) < 0:
+        return None  # every way on below starts with the quote's first MIN_GAPPED_ANCHOR characters
     length, position = anchored_prefix(key, quote_key, low, high, grams=grams)
     if length < min(MIN_ANCHOR, len(quote_key)):
         # A citation marker or line number glued in before the anchor's length ("optimizer30 with").

@@ -36,10 +36,11 @@ class GramIndex:
     and repeated ``key.find`` calls would, for any string and bounds (none negative).
     """
 
-    __slots__ = ("key", "_starts", "_bounds", "_shift")
+    __slots__ = ("key", "_starts", "_bounds", "_shift", "_last")
 
     def __init__(self, key: str) -> None:
         self.key = key
+        self._last: tuple[str, int] = ("", -1)  # the last string looked for in the whole key, and where
         count = len(key) - GRAM + 1
         bits = max(4, max(count, 1).bit_length() - 2)  # two to four positions a bucket
         self._shift = 64 - bits
@@ -93,8 +94,10 @@ class GramIndex:
     def find(self, text: str, low: int = 0, high: int | None = None) -> int:
         """``key.find(text, low, high)``."""
         key = self.key
-        if not low and high is None and len(text) >= GRAM:
+        if not low and (high is None or high >= len(key)) and len(text) >= GRAM:
             # The whole key (most look-ups), its first stretch's bucket inline: the hot path of every exact hit.
+            if text is self._last[0]:
+                return self._last[1]  # the same key object again (a quote not found as it is, searched for again)
             try:
                 code = int.from_bytes(text[:GRAM].encode("latin-1"), "little")
             except UnicodeEncodeError:
@@ -102,10 +105,13 @@ class GramIndex:
             bucket = ((code * BUCKET_MULTIPLIER) & UINT64) >> self._shift
             first, last = self._bounds[bucket], self._bounds[bucket + 1]
             if last - first <= _CROWDED:
+                found = -1
                 for start in self._starts[first:last]:
                     if key.startswith(text, start):
-                        return start
-                return -1
+                        found = start
+                        break
+                self._last = (text, found)
+                return found
         if high is None or high > len(key):
             high = len(key)
         low = max(low, 0)
