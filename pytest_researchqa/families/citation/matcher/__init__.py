@@ -18,11 +18,11 @@ found) is worked out lazily, only when someone reads the verdict.
 The pieces, each importing only those listed before it:
 
 * :mod:`.textkey`: match keys, and the map from a key back to its text;
+* :mod:`.grams`: where a string occurs in a key, looked up instead of scanned for (:class:`GramIndex`);
 * :mod:`.furniture`: running headers, footers, page and line numbers, blanked;
 * :mod:`.quotes`: how a citation is read (elision marks, wrapping, pointers, comments);
 * :mod:`.alignment`: the search that lines a quote's key up with the paper's;
-* :mod:`.index`: the prepared paper (:class:`PaperIndex`), with its look-up index and
-  the Bloom filter that turns most fabrications down without a search;
+* :mod:`.index`: the prepared paper (:class:`PaperIndex`), with the look-up index of each of its keys;
 * :mod:`.verdicts`: what the matcher says (:class:`CitationMatch`) and why (:class:`Diagnosis`);
 * :mod:`.diagnosis`: working out why a citation is not grounded;
 * :mod:`.matching`: the decision (:class:`MatchIndex`) and the entry points.
@@ -41,7 +41,8 @@ from .alignment import (
     PAGE_HEAD_LIMIT,
     PAGE_TAIL_LIMIT,
 )
-from .index import BIBLIOGRAPHY_LIMIT, FILTER_BITS_PER_GRAM, GRAM, INDEX_MIN_KEY, PaperIndex
+from .grams import GRAM, GramIndex
+from .index import BIBLIOGRAPHY_LIMIT, PaperIndex
 from .matching import PARAPHRASE_OF_NEXT, HasMatchIndex, MatchIndex, match_citation, match_index
 from .verdicts import (
     ALTERED,
@@ -63,8 +64,8 @@ from .verdicts import (
 )
 
 __all__ = [
-    "ALIGN_CHUNK", "ALTERED", "BIBLIOGRAPHY_LIMIT", "DIGIT_GAP_LIMIT", "ELISION_WINDOW", "FILTER_BITS_PER_GRAM",
-    "GRAM", "GROUNDED_VERDICTS", "INDEX_MIN_KEY", "MAX_PAGE_JUMPS", "MIN_ANCHOR", "MIN_GAPPED_ANCHOR",
+    "ALIGN_CHUNK", "ALTERED", "BIBLIOGRAPHY_LIMIT", "DIGIT_GAP_LIMIT", "ELISION_WINDOW",
+    "GRAM", "GramIndex", "GROUNDED_VERDICTS", "MAX_PAGE_JUMPS", "MIN_ANCHOR", "MIN_GAPPED_ANCHOR",
     "MIN_QUOTE_KEY", "MIN_RESUMED_RUN", "NON_EVIDENCE_VERDICTS", "NOT_EVIDENCE", "NOT_FOUND", "PAGE_HEAD_LIMIT",
     "PAGE_TAIL_LIMIT", "PARAPHRASE", "PARAPHRASE_OF_NEXT", "STITCHED", "TOO_SHORT", "VERBATIM", "VERBATIM_ELIDED",
     "VERBATIM_WITH_COMMENTARY", "CitationMatch", "Departure", "Diagnosis", "HasMatchIndex", "MatchIndex",

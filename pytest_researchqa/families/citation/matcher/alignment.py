@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from .textkey import common_prefix_length
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .grams import GramIndex
     from .textkey import Offsets
 
 # A verbatim piece this long anchors a page-break walk or a commentary split.
@@ -83,19 +84,35 @@ class Flow:
         return "_" not in text[start : start + 40].split(maxsplit=1)[0]
 
 
+def _find(key: str, grams: "GramIndex | None", text: str, low: int, high: int) -> int:
+    """``key.find(text, low, high)``, from ``grams`` (the key's index) where there is one."""
+    return key.find(text, low, high) if grams is None else grams.find(text, low, high)
+
+
+def _occurrences(key: str, grams: "GramIndex | None", text: str, low: int, high: int) -> Iterator[int]:
+    """Every start of ``text`` in ``key[low:high]``, ascending, from ``grams`` where there is one."""
+    if grams is not None:
+        yield from grams.occurrences(text, low, high)
+        return
+    found = key.find(text, low, high)
+    while found >= 0:
+        yield found
+        found = key.find(text, found + 1, high)
+
+
 def around_anchor(key: str, pages: tuple[int, ...], flow: "Flow", keys: list[str], anchor: int,
-                   spans: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+                   spans: list[tuple[int, int]], grams: "GramIndex | None" = None) -> list[tuple[int, int]] | None:
     """The spans of every part of an elided quote, in order, each within ELISION_WINDOW of its
     neighbour, around the anchor part's ``spans``."""
     for part in reversed(keys[:anchor]):
         start = spans[0][0]
-        found = locate(key, pages, part, max(0, start - ELISION_WINDOW - len(part)), start, flow)
+        found = locate(key, pages, part, max(0, start - ELISION_WINDOW - len(part)), start, flow, grams)
         if found is None:
             return None
         spans[:0] = found
     for part in keys[anchor + 1:]:
         end = spans[-1][1]
-        found = locate(key, pages, part, end, min(len(key), end + ELISION_WINDOW + len(part)), flow)
+        found = locate(key, pages, part, end, min(len(key), end + ELISION_WINDOW + len(part)), flow, grams)
         if found is None:
             return None
         spans.extend(found)
@@ -103,20 +120,22 @@ def around_anchor(key: str, pages: tuple[int, ...], flow: "Flow", keys: list[str
 
 
 def locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high: int,
-            flow: "Flow | None" = None, find: Callable[[str], int] | None = None) -> list[tuple[int, int]] | None:
+            flow: "Flow | None" = None, grams: "GramIndex | None" = None) -> list[tuple[int, int]] | None:
     """Key spans of ``quote_key`` in ``key[low:high]``, allowing furniture gaps.
 
-    ``find`` is the index's look-up for the whole key, used when the whole key is searched.
+    ``grams`` is the key's index: its look-ups answer what scans of ``key`` would, without the scan.
     With ``flow`` (the text's line starts), the quote may also jump over text the reader put
     between a sentence's halves: a page's footer and the next one's header, or a figure, a
     table or the other column on the same or the next page."""
-    found = find(quote_key) if find is not None and low == 0 and high == len(key) else key.find(quote_key, low, high)
+    found = _find(key, grams, quote_key, low, high)
     if found >= 0:
         return [(found, found + len(quote_key))]
-    length, position = anchored_prefix(key, quote_key, low, high)
+    if _find(key, grams, quote_key[:MIN_GAPPED_ANCHOR], low, high) < 0:
+        return None  # every way on below starts with the quote's first MIN_GAPPED_ANCHOR characters
+    length, position = anchored_prefix(key, quote_key, low, high, grams=grams)
     if length < min(MIN_ANCHOR, len(quote_key)):
         # A citation marker or line number glued in before the anchor's length ("optimizer30 with").
-        length, position = _prefix_before_digit_gap(key, quote_key, low, high)
+        length, position = _prefix_before_digit_gap(key, quote_key, low, high, grams)
         if position < 0:
             return None
     spans = [(position, position + length)]
@@ -125,10 +144,10 @@ def locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high:
         resume = _after_digit_gap(key, quote_key, done, cursor)
         if (resume is None and page_jumps < MAX_PAGE_JUMPS and flow is not None and flow.at_line_start(cursor)
                 and not flow.carries_on(cursor)):
-            resume = _after_page_break(key, page_starts, flow, quote_key, done, cursor, high)
+            resume = _after_page_break(key, page_starts, flow, quote_key, done, cursor, high, grams)
             if resume is None:
                 resume = _after_line_jump(key, page_starts, flow, quote_key, done, cursor, high,
-                                          begun=max(low, spans[0][0]))
+                                          begun=max(low, spans[0][0]), grams=grams)
             page_jumps += 1
         if resume is None:
             return None
@@ -142,11 +161,13 @@ def locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high:
 _last_anchored: list[tuple[tuple[str, str, int, int, int], tuple[int, int]]] = [(("", "", 0, 0, 0), (0, -1))] * 2
 
 
-def anchored_prefix(key: str, quote_key: str, low: int, high: int, tries: int = 8) -> tuple[int, int]:
+def anchored_prefix(key: str, quote_key: str, low: int, high: int, tries: int = 8,
+                    grams: "GramIndex | None" = None) -> tuple[int, int]:
     """The longest prefix of at least MIN_ANCHOR characters: one find, then extend.
 
     Anchors of MIN_ANCHOR key characters are nearly unique in a paper, so the
-    longest prefix starts at one of the anchor's few occurrences.
+    longest prefix starts at one of the anchor's few occurrences (from ``grams``, the key's
+    index, where there is one).
     """
     for asked, answer in _last_anchored:
         if asked[0] is key and asked[1:] == (quote_key, low, high, tries):
@@ -154,30 +175,31 @@ def anchored_prefix(key: str, quote_key: str, low: int, high: int, tries: int = 
     tries_asked = tries
     anchor = quote_key[:MIN_ANCHOR]
     best, position = 0, -1
-    found = key.find(anchor, low, high)
-    while found >= 0 and tries:
+    for found in _occurrences(key, grams, anchor, low, high):
+        if not tries:
+            break
         length = min(common_prefix_length(key, found, quote_key, 0), high - found)
         if length > best:
             best, position = length, found
         tries -= 1
-        found = key.find(anchor, found + 1, high)
     _last_anchored[:] = [((key, quote_key, low, high, tries_asked), (best, position)), _last_anchored[0]]
     return best, position
 
 
-def _prefix_before_digit_gap(key: str, quote_key: str, low: int, high: int, tries: int = 8) -> tuple[int, int]:
+def _prefix_before_digit_gap(key: str, quote_key: str, low: int, high: int, grams: "GramIndex | None" = None,
+                             tries: int = 8) -> tuple[int, int]:
     """A prefix shorter than MIN_ANCHOR that ends where the paper has a short number the quote lacks
     (a superscript citation marker or a margin line number) and the quote carries on right after it."""
     anchor = quote_key[:MIN_GAPPED_ANCHOR]
     if len(anchor) < MIN_GAPPED_ANCHOR:
         return 0, -1
-    found = key.find(anchor, low, high)
-    while found >= 0 and tries:
+    for found in _occurrences(key, grams, anchor, low, high):
+        if not tries:
+            break
         length = common_prefix_length(key, found, quote_key, 0)
         if length < len(quote_key) and _after_digit_gap(key, quote_key, length, found + length) is not None:
             return length, found
         tries -= 1
-        found = key.find(anchor, found + 1, high)
     return 0, -1
 
 
@@ -199,7 +221,7 @@ def _after_digit_gap(key: str, quote_key: str, done: int, cursor: int) -> int | 
 
 
 def _after_page_break(key: str, page_starts: Sequence[int], flow: "Flow", quote_key: str, done: int,
-                      cursor: int, high: int) -> int | None:
+                      cursor: int, high: int, grams: "GramIndex | None" = None) -> int | None:
     """Where the quote resumes on the next page, past footnotes, footer and header.
 
     The gap must straddle exactly one page boundary: it starts at most
@@ -219,11 +241,11 @@ def _after_page_break(key: str, page_starts: Sequence[int], flow: "Flow", quote_
         return boundary if key.startswith(quote_key[done:], boundary) and flow.reads_on(cursor, boundary) else None
     page_end = page_starts[following + 1] if following + 1 < len(page_starts) else len(key)
     window_end = min(high, page_end, boundary + PAGE_HEAD_LIMIT + MIN_RESUMED_RUN)
-    return _resumption(key, flow, quote_key, done, cursor, boundary, window_end, MIN_RESUMED_RUN)
+    return _resumption(key, flow, quote_key, done, cursor, boundary, window_end, MIN_RESUMED_RUN, grams)
 
 
 def _after_line_jump(key: str, page_starts: Sequence[int], flow: "Flow", quote_key: str,
-                     done: int, cursor: int, high: int, begun: int = 0) -> int | None:
+                     done: int, cursor: int, high: int, begun: int = 0, grams: "GramIndex | None" = None) -> int | None:
     """Where the quote resumes after text the reader put in between: a figure, a table or the
     other column, on the same page or the next.
 
@@ -237,22 +259,20 @@ def _after_line_jump(key: str, page_starts: Sequence[int], flow: "Flow", quote_k
     """
     page = bisect.bisect_right(page_starts, cursor) - 1 if page_starts else 0
     limit = page_starts[page + 2] if page + 2 < len(page_starts) else len(key)
-    found = _resumption(key, flow, quote_key, done, cursor, cursor + 1, min(limit, high), MIN_ANCHOR)
+    found = _resumption(key, flow, quote_key, done, cursor, cursor + 1, min(limit, high), MIN_ANCHOR, grams)
     if found is None and page_starts:
-        found = _resumption(key, flow, quote_key, done, cursor, page_starts[page], begun, MIN_ANCHOR)
+        found = _resumption(key, flow, quote_key, done, cursor, page_starts[page], begun, MIN_ANCHOR, grams)
     return found
 
 
 def _resumption(key: str, flow: "Flow", quote_key: str, done: int, cursor: int, low: int, high: int,
-                needed: int) -> int | None:
+                needed: int, grams: "GramIndex | None" = None) -> int | None:
     """The first line start in ``key[low:high]`` where the quote's rest resumes (its next
     ``needed`` characters, or all of it) and reads on from ``cursor``."""
     probe = quote_key[done : done + min(needed, len(quote_key) - done)]
-    found = key.find(probe, low, high)
-    while found >= 0:
+    for found in _occurrences(key, grams, probe, low, high):
         if flow.at_line_start(found) and flow.reads_on(cursor, found):
             return found
-        found = key.find(probe, found + 1, high)
     return None
 
 

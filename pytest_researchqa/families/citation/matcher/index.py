@@ -3,44 +3,27 @@
 A paper is prepared once for any number of citations: the key of its text with page furniture
 blanked (and, where any was blanked, of its text as it stands), where each page's key begins,
 the map back from key positions to the text, where its lines begin (an :class:`~.alignment.Flow`), and where
-its reference list lies. Two structures make a look-up cheap:
-
-* for a long paper, its word starts filed by their first GRAM key characters: a quote that
-  occurs as it is, as most do, is found with a probe or two instead of a scan;
-* a Bloom filter of every GRAM-character stretch of its keys: a quote with a stretch the paper
-  lacks is turned down without any search (:meth:`PaperIndex._may_be_located`), which is how
-  most fabrications and paraphrases are rejected.
+its reference list lies. For each key, every position is filed by the GRAM key characters that
+start there (a :class:`~.grams.GramIndex`): a quote, an anchor or a resumption is found with a
+probe and a few comparisons instead of a scan of the paper, so a fabrication's search costs
+about what an exact hit does.
 """
 
 from __future__ import annotations
 
-import array
 import bisect
 import functools
 import re
-import struct
 from typing import TYPE_CHECKING, Sequence
 
 from .alignment import Flow
 from .furniture import apply_mask, mask_furniture, split_pages
+from .grams import GramIndex
 from .textkey import key_offsets, text_key
 
 if TYPE_CHECKING:  # pragma: no cover
-    import numpy
-    from numpy.typing import NDArray
-
     from .textkey import Offsets
 
-# Papers whose key is at least this long get a word-start index for exact look-ups, built when the
-# paper is prepared (about 1.5 ms for a 30k-character key; a scan of that key costs ~3 us a look-up).
-INDEX_MIN_KEY = 8_000
-GRAM = 8
-# Bloom filter bits a GRAM-character stretch of such a paper (two set each): about 1% false "present".
-FILTER_BITS_PER_GRAM = 16
-_GRAM_BASE = 1_000_003
-_BUCKET_MULTIPLIER = 0x9E3779B97F4A7C15  # Fibonacci hashing: spreads packed grams over the buckets
-_UINT64 = (1 << 64) - 1
-_ABSENT_ROW = b"\x01" * GRAM  # GRAM stretch starts in a row, all surely absent
 
 _REFERENCES_HEADING = re.compile(
     r"(?m)^\s*(?:\d+\.?\s+)?(?:References|REFERENCES|Bibliography|BIBLIOGRAPHY|Works Cited)\s*$")
@@ -73,10 +56,9 @@ class PaperIndex:
         else:
             self.unmasked_key = self.key
             self.unmasked_page_key_starts = self.page_key_starts
-        self._last_absent: tuple[str, int] = ("", -1)  # a key and its first absent stretch start
-        self._last_stretches: tuple[str, bytes] = ("", b"")  # a key and all its stretches' tests
-        self._last_scan: tuple[str, int] = ("", -1)  # the last key find() scanned the paper for, and where
-        self._gram_index  # noqa: B018 -- built with the paper, not on the first look-up
+        # Every position of the key by the stretch starting there: look-ups without scans.
+        self.grams = GramIndex(self.key)
+        self._bibliography  # noqa: B018 -- with the paper (and the offset map it reads): every hit's check
 
     def page_of(self, raw_offset: int) -> int | None:
         if not self.page_starts:
@@ -114,6 +96,13 @@ class PaperIndex:
         return windows
 
     @functools.cached_property
+    def unmasked_grams(self) -> GramIndex:
+        """The look-up index of the unmasked key, built on the first citation searched for there
+        (one not found in the masked key): a paper whose citations are all found as they are, a
+        reference system's, never needs it."""
+        return GramIndex(self.unmasked_key) if self.masked_ranges else self.grams
+
+    @functools.cached_property
     def _flow(self) -> "Flow":
         """Line starts and sentence flow of the masked text."""
         return Flow(self._masked_offsets, self.masked_text)
@@ -122,201 +111,9 @@ class PaperIndex:
     def _unmasked_flow(self) -> "Flow":
         return Flow(self._unmasked_offsets, self.text) if self.masked_ranges else self._flow
 
-    @functools.cached_property
-    def _gram_index(self) -> tuple[array.array[int], array.array[int], int] | None:
-        """Word starts of a long paper's key, filed by a code of their first GRAM characters.
-
-        Quotes start at a word: looking one up by its first characters costs a few probes of a
-        small bucket instead of a scan of the whole paper. Codes are spread over buckets by a
-        multiplicative hash. Built once, with the paper, for papers of INDEX_MIN_KEY or more.
-        """
-        key = self.key
-        if len(key) < INDEX_MIN_KEY:
-            return None
-        import numpy
-
-        offsets = self._masked_offsets
-        starts = numpy.concatenate(([0], numpy.flatnonzero(numpy.diff(offsets) > 1) + 1))
-        starts = starts[starts <= len(key) - GRAM]
-        codes = _gram_codes(key, starts)
-        # About two word starts a bucket: a look-up reads one or two cache lines, not a binary search's dozen.
-        bits = max(8, int(len(starts)).bit_length() - 1)
-        with numpy.errstate(over="ignore"):
-            buckets = (codes * numpy.uint64(_BUCKET_MULTIPLIER)) >> numpy.uint64(64 - bits)
-        # By bucket, and within one by position (a stable sort of ascending starts): the first entry
-        # of a bucket with the quote's code and text is its first occurrence.
-        order = numpy.argsort(buckets, kind="stable")
-        bounds = numpy.searchsorted(buckets[order], numpy.arange((1 << bits) + 1))
-        # array.array: 4 bytes an entry (a list of ints costs ~8x more), read in C. No codes are kept:
-        # a bucket holds one or two starts, and comparing the key there is as cheap as a code.
-        return (array.array("i", starts[order].astype(numpy.int32).tobytes()),
-                array.array("i", bounds.astype(numpy.int32).tobytes()), 64 - bits)
-
     def find(self, quote_key: str) -> int:
         """Where ``quote_key`` first occurs in the (masked) key, or -1."""
-        index = self._gram_index
-        if index is None or len(quote_key) < GRAM:
-            return self.key.find(quote_key)
-        starts, bounds, shift = index
-        try:  # _gram_code's common case, inline: this is the hot path of every exact hit
-            code = int.from_bytes(quote_key[:GRAM].encode("latin-1"), "little")
-        except UnicodeEncodeError:
-            code = _gram_code(quote_key)
-        bucket = ((code * _BUCKET_MULTIPLIER) & _UINT64) >> shift
-        key = self.key
-        for start in starts[bounds[bucket] : bounds[bucket + 1]]:  # positions ascending
-            if key.startswith(quote_key, start):
-                return start
-        if not self._may_occur(quote_key):
-            return -1  # no scan for a quote the paper surely lacks
-        if self._last_scan[0] == quote_key:
-            return self._last_scan[1]  # the full path asks again what the exact path scanned for
-        found = key.find(quote_key)  # a quote that does not start at a word
-        self._last_scan = (quote_key, found)
-        return found
-
-    @functools.cached_property
-    def _gram_filter(self) -> tuple[bytes, int] | None:
-        """Every GRAM-character stretch of the paper's keys (masked and unmasked), as a Bloom filter:
-        two bits of a table of 2**bits (at least FILTER_BITS_PER_GRAM a stretch) set for each.
-
-        A stretch it lacks is in neither key, so a citation can be turned down without a scan of
-        the paper (:meth:`_may_be_located`); a stretch it holds may still be absent (about 1% of
-        the time), which only sends that citation down the full path. Built on the first
-        citation that is not found as it is (about half the cost of preparing the paper; exact
-        quotes, a reference system's all, never need it).
-        """
-        if len(self.key) < INDEX_MIN_KEY:
-            return None  # a short paper is scanned faster than filtered
-        import numpy
-
-        keys = [self.key] if self.unmasked_key is self.key else [self.key, self.unmasked_key]
-        codes = numpy.concatenate([_all_gram_codes(key) for key in keys])
-        bits = min(32, max(10, (len(self.key) * FILTER_BITS_PER_GRAM).bit_length()))
-        flags = numpy.zeros(1 << bits, dtype=bool)
-        with numpy.errstate(over="ignore"):
-            hashed = codes * numpy.uint64(_BUCKET_MULTIPLIER)
-        flags[hashed >> numpy.uint64(64 - bits)] = True
-        flags[(hashed >> numpy.uint64(64 - 2 * bits)) & numpy.uint64((1 << bits) - 1)] = True
-        return numpy.packbits(flags, bitorder="little").tobytes(), bits
-
-    def _absent_stretches(self, quote_key: str) -> bytes:
-        """One byte for each GRAM-character stretch of ``quote_key`` (one a start: 0, 1, 2 ...):
-        1 where the stretch is surely in neither of the paper's keys. Needs the filter. For keys
-        with characters beyond Latin-1 (rare), whose stretches are coded one by one."""
-        if self._last_stretches[0] == quote_key:
-            return self._last_stretches[1]
-        import numpy
-
-        found = self._gram_filter
-        assert found is not None
-        count = len(quote_key) - GRAM + 1
-        if count <= 0:
-            return b""
-        codes = _gram_codes(quote_key, numpy.arange(count))
-        table, bits = numpy.frombuffer(found[0], dtype=numpy.uint8), found[1]
-        hashed = codes * numpy.uint64(_BUCKET_MULTIPLIER)  # modulo 2**64, as the filter was built
-        low = hashed >> numpy.uint64(64 - bits)
-        high = (hashed >> numpy.uint64(64 - 2 * bits)) & numpy.uint64((1 << bits) - 1)
-        three, seven = numpy.uint64(3), numpy.uint64(7)
-        present = ((table[(low >> three).astype(numpy.intp)] >> (low & seven).astype(numpy.uint8))
-                   & (table[(high >> three).astype(numpy.intp)] >> (high & seven).astype(numpy.uint8))
-                   & numpy.uint8(1))
-        flags: bytes = (present == 0).tobytes()
-        self._last_stretches = (quote_key, flags)
-        return flags
-
-    def _first_absent(self, quote_key: str) -> int:
-        """The first of the stretch starts 0, GRAM, 2 * GRAM ... (back to back) whose stretch is
-        surely in neither key, or -1. Needs the filter and a key of GRAM or more.
-
-        Tested one by one up to the first absent stretch (a fabrication usually stops early);
-        the answer is kept for the key's next tests, and answers those of a start of it too."""
-        last_key, last = self._last_absent
-        if last_key.startswith(quote_key):
-            return last if last + GRAM <= len(quote_key) else -1
-        found = self._gram_filter
-        assert found is not None
-        table, bits = found
-        try:
-            data = quote_key.encode("latin-1")
-        except UnicodeEncodeError:
-            at = self._absent_stretches(quote_key)[::GRAM].find(1)
-            at = at * GRAM if at >= 0 else -1
-        else:
-            at = -1
-            first, second, mask = 64 - bits, 64 - 2 * bits, (1 << bits) - 1
-            for number, code in enumerate(struct.unpack_from(f"<{(len(data) - GRAM) // GRAM + 1}Q", data)):
-                hashed = (code * _BUCKET_MULTIPLIER) & _UINT64
-                low, high = hashed >> first, (hashed >> second) & mask
-                if not (table[low >> 3] >> (low & 7) & 1 and table[high >> 3] >> (high & 7) & 1):
-                    at = number * GRAM
-                    break
-        self._last_absent = (quote_key, at)
-        return at
-
-    def _may_occur(self, quote_key: str) -> bool:
-        """False when ``quote_key`` is surely in neither key (one of its stretches is not)."""
-        if len(quote_key) < GRAM or self._gram_filter is None:
-            return True
-        return self._first_absent(quote_key) < 0
-
-    def _absent_row(self, data: bytes, at: int) -> bool:
-        """Whether the stretch starts around ``at`` (one surely absent) in ``data`` (a key's Latin-1
-        bytes) hold GRAM in a row that are all surely absent, tested one by one."""
-        found = self._gram_filter
-        assert found is not None
-        table, bits = found
-        first, second, mask = 64 - bits, 64 - 2 * bits, (1 << bits) - 1
-        row = 1
-        for step, stop in ((1, min(len(data) - GRAM, at + GRAM - 1) + 1), (-1, max(-1, at - GRAM))):
-            for start in range(at + step, stop, step):
-                hashed = (int.from_bytes(data[start : start + GRAM], "little") * _BUCKET_MULTIPLIER) & _UINT64
-                low, high = hashed >> first, (hashed >> second) & mask
-                if table[low >> 3] >> (low & 7) & 1 and table[high >> 3] >> (high & 7) & 1:
-                    break  # present: the row ends here
-                row += 1
-            if row >= GRAM:
-                return True
-        return False
-
-    def _may_be_located(self, part_key: str) -> bool:
-        """False when ``part_key`` surely cannot be located, gaps allowed (see :func:`.alignment.locate`).
-
-        A located part is a run of the paper's key, then runs resumed after a gap, each at
-        least GRAM key characters long (MIN_GAPPED_ANCHOR, the 8 characters checked after a
-        number, MIN_RESUMED_RUN, MIN_ANCHOR) but the last, which ends the part. So of any GRAM
-        consecutive stretch starts, one starts a stretch inside a run: a part with GRAM starts
-        in a row whose stretches are all absent (a changed word, digit or phrase leaves
-        GRAM - 1 + its length) is not in the paper. Such a row holds one of the starts 0, GRAM,
-        2 * GRAM ...: only around those found absent is a row looked for."""
-        if len(part_key) - GRAM + 1 < GRAM or self._gram_filter is None:
-            return True
-        at = self._first_absent(part_key)
-        if at < 0:
-            return True  # no start 0, GRAM, 2 * GRAM ... absent: no row
-        try:
-            data = part_key.encode("latin-1")
-        except UnicodeEncodeError:
-            return _ABSENT_ROW not in self._absent_stretches(part_key)
-        table, bits = self._gram_filter
-        first, second, mask = 64 - bits, 64 - 2 * bits, (1 << bits) - 1
-        while at >= 0:
-            if self._absent_row(data, at):
-                return False  # most fabrications: the changed word around the first absent start
-            at += GRAM  # the next absent one of the starts 0, GRAM, 2 * GRAM ...
-            while at <= len(data) - GRAM:
-                hashed = (int.from_bytes(data[at : at + GRAM], "little") * _BUCKET_MULTIPLIER) & _UINT64
-                low, high = hashed >> first, (hashed >> second) & mask
-                if not (table[low >> 3] >> (low & 7) & 1 and table[high >> 3] >> (high & 7) & 1):
-                    break
-                at += GRAM
-            else:
-                at = -1
-        return True
-
-    def _find_unmasked(self, quote_key: str) -> int:
-        return self.unmasked_key.find(quote_key) if self._may_occur(quote_key) else -1
+        return self.grams.find(quote_key)
 
     @functools.cached_property
     def masked_text(self) -> str:
@@ -362,50 +159,6 @@ class PaperIndex:
         if unmasked:
             return self.unmasked_key, self.unmasked_page_key_starts
         return self.key, self.page_key_starts
-
-
-def _gram_codes(key: str, starts: NDArray[numpy.intp]) -> NDArray[numpy.uint64]:
-    """:func:`_gram_code` of the GRAM characters at each of ``starts`` (a numpy array), at once."""
-    import numpy
-
-    points = numpy.frombuffer(key.encode("utf-32-le"), dtype=numpy.uint32).astype(numpy.uint64)
-    grams = numpy.stack([points[starts + i] for i in range(GRAM)])
-    packed = numpy.zeros(len(starts), dtype=numpy.uint64)
-    hashed = numpy.zeros(len(starts), dtype=numpy.uint64)
-    with numpy.errstate(over="ignore"):
-        for i in range(GRAM):
-            packed |= grams[i] << numpy.uint64(8 * i)
-            hashed = hashed * numpy.uint64(_GRAM_BASE) + grams[i]
-    # Latin-1 grams (nearly all) are packed exactly; others are hashed, top bit set.
-    return numpy.where((grams < 256).all(axis=0), packed, hashed | numpy.uint64(1 << 63))
-
-
-def _all_gram_codes(key: str) -> NDArray[numpy.uint64]:
-    """:func:`_gram_code` of every GRAM characters of ``key``: its Latin-1 bytes read eight at a
-    time from each offset, then the few stretches holding another character coded apart."""
-    import numpy
-
-    data = key.encode("latin-1", "replace")
-    codes: NDArray[numpy.uint64] = numpy.ndarray((len(data) - GRAM + 1,), dtype="<u8", buffer=data, strides=(1,)).copy()
-    if not key.isascii():
-        others = numpy.flatnonzero(numpy.frombuffer(key.encode("utf-32-le"), dtype=numpy.uint32) > 255)
-        if len(others):
-            starts = numpy.unique((others[:, None] - numpy.arange(GRAM)).ravel())
-            starts = starts[(starts >= 0) & (starts < len(codes))]
-            codes[starts] = _gram_codes(key, starts)
-    return codes
-
-
-def _gram_code(key: str) -> int:
-    """The code :attr:`PaperIndex._gram_index` files a key's first GRAM characters under."""
-    gram = key[:GRAM]
-    try:
-        return int.from_bytes(gram.encode("latin-1"), "little")
-    except UnicodeEncodeError:
-        code = 0
-        for char in gram:
-            code = (code * _GRAM_BASE + ord(char)) & 0xFFFFFFFFFFFFFFFF
-        return code | (1 << 63)
 
 
 def _running_starts(keys: list[str]) -> tuple[int, ...]:

@@ -2,12 +2,13 @@
 
 :class:`MatchIndex` is a prepared paper (:class:`~.index.PaperIndex`) that answers citations.
 The common case costs a key and one indexed look-up (:meth:`MatchIndex._exact_hit`). The rest
-take the full path: a citation that only points somewhere, or is too short, is no evidence; a
-necessary test on the paper's Bloom filter turns down most fabrications and paraphrases
-without a search; then the quote is located with the gaps :mod:`.alignment` allows, in the
-paper with its furniture blanked and then as it stands; a quote that cuts a number, is a
-reference-list entry or is all furniture is no evidence; a verbatim start followed by a
-clearly separated comment of the model's own is grounded with that comment set apart.
+take the full path: a citation that only points somewhere, or is too short, is no evidence;
+then the quote is located with the gaps :mod:`.alignment` allows, in the paper with its
+furniture blanked and then as it stands (every search a look-up in the key's
+:class:`~.grams.GramIndex`, so a fabrication costs a few look-ups, not scans of the paper);
+a quote that cuts a number, is a reference-list entry or is all furniture is no evidence; a
+verbatim start followed by a clearly separated comment of the model's own is grounded with
+that comment set apart.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Any, Callable, Protocol, Sequence, TypeVar, Union
 
 from . import diagnosis
 from .alignment import ELISION_WINDOW, MIN_ANCHOR, anchored_prefix, around_anchor, locate, similarity
-from .index import GRAM, PaperIndex
+from .grams import GramIndex
+from .index import PaperIndex
 from .quotes import (
     EDGES,
     LOOKS_LIKE_REFERENCE,
@@ -28,7 +30,7 @@ from .quotes import (
     split_elisions,
     strip_wrapping,
 )
-from .textkey import has_digit, key_offsets, part_keys, text_key
+from .textkey import has_digit, mark_context, part_keys, text_key
 from .verdicts import (
     MIN_QUOTE_KEY,
     NOT_EVIDENCE,
@@ -81,6 +83,7 @@ class MatchIndex(PaperIndex):
         super().__init__(text, page_starts)
         self._memo: dict[str, CitationMatch] = {}
         self._span_memo: dict[str, tuple[tuple[int, int], ...] | None] = {}
+        self._last_key = ("", "")  # the last text _exact_hit made a key of, and its key
 
     def release(self) -> None:
         """Forget the answered citations. Each remembers this index (its diagnosis is worked out when read),
@@ -108,9 +111,10 @@ class MatchIndex(PaperIndex):
         if "\u2026" in inner or ".." in inner or ". ." in inner:
             return self._exact_elided(citation, inner)
         quote_key = text_key(inner)
+        self._last_key = (inner, quote_key)  # the full path reads the same text, mostly: one key
         if len(quote_key) < MIN_QUOTE_KEY:
             return None
-        at = self.find(quote_key)
+        at = self.grams.find(quote_key)
         if at < 0:
             return None
         return self._exact_result(citation, [quote_key], ((at, at + len(quote_key)),), VERBATIM)
@@ -174,18 +178,12 @@ class MatchIndex(PaperIndex):
             self._span_memo[passage] = result.key_spans if result.grounded else None
         return self._span_memo[passage]
 
-    def _may_be_grounded(self, parts: list[str], keys: list[str]) -> bool:
-        """A necessary test before the search: False only where :meth:`_match` would find neither
-        a located quote nor a verbatim quote with a comment. A comment follows a verbatim start
-        (one run of the paper, at least MIN_ANCHOR and half the key) and a separator."""
-        if all(map(self._may_be_located, keys)):
-            return True
-        if len(keys) != 1 or not self._may_occur(keys[0][: max(MIN_ANCHOR, (len(keys[0]) + 1) // 2)]):
-            return False
-        return next(iter(comment_boundaries(parts[0])), None) is not None
-
     def _match(self, citation: str) -> "CitationMatch":
-        pieces = [(p, text_key(p)) for p in split_elisions(strip_wrapping(citation))]
+        known, known_key = self._last_key
+        # A part that is the exact path's text with wrapping or spaces around it (no key characters,
+        # and at a text's edge no context for a point or a sign either) has the same key.
+        pieces = [(p, known_key if p.strip(EDGES) == known else text_key(p))
+                  for p in split_elisions(strip_wrapping(citation))]
         parts = [p for p, k in pieces if k]
         keys = [k for _, k in pieces if k]
         total = sum(len(k) for k in keys)
@@ -193,8 +191,6 @@ class MatchIndex(PaperIndex):
             return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
         if total < MIN_QUOTE_KEY:
             return CitationMatch(citation, self, False, TOO_SHORT, ())
-        if not self._may_be_grounded(parts, keys):  # most fabrications and paraphrases: no search at all
-            return CitationMatch(citation, self, False, None, (), parts=tuple(parts))
         for unmasked in (False, True):
             if unmasked and self.unmasked_key is self.key:
                 break
@@ -273,10 +269,10 @@ class MatchIndex(PaperIndex):
     def _locate_parts(self, keys: list[str], unmasked: bool) -> tuple[tuple[int, int], ...] | None:
         key, pages = self._keys(unmasked)
         first = keys[0]
-        find = self._find_unmasked if unmasked else self.find
+        grams = self.unmasked_grams if unmasked else self.grams
         flow = self._unmasked_flow if unmasked else self._flow
         if len(keys) == 1:
-            found = locate(key, pages, first, 0, len(key), flow, find)
+            found = locate(key, pages, first, 0, len(key), flow, grams)
             return tuple(found) if found else None
         # An elided quote: anchor on its longest part (the most selective: a first part may be a
         # single common word, as where a paper's own "..." is quoted), at each place it occurs,
@@ -284,10 +280,10 @@ class MatchIndex(PaperIndex):
         anchor = max(range(len(keys)), key=lambda at: len(keys[at]))
         start = 0
         for _ in range(20):
-            head = locate(key, pages, keys[anchor], start, len(key), flow, find if start == 0 else None)
+            head = locate(key, pages, keys[anchor], start, len(key), flow, grams)
             if head is None:
                 return None
-            spans = around_anchor(key, pages, flow, keys, anchor, list(head))
+            spans = around_anchor(key, pages, flow, keys, anchor, list(head), grams)
             if spans is not None:
                 return tuple(spans)
             start = head[0][0] + 1
@@ -296,23 +292,21 @@ class MatchIndex(PaperIndex):
     def _split_commentary(self, quote: str, quote_key: str) -> tuple[tuple[tuple[int, int], ...], str] | None:
         """(spans, comment) when ``quote`` (whose key is ``quote_key``) is a verbatim passage plus an
         own comment."""
-        if self._gram_filter is not None and len(quote_key) >= GRAM:
-            # The verbatim start ends before the first stretch surely not in the paper: no search
-            # when that leaves less than the start a comment needs.
-            absent = self._first_absent(quote_key)
-            if 0 <= absent and absent + GRAM - 1 < max(MIN_ANCHOR, (len(quote_key) + 1) // 2):
-                return None
-        prefix_length, position = anchored_prefix(self.key, quote_key, 0, len(self.key))
-        # A comment follows a verbatim start of at least half the quote: tested before the
-        # separators are looked for (a regex step per character).
+        # The masked search's anchored prefix (remembered, or a few index look-ups).
+        prefix_length, position = anchored_prefix(self.key, quote_key, 0, len(self.key), grams=self.grams)
+        # A comment follows a verbatim start of at least MIN_ANCHOR and half the quote: tested
+        # before the separators are looked for (a regex step per character).
         if prefix_length < MIN_ANCHOR or prefix_length >= len(quote_key) or prefix_length * 2 < len(quote_key):
             return None
         boundaries = list(comment_boundaries(quote))
         if not boundaries:
             return None
-        offsets = key_offsets(quote)
+        # Key characters before each boundary: the key of the text before it, its points and signs
+        # read in the whole quote (each character's part of a key is fixed once they are read:
+        # what key_offsets counts, without its numpy passes).
+        marked = mark_context(quote)
         for boundary_raw in boundaries:
-            boundary = int(offsets.searchsorted(boundary_raw))
+            boundary = len(text_key(marked[:boundary_raw]))
             if not (prefix_length - 6 <= boundary <= prefix_length):
                 continue
             if boundary < MIN_ANCHOR or boundary * 2 < len(quote_key):
@@ -324,7 +318,7 @@ class MatchIndex(PaperIndex):
             follow = self.key[position + boundary : position + boundary + len(rest)]
             if similarity(rest, follow) >= 0.6 or self._paraphrases_what_follows(quote[boundary_raw:], verbatim):
                 return None  # the paper goes on almost like this: an altered or paraphrased quote
-            if _mostly_in(self.key, rest):
+            if _mostly_in(self.grams, rest):
                 return None  # the rest is real text from elsewhere: stitched
             return verbatim.key_spans, quote[boundary_raw:].strip()
         return None
@@ -350,7 +344,7 @@ class MatchIndex(PaperIndex):
         return diagnosis.diagnose(self, lambda part: self.match(part).grounded, citation, parts)
 
 
-def _mostly_in(key: str, text_key_: str, width: int = 24) -> bool:
+def _mostly_in(key: GramIndex, text_key_: str, width: int = 24) -> bool:
     """True when most ``width``-character windows of ``text_key_`` occur in ``key``.
 
     A model's own comment may echo a phrase of the paper; a passage copied

@@ -1,0 +1,201 @@
+"""Where a string occurs in a paper's key, without a scan: every GRAM-character stretch by position.
+
+A :class:`GramIndex` files every position of a key by a code of the GRAM key characters that
+start there (their Latin-1 bytes, packed; a hash for the rare stretch with another character),
+spread over buckets by a multiplicative hash. Any string of GRAM or more key characters starts
+where one of its stretches does: the few positions in that stretch's bucket are the only
+candidates, each checked by comparing the key there. So a look-up costs a probe and a few
+comparisons where ``str.find`` reads the key to the end, and answers the same (tested against it).
+
+About 5-6 bytes a key character (4 a position, 1-2 for the bucket bounds); built with a sort when
+the paper is prepared.
+"""
+
+from __future__ import annotations
+
+import array
+import bisect
+from typing import TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy
+    from numpy.typing import NDArray
+
+GRAM = 8
+_GRAM_BASE = 1_000_003
+BUCKET_MULTIPLIER = 0x9E3779B97F4A7C15  # Fibonacci hashing: spreads packed grams over the buckets
+UINT64 = (1 << 64) - 1
+# A stretch whose bucket holds more positions than this is looked past for a rarer one of the string.
+_CROWDED = 16
+
+
+class GramIndex:
+    """Every position of ``key``, filed by the GRAM characters that start there.
+
+    :meth:`find`, :meth:`rfind` and :meth:`occurrences` answer what ``key.find``, ``key.rfind``
+    and repeated ``key.find`` calls would, for any string and bounds (none negative).
+    """
+
+    __slots__ = ("key", "_starts", "_bounds", "_shift", "_last")
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self._last: tuple[str, int] = ("", -1)  # the last string looked for in the whole key, and where
+        count = len(key) - GRAM + 1
+        bits = max(4, max(count, 1).bit_length() - 2)  # two to four positions a bucket
+        self._shift = 64 - bits
+        if count <= 0:
+            self._starts = array.array("i")
+            self._bounds = array.array("i", bytes(4 * ((1 << bits) + 1)))
+            return
+        import numpy
+
+        codes = all_gram_codes(key)
+        with numpy.errstate(over="ignore"):
+            buckets = (codes * numpy.uint64(BUCKET_MULTIPLIER)) >> numpy.uint64(self._shift)
+        # By bucket, and within one by position: one sort of (bucket, position) packed in 64 bits
+        # (a value sort is several times faster than a stable argsort), the bounds from a count.
+        packed = numpy.sort((buckets << numpy.uint64(32)) | numpy.arange(count, dtype=numpy.uint64))
+        bounds = numpy.zeros((1 << bits) + 1, dtype=numpy.int64)
+        numpy.cumsum(numpy.bincount(buckets.astype(numpy.intp), minlength=1 << bits), out=bounds[1:])
+        # array.array: 4 bytes an entry, read in C (a list of ints costs ~8x more).
+        self._starts = array.array("i", (packed & numpy.uint64(0xFFFFFFFF)).astype(numpy.int32).tobytes())
+        self._bounds = array.array("i", bounds.astype(numpy.int32).tobytes())
+
+    def nbytes(self) -> int:
+        """Memory held by the index itself (the key aside)."""
+        return self._starts.itemsize * (len(self._starts) + len(self._bounds))
+
+    def _bucket(self, text: str, at: int) -> tuple[int, int]:
+        """The span of ``_starts`` filed under the GRAM characters of ``text`` at ``at``."""
+        gram = text[at : at + GRAM]
+        try:
+            code = int.from_bytes(gram.encode("latin-1"), "little")
+        except UnicodeEncodeError:
+            code = gram_code(gram)
+        bucket = ((code * BUCKET_MULTIPLIER) & UINT64) >> self._shift
+        return self._bounds[bucket], self._bounds[bucket + 1]
+
+    def _candidates(self, text: str, low: int) -> tuple[array.array[int], int]:
+        """Positions (ascending) among which every occurrence of ``text`` at or after ``low`` starts,
+        each moved by the returned offset: the rarest of a few of its stretches."""
+        first, last = self._bucket(text, 0)
+        offset = 0
+        if last - first > _CROWDED and len(text) >= 2 * GRAM:
+            for at in (len(text) - GRAM, (len(text) - GRAM) // 2):
+                other_first, other_last = self._bucket(text, at)
+                if other_last - other_first < last - first:
+                    first, last, offset = other_first, other_last, at
+        starts = self._starts[first:last]
+        if low + offset > 0:
+            starts = starts[bisect.bisect_left(starts, low + offset):]
+        return starts, offset
+
+    def find(self, text: str, low: int = 0, high: int | None = None) -> int:
+        """``key.find(text, low, high)``."""
+        key = self.key
+        if not low and (high is None or high >= len(key)) and len(text) >= GRAM:
+            # The whole key (most look-ups), its first stretch's bucket inline: the hot path of every exact hit.
+            if text is self._last[0]:
+                return self._last[1]  # the same key object again (a quote not found as it is, searched for again)
+            try:
+                code = int.from_bytes(text[:GRAM].encode("latin-1"), "little")
+            except UnicodeEncodeError:
+                code = gram_code(text)
+            bucket = ((code * BUCKET_MULTIPLIER) & UINT64) >> self._shift
+            first, last = self._bounds[bucket], self._bounds[bucket + 1]
+            if last - first <= _CROWDED:
+                found = -1
+                for start in self._starts[first:last]:
+                    if key.startswith(text, start):
+                        found = start
+                        break
+                self._last = (text, found)
+                return found
+        if high is None or high > len(key):
+            high = len(key)
+        low = max(low, 0)
+        if len(text) < GRAM:
+            return key.find(text, low, high)
+        starts, offset = self._candidates(text, low)
+        last = high - len(text) + offset
+        for start in starts:
+            if start > last:
+                break
+            if key.startswith(text, start - offset):
+                return start - offset
+        return -1
+
+    def occurrences(self, text: str, low: int = 0, high: int | None = None) -> Iterator[int]:
+        """Every start of ``text`` in ``key[low:high]``, ascending (overlapping ones too), as
+        repeated ``key.find(text, previous + 1, high)`` calls give them."""
+        key = self.key
+        if high is None or high > len(key):
+            high = len(key)
+        low = max(low, 0)
+        if len(text) < GRAM:
+            found = key.find(text, low, high)
+            while found >= 0:
+                yield found
+                found = key.find(text, found + 1, high)
+            return
+        starts, offset = self._candidates(text, low)
+        last = high - len(text) + offset
+        for start in starts:
+            if start > last:
+                return
+            if key.startswith(text, start - offset):
+                yield start - offset
+
+    def rfind(self, text: str, low: int = 0, high: int | None = None) -> int:
+        """``key.rfind(text, low, high)``."""
+        last = -1
+        for start in self.occurrences(text, low, high):
+            last = start
+        return last
+
+
+def gram_codes(key: str, starts: NDArray[numpy.intp]) -> NDArray[numpy.uint64]:
+    """:func:`gram_code` of the GRAM characters at each of ``starts`` (a numpy array), at once."""
+    import numpy
+
+    points = numpy.frombuffer(key.encode("utf-32-le"), dtype=numpy.uint32).astype(numpy.uint64)
+    grams = numpy.stack([points[starts + i] for i in range(GRAM)])
+    packed = numpy.zeros(len(starts), dtype=numpy.uint64)
+    hashed = numpy.zeros(len(starts), dtype=numpy.uint64)
+    with numpy.errstate(over="ignore"):
+        for i in range(GRAM):
+            packed |= grams[i] << numpy.uint64(8 * i)
+            hashed = hashed * numpy.uint64(_GRAM_BASE) + grams[i]
+    # Latin-1 grams (nearly all) are packed exactly; others are hashed, top bit set.
+    return numpy.where((grams < 256).all(axis=0), packed, hashed | numpy.uint64(1 << 63))
+
+
+def all_gram_codes(key: str) -> NDArray[numpy.uint64]:
+    """:func:`gram_code` of every GRAM characters of ``key``: its Latin-1 bytes read eight at a
+    time from each offset, then the few stretches holding another character coded apart."""
+    import numpy
+
+    if len(key) < GRAM:
+        return numpy.zeros(0, dtype=numpy.uint64)
+    data = key.encode("latin-1", "replace")
+    codes: NDArray[numpy.uint64] = numpy.ndarray((len(data) - GRAM + 1,), dtype="<u8", buffer=data, strides=(1,)).copy()
+    if not key.isascii():
+        others = numpy.flatnonzero(numpy.frombuffer(key.encode("utf-32-le"), dtype=numpy.uint32) > 255)
+        if len(others):
+            starts = numpy.unique((others[:, None] - numpy.arange(GRAM)).ravel())
+            starts = starts[(starts >= 0) & (starts < len(codes))]
+            codes[starts] = gram_codes(key, starts)
+    return codes
+
+
+def gram_code(key: str) -> int:
+    """The code of a key's first GRAM characters, as :func:`all_gram_codes` gives it."""
+    gram = key[:GRAM]
+    try:
+        return int.from_bytes(gram.encode("latin-1"), "little")
+    except UnicodeEncodeError:
+        code = 0
+        for char in gram:
+            code = (code * _GRAM_BASE + ord(char)) & 0xFFFFFFFFFFFFFFFF
+        return code | (1 << 63)
