@@ -80,6 +80,14 @@ def _question(prompt: str) -> str:
     return prompt.rsplit("QUESTION:", 1)[-1].strip()
 
 
+def _by_question(requests: list[dict]) -> collections.Counter:
+    """Good answers per question asked (as the answers on disk and the dataset's rows are counted)."""
+    counts: collections.Counter = collections.Counter()
+    for prompt, times in _answered(requests).items():
+        counts[_question(prompt)] += times
+    return counts
+
+
 def measure(rows: int = ROWS, fault_rate: float = 0.05, workers: int = 2, kill_at: float = 0.5,
             folder: Path | None = None, latency_s: float = 0.0, timeout_s: float = 7200,
             extra: list[str] | None = None) -> Figures:
@@ -111,26 +119,22 @@ def measure(rows: int = ROWS, fault_rate: float = 0.05, workers: int = 2, kill_a
             first.wait()
             log.close()
             wall1 = time.monotonic() - start
-            on_disk = {json.loads(f.read_text())["question"] for f in answers.rglob("*.json")}
-            kept = len(on_disk)
+            # One file a row's answer (rows asking the same question of a paper each have theirs).
+            on_disk = collections.Counter(json.loads(f.read_text())["question"].strip() for f in answers.rglob("*.json"))
+            kept = sum(on_disk.values())
             calls1 = len(server.requests)
             start = time.monotonic()
             second = subprocess.run(args, cwd=work, env=env, capture_output=True, text=True, timeout=timeout_s)
             wall2 = time.monotonic() - start
             requests = list(server.requests)
-        # Paid twice: a prompt answered more often than the dataset has rows asking it (the synthetic
-        # dataset asks a few identical questions of the same paper), except one answered by the server
-        # while pytest was being killed and not yet on disk (asking it again is the resume).
+        # Paid twice: run 2 asking a question more often than the rows asking it that had no answer on disk
+        # (the synthetic dataset asks a few questions of several rows). Answered in run 1 but not yet on disk
+        # at the kill ("in flight"): asking those again is the resume.
         rows_asking = collections.Counter(json.loads(line)["question"].strip()
                                           for line in Path(made["shuffled"]).read_text().splitlines() if line.strip())
-        run1, run2 = _answered(requests[:calls1]), _answered(requests[calls1:])
-        asked_twice = in_flight = 0
-        for prompt in run1 | run2:
-            extra = run1[prompt] + run2[prompt] - rows_asking[_question(prompt)]
-            if extra == 1 and run2[prompt] and _question(prompt) not in on_disk:
-                in_flight += 1
-            elif extra > 0:
-                asked_twice += extra
+        run1, run2 = _by_question(requests[:calls1]), _by_question(requests[calls1:])
+        asked_twice = sum(max(0, run2[q] - (rows_asking[q] - on_disk[q])) for q in run2)
+        in_flight = sum(max(0, run1[q] - on_disk[q]) for q in run1)
         runs = sorted((work / ".researchqa" / "runs").glob("*-load"))
         saved = [json.loads(line) for line in (runs[-1] / "rows.jsonl").read_text().splitlines()] if runs else []
         dataset_ids = {json.loads(line)["row_id"] for line in Path(made["shuffled"]).read_text().splitlines()
