@@ -178,6 +178,19 @@ def test_bm25_cites_passages_that_are_verbatim_and_cover_the_paper():
     assert len(answer.citations) == 2 and all(c in text for c in answer.citations)
 
 
+def test_bm25_finds_the_same_words_in_ascii_text_as_the_word_pattern_does():
+    import random
+    import re
+
+    from pytest_researchqa.systems.bm25 import _STOPWORDS, tokens
+
+    rng = random.Random(24)
+    alphabet = [chr(c) for c in range(128)] + ["é", "İ", "ß", "\u00a0"]
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        assert tokens(text) == [w for w in re.findall(r"\w+", text.lower()) if w not in _STOPWORDS], repr(text)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_bm25_scores_every_passage_bit_for_bit_as_rank_bm25s_okapi_does(seed):
     import random
