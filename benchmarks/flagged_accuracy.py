@@ -72,9 +72,9 @@ def measure(labels: list[dict], reader: Callable[[dict], Optional[bool]]) -> tup
 
 def model_reader(args: argparse.Namespace) -> tuple[Callable[[dict], Optional[bool]], dict[str, str]]:
     """The plugin's premise judge on ``args.judge``: a verdict per label (None when it errs), and its reasons."""
+    from pytest_researchqa.families.registry import make_judge
     from pytest_researchqa.llm.cache import AnswerCache
     from pytest_researchqa.llm.engine import ModelRunner, ProviderError
-    from pytest_researchqa.llm.judges import make_judge
     from pytest_researchqa.llm.system import ModelSpec
     from pytest_researchqa.llm_params import call_limits, parse_model_params
     from pytest_researchqa.papers import default_cache_dir

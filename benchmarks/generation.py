@@ -36,6 +36,7 @@ from llm_server import ScriptedLLM  # noqa: E402
 
 from pytest_researchqa.__main__ import main as cli  # noqa: E402
 from pytest_researchqa.families.citation.loaders import load_dataset  # noqa: E402
+from pytest_researchqa.families.citation.matcher import match_index  # noqa: E402
 from pytest_researchqa.families.citation.metrics import check_expected_passages  # noqa: E402
 from pytest_researchqa.papers import PaperStore  # noqa: E402
 
@@ -72,7 +73,7 @@ def main() -> int:
     store = PaperStore(papers, work / "cache")
     found = total = 0
     for row in dataset.rows:
-        hits, count = check_expected_passages(row, store.get(row.paper_id).match_index).counts
+        hits, count = check_expected_passages(row, match_index(store.get(row.paper_id))).counts
         found, total = found + hits, total + count
     print(f"papers: {totals['papers']} ({len(sources) - 3} real PDFs from ../shared/papers, 3 sample PDFs), "
           f"{totals['failed']} failed; model {args.model}, median latency {args.median}s, "

@@ -1,6 +1,6 @@
 """Pipelined model calls versus batch barriers, against a local server with lognormal latency.
 
-Runs N rows through the plugin's real path (LlmSystem -> litellm -> a local
+Runs N rows through the plugin's real path (the citation family's model system -> litellm -> a local
 OpenAI-compatible server on 127.0.0.1 whose latency is lognormal, sigma 0.6)
 at concurrency C, and prints:
 
@@ -30,10 +30,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from llm_server import ScriptedLLM  # noqa: E402
 
 from pytest_researchqa.families.citation.loaders import load_dataset  # noqa: E402
+from pytest_researchqa.families.citation.model_system import CitedAnswerSystem  # noqa: E402
 from pytest_researchqa.families.citation.rows import Row  # noqa: E402
 from pytest_researchqa.llm.cache import AnswerCache  # noqa: E402
 from pytest_researchqa.llm.engine import ModelRunner  # noqa: E402
-from pytest_researchqa.llm.system import LlmSystem, ModelSpec  # noqa: E402
+from pytest_researchqa.llm.system import ModelSpec  # noqa: E402
 from pytest_researchqa.papers import PaperStore  # noqa: E402
 
 
@@ -57,7 +58,7 @@ def main() -> int:
         cache_dir = Path(tempfile.mkdtemp())
         runner = ModelRunner(concurrency=args.concurrency)
         spec = ModelSpec("openai/good", {"api_base": server.url, "api_key": "bench"})
-        system = LlmSystem(spec, runner, AnswerCache(cache_dir))
+        system = CitedAnswerSystem(spec, runner, AnswerCache(cache_dir))
         # Warm-up call (first-call setup in litellm and the HTTP client), not timed.
         warm = Row.model_validate({**rows[0].model_dump(), "row_id": "warm", "question": "warm up?"})
         system.answer(warm, papers[warm.paper_id])

@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "match_citation": "families.citation.matcher",
+    "match_index": "families.citation.matcher",
     "CitationMatch": "families.citation.matcher",
     "MatchIndex": "families.citation.matcher",
     "cited_verbatim": "families.citation.assertions",
@@ -24,7 +25,7 @@ _EXPORTS = {
     "flags_premise": "families.citation.assertions",
     "judged": "families.citation.assertions",
     "check_answer": "families.citation.assertions",
-    "Answer": "families.citation.answers",
+    "Answer": "answers",
     "Row": "families.citation.rows",
     "SectionEvidence": "families.citation.rows",
     "Paper": "papers",
@@ -37,7 +38,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .families.citation.answers import Answer
+    from .answers import Answer
     from .families.citation.assertions import (
         check_answer,
         cited_verbatim,
@@ -47,7 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
         judged,
     )
     from .families.citation.loaders import load_dataset
-    from .families.citation.matcher import CitationMatch, MatchIndex, match_citation
+    from .families.citation.matcher import CitationMatch, MatchIndex, match_citation, match_index
     from .families.citation.rows import Row, SectionEvidence
     from .papers import Paper, PaperUnavailable
     from .records import Recorder, RowRecord

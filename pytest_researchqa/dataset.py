@@ -7,9 +7,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Generic, Optional, Protocol, TypeVar
 
 RowT = TypeVar("RowT")
+
+
+class FamilyRow(Protocol):
+    """What the plugin reads of any family's row (records, sampling, ids); the rest is the family's."""
+
+    @property
+    def row_id(self) -> str: ...
+
+    @property
+    def question(self) -> str: ...
+
+    @property
+    def question_type(self) -> str: ...  # a marker; sampling is stratified by it
+
+    @property
+    def domain(self) -> Optional[str]: ...
+
+    @property
+    def paper_id(self) -> Optional[str]: ...  # None for a family whose rows are not about one paper
 
 
 class DatasetError(Exception):

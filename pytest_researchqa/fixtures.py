@@ -18,9 +18,8 @@ import pytest
 from .stash import RECORD, RECORDER, SETTINGS, Case, run_state
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .dataset import Dataset
-    from .families.citation.answers import Answer
-    from .families.protocols import FamilyRow
+    from .answers import Answer
+    from .dataset import Dataset, FamilyRow
     from .llm.judges import JudgePanel, ModelJudge
     from .options import Settings
     from .papers import Paper
@@ -76,6 +75,7 @@ def researchqa_paper(request: pytest.FixtureRequest, researchqa_row: Any) -> "Op
     A paper that cannot be read makes the row error. A row with a required
     section the paper does not contain is a dataset defect: xfail by default.
     """
+    from .families.citation.matcher import match_index
     from .families.citation.metrics import check_expected_passages
     from .papers import PaperUnavailable
 
@@ -90,7 +90,7 @@ def researchqa_paper(request: pytest.FixtureRequest, researchqa_row: Any) -> "Op
         unavailable = str(error)
     if unavailable is not None:
         _error(request, unavailable)  # outside the except block: said once, not chained
-    check = check_expected_passages(researchqa_row, paper.match_index)
+    check = check_expected_passages(researchqa_row, match_index(paper))
     record.expected_found, record.expected_total = check.counts
     missing = check.missing_sections
     if missing:

@@ -21,3 +21,12 @@ def moved_name(old_module: str, new_module: str, name: str) -> Any:
     warnings.warn(f"{old_module} moved to {new_module}: import {name} from there "
                   "(the old path goes in the next release)", DeprecationWarning, stacklevel=3)
     return value
+
+
+def moved_attribute(old: str, new_module: str, name: str, owner: Any) -> Any:
+    """An attribute (``old``: ``Class.attribute``) that became the function ``name`` of ``new_module``:
+    ``name(owner)``, warning where the new home is."""
+    value = getattr(importlib.import_module(new_module), name)(owner)
+    warnings.warn(f"{old} moved to {new_module}: call {name}(...) from there "
+                  "(the old attribute goes in the next release)", DeprecationWarning, stacklevel=3)
+    return value

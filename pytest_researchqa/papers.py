@@ -14,6 +14,7 @@ pypdf version and this module's extraction version.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import json
@@ -22,15 +23,14 @@ import tempfile
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .families.citation.matcher import MatchIndex
+T = TypeVar("T")
 
 EXTRACTION_VERSION = "1"
 PAPER_SUFFIXES = (".pdf", ".txt", ".md")
 # A page of real text carries far more than this many letters and digits.
-MIN_KEY_CHARS_PER_PAGE = 25
+MIN_LETTERS_PER_PAGE = 25
 # Prepared papers kept at once (text and match index, about 1 MiB for a 45 KB paper): a dataset of
 # up to this many papers never reads one twice, in any row order; a larger one holds ~32 MiB of them.
 # An evicted paper is read again from its file or the extraction cache, and prepared again, on its next row.
@@ -43,14 +43,14 @@ class PaperUnavailable(Exception):
 
 @dataclass
 class Paper:
-    """A paper's text, its pages, and its match index (built on first use)."""
+    """A paper's text and its pages; what a family prepares from it is kept with it (:meth:`prepared`)."""
 
     paper_id: str
     text: str = field(repr=False)
     page_starts: tuple[int, ...] = field(default=(), repr=False)
     source: str = ""
     content_hash: str = field(default="", repr=False)
-    _index: "MatchIndex | None" = field(default=None, repr=False, compare=False)
+    _prepared: dict[Callable[["Paper"], Any], Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def pages(self) -> list[str]:
@@ -61,16 +61,26 @@ class Paper:
         return [self.text[bounds[i] : bounds[i + 1]] for i in range(len(self.page_starts))]
 
     def page_of(self, offset: int) -> int | None:
-        """1-based page number of a character offset, None for page-less papers."""
-        return self.match_index.page_of(offset)
+        """1-based page number of a character offset, None for papers without pages."""
+        if not self.page_starts:
+            return None
+        return max(1, bisect.bisect_right(self.page_starts, offset))
 
-    @property
-    def match_index(self) -> "MatchIndex":
-        if self._index is None:
-            from .families.citation.matcher import MatchIndex
+    def prepared(self, build: Callable[["Paper"], T]) -> T:
+        """``build(self)``, built once per paper and kept with it: a family's own structures over the text
+        (the citation matcher's index) live as long as the paper stays in its store, and no longer."""
+        try:
+            found: T = self._prepared[build]
+        except KeyError:
+            found = self._prepared[build] = build(self)
+        return found
 
-            self._index = MatchIndex(self.text, self.page_starts)
-        return self._index
+    def __getattr__(self, name: str) -> Any:
+        if name == "match_index":  # the citation matcher's index was a property here; kept for one release
+            from .moved_names import moved_attribute
+
+            return moved_attribute("Paper.match_index", "pytest_researchqa.families.citation.matcher", name, self)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
 def default_cache_dir() -> Path:
@@ -273,10 +283,8 @@ def _extract_pdf(data: bytes, path: Path, paper_id: str) -> dict[str, Any]:
         text_parts.append(page + "\n")
         offset += len(page) + 1
     text = "".join(text_parts)
-    from .families.citation.matcher.textkey import text_key
-
-    letters = len(text_key(text))
-    if letters == 0 or (len(pages) > 1 and letters < MIN_KEY_CHARS_PER_PAGE * len(pages)):
+    letters = sum(map(str.isalnum, text))
+    if letters == 0 or (len(pages) > 1 and letters < MIN_LETTERS_PER_PAGE * len(pages)):
         raise PaperUnavailable(
             f"{label}: no extractable text ({letters} letters and digits over {len(pages)} pages); "
             "it looks image-only -- run OCR on it first"

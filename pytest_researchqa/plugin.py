@@ -92,6 +92,9 @@ def _check_settings(config: pytest.Config, settings: Any) -> None:
     state = run_state(config)
     for spec in settings.systems:
         state.system(spec)  # a bad spec is a usage error now, not N failing rows
+    refused = state.services.refusal()
+    if refused:
+        raise pytest.UsageError(f"researchqa: {refused}")
     if settings.compare and not is_worker(config):
         state.session.baseline = _baseline(config, settings)
         if state.session.baseline is None:

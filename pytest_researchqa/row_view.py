@@ -3,21 +3,19 @@
 The HTML report and ``view`` read it: the question, the expected answer and evidence, the
 answer and its citations as returned, and per citation its verdict, pages, departure from the
 paper, nearest passage and the paper text around it. Texts are clipped so a saved run stays a
-reasonable size at the seed's scale. Pure apart from the matcher it is given.
+reasonable size at the seed's scale. Pure. What a family adds of its own (the citation family's
+verdict per citation: ``families/citation/views``) uses ``clip`` from here.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .families.citation.answers import Answer
-    from .families.citation.matcher import CitationMatch, MatchIndex
-    from .families.citation.rows import Row
-    from .families.protocols import FamilyRow
+    from .answers import Answer
+    from .dataset import FamilyRow
 
 TEXT_LIMIT = 4000  # an answer, a quote
-CONTEXT_CHARS = 280  # paper text shown on each side of a grounded quote
 
 
 def clip(text: Optional[str], limit: int = TEXT_LIMIT) -> Optional[str]:
@@ -39,34 +37,3 @@ def answer_view(row: "FamilyRow", answer: "Answer") -> dict[str, Any]:
         "refused": answer.refused,
         "cited": [clip(c) for c in answer.citations],
     }
-
-
-def citation_views(matches: Sequence["CitationMatch"], index: "MatchIndex", row: "Row") -> list[dict[str, Any]]:
-    """Per citation: verdict, pages, the expected sections it reaches, and why it is not in the paper."""
-    from .families.citation.metrics import section_report
-
-    labels = [section.section_label for section in getattr(row, "expected_references", None) or ()]
-    views = []
-    for found in matches:
-        view: dict[str, Any] = {"quote": clip(found.citation), "verdict": found.verdict, "grounded": found.grounded,
-                                "pages": found.pages, "evidence": found.is_evidence}
-        reached = section_report([found.citation], row, index).sections_per_citation if labels else ()
-        view["sections"] = [labels[i] for i in sorted(reached[0])] if reached else []
-        if found.grounded:
-            spans = found.spans
-            if spans:
-                start, end = spans[0][0], spans[-1][1]
-                text = index.text
-                view["context"] = [text[max(0, start - CONTEXT_CHARS):start], text[start:end],
-                                   text[end:end + CONTEXT_CHARS]]
-        else:
-            view["explain"] = found.explain()
-            departure, nearest = found.departure, found.nearest
-            if departure is not None:
-                view["departure"] = {"quote_before": departure.quote_before, "quote_after": departure.quote_after,
-                                     "paper_after": departure.paper_after, "page": departure.page}
-            if nearest is not None:
-                view["nearest"] = {"text": clip(nearest.text, 1500), "page": nearest.page,
-                                   "similarity": nearest.similarity}
-        views.append(view)
-    return views

@@ -421,7 +421,7 @@ class RunHooks:
             "models": list(settings.models),
             "model_params": redact_params(settings.model_params),
             "judges": list(settings.judges),
-            "judge_mode": state.services.judge_kind(),
+            "judge_mode": state.services.judge_kind() if state.family.judge_kinds else None,
             "flagged_judge": settings.flagged_judge,
             "prompt_sha": sorted({r.usage.prompt_sha for r in outcome.records if r.usage.prompt_sha}),
             "judge_prompts": ({**folder_hashes(bundled_path("judges")),

@@ -26,6 +26,7 @@ class Services:
         self._judges: dict[tuple[str, str], Any] = {}
         self._runner: Optional["ModelRunner"] = None
         self._cache: Optional["AnswerCache"] = None
+        self._judge_kinds: "Optional[dict[str, type[ModelJudge]]]" = None
 
     def is_model(self, name: Optional[str]) -> bool:
         return name is not None and name in self.settings.models
@@ -88,25 +89,31 @@ class Services:
             self.runner().limit(spec.provider, slots)
         return spec, timeout_s
 
+    def refusal(self) -> Optional[str]:
+        """Why this run cannot grade as asked (None when it can): its family has no model system for its models,
+        or no judge kind for its judges."""
+        family = self.settings.benchmark_family
+        if self.settings.models and not family.model_system:
+            return (f"--researchqa-model: the {family.name} family declares no model system, so a model cannot "
+                    "answer its rows; name a system with --researchqa-system")
+        if self.settings.judges and not family.judge_kinds:
+            return (f"--researchqa-judge: the {family.name} family declares no judge kind, so a model cannot "
+                    "grade its rows; its own test records its metrics")
+        return None
+
     def _model_system(self, name: str) -> Any:
-        from .llm.system import LlmSystem
+        """The family's model system for a model spec (its task: what each row's call asks)."""
+        refused = self.refusal()
+        if refused:
+            from .systems import SystemSpecError
 
-        settings = self.settings
+            raise SystemSpecError(refused)
+        from .families import resolve
+
+        family = self.settings.benchmark_family
+
         spec, timeout_s = self._spec(name)
-        family = settings.benchmark_family
-        if family.model_system:  # the family's own task (e.g. research queries, no paper)
-            from .families import resolve
-
-            return resolve(family.model_system)(spec, self.runner(), self.cache(), settings)
-        return LlmSystem(
-            spec,
-            self.runner(),
-            self.cache(),
-            baseline=settings.baseline,
-            refresh=settings.refresh,
-            timeout_s=timeout_s,
-            retries=settings.retries,
-        )
+        return resolve(family.model_system)(spec, self.runner(), self.cache(), self.settings, timeout_s=timeout_s)
 
     def judge_names_for(self, system: str) -> list[str]:
         """The judges of one system's rows, 'auto' resolved to another family than the system's.
@@ -119,7 +126,7 @@ class Services:
         from .llm_params import model_family
 
         names = []
-        one_for_all = self.judge_kind().startswith("coverage")
+        one_for_all = self._kinds()[self.judge_kind()].same_judge_for_every_system
         for name in self.settings.judges:
             if name == "auto":
                 graded = self.settings.all_systems if one_for_all else (system,)
@@ -143,29 +150,35 @@ class Services:
         """Under --researchqa-protocol=paper, the rubric seed's released prompt for the kind (where it has one)."""
         if self.settings.protocol != "paper":
             return kind
-        from .llm.judges import PAPER_KINDS
+        declared = self._kinds().get(kind)
+        return (declared.paper_kind if declared is not None else "") or kind
 
-        return PAPER_KINDS.get(kind, kind)
+    def _kinds(self) -> "dict[str, type[ModelJudge]]":
+        """The judge kinds of the run's family, by name."""
+        if self._judge_kinds is None:
+            from .families.registry import judge_kinds
+
+            self._judge_kinds = judge_kinds([self.settings.benchmark_family])
+        return self._judge_kinds
 
     def _judge(self, name: str, kind: Optional[str] = None) -> "ModelJudge":
         kind = kind or self.judge_kind()
         if (name, kind) not in self._judges:
-            from .llm.judges import make_judge
+            from .families.registry import make_judge
 
             settings = self.settings
             spec, timeout_s = self._spec(name)
-            self._judges[(name, kind)] = make_judge(
-                kind, spec, self.runner(), self.cache(), timeout_s=timeout_s,
-                retries=settings.retries, prompt_folder=settings.judge_prompts)
-            if kind.startswith("coverage"):
-                self._judges[(name, kind)].generic_rubric = settings.generic_rubric
+            made = make_judge(kind, spec, self.runner(), self.cache(), families=[settings.benchmark_family],
+                              timeout_s=timeout_s, retries=settings.retries, prompt_folder=settings.judge_prompts)
+            made.for_run(settings)
+            self._judges[(name, kind)] = made
         judge: "ModelJudge" = self._judges[(name, kind)]
         return judge
 
     def premise_judge(self) -> "Optional[ModelJudge]":
         """The model that decides premise_flagged (--researchqa-flagged-judge), or None: the text heuristic."""
         name = self.settings.flagged_judge
-        return self._judge(name, "premise") if name else None
+        return self._judge(name, "premise") if name and "premise" in self._kinds() else None
 
     def pairwise_judge(self, first: str, second: str) -> Any:
         """The direct pairwise judge of a battle: the first configured judge, with 'auto' resolved to a

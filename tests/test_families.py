@@ -57,3 +57,32 @@ def test_the_built_in_families_are_announced_through_the_same_entry_point():
     announced = {ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
     assert {"pytest_researchqa.families.citation", "pytest_researchqa.families.rubric"} <= announced
     assert list(available_families()) == ["citation", "rubric"]
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    ("--researchqa-model=openai/any", "--researchqa-model: the glossary family declares no model system, so a model "
+                                      "cannot answer its rows; name a system with --researchqa-system"),
+    ("--researchqa-judge=openai/any", "--researchqa-judge: the glossary family declares no judge kind, so a model "
+                                      "cannot grade its rows; its own test records its metrics")])
+def test_a_model_cannot_answer_or_grade_for_a_family_that_declares_no_such_part(glossary, tmp_path, option, message):
+    result = glossary.runpytest("--researchqa-dataset=terms.jsonl", f"--researchqa-cache-dir={tmp_path}",
+                                "-p", "no:cacheprovider", option)
+    result.stderr.fnmatch_lines([f"*researchqa: {message}"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_judge_kinds_come_from_the_families_declarations_and_a_name_is_one_familys(monkeypatch):
+    import types
+    from dataclasses import replace
+
+    from pytest_researchqa.families.registry import FamilyError, available_families, judge_kinds
+    from pytest_researchqa.llm.judges import ModelJudge
+
+    citation, rubric = available_families()["citation"], available_families()["rubric"]
+    assert set(judge_kinds([citation])) == {"rubric", "claims", "premise"}
+    assert set(judge_kinds([rubric])) == {"coverage", "pairwise", "coverage-paper", "pairwise-paper"}
+    clashing = types.ModuleType("clashing_kinds")
+    clashing.KINDS = {"rubric": type("OtherRubricJudge", (ModelJudge,), {"kind": "rubric"})}  # type: ignore[attr-defined]
+    monkeypatch.setitem(__import__("sys").modules, "clashing_kinds", clashing)
+    with pytest.raises(FamilyError, match="two families declare a judge kind named 'rubric'"):
+        judge_kinds([citation, replace(citation, name="clash", judges="clashing_kinds:KINDS")])

@@ -21,6 +21,7 @@ from test_e2e_small_model import llama_server  # noqa: F401  (the opt-in real-mo
 
 from pytest_researchqa.__main__ import main
 from pytest_researchqa.families.citation.loaders import load_dataset
+from pytest_researchqa.families.citation.matcher import match_index
 from pytest_researchqa.families.citation.metrics import check_expected_passages
 from pytest_researchqa.generation.checking import DEFAULT_COUNTS
 from pytest_researchqa.generation.reply import parse_generation, reply_tokens
@@ -98,7 +99,7 @@ def assert_every_passage_verbatim(rows_file: Path, papers: Path, cache: Path) ->
     store = PaperStore(papers, cache)
     found = total = 0
     for row in dataset.rows:
-        check = check_expected_passages(row, store.get(row.paper_id).match_index)
+        check = check_expected_passages(row, match_index(store.get(row.paper_id)))
         assert not check.missing_sections, (row.row_id, check.missing_sections)
         hits, count = check.counts
         found, total = found + hits, total + count

@@ -12,10 +12,11 @@ from helpers import SAMPLE, WITHOUT_HYPOTHESIS, leaderboard_table, run_pytest
 from llm_server import ScriptedLLM
 
 from pytest_researchqa.families.citation.loaders import load_dataset
+from pytest_researchqa.families.citation.model_system import CitedAnswerSystem
 from pytest_researchqa.llm.cache import AnswerCache
 from pytest_researchqa.llm.contract import MalformedReply, parse_reply
 from pytest_researchqa.llm.engine import ModelRunner, ProviderError
-from pytest_researchqa.llm.system import LlmSystem, ModelSpec
+from pytest_researchqa.llm.system import ModelSpec
 from pytest_researchqa.papers import PaperStore
 
 pytestmark = pytest.mark.usefixtures("litellm_loaded")
@@ -28,9 +29,9 @@ def sample():
     return dataset, store
 
 
-def system(server, tmp_path, model="good", runner=None, **options) -> LlmSystem:
+def system(server, tmp_path, model="good", runner=None, **options) -> CitedAnswerSystem:
     spec = ModelSpec(f"openai/{model}", {"api_base": server.url, "api_key": "test"})
-    return LlmSystem(spec, runner or ModelRunner(concurrency=5), AnswerCache(tmp_path),
+    return CitedAnswerSystem(spec, runner or ModelRunner(concurrency=5), AnswerCache(tmp_path),
                      timeout_s=options.pop("timeout_s", 5.0), retries=options.pop("retries", 2), **options)
 
 
@@ -125,7 +126,7 @@ def test_a_malformed_reply_is_repaired_by_one_follow_up_with_the_error_and_the_s
 def test_a_reply_cut_off_at_max_tokens_is_repaired_with_more_output_tokens(server, tmp_path, sample):
     row, paper = first_row(sample)
     spec = ModelSpec("openai/truncating", {"api_base": server.url, "api_key": "t", "max_tokens": 300})
-    answer = LlmSystem(spec, ModelRunner(), AnswerCache(tmp_path), timeout_s=5.0).answer(row, paper)
+    answer = CitedAnswerSystem(spec, ModelRunner(), AnswerCache(tmp_path), timeout_s=5.0).answer(row, paper)
     assert answer.citations
     first, repair = server.requests
     assert first["max_tokens"] == 300 and repair["max_tokens"] >= 1000, "a larger output limit"
@@ -136,7 +137,7 @@ def test_a_reply_cut_off_at_max_tokens_is_repaired_with_more_output_tokens(serve
 def test_a_reply_still_cut_off_after_its_repair_is_an_error_naming_the_cut(server, tmp_path, sample):
     row, paper = first_row(sample)
     spec = ModelSpec("openai/truncating", {"api_base": server.url, "api_key": "t", "max_tokens": 100})
-    llm = LlmSystem(spec, ModelRunner(), AnswerCache(tmp_path), timeout_s=5.0)
+    llm = CitedAnswerSystem(spec, ModelRunner(), AnswerCache(tmp_path), timeout_s=5.0)
     server_limit = 1000
     import pytest_researchqa.llm.engine as engine
 
@@ -153,7 +154,7 @@ def test_a_reply_still_cut_off_after_its_repair_is_an_error_naming_the_cut(serve
 
 def test_a_judge_inherits_the_repair_with_its_verdict_schema(server, tmp_path, sample):
     from pytest_researchqa.families.citation.answers import Answer
-    from pytest_researchqa.llm.judges import make_judge
+    from pytest_researchqa.families.registry import make_judge
 
     row, _ = first_row(sample)
     spec = ModelSpec("openai/judge-repairable", {"api_base": server.url, "api_key": "t"})
@@ -196,7 +197,7 @@ def test_a_paper_longer_than_the_context_window_gets_the_best_bm25_passages(serv
     row, paper = first_row(sample)
     spec = ModelSpec("openai/good", {"api_base": server.url, "api_key": "t", "max_input_tokens": 2300,
                                      "profile": "remote"})
-    answer = LlmSystem(spec, ModelRunner(), AnswerCache(tmp_path)).answer(row, paper)
+    answer = CitedAnswerSystem(spec, ModelRunner(), AnswerCache(tmp_path)).answer(row, paper)
     assert answer.meta["context"] == "bm25"
     sent = server.requests[0]["messages"][-1]["content"].split("<<<PAPER")[1]
     assert len(sent) < len(paper.text)
@@ -254,7 +255,7 @@ def test_a_local_server_never_receives_the_provider_key_from_the_environment(ser
     monkeypatch.setenv("OPENAI_API_KEY", "sk-real-provider-key-0123456789")
     row, paper = first_row(sample)
     spec = ModelSpec("openai/good", {"api_base": server.url})
-    LlmSystem(spec, ModelRunner(), AnswerCache(tmp_path), timeout_s=5.0).answer(row, paper)
+    CitedAnswerSystem(spec, ModelRunner(), AnswerCache(tmp_path), timeout_s=5.0).answer(row, paper)
     assert server.calls() == 1
 
 

@@ -151,8 +151,8 @@ def test_plain_text_papers_are_prepared_once():
 
 def test_a_paper_is_prepared_once_for_many_citations():
     paper = read_paper(SAMPLE / "papers" / "sample-edu.pdf", "sample-edu")
-    index = paper.match_index
-    assert paper.match_index is index
+    index = match_index(paper)
+    assert match_index(paper) is index
     first = match_citation("412 students in 18 course sections took part", paper)
     assert first.grounded and first.pages == [1]
     assert index.match("412 students in 18 course sections took part") is first

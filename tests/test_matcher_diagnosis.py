@@ -12,7 +12,7 @@ import re
 import pytest
 from helpers import SAMPLE, needs_shared, shared_path
 
-from pytest_researchqa.families.citation.matcher import match_citation
+from pytest_researchqa.families.citation.matcher import match_citation, match_index
 from pytest_researchqa.families.citation.matcher.textkey import text_key
 from pytest_researchqa.papers import read_paper
 
@@ -34,9 +34,9 @@ def _sentences(paper, count: int, need_number: bool = False) -> list[tuple[str, 
         sentence = match.group()
         if need_number != bool(_NUMBER.search(sentence)) or _REFERENCE_LIKE.search(sentence):
             continue  # reference-list entries are near-copies of each other: no one right place
-        grounded = paper.match_index.match(sentence)
+        grounded = match_index(paper).match(sentence)
         # Running text only: not a running header (blanked as page furniture), one page.
-        key = paper.match_index.key
+        key = match_index(paper).key
         in_body = key.find(text_key(sentence)) >= 0 and key.count(text_key(sentence)) == 1  # and only once
         if grounded.grounded and grounded.verdict == "verbatim" and len(grounded.pages) == 1 and in_body:
             found.append((sentence, grounded.pages[0]))
@@ -63,7 +63,7 @@ def test_a_quote_whose_first_words_differ_is_shown_against_the_passage_it_comes_
     for sentence, page in sentences:
         words = sentence.split(" ")
         quote = " ".join(["Notably,", _changed_word(words[1])] + words[2:])
-        found = paper.match_index.match(quote)
+        found = match_index(paper).match(quote)
         assert not found.grounded and found.verdict == "altered", found.explain()
         departure = found.departure
         assert departure.page == page
@@ -80,7 +80,7 @@ def test_a_word_changed_in_the_middle_departs_at_that_word(paper):
         middle = len(words) // 2
         changed = _changed_word(words[middle])
         quote = " ".join(words[:middle] + [changed] + words[middle + 1:])
-        found = paper.match_index.match(quote)
+        found = match_index(paper).match(quote)
         assert not found.grounded and found.verdict == "altered", found.explain()
         departure = found.departure
         assert departure.page == page
@@ -99,7 +99,7 @@ def test_a_changed_number_departs_at_that_number_and_shows_the_papers(paper):
         digits = number.group(1)
         changed = digits[:-1] + ("7" if digits[-1] != "7" else "3")
         quote = sentence[:number.start(1)] + changed + sentence[number.end(1):]
-        found = paper.match_index.match(quote)
+        found = match_index(paper).match(quote)
         assert not found.grounded and found.verdict == "altered", found.explain()
         departure = found.departure
         assert departure.page == page

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers import needs_shared, shared_path
 
-from pytest_researchqa.families.citation.matcher import MatchIndex, match_citation
+from pytest_researchqa.families.citation.matcher import MatchIndex, match_citation, match_index
 
 RESULTS = ("Accuracy rose to 61.4% (95% CI 58.2 to 64.6), while the error rate fell from 0.32 to -0.05 "
            "on the held-out set; all effects were significant at p < 0.05 and the gain was 2.5 ± 0.3 points.")
@@ -118,11 +118,11 @@ def test_bibliography_entries_and_running_headers_of_a_real_paper_are_not_eviden
     text = paper.text
     entry_start = text.index("Dario Amodei. The urgency of interpretability")
     entry = " ".join(text[entry_start:entry_start + 120].split())
-    found = paper.match_index.match(entry)
+    found = match_index(paper).match(entry)
     assert found.verdict == "not_evidence", found.explain()
     prose_start = text.index("reasoning")
     prose = " ".join(text[prose_start:prose_start + 150].split())
-    assert paper.match_index.match(prose).grounded, "prose outside the reference list stays evidence"
+    assert match_index(paper).match(prose).grounded, "prose outside the reference list stays evidence"
 
 
 @needs_shared

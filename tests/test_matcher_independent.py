@@ -11,13 +11,15 @@ import pytest
 from helpers import needs_shared, shared_path
 from independent_quotes import genuine, layout, symbol_edit
 
+from pytest_researchqa.families.citation.matcher import match_index
+
 TWO_COLUMN = [("papers", "publicusegeneralhealthchatbots.pdf"), ("pdf-edge-cases", "multicolumn.pdf")]
 
 
 @pytest.fixture(scope="module", params=TWO_COLUMN, ids=lambda where: where[1])
 def two_column(request, read_once):
     pdf = shared_path(*request.param)
-    return read_once(pdf).match_index, genuine(layout(pdf), random.Random(3), 12)
+    return match_index(read_once(pdf)), genuine(layout(pdf), random.Random(3), 12)
 
 
 @needs_shared

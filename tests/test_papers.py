@@ -11,6 +11,7 @@ import pytest
 from helpers import SAMPLE, needs_shared, shared_path
 
 from pytest_researchqa import papers
+from pytest_researchqa.families.citation.matcher import match_index
 from pytest_researchqa.papers import PaperStore, PaperUnavailable, read_paper
 
 SAMPLE_PDF = SAMPLE / "papers" / "sample-env.pdf"
@@ -131,7 +132,7 @@ def test_the_store_keeps_at_most_its_quota_of_prepared_papers_and_reads_an_evict
     again = store.get("p0")
     assert again is not first[0], "an evicted paper is read again"
     assert (again.text, again.content_hash) == (first[0].text, first[0].content_hash)
-    assert again.match_index.match("says something about 0").grounded
+    assert match_index(again).match("says something about 0").grounded
     assert store.get("p0") is again and store.loaded == 6, "a kept paper is not read again"
     assert len(store._papers) == 2
 

@@ -9,10 +9,11 @@ from helpers import leaderboard_table as board
 from helpers import run_pytest
 
 from pytest_researchqa import Answer, Row
+from pytest_researchqa.families.citation.judges import parse_premise
+from pytest_researchqa.families.registry import make_judge
 from pytest_researchqa.llm.cache import AnswerCache
 from pytest_researchqa.llm.contract import MalformedReply
 from pytest_researchqa.llm.engine import ModelRunner
-from pytest_researchqa.llm.judges import make_judge, parse_premise
 from pytest_researchqa.llm.system import ModelSpec
 
 pytestmark = pytest.mark.usefixtures("litellm_loaded")

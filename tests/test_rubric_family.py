@@ -261,6 +261,7 @@ def test_editing_a_judge_prompt_changes_every_verdicts_cache_key(tmp_path, monke
     import shutil
 
     from pytest_researchqa.bundled import bundled_path
+    from pytest_researchqa.families.registry import make_judge
     from pytest_researchqa.llm import judges
     from pytest_researchqa.llm.cache import AnswerCache
     from pytest_researchqa.llm.engine import ModelRunner
@@ -270,8 +271,8 @@ def test_editing_a_judge_prompt_changes_every_verdicts_cache_key(tmp_path, monke
     try:
         def keys() -> tuple[str, str]:
             spec, cache = ModelSpec("openai/judge-a"), AnswerCache(tmp_path)
-            coverage = judges.make_judge("coverage", spec, runner, cache)
-            pairwise = judges.make_judge("pairwise", spec, runner, cache)
+            coverage = make_judge("coverage", spec, runner, cache)
+            pairwise = make_judge("pairwise", spec, runner, cache)
             return coverage.key("q", ("Does the response mention x?",), "x"), pairwise.key("q", "one", "two")
 
         before = keys()
@@ -362,3 +363,16 @@ def test_a_rubric_run_whose_answers_are_cached_says_so_from_its_first_seconds_wh
     assert last.startswith("researchqa: 6/6 model rows, 0 errors, 6 from cache, answers 6/6 (6 from cache), "
                            "verdicts 6 of 6 asked, 0 calls in flight, spend —"), last
     assert server.calls("judge-a") == 6 and server.max_in_flight == 1
+
+
+def test_an_async_system_of_the_users_answers_research_queries_that_have_no_paper(run, pytester):
+    """Pipelined calls were keyed by the row's paper id; a research query has no paper."""
+    pytester.makepyfile(asyncquery=(
+        "import asyncio\n"
+        "async def answer(question, paper, *, row):\n"
+        "    await asyncio.sleep(0.01)\n"
+        "    assert paper is None\n"
+        "    return {'answer': 'On ' + row.query, 'citations': ['Author, A. (2020). A work.']}\n"))
+    pytester.syspathinsert()
+    result = run("--researchqa-family=rubric", "--researchqa-system=asyncquery:answer", "--researchqa-sample=3")
+    result.assert_outcomes(skipped=3)  # answered and saved, not graded: no judge was named

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, Optional, cast
 if TYPE_CHECKING:  # pragma: no cover
     import pluggy
 
-    from ..dataset import Dataset
-    from .protocols import FamilyRow, RowLoader
+    from ..dataset import Dataset, FamilyRow
+    from .protocols import RowLoader
 
 
 @dataclass(frozen=True)
@@ -69,11 +69,13 @@ class Family:
     protocol_module: str  # dotted name of the module holding the default test
     loader: str  # "module:function" taking a path and returning a Dataset
     scope_note: str = ""  # printed under the leaderboard: what the means are over
-    judge_kinds: tuple[str, ...] = ("rubric", "claims")  # llm.judges kinds grading its rows; the first by default
+    judge_kinds: tuple[str, ...] = ()  # the kinds grading its rows (--researchqa-judge); the first by default
+    # "module:attribute" naming the family's judge kinds, {kind: ModelJudge subclass}; empty: it has none.
+    judges: str = ""
     uses_papers: bool = True  # rows are about a paper the plugin reads (researchqa_paper is None otherwise)
     sample_dataset: tuple[str, ...] = ("datasets", "sample", "sample.yaml")  # the bundled rows, under bundled_path
-    # "module:Class" of the model system for this family's rows, built as Class(spec, runner, cache, settings);
-    # empty: llm.system.LlmSystem.
+    # "module:callable" building the model system for this family's rows (--researchqa-model), called as
+    # (spec, runner, cache, settings, timeout_s=...); empty: the family's rows cannot be answered by a model.
     model_system: str = ""
     # "module:function" run on the controller once every row is answered (e.g. pairwise battles), given
     # (records, services, settings, say); what it returns (plain data) reaches the renderer.
@@ -126,9 +128,13 @@ DEFAULT_FAMILY = "citation"  # a run without a dataset that no family recognizes
 
 
 def resolve(target: str) -> Any:
-    """The object a ``module:attribute`` declaration names (imported on first use)."""
+    """The object a ``module:attribute`` declaration names (imported on first use); the attribute may be
+    dotted (``module:Class.method``)."""
     module, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module), attribute)
+    found: Any = importlib.import_module(module)
+    for name in attribute.split("."):
+        found = getattr(found, name)
+    return found
 
 
 def get_family(name: str, pluginmanager: "Optional[pluggy.PluginManager]" = None) -> Family:

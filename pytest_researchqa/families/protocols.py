@@ -19,8 +19,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol, Sequence
 
+from ..dataset import FamilyRow as FamilyRow  # part of a family's interface, defined beside Dataset
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..dataset import Dataset
+    from ..llm.cache import AnswerCache
+    from ..llm.engine import ModelRunner
+    from ..llm.system import ModelSpec
     from ..records import RowRecord
     from . import Family
 
@@ -28,25 +33,6 @@ if TYPE_CHECKING:  # pragma: no cover
 # modules sit above the families, which must not import upwards.
 Settings = Any
 Services = Any
-
-
-class FamilyRow(Protocol):
-    """What the plugin reads of any family's row (records, sampling, ids); the rest is the family's."""
-
-    @property
-    def row_id(self) -> str: ...
-
-    @property
-    def question(self) -> str: ...
-
-    @property
-    def question_type(self) -> str: ...  # a marker; sampling is stratified by it
-
-    @property
-    def domain(self) -> Optional[str]: ...
-
-    @property
-    def paper_id(self) -> Optional[str]: ...  # None for a family whose rows are not about one paper
 
 
 class RowLoader(Protocol):
@@ -58,7 +44,8 @@ class RowLoader(Protocol):
 class ModelSystemFactory(Protocol):
     """Builds the system that answers this family's rows with an LLM (``--researchqa-model``)."""
 
-    def __call__(self, spec: Any, runner: Any, cache: Any, settings: Settings) -> Any: ...
+    def __call__(self, spec: "ModelSpec", runner: "ModelRunner", cache: "AnswerCache", settings: Settings, *,
+                 timeout_s: float) -> Any: ...
 
 
 class AfterAnswers(Protocol):

@@ -6,12 +6,16 @@ load when a run uses them.
 
 from __future__ import annotations
 
-from typing import Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 import pluggy
 
-from . import Family
+from . import Family, resolve
 from . import hookspecs as _hookspecs
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..llm.judges import ModelJudge
 
 ENTRY_POINT_GROUP = "pytest_researchqa.families"
 
@@ -49,3 +53,22 @@ def find_family(name: str, families: dict[str, Family]) -> Family:
     if name not in families:
         raise FamilyError(f"unknown benchmark family {name!r}; choose from {', '.join(families) or 'none installed'}")
     return families[name]
+
+
+def judge_kinds(families: Iterable[Family]) -> "dict[str, type[ModelJudge]]":
+    """The judge kinds these families declare (``Family.judges``), by kind name."""
+    kinds: "dict[str, type[ModelJudge]]" = {}
+    for family in families:
+        for name, kind in (resolve(family.judges) if family.judges else {}).items():
+            if kinds.setdefault(name, kind) is not kind:
+                raise FamilyError(f"two families declare a judge kind named {name!r}")
+    return kinds
+
+
+def make_judge(kind: str, spec: Any, runner: Any, cache: Any, *, families: Optional[Iterable[Family]] = None,
+               timeout_s: float = 120.0, retries: int = 3, prompt_folder: Optional[Path] = None) -> "ModelJudge":
+    """A judge of ``kind``: among ``families``' kinds (a run: its own family's), else every installed family's."""
+    kinds = judge_kinds(families if families is not None else available_families().values())
+    if kind not in kinds:
+        raise ValueError(f"unknown judge kind {kind!r}; choose from {', '.join(kinds) or 'none declared'}")
+    return kinds[kind](spec, runner, cache, timeout_s=timeout_s, retries=retries, prompt_folder=prompt_folder)

@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..answers import placeholder_reason
 from ..families.citation import QUESTION_TYPES
-from ..families.citation.answers import placeholder_reason
 from ..families.citation.matcher import PARAPHRASE, VERBATIM, VERBATIM_ELIDED, CitationMatch, MatchIndex
 from ..families.citation.matcher.textkey import text_key
 from ..families.citation.rows import reasoning_text

@@ -26,6 +26,7 @@ from typing import Any, Callable, Optional, TextIO
 
 from ..costs import add_cost, spend_text
 from ..families.citation import QUESTION_TYPES
+from ..families.citation.matcher import match_index
 from ..llm.cache import AnswerCache, cache_key
 from ..llm.engine import CallResult, ModelRunner, ProviderError
 from ..llm.prompts import Prompt, fill, load_prompt
@@ -36,6 +37,7 @@ from . import checking
 from .reply import generation_schema, parse_generation, parse_repairs, quotable_sentences, repair_schema, reply_tokens
 
 GENERATE_PROMPT, REPAIR_PROMPT = "generate_rows", "repair_passages"
+PROMPTS = Path(__file__).resolve().parent / "prompts"
 # Tokens kept free for the prompt's own text and the long reply (a dozen questions with passages).
 REPLY_RESERVE_TOKENS = 8000
 # A local server's window is small: the paper gets what the prompt's text, the reply's cap and this
@@ -196,8 +198,8 @@ class RowWriter(ModelCaller):
                  timeout_s: float = 600.0, retries: int = 3) -> None:
         super().__init__(spec, runner, cache, timeout_s=timeout_s, retries=retries)
         self.refresh = refresh
-        self.generate_prompt: Prompt = load_prompt(GENERATE_PROMPT)
-        self.repair_prompt: Prompt = load_prompt(REPAIR_PROMPT)
+        self.generate_prompt: Prompt = load_prompt(PROMPTS, GENERATE_PROMPT)
+        self.repair_prompt: Prompt = load_prompt(PROMPTS, REPAIR_PROMPT)
         self._priced = True
 
     def output_cap(self, counts: dict[str, int]) -> Optional[int]:
@@ -309,7 +311,7 @@ class RowWriter(ModelCaller):
         sees (``text``) that the matcher finds verbatim: the only quotations the grammar lets it write."""
         if self.spec.params.get("structured_output", "json_object") != "json_object" or job.paper is None:
             return []
-        index = job.paper.match_index
+        index = match_index(job.paper)
         return [s for s in quotable_sentences(text) if checking.is_expected_passage(index.match(s))]
 
     async def _reply(
@@ -493,7 +495,7 @@ class GenerationRun:
                 job.notes.setdefault(name, []).extend(found)
         earlier = [c for other in job.batches if other is not batch for c in other.candidates]
         checking.drop_repeated_questions([*earlier, *batch.candidates])  # before any repair is asked for them
-        checking.check_passages(batch.candidates, job.paper.match_index)
+        checking.check_passages(batch.candidates, match_index(job.paper))
         items = checking.repair_requests(batch.candidates)
         if items:
             return writer.repair(job, batch, items)
@@ -503,7 +505,7 @@ class GenerationRun:
     def _after_repair(self, job: PaperJob, batch: Batch, repairs: Optional[dict[str, Any]],
                       failure: Optional[str] = None) -> None:
         assert job.paper is not None
-        checking.apply_repairs(batch.candidates, repairs, job.paper.match_index,
+        checking.apply_repairs(batch.candidates, repairs, match_index(job.paper),
                                failure=redact(failure, self.secrets) if failure else None)
         self._close(job, batch)
 
@@ -522,7 +524,7 @@ class GenerationRun:
             job.notes["failed_calls"] = [f"call {b.number + 1} of {len(job.batches)} failed, its questions are "
                                          f"missing: {b.error}" for b in job.batches if b.error]
         job.candidates = [c for b in job.batches for c in b.candidates]
-        result = checking.finish(job.candidates, job.paper_id, job.domain, job.paper.match_index)
+        result = checking.finish(job.candidates, job.paper_id, job.domain, match_index(job.paper))
         job.rows, job.report = result.rows, result.report
         self._finished(job)
 
@@ -608,7 +610,7 @@ def generate(papers_dir: Path, out: Path, options: GenerateOptions, *, report: O
     jobs = run.run()
     rows = [row for job in jobs for row in job.rows]
     header = {"by": "python -m pytest_researchqa generate", "model": options.model,
-              "prompts": {name: load_prompt(name).sha for name in (GENERATE_PROMPT, REPAIR_PROMPT)},
+              "prompts": {name: load_prompt(PROMPTS, name).sha for name in (GENERATE_PROMPT, REPAIR_PROMPT)},
               "counts": dict(options.counts), "papers": len(jobs)}
     write_rows(out, rows, header)
     report_file = report or report_path_for(out)

@@ -31,7 +31,7 @@ def json_schema() -> dict[str, Any]:
 def _without_placeholders(reply: CitedAnswer) -> CitedAnswer:
     """A template copied back (``"answer": "..."``) is no answer: malformed, so it is repaired, never graded.
     Placeholder citations (``"..."``) are dropped: they could never be evidence."""
-    from ..families.citation.answers import placeholder_reason
+    from ..answers import placeholder_reason
 
     reason = placeholder_reason(reply.answer)
     if reason is not None and not (reply.refused and not reply.answer.strip()):

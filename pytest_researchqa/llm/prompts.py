@@ -1,4 +1,8 @@
-"""Versioned prompt files: their text, and the hash that enters every cache key and result."""
+"""Versioned prompt files: their text, and the hash that enters every cache key and result.
+
+Each prompt lives beside the code that asks it (a family's ``prompts/`` folder, ``generation/prompts``);
+its hash is of its text alone, so moving a file changes no cache key.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
-
-PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
 
 
 @dataclass(frozen=True)
@@ -38,5 +40,6 @@ def fill(template: str, values: Mapping[str, str]) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def load_prompt(name: str) -> Prompt:
-    return Prompt(name, (PROMPTS / f"{name}.md").read_text(encoding="utf-8"))
+def load_prompt(folder: Path, name: str) -> Prompt:
+    """The prompt ``name`` of a folder (``<folder>/<name>.md``), read once per process."""
+    return Prompt(name, (folder / f"{name}.md").read_text(encoding="utf-8"))

@@ -1,9 +1,9 @@
-"""A litellm model as the system under test, under the citation contract (or baseline mode).
+"""A litellm model as a caller (systems and judges) and as a system under test.
 
-For each row the system decides what the model sees (the whole paper when it
-fits the context window, else the best BM25 passages; the choice is recorded),
-asks for a structured cited answer, retries what is worth retrying, stores the
-answer on disk as it arrives, and never pays twice for the same answer.
+``ModelCaller`` is what every model use shares: the runner's slots and pacing, the on-disk cache with
+cross-process claims, retries and the repair turn, the provider's structured-output mode.
+``ModelSystem`` answers rows with it: once, pipelined, stored as they arrive. What a row's call asks
+is its family's task (``families/citation/model_system``, ``families/rubric/task``).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generic, Optional, TypeVar
 
-from ..families.citation.answers import Answer
+from ..answers import Answer
 from ..llm_params import (
     LOCAL_CONTEXT_TOKENS,
     is_local,
@@ -25,18 +25,16 @@ from ..llm_params import (
     parse_model_params,  # noqa: F401  (re-exported)
 )
 from .cache import AnswerCache, cache_key
-from .contract import json_schema, parse_reply
+from .contract import json_schema
 from .engine import CALL_SECRETS, REPAIR_TURN, CallResult, EmptyResponse, ModelRunner, ProviderError, with_retries
-from .prompts import load_prompt
+from .prompts import Prompt
 
 if TYPE_CHECKING:  # pragma: no cover
     from types import ModuleType
 
-    from ..families.citation.rows import Row
     from ..papers import Paper
 
 CHARS_PER_TOKEN = 4  # a conservative estimate for English text
-PROMPT_RESERVE_TOKENS = 2000
 DEFAULT_CONTEXT_TOKENS = 128_000
 # A local server's window is small and its tokenizer unknown: count text denser, and keep room for
 # the output, the prompt around the paper and a repair turn (the bad reply echoed, the schema).
@@ -44,7 +42,6 @@ LOCAL_CHARS_PER_TOKEN = 3
 LOCAL_OUTPUT_TOKENS = 768
 # A cited answer's length when nothing caps it, for cost estimates before a run (--researchqa-max-cost).
 OUTPUT_TOKENS_ESTIMATE = 500
-LOCAL_PROMPT_RESERVE_TOKENS = 1400
 # Parameters that steer the plugin, never sent to the provider.
 PLUGIN_PARAMS = ("max_input_tokens", "structured_output", "profile", "concurrency", "timeout")
 # How often a process waiting for another one's answer to the same key looks for it.
@@ -202,49 +199,48 @@ class ModelCaller:
         return result, parsed
 
 
-class LlmSystem(ModelCaller):
-    """Duck-types :class:`~pytest_researchqa.systems.System`: ``name`` and ``answer(row, paper)``."""
+RowT = TypeVar("RowT")
+
+
+class ModelSystem(ModelCaller, Generic[RowT]):
+    """A litellm model as a system under test (duck-types :class:`~pytest_researchqa.systems.System`).
+
+    Each row's answer is asked once, ahead of its test when the run pipelines, stored on disk as it
+    arrives and never paid for twice. A family's task says what is asked (``key``, ``_call`` and
+    ``prompt_chars``); this class says when, and how often.
+    """
 
     activity_kind = "answer"
+    prompt: Prompt  # the task's prompt file: its hash enters every key and entry
 
-    def __init__(
-        self,
-        spec: ModelSpec,
-        runner: ModelRunner,
-        cache: AnswerCache,
-        *,
-        baseline: bool = False,
-        refresh: bool = False,
-        timeout_s: float = 120.0,
-        retries: int = 3,
-    ) -> None:
+    def __init__(self, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, *, refresh: bool = False,
+                 timeout_s: float = 120.0, retries: int = 3) -> None:
         super().__init__(spec, runner, cache, timeout_s=timeout_s, retries=retries)
-        self.baseline = baseline
         self.refresh = refresh
-        self.prompt = load_prompt("baseline" if baseline else "cited_answer")
         self._priced = not spec.local  # a local server has no price: do not ask litellm for one
 
-    # -- keys and scheduling ---------------------------------------------------------
-    def key(self, row: "Row", paper: "Paper") -> str:
-        return cache_key(
-            model=self.spec.name,
-            params=self.spec.call_params,
-            prompt=self.prompt.sha,
-            mode="baseline" if self.baseline else "cited",
-            question=row.question,
-            row=row.row_id,
-            paper=paper.content_hash or paper.paper_id,
-            # Whole paper or retrieved passages: a different window is a different question asked.
-            **({"max_input_tokens": window} if (window := self.spec.params.get("max_input_tokens")) else {}),
-        )
+    # -- what the family's task defines ------------------------------------------------
+    def key(self, row: RowT, paper: "Optional[Paper]") -> str:
+        """The cache key of a row's answer: everything that changes what the model is asked."""
+        raise NotImplementedError
 
-    def repeat_key(self, row: "Row", paper: "Paper", repeat: int = 0) -> str:
+    async def _call(self, row: RowT, paper: "Optional[Paper]", key: str,
+                    submitted: Optional[float] = None) -> dict[str, Any]:
+        """Ask the model, store the entry under ``key`` and return it (``_to_answer`` reads it)."""
+        raise NotImplementedError
+
+    def prompt_chars(self, row: RowT, paper: "Optional[Paper]") -> int:
+        """The characters of the prompt a row's call sends (for the estimate before a run)."""
+        raise NotImplementedError
+
+    # -- keys and scheduling ---------------------------------------------------------
+    def repeat_key(self, row: RowT, paper: "Optional[Paper]", repeat: int = 0) -> str:
         """The cache key of a row's answer number ``repeat`` (--researchqa-repeats): the first is the
         key of a run without repeats, so its cached answers stay valid."""
         key = self.key(row, paper)
         return key if repeat == 0 else cache_key(answer=key, repeat=repeat)
 
-    def prefetch(self, row: "Row", paper: "Paper", repeat: int = 0) -> None:
+    def prefetch(self, row: RowT, paper: "Optional[Paper]", repeat: int = 0) -> None:
         """Start this row's call now (unless answered already); the test will wait for it."""
         key = self.repeat_key(row, paper, repeat)
         with self._lock:
@@ -256,9 +252,8 @@ class LlmSystem(ModelCaller):
             submitted = time.perf_counter()  # queue time (slots, pacing, another run's call) counts from here
             self._in_flight(key, lambda: self._call(row, paper, key, submitted))
 
-    def when_answered(
-        self, row: "Row", paper: "Paper", callback: Callable[[Answer], None], repeat: int = 0
-    ) -> None:
+    def when_answered(self, row: RowT, paper: "Optional[Paper]", callback: Callable[[Answer], None],
+                      repeat: int = 0) -> None:
         """Call ``callback(answer)`` as soon as this row's prefetched answer arrives (used to chain judges)."""
         key = self.repeat_key(row, paper, repeat)
         with self._lock:
@@ -277,7 +272,7 @@ class LlmSystem(ModelCaller):
 
         future.add_done_callback(done)
 
-    def answer(self, row: "Row", paper: "Paper", repeat: int = 0) -> Answer:
+    def answer(self, row: RowT, paper: "Optional[Paper]", repeat: int = 0) -> Answer:
         key = self.repeat_key(row, paper, repeat)
         with self._lock:
             future = self._pending.pop(key, None)
@@ -290,81 +285,14 @@ class LlmSystem(ModelCaller):
             future = self._start(key, lambda: self._call(row, paper, key, submitted))
         return self._to_answer(future.result())
 
-    # -- the call ------------------------------------------------------------------------
-    def planned_call(self, row: "Row", paper: "Paper", repeat: int = 0) -> Optional[tuple[int, int]]:
+    def planned_call(self, row: RowT, paper: "Optional[Paper]", repeat: int = 0) -> Optional[tuple[int, int]]:
         """The prompt and output tokens this row's call would take (estimated from characters and the
         output cap); None when its answer is on disk already."""
         if not self.refresh and self.cache.get(self.repeat_key(row, paper, repeat)) is not None:
             return None
-        chars = min(len(paper.text), self._context_chars()) + len(self.prompt.template) + len(row.question)
         uncapped = LOCAL_OUTPUT_TOKENS if self.spec.local else OUTPUT_TOKENS_ESTIMATE
         output = self.spec.params.get("max_tokens") or uncapped
-        return chars // CHARS_PER_TOKEN + 1, int(output)
-
-    def _context_chars(self) -> int:
-        """How much of a paper fits the prompt: the whole paper when it is shorter."""
-        limit = self.context_tokens
-        if self.spec.local:
-            output = self.spec.params.get("max_tokens") or LOCAL_OUTPUT_TOKENS
-            return max(0, (limit - LOCAL_PROMPT_RESERVE_TOKENS - output) * LOCAL_CHARS_PER_TOKEN)
-        return max(0, (limit - PROMPT_RESERVE_TOKENS) * CHARS_PER_TOKEN)
-
-    def _context(self, row: "Row", paper: "Paper") -> tuple[str, str]:
-        budget_chars = self._context_chars()
-        if len(paper.text) <= budget_chars:
-            return paper.text, "full"
-        from ..systems.bm25 import Bm25System
-
-        ranked = Bm25System().ranked_passages(row, paper)
-        chosen, used = [], 0
-        for passage in ranked:
-            if used + len(passage) > budget_chars:
-                break
-            chosen.append(passage)
-            used += len(passage) + 8
-        return "\n\n[...]\n\n".join(chosen), "bm25"
-
-    async def _call(
-        self, row: "Row", paper: "Paper", key: str, submitted: Optional[float] = None
-    ) -> dict[str, Any]:
-        context, mode = self._context(row, paper)
-        prompt = self.prompt.render(paper=context, question=row.question, source=paper.paper_id)
-        messages = [{"role": "user", "content": prompt}]
-        kwargs = dict(self.spec.call_params)
-        if self.spec.local and "max_tokens" not in kwargs:
-            kwargs["max_tokens"] = LOCAL_OUTPUT_TOKENS
-        if not self.baseline and "response_format" not in kwargs:
-            kwargs.update(_structured_output(self.spec))
-
-        def validate(result: CallResult) -> Any:
-            if result.cost_usd is None:
-                self._priced = False  # litellm has no price for this model: stop asking
-            return (result.content or "") if self.baseline else parse_reply(result.content)
-
-        result, parsed = await self._ask(messages, kwargs, validate=validate, describe=self.name,
-                                         schema=None if self.baseline else json_schema(), submitted=submitted,
-                                         priced=self._priced)
-        entry = {
-            "row_id": row.row_id,
-            "question": row.question,
-            "model": self.spec.name,
-            "prompt_sha": self.prompt.sha,
-            "baseline": self.baseline,
-            "context": mode,
-            "latency_s": result.latency_s,
-            "queue_s": result.extra.get("queue_s"),
-            "prompt_tokens": result.prompt_tokens,
-            "completion_tokens": result.completion_tokens,
-            "cost_usd": result.cost_usd,
-            "attempts": result.attempts,
-            "repaired": result.repaired,
-        }
-        if self.baseline:
-            entry.update(answer=parsed, citations=[], refused=None)
-        else:
-            entry.update(answer=parsed.answer, citations=parsed.citations, refused=parsed.refused)
-        self.cache.put(key, entry)  # on disk the moment it arrives: a killed run keeps it
-        return entry
+        return self.prompt_chars(row, paper) // CHARS_PER_TOKEN + 1, int(output)
 
     def _to_answer(self, entry: dict[str, Any], cached: bool = False) -> Answer:
         """``cached``: answered without a call of this run (from the cache, or another run's call)."""
@@ -380,6 +308,27 @@ class LlmSystem(ModelCaller):
             cites=not entry.get("baseline", False),
             meta=meta,
         )
+
+    def _entry(self, row_id: str, question: str, result: CallResult, **task: Any) -> dict[str, Any]:
+        """What the cache keeps of a row's call besides the reply: the row, the model, the prompt's hash,
+        the family's ``task`` facts (e.g. the context the model saw) and the call's usage."""
+        return {"row_id": row_id, "question": question, "model": self.spec.name, "prompt_sha": self.prompt.sha,
+                **task, "latency_s": result.latency_s, "queue_s": result.extra.get("queue_s"),
+                "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
+                "cost_usd": result.cost_usd, "attempts": result.attempts, "repaired": result.repaired}
+
+    def _priced_by(self, result: CallResult) -> None:
+        if result.cost_usd is None:
+            self._priced = False  # litellm has no price for this model: stop asking
+
+
+def __getattr__(name: str) -> Any:
+    """``LlmSystem`` (the citation family's model system) moved to its family, kept here for one release."""
+    if name == "LlmSystem":
+        from ..moved_names import moved_name
+
+        return moved_name(__name__, "pytest_researchqa.families.citation.model_system", name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _import_litellm() -> "ModuleType":
@@ -492,4 +441,4 @@ async def _acompletion(model: str, messages: list[Any], timeout_s: float, kwargs
     )
 
 
-__all__ = ["LlmSystem", "ModelSpec", "ProviderError", "parse_model_params"]
+__all__ = ["ModelCaller", "ModelSpec", "ModelSystem", "ProviderError", "parse_model_params"]

@@ -7,8 +7,9 @@ is done when its test is (its answer and its judges' verdicts in); the lines als
 run's model callers (``engine.Activity``), how many answers are in (from the cache or fresh), how
 many verdicts of those asked so far, and how many requests are on the wire now, so a run whose
 answers all came from the cache and that waits for its judges says so. The ETA uses the rate at
-which fresh answers have arrived, which already reflects concurrency; it says "estimating" until
-enough fresh answers have arrived for that rate to mean something.
+which fresh answers have arrived, which already reflects concurrency (a run whose answers all come
+from the cache: the rate of fresh verdicts); it says "estimating" until enough have arrived for that
+rate to mean something.
 """
 
 from __future__ import annotations
@@ -113,11 +114,21 @@ class Progress:
                 parts.append(f"{self.completion_tokens / self.fresh_latency_s:.1f} tokens/s a call")
             left = self.total - self.done
             if left > 0:
-                if fresh < min(MIN_FRESH_FOR_ETA, left + fresh):
-                    parts.append("ETA estimating")
-                else:
-                    parts.append(f"ETA {left * elapsed / max(fresh, 1):.0f}s")
+                parts.append(self._eta(left, fresh, elapsed))
             return ", ".join(parts)
+
+    def _eta(self, left: int, fresh: int, elapsed: float) -> str:
+        """From the rate of fresh answers; while answers come from the cache and the rows wait for their judges,
+        from the rate of fresh verdicts and the verdicts the rows left will ask for (at the rate asked so far)."""
+        if fresh >= min(MIN_FRESH_FOR_ETA, left + fresh):
+            return f"ETA {left * elapsed / max(fresh, 1):.0f}s"
+        if self.activity is not None:
+            _, answered, _, _ = self.activity.counts("answer")
+            asked, judged, cached, _ = self.activity.counts("verdict")
+            if judged - cached >= MIN_FRESH_FOR_ETA and answered:
+                expected = asked / answered * self.total  # every row's verdicts, at the rate asked so far
+                return f"ETA {max(expected - judged, 0) * elapsed / (judged - cached):.0f}s"
+        return "ETA estimating"
 
     def calls_parts(self) -> list[str]:
         """Answers in (of the rows), verdicts in (of those asked so far), requests on the wire: what the model

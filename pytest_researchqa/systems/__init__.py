@@ -15,11 +15,20 @@ import threading
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
-from ..families.citation.answers import Answer, coerce_answer
+from ..answers import Answer, coerce_answer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..dataset import FamilyRow
+    from ..papers import Paper
 
 BUILTIN_SYSTEMS = ("oracle", "bm25", "rubric-oracle")
+
+
+def _call_key(row: "FamilyRow", paper: "Optional[Paper]") -> tuple[str, Optional[str]]:
+    """A row's call: its row and paper (a family without papers: the row alone)."""
+    return row.row_id, paper.paper_id if paper is not None else None
 
 
 class SystemSpecError(ValueError):
@@ -41,26 +50,26 @@ class System:
     call: Callable[..., Any]
     is_async: bool = False
     runner: Optional[Any] = None  # the shared ModelRunner, set by the services for async systems
-    _pending: dict[tuple[str, str], concurrent.futures.Future[Any]] = field(default_factory=dict, repr=False)
+    _pending: dict[tuple[str, Optional[str]], concurrent.futures.Future[Any]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def pipelined(self) -> bool:
         return self.runner is not None
 
-    def prefetch(self, row: Any, paper: Any) -> None:
+    def prefetch(self, row: "FamilyRow", paper: "Optional[Paper]") -> None:
         """Start this row's call now on the shared loop; the row's test will wait for it."""
         if self.runner is None:
             return
-        key = (row.row_id, paper.paper_id)
+        key = _call_key(row, paper)
         with self._lock:
             if key not in self._pending:
                 self._pending[key] = self._submit(row, paper)
 
-    def answer(self, row: Any, paper: Any) -> Answer:
+    def answer(self, row: "FamilyRow", paper: "Optional[Paper]") -> Answer:
         if self.runner is not None:
             with self._lock:
-                future = self._pending.pop((row.row_id, paper.paper_id), None)
+                future = self._pending.pop(_call_key(row, paper), None)
             result = (future or self._submit(row, paper)).result()
         else:
             result = self.call(row, paper)
@@ -68,7 +77,7 @@ class System:
                 result = _run_coroutine(result)
         return coerce_answer(result, f"system {self.name!r}")
 
-    def _submit(self, row: Any, paper: Any) -> concurrent.futures.Future[Any]:
+    def _submit(self, row: "FamilyRow", paper: "Optional[Paper]") -> concurrent.futures.Future[Any]:
         assert self.runner is not None
 
         async def job() -> Any:
@@ -147,7 +156,7 @@ def _user_adapter(function: Callable[..., Any]) -> Callable[..., Any]:
         parameters = {}
     wants_row = "row" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
 
-    def call(row: Any, paper: Any) -> Any:
+    def call(row: "FamilyRow", paper: "Optional[Paper]") -> Any:
         if wants_row:
             return function(row.question, paper, row=row)
         return function(row.question, paper)

@@ -12,7 +12,7 @@ import re
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..families.citation.answers import Answer
+from ..answers import Answer
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..families.citation.rows import Row

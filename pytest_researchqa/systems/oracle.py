@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from ..families.citation.answers import Answer
+from ..answers import Answer
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..families.citation.rows import Row

@@ -7,17 +7,21 @@ judge should find every item completely covered: the rubric family's self-test.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Optional
 
-from ..families.citation.answers import Answer
+from ..answers import Answer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..families.rubric.rows import ResearchRow
+    from ..papers import Paper
 
 _ITEM_LEAD = re.compile(r"^(?:does|do|did|is|are|has|have)\s+the\s+(?:response|answer)\s+", re.IGNORECASE)
 
 
-def rubric_oracle(row: Any, paper: Any = None) -> Answer:
+def rubric_oracle(row: "ResearchRow", paper: "Optional[Paper]" = None) -> Answer:
     """An answer made of the rubric items' own content, and their cited works as references."""
     sentences, cited = [], []
-    for item in getattr(row, "rubric", ()):
+    for item in row.rubric:
         statement = _ITEM_LEAD.sub("", item.text).rstrip(" ?")
         sentences.append(statement[:1].upper() + statement[1:] + ".")
         if item.citation:

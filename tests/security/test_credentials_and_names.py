@@ -50,8 +50,9 @@ def test_other_hosts_are_not_local(url):
 
 
 def test_a_boolean_is_not_a_coverage_score():
+    from pytest_researchqa.families.citation.judges import parse_verdict
+    from pytest_researchqa.families.rubric.judges import parse_coverage
     from pytest_researchqa.llm.contract import MalformedReply
-    from pytest_researchqa.llm.judges import parse_coverage, parse_verdict
 
     with pytest.raises(MalformedReply, match="not true/false"):
         parse_coverage(json.dumps({"items": [{"item": 1, "justification": "j", "coverage": True}]}), 1)
@@ -62,13 +63,13 @@ def test_a_boolean_is_not_a_coverage_score():
 
 def test_editing_a_rows_judge_criteria_or_false_premise_changes_its_judge_cache_key():
     from pytest_researchqa import Answer, Row
-    from pytest_researchqa.llm.judges import _CitationJudge
+    from pytest_researchqa.families.citation.judges import CitationJudge
 
     base = {"row_id": "r", "paper_id": "p", "question_type": "lookup", "question": "Q?", "expected_answer": "A."}
     answer = Answer("A.", [])
-    plain = _CitationJudge.key_parts(None, Row(**base), answer)  # type: ignore[arg-type]
-    criteria = _CitationJudge.key_parts(None, Row(**base, judge_rubric="Must name the cohort."), answer)  # type: ignore[arg-type]
-    premise = _CitationJudge.key_parts(None, Row(**{**base, "question_type": "adversarial"},  # type: ignore[arg-type]
+    plain = CitationJudge.key_parts(None, Row(**base), answer)  # type: ignore[arg-type]
+    criteria = CitationJudge.key_parts(None, Row(**base, judge_rubric="Must name the cohort."), answer)  # type: ignore[arg-type]
+    premise = CitationJudge.key_parts(None, Row(**{**base, "question_type": "adversarial"},  # type: ignore[arg-type]
                                                  metadata={"false_premise": "There was no placebo arm."}), answer)
     assert plain != criteria and plain != premise and "judge_rubric" not in plain, "unchanged rows keep their keys"
 

@@ -178,7 +178,7 @@ def test_a_verdict_of_another_shape_in_the_cache_is_judged_again(pytester, serve
 
 
 def test_a_cached_coverage_verdict_for_another_number_of_items_is_a_miss(tmp_path):
-    from pytest_researchqa.llm.judges import RubricCoverageJudge
+    from pytest_researchqa.families.rubric.judges import RubricCoverageJudge
 
     judge = RubricCoverageJudge.__new__(RubricCoverageJudge)  # only its check of cached scores is used
     subject = ("query", ("item one", "item two", "item three"), "answer")

@@ -70,11 +70,12 @@ def test_a_bad_label_is_named_by_file_line_and_field_and_the_others_still_count(
 def test_the_shipped_labels_still_hold_the_matchers_verdicts_and_calibrate_reads_them(capsys, tmp_path):
     from pytest_researchqa.__main__ import main
     from pytest_researchqa.bundled import bundled_path
+    from pytest_researchqa.families.citation.matcher import match_index
     from pytest_researchqa.papers import PaperStore
 
     labels, problems = read_labels(SHIPPED)
     assert not problems and len(labels) == 20
-    index = PaperStore(bundled_path("datasets", "sample", "papers"), cache_dir=tmp_path).get("sample-edu", None).match_index
+    index = match_index(PaperStore(bundled_path("datasets", "sample", "papers"), cache_dir=tmp_path).get("sample-edu", None))
     for line in SHIPPED.read_text().splitlines():
         entry = json.loads(line)
         found = index.match(entry["quote"])

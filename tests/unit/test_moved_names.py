@@ -81,3 +81,39 @@ def test_importing_every_module_of_the_package_and_its_top_level_names_warns_abo
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "[]"
+
+
+def test_the_citation_model_system_read_from_llm_system_warns_and_is_the_familys():
+    from pytest_researchqa.families.citation.model_system import CitedAnswerSystem
+    from pytest_researchqa.llm import system
+
+    with pytest.warns(DeprecationWarning, match=r"pytest_researchqa\.llm\.system moved to "
+                                                 r"pytest_researchqa\.families\.citation\.model_system"):
+        assert system.LlmSystem is CitedAnswerSystem
+    with pytest.raises(AttributeError):
+        _ = system.NoSuchSystem
+
+
+def test_a_papers_match_index_property_warns_and_is_the_index_the_matcher_keeps_for_it():
+    from pytest_researchqa import match_index
+    from pytest_researchqa.papers import Paper
+
+    paper = Paper("p", "Spaced retrieval practice raised final exam scores by five points.\n", (0,))
+    with pytest.warns(DeprecationWarning, match=r"Paper\.match_index moved to pytest_researchqa\.families\.citation\.matcher"):
+        old = paper.match_index
+    assert old is match_index(paper) is match_index(paper), "prepared once, kept with the paper"
+    assert old.match("raised final exam scores by five points").grounded
+    with pytest.raises(AttributeError):
+        _ = paper.no_such_index
+
+
+@pytest.mark.parametrize(("name", "new_module"), [
+    ("parse_verdict", "pytest_researchqa.families.citation.judges"),
+    ("RubricCoverageJudge", "pytest_researchqa.families.rubric.judges"),
+    ("make_judge", "pytest_researchqa.families.registry")])
+def test_a_judge_name_read_from_llm_judges_warns_and_is_the_one_its_family_holds(name, new_module):
+    from pytest_researchqa.llm import judges
+
+    with pytest.warns(DeprecationWarning, match=rf"pytest_researchqa\.llm\.judges moved to {new_module}"):
+        value = getattr(judges, name)
+    assert value is getattr(importlib.import_module(new_module), name)

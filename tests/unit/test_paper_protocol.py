@@ -147,7 +147,7 @@ def penn_coverage_percent(labels_per_answer):
 def test_paper_coverage_percent_is_identical_to_the_seeds_aggregation_of_the_same_labels():
     import statistics
 
-    from pytest_researchqa.llm.judges import coverage_consensus, parse_paper_coverage
+    from pytest_researchqa.families.rubric.judges import coverage_consensus, parse_paper_coverage
 
     rng = random.Random(3)
     labels_per_answer = [[rng.choice(list(PENN_SCORE)) for _ in range(rng.randint(1, 8))] for _ in range(40)]
@@ -160,8 +160,8 @@ def test_paper_coverage_percent_is_identical_to_the_seeds_aggregation_of_the_sam
 
 
 def test_the_released_coverage_reply_needs_one_known_label_per_item():
+    from pytest_researchqa.families.rubric.judges import parse_paper_coverage
     from pytest_researchqa.llm.contract import MalformedReply
-    from pytest_researchqa.llm.judges import parse_paper_coverage
 
     assert parse_paper_coverage("Completely\n\n  **barely**\nNot at all\n", 3)["items"] == [4, 1, 0]
     with pytest.raises(MalformedReply, match="2 rating line"):
@@ -171,8 +171,8 @@ def test_the_released_coverage_reply_needs_one_known_label_per_item():
 
 
 def test_the_released_pairwise_reply_is_binary():
+    from pytest_researchqa.families.rubric.judges import parse_paper_preference
     from pytest_researchqa.llm.contract import MalformedReply
-    from pytest_researchqa.llm.judges import parse_paper_preference
 
     reply = '**output: {"judgement": "Response 2" }**\nJustification: it cites the studies.'
     assert parse_paper_preference(reply) == {"preferred": "B", "justifications": "Justification: it cites the studies."}
@@ -221,9 +221,9 @@ def test_a_coverage_verdicts_schema_fixes_the_item_count_and_bounds_every_score(
 
 def test_on_a_local_server_a_coverage_verdict_is_one_entry_per_item_in_order_each_with_its_own_number(tmp_path):
     """SmolLM2-135M held only to "3 entries numbered 1-3" scored items [1, 1, 2, 3, 6, 7, 8, 8] of 8."""
+    from pytest_researchqa.families.registry import make_judge
     from pytest_researchqa.llm.cache import AnswerCache
     from pytest_researchqa.llm.engine import ModelRunner
-    from pytest_researchqa.llm.judges import make_judge
     from pytest_researchqa.llm.system import ModelSpec
 
     runner = ModelRunner(1)
@@ -239,7 +239,7 @@ def test_on_a_local_server_a_coverage_verdict_is_one_entry_per_item_in_order_eac
 
 
 def test_a_citation_judges_scores_are_spelled_out_as_the_values_one_to_five():
-    from pytest_researchqa.llm.judges import verdict_schema
+    from pytest_researchqa.families.citation.judges import verdict_schema
 
     scores = [value for value in _walk(verdict_schema("rubric")) if isinstance(value, dict) and "enum" in value]
     assert scores and all(value["enum"] == [1, 2, 3, 4, 5] for value in scores)

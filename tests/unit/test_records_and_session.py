@@ -208,6 +208,24 @@ def test_progress_says_estimating_until_enough_fresh_answers_then_uses_their_rat
     assert line.endswith("ETA 70s") and "20.0 tokens/s a call" in line, line
 
 
+def test_progress_of_a_run_whose_answers_all_come_from_the_cache_estimates_from_its_judges_verdicts():
+    from pytest_researchqa.llm.engine import Activity
+
+    activity = Activity()
+    progress = Progress(reporter=None, total=10, activity=activity)
+    for row in "abcd":  # four rows answered from the cache, each asking two verdicts
+        activity.finished("answer", row, "cached")
+        activity.asked("verdict", f"{row}-1")
+        activity.asked("verdict", f"{row}-2")
+    activity.finished("verdict", "a-1", "cached")
+    activity.finished("verdict", "a-2", "called")
+    assert progress.line(progress.started + 20).endswith("ETA estimating"), "one fresh verdict says little"
+    for key in ("b-1", "b-2", "c-1"):
+        activity.finished("verdict", key, "called")
+    # 4 fresh verdicts in 40 s; 10 rows x 2 verdicts = 20 expected, 5 in: 15 left take 150 s
+    assert progress.line(progress.started + 40).endswith("ETA 150s")
+
+
 def test_a_spend_with_no_priced_call_is_unknown_even_when_every_answer_came_from_the_cache():
     progress = Progress(reporter=None, total=2)
     progress.row_done(RowRecord(row_id="a", system="openai/x", model_system=True, usage=Usage(cached=True)))

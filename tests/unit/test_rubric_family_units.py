@@ -240,9 +240,9 @@ def test_a_citation_violates_the_cutoff_when_its_year_is_later():
 
 
 def test_coverage_and_pairwise_verdicts_are_validated():
+    from pytest_researchqa.families.rubric.judges import parse_coverage, parse_preference
     from pytest_researchqa.llm.cache import valid_entry
     from pytest_researchqa.llm.contract import MalformedReply
-    from pytest_researchqa.llm.judges import parse_coverage, parse_preference
 
     ok = parse_coverage('{"items": [{"item": 2, "justification": "b", "coverage": 0}, '
                         '{"item": 1, "justification": "a", "coverage": 4}]}', 2)

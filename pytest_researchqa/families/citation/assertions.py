@@ -225,8 +225,9 @@ def judged(answer: Answer, row: Row, judges: "Sequence[ModelJudge]", *, minimum:
     """
     __tracebackhide__ = True
     from ...llm.judges import judge_all
+    from .judges import consensus
 
-    result = judge_all(judges, row, answer)
+    result = judge_all(judges, row, answer, combine=consensus)
     _record_nested(recorder, "judge", result)
     if minimum:
         low = {d: (score, v) for d, v in minimum.items()
@@ -276,8 +277,8 @@ def check_answer(answer: Answer, row: Row, paper: PaperLike, *, recorder: Option
     _record_nested(recorder, "citations", [
         CitationVerdict(found.verdict, found.grounded, tuple(found.pages)) for found in matches])
     target = current_recorder(recorder)
-    if target is not None:  # what the HTML report shows of each citation (row_view)
-        from ...row_view import citation_views
+    if target is not None:  # what the HTML report shows of each citation
+        from .views import citation_views
 
         target.detail("citations", citation_views(matches, index, row))
         if not metrics.expects_refusal(row):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from pytest_researchqa.families.citation.answers import Answer
+from pytest_researchqa.answers import Answer
 from pytest_researchqa.families.citation.assertions import check_answer, judged
 from pytest_researchqa.families.citation.rows import Row
 from pytest_researchqa.papers import Paper

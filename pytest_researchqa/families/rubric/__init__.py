@@ -92,9 +92,10 @@ RUBRIC = RubricFamily(
     scope_note=("Coverage %: mean rubric-item coverage (0-4) / 4 over judged rows, [95% bootstrap interval over "
                 "queries]; Elo: Bradley-Terry on ensemble-judged battles, median of 1,000 bootstraps ± SD"),
     judge_kinds=("coverage",),
+    judges="pytest_researchqa.families.rubric.judges:KINDS",
     uses_papers=False,
     sample_dataset=("datasets", "rubric-sample", "rubric-sample.yaml"),
-    model_system="pytest_researchqa.families.rubric.task:ResearchAnswerSystem",
+    model_system="pytest_researchqa.families.rubric.task:ResearchAnswerSystem.for_run",
     after_answers="pytest_researchqa.families.rubric.tournament:run_tournament",
     before_rows="pytest_researchqa.families.rubric.tournament:schedule_refusal",
     renderer="pytest_researchqa.families.rubric.render:leaderboard",

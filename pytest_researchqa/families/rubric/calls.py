@@ -21,7 +21,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-CHARS_PER_TOKEN = 4
+from ...llm.system import CHARS_PER_TOKEN
+
 TOKENS_PER_WORD = 4 / 3
 ASSUMED_ANSWER_WORDS = 250  # the seed's length guidance; used when the task sets none
 ASSUMED_REFERENCES = 5
@@ -128,8 +129,9 @@ def price(model: str, use: ModelUse) -> Optional[float]:
 
 def plan(answers: Sequence[tuple[str, Any]], services: Any, settings: Any) -> CallPlan:
     """The calls of this run: ``count_calls`` with the run's own judges, schedule and prompts."""
-    from ...llm.judges import answer_with_references, generic_rubric, in_flip_sample
-    from ..citation.answers import Answer
+    from ...answers import Answer
+    from ...llm.judges import in_flip_sample
+    from .judges import answer_with_references, generic_rubric
     from .task import TaskOptions, task_prompt
     from .tournament import Rules, paper_schedule, schedule
 

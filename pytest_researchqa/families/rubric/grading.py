@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
+from ...answers import Answer
 from ...records import Recorder, current_recorder
-from ..citation.answers import Answer
 from .task import TaskOptions, answer_words, references
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,8 +50,8 @@ def record_answer(answer: Answer, row: Any, options: TaskOptions, *, recorder: O
 def grade_coverage(answer: Answer, row: "ResearchRow", judges: "Sequence[ModelJudge]", *, generic_rubric: bool = False,
                    recorder: Optional[Recorder] = None) -> dict[str, Any]:
     """Coverage of every rubric item by every judge, and their consensus; raises NotGraded / JudgesFailed."""
-    from ...llm.judges import generic_rubric as generic_items
     from ...llm.judges import judge_all
+    from .judges import generic_rubric as generic_items
     from .kinds import classify_item
 
     texts = [item.text for item in row.rubric] or (list(generic_items()) if generic_rubric else [])

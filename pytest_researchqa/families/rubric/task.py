@@ -2,7 +2,7 @@
 a length guidance (both on by default, both switchable, recorded per row), and the systems that answer it.
 
 ``ResearchAnswerSystem`` is a litellm model under this task (the shared runner,
-cache, retries and structured output of ``llm.system.LlmSystem``). The family's
+cache, retries and structured output of ``llm.system.ModelSystem``). The family's
 self-test, ``rubric-oracle``, is a built-in system (``systems/rubric_oracle.py``).
 """
 
@@ -10,15 +10,22 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
 
+from ...answers import Answer
 from ...llm.cache import AnswerCache, cache_key
 from ...llm.contract import json_schema, parse_reply
 from ...llm.engine import CallResult, ModelRunner
 from ...llm.prompts import load_prompt
-from ...llm.system import LlmSystem, ModelSpec, _structured_output
-from ..citation.answers import Answer
+from ...llm.system import ModelSpec, ModelSystem, _structured_output
 from .rows import ResearchRow
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...papers import Paper
+
+PROMPTS = Path(__file__).resolve().parent / "prompts"
+TASK_PROMPT = "research_answer"
 
 DEFAULT_LENGTH_WORDS = 250
 
@@ -45,7 +52,7 @@ def task_prompt(row: ResearchRow, options: TaskOptions) -> str:
     values = {"date_rule": date_rule, "length_rule": length_rule, "field": row.field or "(not given)",
               "query": row.query}
     return re.sub(r"\{(date_rule|length_rule|field|query)\}", lambda m: values[m.group(1)],
-                  load_prompt("research_answer").template)
+                  load_prompt(PROMPTS, TASK_PROMPT).template)
 
 
 def answer_words(text: str) -> int:
@@ -92,38 +99,44 @@ def _trailing_numbered(text: str) -> list[str]:
     return entries if numbers <= markers or 2 * cited_like >= len(entries) else []
 
 
-class ResearchAnswerSystem(LlmSystem):
+class ResearchAnswerSystem(ModelSystem[ResearchRow]):
     """A litellm model answering research queries (no paper: the model's own knowledge or tools)."""
 
-    def __init__(self, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, settings: Any) -> None:
-        super().__init__(spec, runner, cache, refresh=settings.refresh, timeout_s=settings.timeout_s,
-                         retries=settings.retries)
+    def __init__(self, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, settings: Any, *,
+                 timeout_s: Optional[float] = None) -> None:
+        super().__init__(spec, runner, cache, refresh=settings.refresh,
+                         timeout_s=settings.timeout_s if timeout_s is None else timeout_s, retries=settings.retries)
         self.options = TaskOptions(date_cutoff=settings.date_cutoff, length_words=settings.length_words)
-        self.prompt = load_prompt("research_answer")
+        self.prompt = load_prompt(PROMPTS, TASK_PROMPT)
 
-    def key(self, row: Any, paper: Any) -> str:
+    @classmethod
+    def for_run(cls, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, settings: Any, *,
+                timeout_s: float) -> "ResearchAnswerSystem":
+        """The family's ``model_system``: the run's task options, refresh and retries."""
+        return cls(spec, runner, cache, settings, timeout_s=timeout_s)
+
+    def key(self, row: ResearchRow, paper: "Optional[Paper]") -> str:
         return cache_key(model=self.spec.name, params=self.spec.call_params, prompt=self.prompt.sha,
                          mode="research", row=row.row_id, query=row.query, task=self.options.for_row(row))
 
-    async def _call(self, row: Any, paper: Any, key: str, submitted: Optional[float] = None) -> dict[str, Any]:
+    def prompt_chars(self, row: ResearchRow, paper: "Optional[Paper]") -> int:
+        return len(task_prompt(row, self.options))
+
+    async def _call(self, row: ResearchRow, paper: "Optional[Paper]", key: str,
+                    submitted: Optional[float] = None) -> dict[str, Any]:
         messages = [{"role": "user", "content": task_prompt(row, self.options)}]
         kwargs = dict(self.spec.call_params)
         if "response_format" not in kwargs:
             kwargs.update(_structured_output(self.spec))
 
         def validate(result: CallResult) -> Any:
-            if result.cost_usd is None:
-                self._priced = False  # litellm has no price for this model: stop asking
+            self._priced_by(result)
             return parse_reply(result.content)
 
         # The shared call path: pacing, queue time apart, a malformed reply repaired once.
         result, parsed = await self._ask(messages, kwargs, validate=validate, describe=self.name,
                                          schema=json_schema(), submitted=submitted, priced=self._priced)
-        entry = {"row_id": row.row_id, "question": row.query, "model": self.spec.name, "prompt_sha": self.prompt.sha,
-                 "baseline": False, "context": "none (research query)", "latency_s": result.latency_s,
-                 "queue_s": result.extra.get("queue_s"), "prompt_tokens": result.prompt_tokens,
-                 "completion_tokens": result.completion_tokens, "cost_usd": result.cost_usd,
-                 "attempts": result.attempts, "repaired": result.repaired, "answer": parsed.answer,
-                 "citations": parsed.citations, "refused": parsed.refused}
+        entry = self._entry(row.row_id, row.query, result, baseline=False, context="none (research query)")
+        entry.update(answer=parsed.answer, citations=parsed.citations, refused=parsed.refused)
         self.cache.put(key, entry)
         return entry

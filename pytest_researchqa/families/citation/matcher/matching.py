@@ -13,7 +13,7 @@ clearly separated comment of the model's own is grounded with that comment set a
 from __future__ import annotations
 
 import functools
-from typing import Protocol, Sequence, Union
+from typing import Any, Callable, Protocol, Sequence, TypeVar, Union
 
 from . import diagnosis
 from .alignment import ELISION_WINDOW, MIN_ANCHOR, anchored_prefix, around_anchor, locate, similarity
@@ -40,9 +40,22 @@ from .verdicts import (
     Diagnosis,
 )
 
+_Built = TypeVar("_Built")
+
+
+class PreparedPaper(Protocol):
+    """A paper that keeps what is prepared from it (:class:`~pytest_researchqa.papers.Paper`): its index is
+    built on first use and lives as long as the paper does."""
+
+    text: str
+    page_starts: tuple[int, ...]
+
+    def prepared(self, build: Callable[[Any], _Built]) -> _Built: ...
+
 
 class HasMatchIndex(Protocol):
-    """A paper as the fixtures give it (:class:`~pytest_researchqa.papers.Paper`): prepared once."""
+    """An object of the user's that brings its own prepared index (a :class:`~pytest_researchqa.papers.Paper`
+    keeps its index through ``Paper.prepared``)."""
 
     @property
     def match_index(self) -> "MatchIndex": ...
@@ -350,16 +363,22 @@ def _index_for_text(text: str) -> MatchIndex:
     return MatchIndex(text)
 
 
-def match_index(paper: Union[str, HasMatchIndex, "MatchIndex"]) -> MatchIndex:
-    """The prepared index of a paper given as text, a Paper, or an index."""
+def match_index(paper: Union[str, PreparedPaper, HasMatchIndex, "MatchIndex"]) -> MatchIndex:
+    """The prepared index of a paper given as text, a Paper (prepared once and kept with it), or an index."""
     if isinstance(paper, MatchIndex):
         return paper
     if isinstance(paper, str):
         return _index_for_text(paper)
+    if hasattr(paper, "prepared"):
+        return paper.prepared(_index_for_paper)
     return paper.match_index
 
 
-def match_citation(citation: str, paper: Union[str, HasMatchIndex, "MatchIndex"]) -> CitationMatch:
+def _index_for_paper(paper: PreparedPaper) -> MatchIndex:
+    return MatchIndex(paper.text, paper.page_starts)
+
+
+def match_citation(citation: str, paper: Union[str, PreparedPaper, HasMatchIndex, "MatchIndex"]) -> CitationMatch:
     """Decide whether ``citation`` is grounded in ``paper``.
 
     ``paper`` is plain text, a :class:`~pytest_researchqa.papers.Paper` (as the
