@@ -48,6 +48,11 @@ def tokens(text: str) -> list[str]:
 
 def passages(text: str) -> list[str]:
     """Consecutive sentences grouped to about PASSAGE_WORDS words, cut from the text by position."""
+    return [text[start:end] for start, end in passage_spans(text)]
+
+
+def passage_spans(text: str) -> list[tuple[int, int]]:
+    """Where each of :func:`passages` lies in the text (its surrounding whitespace left out)."""
     found, start, words = [], 0, 0
     ends = [m.start() for m in _SENTENCE_END.finditer(text)] + [len(text)]
     sentence_start = 0
@@ -55,11 +60,21 @@ def passages(text: str) -> list[str]:
         words += len(text[sentence_start:end].split())
         sentence_start = end
         if words >= PASSAGE_WORDS or end == len(text):
-            passage = text[start:end].strip()
-            if passage:
-                found.append(passage)
+            passage = text[start:end]
+            kept = passage.strip()
+            if kept:
+                first = start + len(passage) - len(passage.lstrip())
+                found.append((first, first + len(kept)))
             start, words = end, 0
     return found
+
+
+def passage_tokens(text: str, spans: list[tuple[int, int]]) -> list[list[str]]:
+    """:func:`tokens` of each passage; ASCII text is lower-cased and split into words once, not per passage."""
+    if not text.isascii():
+        return [tokens(text[start:end]) for start, end in spans]
+    words = text.lower().translate(_NOT_WORD)
+    return [[w for w in words[start:end].split() if w not in _STOPWORDS] for start, end in spans]
 
 
 class Bm25Index:
@@ -72,15 +87,15 @@ class Bm25Index:
 
     __slots__ = ("passages", "_words", "_idf", "_starts", "_docs", "_counts", "_norm")
 
-    def __init__(self, chunks: list[str]) -> None:
+    def __init__(self, chunks: list[str], chunk_tokens: "list[list[str]] | None" = None) -> None:
         import numpy as np
 
         self.passages = chunks
         words: dict[str, int] = {}  # word -> id, in order of first use (the order BM25Okapi sums idf in)
         ids: list[int] = []
         lengths: list[int] = []
-        for chunk in chunks:
-            found = tokens(chunk) or ["_"]
+        for found in chunk_tokens if chunk_tokens is not None else map(tokens, chunks):
+            found = found or ["_"]
             lengths.append(len(found))
             ids += [words.setdefault(w, len(words)) for w in found]
         n = len(chunks)
@@ -99,6 +114,14 @@ class Bm25Index:
         self._docs = pairs % n
         self._counts = counts
         self._norm = K1 * (1 - B + B * doc_len / (sum(lengths) / n))
+
+    @classmethod
+    def of_text(cls, text: str) -> "Bm25Index":
+        """The index of a paper's text: its :func:`passages` (the whole text when it has none)."""
+        spans = passage_spans(text)
+        if not spans:
+            return cls([text])
+        return cls([text[start:end] for start, end in spans], passage_tokens(text, spans))
 
     def scores(self, query: list[str]) -> Any:
         """BM25Okapi's ``get_scores(query)``: one score per passage (a numpy array)."""
@@ -129,7 +152,7 @@ class Bm25System:
         if found is not None:
             self._indexes.move_to_end(key)
             return found
-        found = self._indexes[key] = Bm25Index(passages(paper.text) or [paper.text])
+        found = self._indexes[key] = Bm25Index.of_text(paper.text)
         self.built += 1
         while len(self._indexes) > self.kept:
             self._indexes.popitem(last=False)
