@@ -10,6 +10,11 @@ import os
 
 # litellm must never fetch its price map from the network during tests.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# The fresh interpreters the tests start (pytester's subprocess runs, xdist workers, the CLI) keep the
+# byte code they compile, as Python does by default: where PYTHONDONTWRITEBYTECODE is set, each of them
+# would rewrite and compile the plugin's modules again (pytest rewrites an entry-point plugin's asserts),
+# 0.7 s of CPU a process. What they write goes to __pycache__ folders, which git ignores.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # pytester's in-process runs restore sys.modules afterwards, and numpy (under
 # rank_bm25) refuses to be imported twice in one process: load it once here.
@@ -47,7 +52,38 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_sessionstart(session):
+    if not (session.config.getoption("numprocesses", None) and not os.environ.get("PYTEST_XDIST_WORKER")):
+        _load_what_in_process_runs_import()  # not in xdist's controller, which runs no test
     _freeze_long_lived_objects()
+
+
+def pytest_sessionfinish(session):
+    """The model runners' garbage is collected while pytest still handles logging: litellm leaves a logging
+    task on each runner's loop, and asyncio's "Task was destroyed but it is pending!" for each would
+    otherwise be printed on stderr at exit. (What was frozen stays frozen: collecting it costs seconds.)"""
+    gc.collect()
+
+
+def _load_what_in_process_runs_import():
+    """pytester's in-process runs restore sys.modules afterwards: whatever a run imports that this process
+    had not loaded yet was imported again by the next run (and its asserts rewritten again where pytest
+    marks it): the plugin's own modules, pypdf, pydantic, YAML, tabulate, and Hypothesis's (its pytest plugin
+    imports it at each run's end), 2 s of CPU for a one-row run. Loaded once here, they stay. litellm too:
+    first imported inside a test that uses pytester, it is dropped with that test's modules, and what it leaves
+    behind hides every installed distribution from importlib.metadata, so later in-process runs load no plugin."""
+    import importlib
+    import pkgutil
+
+    import hypothesis  # noqa: F401
+    import litellm  # noqa: F401
+    import pydantic  # noqa: F401
+    import pypdf  # noqa: F401
+    import tabulate  # noqa: F401
+    import yaml  # noqa: F401
+
+    for module in pkgutil.walk_packages(pytest_researchqa.__path__, "pytest_researchqa."):
+        if module.name != "pytest_researchqa.__main__":
+            importlib.import_module(module.name)
 
 
 def _freeze_long_lived_objects():

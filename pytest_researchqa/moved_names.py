@@ -1,4 +1,4 @@
-"""Old import paths kept for one release after a module moved (docs/extending.md, "Moved modules").
+"""Old import paths kept for one release after a module moved (docs/extending.md, "Where the built-in families live").
 
 An old module holds only ``__getattr__``: a name read through it comes from the new module with a
 DeprecationWarning naming that module, so importing the package (or using the new paths) warns

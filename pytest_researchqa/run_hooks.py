@@ -165,6 +165,7 @@ class RunHooks:
             self._print_estimate([c for i in row_items if (c := case_of(i)) is not None])
             if settings.models:
                 models = [i for i in row_items if state.services.is_model(case_of(i).system)]  # type: ignore[union-attr]
+                state.services.ready_models()  # litellm's import is not the first seconds of the progress clock
                 self.progress = self._new_progress(len(models))
             _prefetch(state, row_items)
 

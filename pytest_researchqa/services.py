@@ -9,7 +9,7 @@ policy (``auto`` picks a judge of another model family than the system).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, cast
 
 if TYPE_CHECKING:  # pragma: no cover
     from .llm.cache import AnswerCache
@@ -99,6 +99,28 @@ class Services:
         if self.settings.judges and not family.judge_kinds:
             return (f"--researchqa-judge: the {family.name} family declares no judge kind, so a model cannot "
                     "grade its rows; its own test records its metrics")
+        return self._declaration_problem()
+
+    def _declaration_problem(self) -> Optional[str]:
+        """A part of the family's declaration this run will use that does not load (a third party's typo), said
+        before any row runs instead of failing every row."""
+        from .families import resolve
+
+        family = self.settings.benchmark_family
+        used = {"model_system": family.model_system if self.settings.models else "",
+                "judges": family.judges if self.settings.judges else ""}
+        for field, target in used.items():
+            try:
+                if target:
+                    resolve(target)
+            except Exception as error:  # noqa: BLE001 -- whatever the import raised, said with its field
+                return (f"the {family.name} family's {field} ({target}) cannot be loaded: "
+                        f"{type(error).__name__}: {error}")
+        if self.settings.judges:
+            missing = [kind for kind in family.judge_kinds if kind not in self._kinds()]
+            if missing:
+                return (f"the {family.name} family's judge_kinds name {', '.join(map(repr, missing))}, which its "
+                        f"judges table ({family.judges or 'none'}) does not declare")
         return None
 
     def _model_system(self, name: str) -> Any:
@@ -111,9 +133,11 @@ class Services:
         from .families import resolve
 
         family = self.settings.benchmark_family
-
         spec, timeout_s = self._spec(name)
-        return resolve(family.model_system)(spec, self.runner(), self.cache(), self.settings, timeout_s=timeout_s)
+        factory: Any = resolve(family.model_system)
+        if isinstance(factory, type):  # a ModelSystem subclass, named as the class: built as a run builds it
+            factory = cast(Any, factory).for_run
+        return factory(spec, self.runner(), self.cache(), self.settings, timeout_s=timeout_s)
 
     def judge_names_for(self, system: str) -> list[str]:
         """The judges of one system's rows, 'auto' resolved to another family than the system's.
@@ -192,6 +216,14 @@ class Services:
             pool = self.settings.judge_pool or DEFAULT_POOL
             name = next((c for c in pool if model_family(c) not in families), pool[0])
         return self._judge(name, self._protocol_kind("pairwise"))
+
+    def ready_models(self) -> None:
+        """Every model system of the run and its judges ready to call (``ModelCaller.ready``)."""
+        premise = self.premise_judge()
+        for name in self.settings.models:
+            for caller in [self.system(name), *(self.judges_for(name) if self.settings.judges else []),
+                           *([premise] if premise is not None else [])]:
+                caller.ready()  # type: ignore[attr-defined]
 
     def close(self) -> None:
         if self._runner is not None:

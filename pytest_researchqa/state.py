@@ -46,9 +46,15 @@ class RunState:
     def dataset_path(self) -> Path:
         if self.settings.dataset is not None:
             return self.settings.dataset
+        sample = self.family.sample_dataset
+        if not sample:
+            raise pytest.UsageError(f"researchqa: the {self.family.name} family bundles no sample dataset: name a "
+                                    "dataset file with --researchqa-dataset")
+        if Path(sample[0]).is_absolute():  # a third-party family's own file
+            return Path(*sample)
         from .bundled import bundled_path
 
-        return bundled_path(*self.family.sample_dataset)
+        return bundled_path(*sample)
 
     @functools.cached_property
     def dataset(self) -> "Dataset[Any]":
@@ -63,6 +69,10 @@ class RunState:
             # never let it escape a collection hook, where pytest would swallow it.
             raise pytest.UsageError(f"researchqa: {warning} (a DatasetWarning, which this project's "
                                     "warning filters make an error)") from None
+        except Exception as error:  # noqa: BLE001 -- a family's own loader that raised something else
+            raise pytest.UsageError(f"researchqa: the {self.family.name} family's loader ({self.family.loader}) "
+                                    f"could not read {self.dataset_path}: {type(error).__name__}: {error} "
+                                    "(a loader reports a file it cannot read with dataset.DatasetError)") from None
         return dataset
 
     @functools.cached_property

@@ -562,8 +562,7 @@ def test_a_failed_model_row_says_what_the_model_was_given(run, pytester):
                               "                  meta={'context': 'retrieved passages', 'prompt_tokens': 900,\n"
                               "                        'completion_tokens': 40})\n")
     pytester.syspathinsert()
-    result = run("--researchqa-system=given:answer", "--researchqa-fail-rows", "-k", "edu-lookup-1",
-                 subprocess_=True)
+    result = run("--researchqa-system=given:answer", "--researchqa-fail-rows", "-k", "edu-lookup-1")
     result.stdout.fnmatch_lines(["*researchqa model input*", "context: retrieved passages, 900 tokens in, 40 out"])
 
 

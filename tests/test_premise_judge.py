@@ -157,6 +157,7 @@ def test_a_cached_premise_verdict_must_be_a_yes_or_no_with_a_reason():
     assert not valid_entry({"kind": "premise", "scores": {"flagged": True}})
 
 
+@pytest.mark.slow  # a judge call for every labelled row
 def test_the_benchmark_measures_a_model_judge_on_the_labelled_set(server, tmp_path, capsys):
     import importlib.util
     from pathlib import Path

@@ -73,9 +73,12 @@ class Family:
     # "module:attribute" naming the family's judge kinds, {kind: ModelJudge subclass}; empty: it has none.
     judges: str = ""
     uses_papers: bool = True  # rows are about a paper the plugin reads (researchqa_paper is None otherwise)
-    sample_dataset: tuple[str, ...] = ("datasets", "sample", "sample.yaml")  # the bundled rows, under bundled_path
-    # "module:callable" building the model system for this family's rows (--researchqa-model), called as
-    # (spec, runner, cache, settings, timeout_s=...); empty: the family's rows cannot be answered by a model.
+    # The rows a run without --researchqa-dataset uses: a path under the plugin's bundled files, or (a third
+    # party's) an absolute path as its parts; empty: the family bundles none.
+    sample_dataset: tuple[str, ...] = ()
+    # "module:Class" of the model system for this family's rows (--researchqa-model): a llm.system.ModelSystem
+    # subclass, built with its for_run; or "module:function" called as (spec, runner, cache, settings,
+    # timeout_s=...). Empty: a model cannot answer the family's rows.
     model_system: str = ""
     # "module:function" run on the controller once every row is answered (e.g. pairwise battles), given
     # (records, services, settings, say); what it returns (plain data) reaches the renderer.

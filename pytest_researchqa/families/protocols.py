@@ -8,7 +8,8 @@ A family provides (docs/extending.md walks through a small one):
   fixtures) and, optionally, the model system for its rows (``Family.model_system`` ->
   :class:`ModelSystemFactory`);
 - its metrics (``Family.metrics``: name, label, range, direction; aggregated as means over rows);
-- its judges (``Family.judge_dimensions`` and ``Family.judge_kinds``, kinds of ``llm.judges``);
+- its judges (``Family.judge_dimensions``, ``Family.judge_kinds`` and ``Family.judges``, its own kinds of
+  ``llm.judges.ModelJudge``);
 - an end-of-run step (``Family.after_answers`` -> :class:`AfterAnswers`), its own leaderboard
   (``Family.renderer`` -> :class:`LeaderboardRenderer`) and the lines printed before the first model
   call (``Family.call_estimate`` -> :class:`CallEstimate`), all optional.

@@ -287,6 +287,7 @@ class RowWriter(ModelCaller):
         key = cache_key(task="generate_rows", model=self.spec.name, params=kwargs,
                         prompt=self.generate_prompt.sha, paper=job.paper.content_hash, counts=counts,
                         seen=len(batch.text), **part)
+        self.ready()
         return self.runner.submit(self.spec.provider, lambda: self._reply(
             key, prompt, kwargs, self.generate_prompt, parse_generation, schema, job.paper_id))
 
@@ -303,6 +304,7 @@ class RowWriter(ModelCaller):
         key = cache_key(task="repair_passages", model=self.spec.name, params=kwargs,
                         prompt=self.repair_prompt.sha, paper=job.paper.content_hash, items=items,
                         seen=len(batch.text), **({"start": batch.start} if batch.start else {}))
+        self.ready()
         return self.runner.submit(self.spec.provider, lambda: self._reply(
             key, prompt, kwargs, self.repair_prompt, parse_repairs, schema, job.paper_id))
 

@@ -97,20 +97,26 @@ def fill(template: str, values: dict[str, str], blocks: Sequence[str] = ("ANSWER
     return fill_placeholders(template, values)
 
 
-def judge_prompt_path(mode: str, folder: Optional[Path] = None) -> Path:
+def judge_prompt_path(mode: str, folder: Optional[Path] = None, own: Optional[Path] = None) -> Path:
     """The user's own prompt file for a judge kind (--researchqa-judge-prompts) when the folder has one,
-    else the bundled one."""
-    if folder is not None and (folder / f"{mode}.md").is_file():
-        return folder / f"{mode}.md"
-    return bundled_path("judges", f"{mode}.md")
+    else the kind's own (``own``: a family's folder), else the bundled one."""
+    for where in (folder, own):
+        if where is not None and (where / f"{mode}.md").is_file():
+            return where / f"{mode}.md"
+    found = bundled_path("judges", f"{mode}.md")
+    if not found.is_file():
+        looked = ", ".join(str(w) for w in (folder, own) if w is not None) or "no folder of its own"
+        raise FileNotFoundError(f"no prompt {mode}.md for this judge kind: looked in {looked} and {found.parent} "
+                                "(a family's kind names its folder: ModelJudge.prompts)")
+    return found
 
 
 class JudgePrompt:
     """A judge prompt file under judges/ and its hash (with guidance.yaml, which the citation kinds use)."""
 
-    def __init__(self, mode: str, folder: Optional[Path] = None) -> None:
+    def __init__(self, mode: str, folder: Optional[Path] = None, own: Optional[Path] = None) -> None:
         self.mode = mode
-        self.path = judge_prompt_path(mode, folder)
+        self.path = judge_prompt_path(mode, folder, own)
         self.template = self.path.read_text(encoding="utf-8")
         self.guidance, guidance_text = _load_guidance()
         self.sha = hashlib.sha256((self.template + guidance_text).encode()).hexdigest()[:16]
@@ -147,15 +153,16 @@ class ModelJudge(ModelCaller):
     # seed's coverage does; otherwise 'auto' avoids only the graded system's family.
     same_judge_for_every_system: ClassVar[bool] = False
     activity_kind = "verdict"
-    prompt_file: ClassVar[str] = ""
-    verdict_model: ClassVar[type[BaseModel]]
+    prompt_file: ClassVar[str] = ""  # the prompt's name (<name>.md); empty: the kind's
+    prompts: ClassVar[Optional[Path]] = None  # the folder of the kind's prompt (a family's own); None: judges/
+    verdict_model: ClassVar[type[BaseModel]]  # the verdict's pydantic model: its JSON schema is sent
     # Verdicts whose scores are not 1-5 dimensions carry their kind in the cache, validated by it.
     cached_as_kind: ClassVar[bool] = False
 
     def __init__(self, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, *,
                  timeout_s: float = 120.0, retries: int = 3, prompt_folder: Optional[Path] = None) -> None:
         super().__init__(spec, runner, cache, timeout_s=timeout_s, retries=retries)
-        self.prompt = JudgePrompt(self.prompt_file or self.kind, prompt_folder)
+        self.prompt = JudgePrompt(self.prompt_file or self.kind, prompt_folder, self.prompts)
         self.family = model_family(spec.name)
 
     @property
@@ -167,25 +174,29 @@ class ModelJudge(ModelCaller):
         """What the run's options change in this kind (nothing, unless a kind says so)."""
 
     def key_parts(self, *subject: Any) -> dict[str, Any]:
-        raise NotImplementedError
+        raise NotImplementedError(_undefined(self, "key_parts(*subject): what of a subject enters its cache key"))
 
     def render(self, *subject: Any) -> str:
-        raise NotImplementedError
+        raise NotImplementedError(_undefined(self, "render(*subject): the prompt for one subject"))
 
     def parse(self, text: Optional[str], *subject: Any) -> dict[str, Any]:
-        raise NotImplementedError
+        raise NotImplementedError(_undefined(self, "parse(text, *subject): the reply's scores, raising "
+                                                   "llm.contract.MalformedReply for a reply that does not fit"))
 
     def reusable(self, scores: dict[str, Any], *subject: Any) -> bool:
         """Whether cached scores have the shape this kind's readers need for this subject (an entry of
         another plugin version, or a damaged one, is a miss: judged again, never a row error)."""
-        raise NotImplementedError
+        raise NotImplementedError(_undefined(self, "reusable(scores, *subject): whether cached scores fit"))
 
     def _accepts(self, subject: tuple[Any, ...]) -> Callable[[dict[str, Any]], bool]:
         return lambda entry: isinstance(entry.get("scores"), dict) and self.reusable(entry["scores"], *subject)
 
     def schema(self, *subject: Any) -> dict[str, Any]:
         """The verdict's JSON schema for one subject (sent in JSON-schema mode and in the repair turn)."""
-        schema: dict[str, Any] = small_model_schema(self.verdict_model.model_json_schema())
+        model = getattr(self, "verdict_model", None)
+        if model is None:
+            raise NotImplementedError(_undefined(self, "verdict_model (a pydantic model of its verdict) or schema()"))
+        schema: dict[str, Any] = small_model_schema(model.model_json_schema())
         return schema
 
     def subject(self, row: Any, answer: Any) -> Optional[tuple[Any, ...]]:
@@ -196,7 +207,7 @@ class ModelJudge(ModelCaller):
     @staticmethod
     def combine(by_judge: dict[str, dict[str, Any]]) -> dict[str, Any]:
         """The judges' scores of one answer combined: ``consensus`` and ``spread`` (and ``items``, per item)."""
-        raise NotImplementedError
+        raise NotImplementedError("a judge kind must define combine(by_judge): the judges' consensus and spread")
 
     # -- shared -----------------------------------------------------------------------
     def key(self, *subject: Any, repeat: int = 0) -> str:
@@ -291,6 +302,10 @@ def judge_all(judges: Sequence[ModelJudge], row: "FamilyRow", answer: "Answer", 
 
 def is_score(value: Any, low: int, high: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _undefined(judge: ModelJudge, what: str) -> str:
+    return f"judge kind {judge.kind or type(judge).__name__!r} ({type(judge).__name__}) must define {what}"
 
 
 def _nothing_combined(by_judge: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generic, Optional, TypeVar
 
 from ..answers import Answer
+from ..dataset import FamilyRow
 from ..llm_params import (
     LOCAL_CONTEXT_TOKENS,
     is_local,
@@ -25,7 +26,7 @@ from ..llm_params import (
     parse_model_params,  # noqa: F401  (re-exported)
 )
 from .cache import AnswerCache, cache_key
-from .contract import json_schema
+from .contract import json_schema, parse_reply
 from .engine import CALL_SECRETS, REPAIR_TURN, CallResult, EmptyResponse, ModelRunner, ProviderError, with_retries
 from .prompts import Prompt
 
@@ -96,16 +97,25 @@ class ModelCaller:
         self.retries = retries
         self._pending: dict[str, Future[Any]] = {}
         self._lock = threading.Lock()
-        # Import here, on the caller's thread: a multi-second import on the event loop
-        # would stall every call in flight (and bunch paced starts behind it).
-        _import_litellm()
-        self.context_tokens = self._context_tokens()
         self.secrets = tuple(known_secrets({spec.name: spec.params}))
-        self.router = _router(spec)  # several endpoints of one model: litellm's Router spreads the calls
 
-    def _context_tokens(self) -> int:
-        """The context window: ``max_input_tokens``, else what a local server reports (asked once,
-        here, off the event loop), else litellm's figure for the model."""
+    def ready(self) -> None:
+        """What a call needs before it goes on the event loop, done here on the caller's thread: litellm
+        imported (a multi-second import on the loop would stall every call in flight and bunch paced starts
+        behind it), the router built and the context window known. Once per caller; a caller that is built
+        and never calls (a controller's call estimate) imports nothing."""
+        _import_litellm()
+        _ = self.router, self.context_tokens
+
+    @functools.cached_property
+    def router(self) -> Any:
+        """litellm's Router over several endpoints of one model (None for one endpoint)."""
+        return _router(self.spec)
+
+    @functools.cached_property
+    def context_tokens(self) -> int:
+        """The context window: ``max_input_tokens``, else what a local server reports (asked once, off the
+        event loop), else litellm's figure for the model."""
         given = self.spec.params.get("max_input_tokens")
         if isinstance(given, int) and given > 0:
             return given
@@ -130,6 +140,7 @@ class ModelCaller:
     def _start(self, key: str, job: Callable[[], Awaitable[Any]], accept: Accept = None) -> Future[Any]:
         """Run ``job()`` for ``key`` once across the processes that share the cache (``accept``: the
         caller's check of a cached entry, anything else is a miss)."""
+        self.ready()
         future = self.runner.run(lambda: self._once_across_processes(key, job, accept))
         if self.activity_kind:
             self.runner.activity.watch(self.activity_kind, key, future)
@@ -199,19 +210,18 @@ class ModelCaller:
         return result, parsed
 
 
-RowT = TypeVar("RowT")
+RowT = TypeVar("RowT", bound=FamilyRow)
 
 
 class ModelSystem(ModelCaller, Generic[RowT]):
     """A litellm model as a system under test (duck-types :class:`~pytest_researchqa.systems.System`).
 
     Each row's answer is asked once, ahead of its test when the run pipelines, stored on disk as it
-    arrives and never paid for twice. A family's task says what is asked (``key``, ``_call`` and
-    ``prompt_chars``); this class says when, and how often.
+    arrives and never paid for twice. A family's task says what is asked (``prompt``, ``key`` and
+    ``render``; docs/extending.md); this class says when, how often, and how the reply is read.
     """
 
     activity_kind = "answer"
-    prompt: Prompt  # the task's prompt file: its hash enters every key and entry
 
     def __init__(self, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, *, refresh: bool = False,
                  timeout_s: float = 120.0, retries: int = 3) -> None:
@@ -220,18 +230,60 @@ class ModelSystem(ModelCaller, Generic[RowT]):
         self._priced = not spec.local  # a local server has no price: do not ask litellm for one
 
     # -- what the family's task defines ------------------------------------------------
+    # Set by the subclass: the task's prompt file (its hash enters every key and entry).
+    prompt: Prompt
+    # The reply follows the citation contract (JSON: answer, citations, refused), asked in the provider's
+    # structured-output mode and repaired once when malformed; False: plain text (the baseline mode).
+    cites: bool = True
+    local_output_tokens: Optional[int] = None  # max_tokens on a local server whose params set none
+
+    @classmethod
+    def for_run(cls, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, settings: Any, *,
+                timeout_s: float) -> "ModelSystem[RowT]":
+        """The system as a run builds it (a family's ``model_system`` may name the class): the run's refresh,
+        per-call deadline and retries. A subclass whose ``__init__`` takes more overrides this."""
+        return cls(spec, runner, cache, refresh=settings.refresh, timeout_s=timeout_s, retries=settings.retries)
+
     def key(self, row: RowT, paper: "Optional[Paper]") -> str:
         """The cache key of a row's answer: everything that changes what the model is asked."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define key(row, paper): the cache key of a row's "
+                                  "answer (llm.cache.cache_key of everything that changes what the model is asked)")
 
-    async def _call(self, row: RowT, paper: "Optional[Paper]", key: str,
-                    submitted: Optional[float] = None) -> dict[str, Any]:
-        """Ask the model, store the entry under ``key`` and return it (``_to_answer`` reads it)."""
-        raise NotImplementedError
+    def render(self, row: RowT, paper: "Optional[Paper]") -> tuple[str, dict[str, Any]]:
+        """The prompt a row's call sends, and the task's facts recorded with its answer (e.g. the context the
+        model saw: ``{"context": "full"}``)."""
+        raise NotImplementedError(f"{type(self).__name__} must define render(row, paper): the prompt a row's call "
+                                  "sends, and a dict of what to record with its answer")
 
     def prompt_chars(self, row: RowT, paper: "Optional[Paper]") -> int:
         """The characters of the prompt a row's call sends (for the estimate before a run)."""
-        raise NotImplementedError
+        return len(self.render(row, paper)[0])
+
+    async def _call(self, row: RowT, paper: "Optional[Paper]", key: str,
+                    submitted: Optional[float] = None) -> dict[str, Any]:
+        """Ask the model for one row (pacing, retries, one repair of a malformed reply), store the entry under
+        ``key`` the moment it arrives (a killed run keeps it) and return it."""
+        prompt, task = self.render(row, paper)
+        kwargs = dict(self.spec.call_params)
+        if self.spec.local and self.local_output_tokens and "max_tokens" not in kwargs:
+            kwargs["max_tokens"] = self.local_output_tokens
+        if self.cites and "response_format" not in kwargs:
+            kwargs.update(_structured_output(self.spec))
+
+        def validate(result: CallResult) -> Any:
+            self._priced_by(result)
+            return parse_reply(result.content) if self.cites else (result.content or "")
+
+        result, parsed = await self._ask([{"role": "user", "content": prompt}], kwargs, validate=validate,
+                                         describe=self.name, schema=json_schema() if self.cites else None,
+                                         submitted=submitted, priced=self._priced)
+        entry = self._entry(row.row_id, row.question, result, baseline=not self.cites, **task)
+        if self.cites:
+            entry.update(answer=parsed.answer, citations=parsed.citations, refused=parsed.refused)
+        else:
+            entry.update(answer=parsed, citations=[], refused=None)
+        self.cache.put(key, entry)
+        return entry
 
     # -- keys and scheduling ---------------------------------------------------------
     def repeat_key(self, row: RowT, paper: "Optional[Paper]", repeat: int = 0) -> str:
@@ -312,7 +364,9 @@ class ModelSystem(ModelCaller, Generic[RowT]):
     def _entry(self, row_id: str, question: str, result: CallResult, **task: Any) -> dict[str, Any]:
         """What the cache keeps of a row's call besides the reply: the row, the model, the prompt's hash,
         the family's ``task`` facts (e.g. the context the model saw) and the call's usage."""
-        return {"row_id": row_id, "question": question, "model": self.spec.name, "prompt_sha": self.prompt.sha,
+        prompt = getattr(self, "prompt", None)  # a subclass that set none: recorded as unknown, the answer kept
+        return {"row_id": row_id, "question": question, "model": self.spec.name,
+                "prompt_sha": prompt.sha if prompt is not None else None,
                 **task, "latency_s": result.latency_s, "queue_s": result.extra.get("queue_s"),
                 "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
                 "cost_usd": result.cost_usd, "attempts": result.attempts, "repaired": result.repaired}

@@ -47,7 +47,8 @@ def render(outcome: "RunOutcome", family: Family, title: str = "researchqa") -> 
     verdict = {"passed": " — gates passed ✅", "failed": " — gates FAILED ❌" if outcome.gated else " — FAILED ❌",
                "undecidable": " — gates UNDECIDED ⚠️", "report": " — report (no gate)"}[outcome.verdict]
     parts = [f"## {title}{verdict}", "", table(tables[0].headers, tables[0].rows), ""]
-    notes = [family.scope_note, interval_note(outcome.intervals, any(r.judge for r in outcome.records)),
+    judged = any(r.judge for r in outcome.records)
+    notes = [family.scope_note, interval_note(outcome.intervals, judged, family.cluster_unit),
              delta_note(comparison) if comparison is not None else None, outcome.coverage_line]
     if family.renderer:  # a family that renders its own leaderboard (GitHub tables and lines of text)
         from ..families import resolve

@@ -123,6 +123,8 @@ def leaderboard_tables(records: Sequence[RowRecord], family: Family, intervals: 
         groups: dict[tuple[str, str], list[RowRecord]] = {}
         for record in records:
             groups.setdefault((system_of(record), field(record) or "?"), []).append(record)
+        if all(value == "?" for _, value in groups):
+            continue  # no row has one (a family without domains): a table of "?" says nothing
         for key in sorted(groups, key=lambda k: (order.get(k[0], 0), k[1])):
             system, value = key
             s = summarize(system, groups[key], metrics)
@@ -144,17 +146,18 @@ def defects_line(records: Sequence[RowRecord]) -> Optional[str]:
     return f"{defects} row(s) not graded: a required section is not in the paper (dataset defect)"
 
 
-def interval_note(intervals: Optional[Intervals], judged: bool = False) -> Optional[str]:
-    """What the ± in the leaderboard is."""
+def interval_note(intervals: Optional[Intervals], judged: bool = False, unit: str = "papers") -> Optional[str]:
+    """What the ± in the leaderboard is; ``unit``: what is resampled together (the family's cluster unit)."""
     papers = [i.papers for per_metric in (intervals or {}).values() for i in per_metric.values() if i is not None]
     if not papers or max(papers) < 2:
         return None
-    note = (f"±: half-width of a {CONFIDENCE:.0%} bootstrap interval over papers (a paper's rows resampled "
-            f"together; {RESAMPLES:,} resamples, fixed seed); [low–high]: the interval itself where it is lopsided")
+    one = {"papers": "a paper's rows resampled together", "queries": "each query resampled"}.get(unit, unit)
+    note = (f"±: half-width of a {CONFIDENCE:.0%} bootstrap interval over {unit} ({one}; {RESAMPLES:,} resamples, "
+            "fixed seed); [low–high]: the interval itself where it is lopsided")
     if judged:
         note += "; in judge columns, the judges' mean disagreement"
     if max(papers) < FEW_PAPERS:
-        note += f"; over only {max(papers)} papers the interval is rough and tends to be too narrow"
+        note += f"; over only {max(papers)} {unit} the interval is rough and tends to be too narrow"
     return note
 
 
@@ -208,7 +211,7 @@ def leaderboard(records: Sequence[RowRecord], family: Family, intervals: Optiona
 
     tables = leaderboard_tables(records, family, intervals, comparison)
     parts = [tabulate(tables[0].rows, headers=tables[0].headers, tablefmt="github", disable_numparse=True)]
-    notes = [family.scope_note, interval_note(intervals, any(r.judge for r in records)),
+    notes = [family.scope_note, interval_note(intervals, any(r.judge for r in records), family.cluster_unit),
              delta_note(comparison) if comparison is not None else None, defects_line(records)]
     parts += [n for n in notes if n]
     for table in tables[1:]:

@@ -118,10 +118,19 @@ def test_calls_queued_for_a_slot_hold_no_lock_file(tmp_path):
     assert len(held) == 40 and max(held) <= 2, f"open lock files bounded by the 2 slots, not the 40 rows: {max(held)}"
 
 
+# The user's `ulimit -n 128`, set before any row runs. The run is in-process (a fresh interpreter would
+# cost a second litellm import): the descriptors this test process holds already are added to the 128,
+# and the limit is lifted again at the run's end.
 FD_LIMIT_CONFTEST = """
+import os
 import resource
 
-resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
+_GIVEN = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 128, _GIVEN[1]))
+
+
+def pytest_unconfigure(config):
+    resource.setrlimit(resource.RLIMIT_NOFILE, _GIVEN)
 """
 
 
@@ -132,7 +141,7 @@ def test_more_model_rows_than_the_open_file_limit_run_clean(pytester, server, tm
     from helpers import SAMPLE
 
     rows = 160
-    pytester.makeconftest(FD_LIMIT_CONFTEST)  # the user's `ulimit -n 128`, set before any row runs
+    pytester.makeconftest(FD_LIMIT_CONFTEST)
     (pytester.path / "papers").mkdir()
     paper = (SAMPLE / "sources" / "sample-edu.md").read_text(encoding="utf-8")
     (pytester.path / "papers" / "p.md").write_text(paper, encoding="utf-8")
@@ -146,7 +155,7 @@ def test_more_model_rows_than_the_open_file_limit_run_clean(pytester, server, tm
         for i in range(rows)]}
     (pytester.path / "rows.json").write_text(json.dumps(dataset), encoding="utf-8")
     result = run_pytest(pytester, "--researchqa-model=openai/good", "--researchqa-dataset=rows.json", "-q",
-                        "--researchqa-concurrency=8", cache=tmp_path / "cache", server=server, subprocess_=True)
+                        "--researchqa-concurrency=8", cache=tmp_path / "cache", server=server)
     out = result.stdout.str()
     assert "INTERNALERROR" not in out and "Too many open files" not in out
     outcomes = result.parseoutcomes()  # graded rows pass or fall below their bar; none errors

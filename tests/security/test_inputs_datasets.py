@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from helpers import WITHOUT_HYPOTHESIS  # noqa: E402
 
 from pytest_researchqa.families.citation.loaders import DatasetError, load_dataset
 
@@ -110,7 +109,7 @@ def test_hostile_row_ids_and_domains_stay_text_in_the_terminal_markdown_and_figu
     rows[1]["row_id"] = "id\u202egnp.exe\r## researchqa \u2014 gates passed \u2705"
     (pytester.path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     shutil.copytree(bundled_path("datasets", "sample", "papers"), pytester.path / "papers")
-    result = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS,
+    result = pytester.runpytest(
         "-p", "no:cacheprovider", f"--researchqa-cache-dir={tmp_path}", "--researchqa-dataset=rows.jsonl",
         "--researchqa-system=bm25", "--researchqa-markdown=report.md", "--researchqa-plots=figures")
     assert result.ret == 0, result.stdout.str()[-3000:]

@@ -220,11 +220,11 @@ def test_no_key_appears_in_a_failing_run_with_full_trace_and_locals(pytester, se
             *(f"--researchqa-model={m}" for m in models),
             *(f"--researchqa-model-param={m}:api_base={server.url}" for m in models),
             *(f"--researchqa-model-param={m}:api_key={PARAM_KEY}" for m in models))
-    result = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, *args)
+    result = pytester.runpytest(*args)
     if "AST constructor recursion depth mismatch" in result.stdout.str():
         # CPython 3.11's ast.parse can raise this SystemError while pytest renders a --full-trace
         # traceback (a interpreter bug, fixed in later releases): run once more rather than flake.
-        result = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, *args)
+        result = pytester.runpytest(*args)
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed") and outcomes.get("errors"), result.stdout.str()[-3000:]
     assert "<redacted>" in result.stdout.str(), "the key's place is shown, redacted"

@@ -33,9 +33,10 @@ CITATION = Family(
     judge_dimensions=(JudgeDimension("factual_accuracy", "factual"), JudgeDimension("completeness", "complete")),
     judge_kinds=("rubric", "claims"),
     judges="pytest_researchqa.families.citation.judges:KINDS",
+    sample_dataset=("datasets", "sample", "sample.yaml"),
     protocol_module="pytest_researchqa.families.citation.protocol",
     loader="pytest_researchqa.families.citation.loaders:load_dataset",
-    model_system="pytest_researchqa.families.citation.model_system:CitedAnswerSystem.for_run",
+    model_system="pytest_researchqa.families.citation.model_system:CitedAnswerSystem",
     scope_note=("cite prec, sect cov, cite acc: means over answerable rows; refusal, flagged: over false-premise "
                 "rows (adversarial, unless expected_refusal is false)"),
 )

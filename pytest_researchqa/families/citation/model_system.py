@@ -12,16 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from ...llm.cache import AnswerCache, cache_key
-from ...llm.contract import json_schema, parse_reply
-from ...llm.engine import CallResult, ModelRunner
-from ...llm.prompts import Prompt, load_prompt
+from ...llm.engine import ModelRunner
+from ...llm.prompts import load_prompt
 from ...llm.system import (
     CHARS_PER_TOKEN,
     LOCAL_CHARS_PER_TOKEN,
     LOCAL_OUTPUT_TOKENS,
     ModelSpec,
     ModelSystem,
-    _structured_output,
 )
 from .rows import Row
 
@@ -39,16 +37,19 @@ LOCAL_PROMPT_RESERVE_TOKENS = 1400
 class CitedAnswerSystem(ModelSystem[Row]):
     """A litellm model answering a row's question from its paper, citing it verbatim."""
 
+    local_output_tokens = LOCAL_OUTPUT_TOKENS
+
     def __init__(self, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, *, baseline: bool = False,
                  refresh: bool = False, timeout_s: float = 120.0, retries: int = 3) -> None:
         super().__init__(spec, runner, cache, refresh=refresh, timeout_s=timeout_s, retries=retries)
         self.baseline = baseline
-        self.prompt: Prompt = load_prompt(PROMPTS, BASELINE_PROMPT if baseline else CITED_PROMPT)
+        self.cites = not baseline
+        self.prompt = load_prompt(PROMPTS, BASELINE_PROMPT if baseline else CITED_PROMPT)
 
     @classmethod
     def for_run(cls, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, settings: Any, *,
                 timeout_s: float) -> "CitedAnswerSystem":
-        """The family's ``model_system``: the run's baseline mode, refresh and retries."""
+        """As a run builds it: its baseline mode, refresh, deadline and retries."""
         return cls(spec, runner, cache, baseline=settings.baseline, refresh=settings.refresh, timeout_s=timeout_s,
                    retries=settings.retries)
 
@@ -66,7 +67,13 @@ class CitedAnswerSystem(ModelSystem[Row]):
             **({"max_input_tokens": window} if (window := self.spec.params.get("max_input_tokens")) else {}),
         )
 
+    def render(self, row: Row, paper: "Optional[Paper]") -> tuple[str, dict[str, Any]]:
+        paper = _needed(paper)
+        context, mode = self._context(row, paper)
+        return self.prompt.render(paper=context, question=row.question, source=paper.paper_id), {"context": mode}
+
     def prompt_chars(self, row: Row, paper: "Optional[Paper]") -> int:
+        """Estimated without ranking passages: the paper up to what the window holds, the prompt, the question."""
         paper = _needed(paper)
         return min(len(paper.text), self._context_chars()) + len(self.prompt.template) + len(row.question)
 
@@ -92,33 +99,6 @@ class CitedAnswerSystem(ModelSystem[Row]):
             chosen.append(passage)
             used += len(passage) + 8
         return "\n\n[...]\n\n".join(chosen), "bm25"
-
-    async def _call(self, row: Row, paper: "Optional[Paper]", key: str,
-                    submitted: Optional[float] = None) -> dict[str, Any]:
-        paper = _needed(paper)
-        context, mode = self._context(row, paper)
-        prompt = self.prompt.render(paper=context, question=row.question, source=paper.paper_id)
-        messages = [{"role": "user", "content": prompt}]
-        kwargs = dict(self.spec.call_params)
-        if self.spec.local and "max_tokens" not in kwargs:
-            kwargs["max_tokens"] = LOCAL_OUTPUT_TOKENS
-        if not self.baseline and "response_format" not in kwargs:
-            kwargs.update(_structured_output(self.spec))
-
-        def validate(result: CallResult) -> Any:
-            self._priced_by(result)
-            return (result.content or "") if self.baseline else parse_reply(result.content)
-
-        result, parsed = await self._ask(messages, kwargs, validate=validate, describe=self.name,
-                                         schema=None if self.baseline else json_schema(), submitted=submitted,
-                                         priced=self._priced)
-        entry = self._entry(row.row_id, row.question, result, baseline=self.baseline, context=mode)
-        if self.baseline:
-            entry.update(answer=parsed, citations=[], refused=None)
-        else:
-            entry.update(answer=parsed.answer, citations=parsed.citations, refused=parsed.refused)
-        self.cache.put(key, entry)  # on disk the moment it arrives: a killed run keeps it
-        return entry
 
 
 # The name it had in llm.system (kept there for one release, with a warning).

@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ...answers import Answer
 from ...llm.cache import AnswerCache, cache_key
-from ...llm.contract import json_schema, parse_reply
-from ...llm.engine import CallResult, ModelRunner
+from ...llm.engine import ModelRunner
 from ...llm.prompts import load_prompt
-from ...llm.system import ModelSpec, ModelSystem, _structured_output
+from ...llm.system import ModelSpec, ModelSystem
 from .rows import ResearchRow
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -119,24 +118,5 @@ class ResearchAnswerSystem(ModelSystem[ResearchRow]):
         return cache_key(model=self.spec.name, params=self.spec.call_params, prompt=self.prompt.sha,
                          mode="research", row=row.row_id, query=row.query, task=self.options.for_row(row))
 
-    def prompt_chars(self, row: ResearchRow, paper: "Optional[Paper]") -> int:
-        return len(task_prompt(row, self.options))
-
-    async def _call(self, row: ResearchRow, paper: "Optional[Paper]", key: str,
-                    submitted: Optional[float] = None) -> dict[str, Any]:
-        messages = [{"role": "user", "content": task_prompt(row, self.options)}]
-        kwargs = dict(self.spec.call_params)
-        if "response_format" not in kwargs:
-            kwargs.update(_structured_output(self.spec))
-
-        def validate(result: CallResult) -> Any:
-            self._priced_by(result)
-            return parse_reply(result.content)
-
-        # The shared call path: pacing, queue time apart, a malformed reply repaired once.
-        result, parsed = await self._ask(messages, kwargs, validate=validate, describe=self.name,
-                                         schema=json_schema(), submitted=submitted, priced=self._priced)
-        entry = self._entry(row.row_id, row.query, result, baseline=False, context="none (research query)")
-        entry.update(answer=parsed.answer, citations=parsed.citations, refused=parsed.refused)
-        self.cache.put(key, entry)
-        return entry
+    def render(self, row: ResearchRow, paper: "Optional[Paper]") -> tuple[str, dict[str, Any]]:
+        return task_prompt(row, self.options), {"context": "none (research query)"}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_researchqa.families import Family, MetricSpec, first_row_keys
+from pytest_researchqa.families import Family, JudgeDimension, MetricSpec, first_row_keys
 
 
 class GlossaryFamily(Family):
@@ -28,11 +28,14 @@ GLOSSARY = GlossaryFamily(
     description="definitions of terms, graded by the keywords they use",
     question_types=("definition",),
     metrics=(MetricSpec("keyword_recall", "kw recall"),),
-    judge_dimensions=(),
+    judge_dimensions=(JudgeDimension("accuracy", "accuracy"),),
     protocol_module="glossary_family.protocol",
     loader="glossary_family.rows:load_terms",
     uses_papers=False,
     default_system="glossary_family.systems:dictionary",
+    model_system="glossary_family.model:DefinitionModel",  # --researchqa-model answers its rows
+    judge_kinds=("definition",),  # --researchqa-judge grades them
+    judges="glossary_family.model:KINDS",
 )
 
 
