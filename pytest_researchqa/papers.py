@@ -23,7 +23,7 @@ import tempfile
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 T = TypeVar("T")
 
@@ -319,15 +319,19 @@ def _umask() -> int:
     return mask
 
 
-def atomic_write(target: Path, data: bytes) -> None:
-    """Write via a temporary file and rename: safe with concurrent xdist workers."""
+def atomic_write(target: Path, data: bytes | Iterable[bytes]) -> None:
+    """Write via a temporary file and rename: safe with concurrent xdist workers. ``data`` may come in
+    pieces (a saved run's rows, line by line: never the whole file in memory at once)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
     try:
         if hasattr(os, "fchmod"):  # mkstemp's 0600 would make shared CI artifacts unreadable: honour the umask
             os.fchmod(handle, 0o666 & ~_umask())
         with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
+            if isinstance(data, bytes):
+                stream.write(data)
+            else:
+                stream.writelines(data)
         os.replace(temporary, target)
     except BaseException:
         try:

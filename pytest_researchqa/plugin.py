@@ -207,6 +207,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     record: Optional["RowRecord"] = item.stash.get(RECORD, None)
     if record is None:
         return report
+    if call.when == "teardown":  # the row is done: its record travels on its report, the item keeps none
+        del item.stash[RECORD]
+        if RECORDER in item.stash:
+            del item.stash[RECORDER]
+        return report
     if call.when == "call" or (call.when == "setup" and report.outcome != "passed"):
         from .row_reports import add_sections, settle
 

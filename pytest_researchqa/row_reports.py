@@ -89,6 +89,22 @@ def saved_diagnosis(message: str) -> str:
     return "\n".join(lines)
 
 
+def release_frames(call: pytest.CallInfo[None]) -> None:
+    """Drop the locals of a graded failure's frames once its report is made (issue 24 item 3).
+
+    The traceback and its frames form reference cycles (a frame holds the exception info that holds
+    the traceback), so whatever the test's frames held -- the row's paper and its match index, the
+    answer -- stayed alive until Python's rare full collection: at the seed's scale, hundreds of
+    prepared papers evicted from :class:`~pytest_researchqa.papers.PaperStore` but not freed. The
+    report is already made (its text rendered); only ``--pdb`` still reads the frames, and it is
+    never called for this failure without it (an xfailed row is never debugged).
+    """
+    import traceback
+
+    if call.excinfo is not None:
+        traceback.clear_frames(call.excinfo.tb)
+
+
 def wants_full_report(config: pytest.Config) -> bool:
     return bool(config.option.tbstyle == "long" or config.getoption("verbose") > 0)
 
@@ -108,9 +124,12 @@ def settle(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestRe
             report.outcome = "skipped"
             report.wasxfail = for_terminal(f"below the per-row bar: {first_line}")
             record.outcome = "below_bar"
+            release_frames(call)
             return
         if not wants_full_report(item.config):
             report.longrepr = for_terminal(f"{record.system} · {record.row_id}: {diagnosis_of(record.diagnosis)}")
+        if not item.config.getoption("usepdb", False):
+            release_frames(call)
     record.outcome = "error" if record.error else ("xfailed" if hasattr(report, "wasxfail") else report.outcome)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generator, Optional, TypeVar
 
 import pytest
 
@@ -263,6 +263,16 @@ class RunHooks:
                 self.progress.row_done(record)
         elif report.failed:
             self.foreign_failures += 1
+
+    @pytest.hookimpl(wrapper=True, specname="pytest_runtest_logreport")
+    def pytest_runtest_logreport_shed(self, report: pytest.TestReport) -> Generator[None, None, None]:
+        """Once every plugin has seen a row's report, it sheds its record (issue 24 item 3): pytest's terminal
+        reporter keeps every report to the end of the run, and the record is already in the session and on
+        disk here, or sent to the controller from a worker. What stays is what pytest itself reads."""
+        try:
+            return (yield)
+        finally:
+            report.__dict__.pop("researchqa", None)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_report_teststatus(self, report: pytest.TestReport) -> Optional[tuple[str, str, str]]:

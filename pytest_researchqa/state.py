@@ -4,7 +4,7 @@
 papers, and which cases (row x system) to parametrize; it holds the run's
 :class:`~pytest_researchqa.services.Services` (systems and judges) and its
 :class:`~pytest_researchqa.session.ResearchSession` (records and outcome).
-Heavy modules (pydantic through the loaders, pypdf, rank_bm25) are imported
+Heavy modules (pydantic through the loaders, pypdf, numpy) are imported
 lazily, on first use, never at plugin import.
 """
 

@@ -178,6 +178,43 @@ def test_bm25_cites_passages_that_are_verbatim_and_cover_the_paper():
     assert len(answer.citations) == 2 and all(c in text for c in answer.citations)
 
 
+def test_bm25_finds_the_same_words_in_ascii_text_as_the_word_pattern_does():
+    import random
+    import re
+
+    from pytest_researchqa.systems.bm25 import _STOPWORDS, tokens
+
+    rng = random.Random(24)
+    alphabet = [chr(c) for c in range(128)] + ["é", "İ", "ß", "\u00a0"]
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        assert tokens(text) == [w for w in re.findall(r"\w+", text.lower()) if w not in _STOPWORDS], repr(text)
+
+
+@pytest.mark.parametrize("ascii_only", [True, False])
+@pytest.mark.parametrize("seed", range(4))
+def test_bm25_scores_every_passage_bit_for_bit_as_rank_bm25s_okapi_does(seed, ascii_only):
+    import random
+
+    from rank_bm25 import BM25Okapi
+
+    from pytest_researchqa.systems.bm25 import Bm25Index, passages, tokens
+
+    rng = random.Random(seed)
+    # A few words in most passages (idf below zero, floored), rare ones, numbers, accents, Turkish İ.
+    words = ["results", "model", "we", "data"] * 6 + [f"w{n}" for n in range(300)] + ["3.5", "(x-y)", "a_b"]
+    words += [] if ascii_only else ["İstanbul", "café"]
+    text = " ".join(" ".join(rng.choice(words) for _ in range(rng.randint(4, 30))).capitalize() + "."
+                    for _ in range(rng.randint(1, 120)))
+    chunks = passages(text) or [text]
+    reference = BM25Okapi([tokens(c) or ["_"] for c in chunks])
+    index = Bm25Index.of_text(text)
+    assert index.passages == chunks
+    queries = [[rng.choice(words).lower() for _ in range(rng.randint(1, 9))] for _ in range(40)]
+    for query in [*queries, ["unknown"], ["_"], ["results", "results", "w1"], tokens("İstanbul café")]:
+        assert index.scores(query).tobytes() == reference.get_scores(query).tobytes(), query
+
+
 def test_bm25_keeps_only_its_most_recent_indexes_and_rebuilds_an_evicted_one_to_the_same_answer():
     from pytest_researchqa.papers import Paper
     from pytest_researchqa.systems.bm25 import Bm25System

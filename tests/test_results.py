@@ -39,6 +39,31 @@ def test_every_run_leaves_its_rows_and_a_manifest(pytester, tmp_path):
     assert not (folder / "rows.partial.jsonl").exists()
 
 
+def test_a_rows_report_sheds_its_record_once_every_plugin_has_seen_it_and_the_item_keeps_none(pytester, tmp_path):
+    """pytest's terminal reporter keeps every report to the end of the run (issue 24 item 3): a report
+    carries the row's record only while the hooks run, and the item forgets its record after teardown."""
+    pytester.makepyfile(seer="""
+        from pytest_researchqa.stash import RECORD
+        SEEN = []
+
+        def pytest_runtest_logreport(report):
+            if report.when == "call":
+                SEEN.append(hasattr(report, "researchqa"))
+
+        def pytest_terminal_summary(terminalreporter):
+            kept = [r for reports in terminalreporter.stats.values() for r in reports if hasattr(r, "when")]
+            items = terminalreporter.config.pluginmanager.get_plugin("session").items
+            print("SEEN", sum(SEEN), "KEPT", sum(hasattr(r, "researchqa") for r in kept), "REPORTS", len(kept),
+                  "ITEMS", sum(RECORD in item.stash for item in items))
+    """)
+    pytester.syspathinsert()
+    result = pytester.runpytest("--researchqa-system=oracle", "-k", "edu", f"--researchqa-cache-dir={tmp_path}",
+                                "-p", "no:cacheprovider", "-s", "-p", "seer")
+    result.assert_outcomes(passed=9)
+    result.stdout.fnmatch_lines(["SEEN 9 KEPT 0 REPORTS 27 ITEMS 0"])
+    assert len(rows_of(saved_run(pytester))) == 9
+
+
 @pytest.mark.slow
 def test_under_xdist_the_leaderboard_the_saved_rows_and_the_regression_gate_are_those_of_a_serial_run(
         pytester, tmp_path):
