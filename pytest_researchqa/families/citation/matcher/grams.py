@@ -112,19 +112,7 @@ class GramIndex:
                         break
                 self._last = (text, found)
                 return found
-        if high is None or high > len(key):
-            high = len(key)
-        low = max(low, 0)
-        if len(text) < GRAM:
-            return key.find(text, low, high)
-        starts, offset = self._candidates(text, low)
-        last = high - len(text) + offset
-        for start in starts:
-            if start > last:
-                break
-            if key.startswith(text, start - offset):
-                return start - offset
-        return -1
+        return next(self.occurrences(text, low, high), -1)
 
     def occurrences(self, text: str, low: int = 0, high: int | None = None) -> Iterator[int]:
         """Every start of ``text`` in ``key[low:high]``, ascending (overlapping ones too), as
