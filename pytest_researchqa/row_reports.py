@@ -177,16 +177,6 @@ def check_reports(outcome: Any) -> list[pytest.TestReport]:
     return reports
 
 
-def short_list(records: "list[RowRecord]", limit: int = 10) -> list[str]:
-    """``system · row_id: first line`` for rows below their bar, at most ``limit`` and a count of the rest."""
-    below = [r for r in records if r.outcome in ("below_bar", "failed") and r.diagnosis]
-    lines = [f"{r.system} · {r.row_id}: {(r.diagnosis or '').splitlines()[0]}" for r in below[:limit]]
-    if len(below) > limit:
-        lines.append(f"... and {len(below) - limit} more (every diagnosis is in the saved run's rows.jsonl; "
-                     "-rx lists them)")
-    return lines
-
-
 def first_missing_path(config: pytest.Config) -> Optional[str]:
     """A path argument that does not exist: pytest's own 'file or directory not found' must stand."""
     from pathlib import Path

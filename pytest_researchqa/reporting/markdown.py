@@ -76,7 +76,7 @@ def render(outcome: "RunOutcome", family: Family, title: str = "researchqa") -> 
     parts += [_section(t) for t in tables[1:]]
     below = outcome.below_bar + outcome.failed_rows
     if below:
-        from ..row_reports import short_list
+        from .summaries import short_list
 
         listed = "\n".join(f"- {_escape(line)}" for line in short_list(list(outcome.records)))
         parts.append(f"<details><summary>Rows below their bar ({below})</summary>\n\n{listed}\n\n</details>")

@@ -118,3 +118,13 @@ def spread(values: Iterable[Optional[float]]) -> Optional[float]:
     """Largest minus smallest of the values present (None with fewer than two)."""
     present = [v for v in values if v is not None]
     return max(present) - min(present) if len(present) >= 2 else None
+
+
+def short_list(records: Sequence[RowRecord], limit: int = 10) -> list[str]:
+    """``system · row_id: first line`` for rows below their bar, at most ``limit`` and a count of the rest."""
+    below = [r for r in records if r.outcome in ("below_bar", "failed") and r.diagnosis]
+    lines = [f"{r.system} · {r.row_id}: {(r.diagnosis or '').splitlines()[0]}" for r in below[:limit]]
+    if len(below) > limit:
+        lines.append(f"... and {len(below) - limit} more (every diagnosis is in the saved run's rows.jsonl; "
+                     "-rx lists them)")
+    return lines

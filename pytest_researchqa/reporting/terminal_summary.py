@@ -42,7 +42,7 @@ def write_audit(reporter: Any, outcome: "RunOutcome", family: "Family") -> None:
 def write_summary(reporter: Any, outcome: "RunOutcome", family: "Family", settings: "Settings", *,
                   writer: Optional["RunWriter"], unwritten: dict[str, str], plots: Sequence[Path]) -> None:
     """Everything after the tests: where results went, the leaderboard, and the verdict last."""
-    from ..row_reports import short_list
+    from .summaries import short_list
 
     write = _writer(reporter)
     if writer is not None and writer.failed is None:
