@@ -322,7 +322,6 @@ _MOVED = {
                      "parse_coverage", "RubricCoverageJudge", "PairwiseVerdict", "parse_preference", "PairwiseJudge",
                      "PAPER_COVERAGE_LABELS", "parse_paper_coverage", "PaperCoverageJudge", "parse_paper_preference",
                      "PaperPairwiseJudge", "coverage_consensus"), "pytest_researchqa.families.rubric.judges"),
-    "JUDGE_KINDS": "pytest_researchqa.families.registry",
     "make_judge": "pytest_researchqa.families.registry",
 }
 
