@@ -194,7 +194,7 @@ class Services:
             spec, timeout_s = self._spec(name)
             made = make_judge(kind, spec, self.runner(), self.cache(), families=[settings.benchmark_family],
                               timeout_s=timeout_s, retries=settings.retries, prompt_folder=settings.judge_prompts)
-            made.for_run(settings)
+            made.take_settings(settings)
             self._judges[(name, kind)] = made
         judge: "ModelJudge" = self._judges[(name, kind)]
         return judge

@@ -170,7 +170,7 @@ class ModelJudge(ModelCaller):
         return self.kind
 
     # -- what a kind defines ---------------------------------------------------------
-    def for_run(self, settings: Any) -> None:
+    def take_settings(self, settings: Any) -> None:
         """What the run's options change in this kind (nothing, unless a kind says so)."""
 
     def key_parts(self, *subject: Any) -> dict[str, Any]:

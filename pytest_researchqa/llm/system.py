@@ -98,14 +98,18 @@ class ModelCaller:
         self._pending: dict[str, Future[Any]] = {}
         self._lock = threading.Lock()
         self.secrets = tuple(known_secrets({spec.name: spec.params}))
+        self._ready = False
 
     def ready(self) -> None:
         """What a call needs before it goes on the event loop, done here on the caller's thread: litellm
         imported (a multi-second import on the loop would stall every call in flight and bunch paced starts
-        behind it), the router built and the context window known. Once per caller; a caller that is built
-        and never calls (a controller's call estimate) imports nothing."""
+        behind it), the router built and the context window known. Once per caller (every call's start asks);
+        a caller that is built and never calls (a controller's call estimate) imports nothing."""
+        if self._ready:
+            return
         _import_litellm()
         _ = self.router, self.context_tokens
+        self._ready = True
 
     @functools.cached_property
     def router(self) -> Any:

@@ -77,7 +77,7 @@ class RubricCoverageJudge(ModelJudge):
     cached_as_kind = True
     generic_rubric = False  # rows without items are judged on the generic criteria (set from the options)
 
-    def for_run(self, settings: Any) -> None:
+    def take_settings(self, settings: Any) -> None:
         self.generic_rubric = settings.generic_rubric
 
     def subject(self, row: "ResearchRow", answer: "Answer") -> Optional[tuple[Any, ...]]:
