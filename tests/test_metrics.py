@@ -208,27 +208,58 @@ def test_bm25_scores_every_passage_bit_for_bit_as_rank_bm25s_okapi_does(seed, as
                     for _ in range(rng.randint(1, 120)))
     chunks = passages(text) or [text]
     reference = BM25Okapi([tokens(c) or ["_"] for c in chunks])
-    index = Bm25Index.of_text(text)
-    assert index.passages == chunks
+    # One vocabulary for two papers, as the process-wide cache shares it: another paper's words change nothing.
+    vocabulary: dict[str, int] = {}
+    Bm25Index.of_text(" ".join(f"other{n} results" for n in range(50)) + " café.", vocabulary)
+    index = Bm25Index.of_text(text, vocabulary)
+    assert index.passages(text) == chunks
     queries = [[rng.choice(words).lower() for _ in range(rng.randint(1, 9))] for _ in range(40)]
-    for query in [*queries, ["unknown"], ["_"], ["results", "results", "w1"], tokens("İstanbul café")]:
+    for query in [*queries, ["unknown"], ["_"], ["other3"], ["results", "results", "w1"], tokens("İstanbul café")]:
         assert index.scores(query).tobytes() == reference.get_scores(query).tobytes(), query
+        scores = reference.get_scores(query)
+        assert index.ranking(query) == sorted(range(len(chunks)), key=lambda i: (-scores[i], i)), query
 
 
-def test_bm25_keeps_only_its_most_recent_indexes_and_rebuilds_an_evicted_one_to_the_same_answer():
+def test_bm25_keeps_indexes_within_its_byte_budget_and_rebuilds_an_evicted_one_to_the_same_answer():
     from pytest_researchqa.papers import Paper
-    from pytest_researchqa.systems.bm25 import Bm25System
+    from pytest_researchqa.systems.bm25 import Bm25Cache, Bm25System
 
-    papers = [Paper(f"p{n}", f"Paper {n} opens here. " + PAPER) for n in range(3)]
-    system = Bm25System(kept=2)
+    papers = [Paper(f"p{n}", f"Paper {n} opens here. " + " ".join([PAPER] * 30)) for n in range(3)]
+    probe = Bm25Cache()
+    smallest = min(probe.index(paper).nbytes for paper in papers)
+    cache = Bm25Cache(budget_bytes=probe.nbytes - smallest // 2)  # all the words and two indexes, not three
+    system = Bm25System(cache)
     first = system(row(), papers[0])
     system(row(), papers[1])
     system(row(), papers[0])  # recently used again: papers[1] is now the oldest
     system(row(), papers[2])
-    assert system.built == 3, "papers[0] was kept while papers[1] and papers[2] came"
+    assert system.built == 3 and len(cache) == 2, "papers[0] was kept while papers[1] and papers[2] came"
+    assert cache.nbytes <= cache.budget_bytes
     system(row(), papers[1])
     assert system.built == 4, "papers[1] was evicted, so it is built again"
     assert system(row(), papers[0]) == first
+    # Papers without a content hash are told apart by their text, never by their id alone.
+    other = Paper("p0", "Another paper entirely, with other words in it. It cites nothing of the first.")
+    assert system(row(), other).citations != first.citations
+
+
+def test_bm25_drops_its_shared_vocabulary_with_every_index_when_the_words_alone_would_fill_half_its_budget():
+    from pytest_researchqa.papers import Paper
+    from pytest_researchqa.systems.bm25 import VOCABULARY_WORD_BYTES, Bm25Cache, Bm25System
+
+    papers = [Paper(f"p{n}", " ".join(f"word{n}x{k}" for k in range(200)) + ". " + PAPER) for n in range(3)]
+    cache = Bm25Cache(budget_bytes=2 * 300 * VOCABULARY_WORD_BYTES)  # half of it: 300 words
+    system = Bm25System(cache)
+    answers = [system(row(), paper) for paper in papers]
+    assert system.built == 3 and len(cache) == 1, "the third paper's words came after a reset"
+    assert [system(row(), paper) for paper in papers] == answers
+    assert cache.nbytes <= cache.budget_bytes
+
+
+def test_bm25_systems_built_without_a_cache_share_the_processs_one():
+    from pytest_researchqa.systems.bm25 import Bm25System, shared_cache
+
+    assert Bm25System().cache is Bm25System().cache is shared_cache()
 
 
 REFUTATION = "Diastolic pressure did not change."

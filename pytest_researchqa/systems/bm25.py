@@ -7,10 +7,12 @@ citations are the top passages, copied from the paper text exactly.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Sequence
+from itertools import chain, filterfalse
+from typing import TYPE_CHECKING, Any
 
 from ..answers import Answer
 
@@ -21,10 +23,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
 PASSAGE_WORDS = 60
 CITED_PASSAGES = 2
-# Indexes kept at once (about 100 KB each for a 45 KB paper: its passages, its words and a few
-# arrays). Rows of one paper run together (grouped in the file, or sent to one xdist worker by
-# paper), so a few suffice; an evicted index is rebuilt from the paper's text in about 2 ms.
-KEPT_INDEXES = 16
+# What one process keeps of bm25 indexes, in bytes: every paper's compact index (about 35 KB for a
+# 45 KB paper: where its passages lie and its postings, not the text) and the words they share
+# (a process-wide vocabulary). 32 MiB hold the indexes of about 900 such papers, so rows in any
+# order build each paper's index once; beyond it the least recently used go first (an index is
+# rebuilt from the paper's text in a few ms), and memory stays flat in the number of papers.
+KEPT_BYTES = 32 * 2**20
+# What a word of the shared vocabulary costs, about: the string, its dict slot and its id.
+VOCABULARY_WORD_BYTES = 120
+# What an index costs beyond its arrays' data: the object and the arrays' headers.
+INDEX_OVERHEAD_BYTES = 800
 # BM25Okapi's parameters (rank_bm25's defaults).
 K1, B, EPSILON = 1.5, 0.75, 0.25
 _WORD = re.compile(r"\w+")
@@ -43,7 +51,7 @@ def tokens(text: str) -> list[str]:
     r"""The text's words (``\w+``), lower-cased, without stop words."""
     lowered = text.lower()
     words = lowered.translate(_NOT_WORD).split() if lowered.isascii() else _WORD.findall(lowered)
-    return [w for w in words if w not in _STOPWORDS]
+    return list(filterfalse(_STOPWORDS.__contains__, words))
 
 
 def passages(text: str) -> list[str]:
@@ -74,100 +82,185 @@ def passage_tokens(text: str, spans: list[tuple[int, int]]) -> list[list[str]]:
     if not text.isascii():
         return [tokens(text[start:end]) for start, end in spans]
     words = text.lower().translate(_NOT_WORD)
-    return [[w for w in words[start:end].split() if w not in _STOPWORDS] for start, end in spans]
+    return [list(filterfalse(_STOPWORDS.__contains__, words[start:end].split())) for start, end in spans]
 
 
 class Bm25Index:
-    """One paper's passages and their BM25 index: words as ids, postings in numpy arrays.
+    """One paper's BM25 index, compact: where its passages lie and its postings, never the text.
 
-    Scores are rank_bm25's ``BM25Okapi`` scores bit for bit (the same operations on the same
-    values in the same order; ``tests/test_metrics.py`` compares them), so rankings and ties are
-    unchanged; the index is a few arrays instead of a dict per passage, about 20x cheaper to build.
+    Words are ids of a vocabulary the index may share with other papers' (a process-wide one in
+    :class:`Bm25Cache`); the postings are numpy arrays of the smallest fitting types, and a word's idf
+    is computed from its passage count when a query asks for it. Scores are rank_bm25's ``BM25Okapi``
+    scores bit for bit (the same operations on the same values in the same order; ``tests/test_metrics.py``
+    compares them), so rankings and ties are unchanged.
     """
 
-    __slots__ = ("passages", "_words", "_idf", "_starts", "_docs", "_counts", "_norm")
+    __slots__ = ("_spans", "_vocabulary", "_words", "_top", "_starts", "_docs", "_counts", "_norm", "_average",
+                 "nbytes")
 
-    def __init__(self, chunks: list[str], chunk_tokens: "list[list[str]] | None" = None) -> None:
+    def __init__(self, spans: "list[tuple[int, int]]", chunk_tokens: "list[list[str]]",
+                 vocabulary: "dict[str, int] | None" = None) -> None:
         import numpy as np
 
-        self.passages = chunks
-        words: dict[str, int] = {}  # word -> id, in order of first use (the order BM25Okapi sums idf in)
-        ids: list[int] = []
-        lengths: list[int] = []
-        for found in chunk_tokens if chunk_tokens is not None else map(tokens, chunks):
-            found = found or ["_"]
-            lengths.append(len(found))
-            ids += [words.setdefault(w, len(words)) for w in found]
-        n = len(chunks)
-        word_ids = np.array(ids, dtype=np.int64)
+        vocabulary = {} if vocabulary is None else vocabulary
+        chunk_tokens = [found or ["_"] for found in chunk_tokens]
+        lengths = [len(found) for found in chunk_tokens]
+        every = list(chain.from_iterable(chunk_tokens))
+        new = set(every).difference(vocabulary)  # ids in any order: the first use is read from positions
+        vocabulary.update(zip(new, range(len(vocabulary), len(vocabulary) + len(new))))
+        n = len(spans)
+        word_ids = np.fromiter(map(vocabulary.__getitem__, every), dtype=np.int64, count=len(every))
         doc_ids = np.repeat(np.arange(n, dtype=np.int64), lengths)
         pairs, counts = np.unique(word_ids * n + doc_ids, return_counts=True)  # by word, then passage
-        per_word = np.bincount(pairs // n, minlength=len(words))  # passages holding each word
+        words, first, per_word = np.unique(pairs // n, return_index=True, return_counts=True)
+        # BM25Okapi averages the idf over the words in the order of their first use, summed one by one.
+        first_use = np.unique(word_ids, return_index=True)[1]
         logs = np.array([math.log(k + 0.5) for k in range(n + 1)])  # math.log, as BM25Okapi takes it
         idf = logs[n - per_word] - logs[per_word]
-        average = float(np.add.accumulate(idf)[-1]) / len(words)  # summed in order, one by one
-        idf[idf < 0] = EPSILON * average
+        self._average = float(np.add.accumulate(idf[np.argsort(first_use, kind="stable")])[-1]) / len(words)
+        self._vocabulary = vocabulary
+        self._spans = np.array(spans, dtype=_fitting(np, max(spans[-1][1], 1)))
+        self._words = words.astype(_fitting(np, len(vocabulary)))
+        self._top = int(words[-1])  # the vocabulary may grow past what this index's id type holds
+        self._starts = np.append(first, len(pairs)).astype(_fitting(np, len(pairs)))
+        self._docs = (pairs % n).astype(_fitting(np, n))
+        self._counts = counts.astype(_fitting(np, int(counts.max())))
         doc_len = np.array(lengths)
-        self._words = words
-        self._idf = idf
-        self._starts = np.concatenate(([0], np.cumsum(per_word)))
-        self._docs = pairs % n
-        self._counts = counts
         self._norm = K1 * (1 - B + B * doc_len / (sum(lengths) / n))
+        arrays = (self._spans, self._words, self._starts, self._docs, self._counts, self._norm)
+        self.nbytes = INDEX_OVERHEAD_BYTES + sum(a.nbytes for a in arrays)
 
     @classmethod
-    def of_text(cls, text: str) -> "Bm25Index":
+    def of_text(cls, text: str, vocabulary: "dict[str, int] | None" = None) -> "Bm25Index":
         """The index of a paper's text: its :func:`passages` (the whole text when it has none)."""
-        spans = passage_spans(text)
-        if not spans:
-            return cls([text])
-        return cls([text[start:end] for start, end in spans], passage_tokens(text, spans))
+        spans = passage_spans(text) or [(0, len(text))]
+        return cls(spans, passage_tokens(text, spans), vocabulary)
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    def passage(self, text: str, number: int) -> str:
+        """Passage ``number`` of ``text``, the text the index was built from."""
+        start, end = self._spans[number]
+        return text[start:end]
+
+    def passages(self, text: str) -> list[str]:
+        """Every passage of ``text``, the text the index was built from, in the paper's order."""
+        return [text[start:end] for start, end in self._spans.tolist()]
 
     def scores(self, query: list[str]) -> Any:
         """BM25Okapi's ``get_scores(query)``: one score per passage (a numpy array)."""
         import numpy as np
 
-        score = np.zeros(len(self.passages))
+        n = len(self._spans)
+        score = np.zeros(n)
+        words, starts = self._words, self._starts
         for word in query:
-            found = self._words.get(word)
-            if found is None:
+            found = self._vocabulary.get(word)
+            if found is None or found > self._top:
                 continue  # BM25Okapi adds 0 for it
-            low, high = self._starts[found], self._starts[found + 1]
+            at = int(words.searchsorted(found))
+            if words[at] != found:
+                continue  # a word of other papers only
+            low, high = int(starts[at]), int(starts[at + 1])
+            idf = math.log(n - (high - low) + 0.5) - math.log(high - low + 0.5)
+            if idf < 0:
+                idf = EPSILON * self._average
             docs, freq = self._docs[low:high], self._counts[low:high]
-            score[docs] += self._idf[found] * (freq * (K1 + 1) / (freq + self._norm[docs]))
+            score[docs] += idf * (freq * (K1 + 1) / (freq + self._norm[docs]))
         return score
 
+    def ranking(self, query: list[str]) -> list[int]:
+        """Passage numbers by score for the query, best first; ties in the paper's order."""
+        ranking: list[int] = (-self.scores(query)).argsort(kind="stable").tolist()
+        return ranking
 
-class Bm25System:
-    """One BM25 index per paper, built on the paper's first row; the least recently used go first."""
 
-    def __init__(self, kept: int = KEPT_INDEXES) -> None:
-        self.kept = kept
-        self.built = 0  # indexes built over the run (a rebuilt one counts again)
+def _fitting(np: Any, largest: int) -> Any:
+    """The smallest unsigned integer type that holds 0 to ``largest``."""
+    for kind in (np.uint8, np.uint16, np.uint32):
+        if largest <= np.iinfo(kind).max:
+            return kind
+    return np.int64
+
+
+class Bm25Cache:
+    """Papers' indexes under a byte budget, the least recently used evicted first, and their shared words.
+
+    The vocabulary only grows while indexes refer to it; when it alone would take half the budget,
+    it is dropped with every index, and they are rebuilt as their rows come.
+    """
+
+    def __init__(self, budget_bytes: int = KEPT_BYTES) -> None:
+        self.budget_bytes = budget_bytes
+        self.built = 0  # indexes built (a rebuilt one counts again)
         self._indexes: OrderedDict[str, Bm25Index] = OrderedDict()
+        self._index_bytes = 0
+        self._vocabulary: dict[str, int] = {}
 
-    def _index(self, paper: "Paper") -> Bm25Index:
-        key = paper.content_hash or paper.paper_id
+    @property
+    def nbytes(self) -> int:
+        """The bytes held, as estimated: the indexes' and the vocabulary's."""
+        return self._index_bytes + len(self._vocabulary) * VOCABULARY_WORD_BYTES
+
+    def __len__(self) -> int:
+        return len(self._indexes)
+
+    def index(self, paper: "Paper") -> Bm25Index:
+        """The paper's index, built on its first use and kept while the budget allows."""
+        key = paper.content_hash or "text:" + hashlib.sha256(paper.text.encode(errors="surrogatepass")).hexdigest()
         found = self._indexes.get(key)
         if found is not None:
             self._indexes.move_to_end(key)
             return found
-        found = self._indexes[key] = Bm25Index.of_text(paper.text)
+        if len(self._vocabulary) * VOCABULARY_WORD_BYTES > self.budget_bytes // 2:
+            self._indexes.clear()
+            self._index_bytes = 0
+            self._vocabulary = {}
+        found = self._indexes[key] = Bm25Index.of_text(paper.text, self._vocabulary)
         self.built += 1
-        while len(self._indexes) > self.kept:
-            self._indexes.popitem(last=False)
+        self._index_bytes += found.nbytes
+        while self.nbytes > self.budget_bytes and len(self._indexes) > 1:
+            self._index_bytes -= self._indexes.popitem(last=False)[1].nbytes
         return found
 
+
+_shared: "Bm25Cache | None" = None
+
+
+def shared_cache() -> Bm25Cache:
+    """The process's cache, shared by every :class:`Bm25System` built without one of its own."""
+    global _shared
+    if _shared is None:
+        _shared = Bm25Cache()
+    return _shared
+
+
+class Bm25System:
+    """Answers a row with its paper's best passages for the question (see the module's docstring)."""
+
+    def __init__(self, cache: "Bm25Cache | None" = None) -> None:
+        self._cache = cache
+
+    @property
+    def cache(self) -> Bm25Cache:
+        return self._cache if self._cache is not None else shared_cache()
+
+    @property
+    def built(self) -> int:
+        """Indexes built by this system's cache (a rebuilt one counts again)."""
+        return self.cache.built
+
+    def _ranking(self, row: "Row", paper: "Paper") -> tuple[Bm25Index, list[int]]:
+        index = self.cache.index(paper)
+        return index, index.ranking(tokens(row.question) or ["_"])
+
     def ranked_passages(self, row: "Row", paper: "Paper") -> list[str]:
-        """The paper's passages, best first for the row's question."""
-        index = self._index(paper)
-        return ranked(index.passages, index.scores(tokens(row.question) or ["_"]))
+        """The paper's passages, best first for the row's question; ties in the paper's order."""
+        index, order = self._ranking(row, paper)
+        return [index.passage(paper.text, i) for i in order]
 
     def __call__(self, row: "Row", paper: "Paper") -> Answer:
-        cited = self.ranked_passages(row, paper)[:CITED_PASSAGES]
+        index, order = self._ranking(row, paper)
+        cited = [index.passage(paper.text, i) for i in order[:CITED_PASSAGES]]
         return Answer(text=" ".join(" ".join(c.split()) for c in cited[:1]), citations=cited)
-
-
-def ranked(chunks: list[str], scores: Sequence[float]) -> list[str]:
-    """The passages by score, best first; ties in the paper's order."""
-    return [chunks[i] for i in sorted(range(len(chunks)), key=lambda i: (-scores[i], i))]
