@@ -75,6 +75,10 @@ class RunState:
                                     "(a loader reports a file it cannot read with dataset.DatasetError)") from None
         return dataset
 
+    def forget_dataset(self) -> None:
+        """Let the dataset go (read again if asked for): xdist's controller reads it only to schedule."""
+        self.__dict__.pop("dataset", None)
+
     @functools.cached_property
     def papers(self) -> "PaperStore":
         from .papers import PaperStore, default_cache_dir

@@ -72,10 +72,18 @@ def test_under_xdist_the_leaderboard_the_saved_rows_and_the_regression_gate_are_
     a fresh interpreter."""
     args = ("--researchqa-system=bm25", "--researchqa-system=oracle", f"--researchqa-cache-dir={tmp_path}", *RUN)
     serial = pytester.runpytest(*args, "--researchqa-save=serial", "-p", "no:xdist")
+    pytester.makeconftest("""
+        from pytest_researchqa.stash import run_state
+
+        def pytest_terminal_summary(terminalreporter, config):
+            if not hasattr(config, "workerinput"):
+                terminalreporter.write_line(f"controller holds the dataset: {'dataset' in run_state(config).__dict__}")
+    """)
     parallel = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, *args, "--researchqa-save=parallel", "-n", "2", "-v",
                                              "--researchqa-compare=serial",
                                              "--researchqa-fail-on-regression=section_coverage")
     assert "2 workers" in parallel.stdout.str()
+    assert "controller holds the dataset: False" in parallel.stdout.str(), "it reads the rows to schedule them only"
     workers: dict[str, set[str]] = {}  # "[gw0] [ 3%] PASSED researchqa::test_question[oracle-lookup-edu-lookup-1]"
     for line in parallel.stdout.lines:
         if line.startswith("[gw") and "test_question[" in line:
