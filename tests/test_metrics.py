@@ -191,6 +191,36 @@ def test_bm25_finds_the_same_words_in_ascii_text_as_the_word_pattern_does():
         assert tokens(text) == [w for w in re.findall(r"\w+", text.lower()) if w not in _STOPWORDS], repr(text)
 
 
+def test_bm25_cuts_passages_where_splitting_each_sentence_into_words_would():
+    import random
+    import re
+
+    from pytest_researchqa.systems.bm25 import PASSAGE_WORDS, passage_spans
+
+    def by_splitting(text):  # the plain reading: each sentence's words counted by str.split
+        found, start, words, sentence_start = [], 0, 0, 0
+        ends = [m.start() for m in re.finditer(r"(?<=[.!?])\s+(?=[A-Z(\[])", text)] + [len(text)]
+        for end in ends:
+            words += len(text[sentence_start:end].split())
+            sentence_start = end
+            if words >= PASSAGE_WORDS or end == len(text):
+                kept = text[start:end].strip()
+                if kept:
+                    first = start + len(text[start:end]) - len(text[start:end].lstrip())
+                    found.append((first, first + len(kept)))
+                start, words = end, 0
+        return found
+
+    rng = random.Random(24)
+    # str.split's whitespace includes the ASCII separators 0x1c-0x1f; no-break and line separators are not ASCII.
+    pieces = ["a", "bc", "Def", ".", "!", "?", "..", " ", "  ", "\n", "\t", "\x1c", "\x1f", "\r\n", "(", "[", "X",
+              "3.5", "é", "\u00a0", "\u2028"]
+    for n in range(1500):
+        chosen = pieces if n % 2 else pieces[:-3]  # ASCII texts take the counting path
+        text = "".join(rng.choice(chosen) for _ in range(rng.randint(0, 1200)))
+        assert passage_spans(text) == by_splitting(text), repr(text)
+
+
 @pytest.mark.parametrize("ascii_only", [True, False])
 @pytest.mark.parametrize("seed", range(4))
 def test_bm25_scores_every_passage_bit_for_bit_as_rank_bm25s_okapi_does(seed, ascii_only):
@@ -198,7 +228,7 @@ def test_bm25_scores_every_passage_bit_for_bit_as_rank_bm25s_okapi_does(seed, as
 
     from rank_bm25 import BM25Okapi
 
-    from pytest_researchqa.systems.bm25 import Bm25Index, passages, tokens
+    from pytest_researchqa.systems.bm25 import Bm25Index, Vocabulary, passages, tokens
 
     rng = random.Random(seed)
     # A few words in most passages (idf below zero, floored), rare ones, numbers, accents, Turkish İ.
@@ -209,7 +239,7 @@ def test_bm25_scores_every_passage_bit_for_bit_as_rank_bm25s_okapi_does(seed, as
     chunks = passages(text) or [text]
     reference = BM25Okapi([tokens(c) or ["_"] for c in chunks])
     # One vocabulary for two papers, as the process-wide cache shares it: another paper's words change nothing.
-    vocabulary: dict[str, int] = {}
+    vocabulary = Vocabulary()
     Bm25Index.of_text(" ".join(f"other{n} results" for n in range(50)) + " café.", vocabulary)
     index = Bm25Index.of_text(text, vocabulary)
     assert index.passages(text) == chunks

@@ -11,7 +11,7 @@ import hashlib
 import math
 import re
 from collections import OrderedDict
-from itertools import chain, filterfalse
+from itertools import chain, count, filterfalse
 from typing import TYPE_CHECKING, Any
 
 from ..answers import Answer
@@ -36,7 +36,9 @@ INDEX_OVERHEAD_BYTES = 800
 # BM25Okapi's parameters (rank_bm25's defaults).
 K1, B, EPSILON = 1.5, 0.75, 0.25
 _WORD = re.compile(r"\w+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[])")
+# A sentence ends at the whitespace after . ! or ? that runs up to a capital or an opening bracket. The
+# punctuation is matched (not looked behind at), so the engine jumps from one candidate to the next.
+_SENTENCE_END = re.compile(r"[.!?](\s+)(?=[A-Z(\[])")
 _STOPWORDS = frozenset(
     "a an and are as at be by did do does for from had has have how in is it its of on or "
     "that the their this to was were what when where which who why with".split()
@@ -62,11 +64,9 @@ def passages(text: str) -> list[str]:
 def passage_spans(text: str) -> list[tuple[int, int]]:
     """Where each of :func:`passages` lies in the text (its surrounding whitespace left out)."""
     found, start, words = [], 0, 0
-    ends = [m.start() for m in _SENTENCE_END.finditer(text)] + [len(text)]
-    sentence_start = 0
-    for end in ends:
-        words += len(text[sentence_start:end].split())
-        sentence_start = end
+    ends = [m.start(1) for m in _SENTENCE_END.finditer(text)] + [len(text)]
+    for end, sentence_words in zip(ends, _sentence_words(text, ends)):
+        words += sentence_words
         if words >= PASSAGE_WORDS or end == len(text):
             passage = text[start:end]
             kept = passage.strip()
@@ -77,12 +77,53 @@ def passage_spans(text: str) -> list[tuple[int, int]]:
     return found
 
 
+def _sentence_words(text: str, ends: list[int]) -> list[int]:
+    """How many words ``split`` finds between each sentence end and the one before (the text's start first).
+
+    Each end is whitespace (where the sentence-end pattern's ``\\s+`` starts) or the text's end, so no word
+    crosses one; in ASCII text the words starting in each stretch are counted in one numpy pass instead of
+    splitting every sentence.
+    """
+    if not text.isascii():
+        return [len(text[start:end].split()) for start, end in zip([0, *ends], ends)]
+    import numpy as np
+
+    space = _ascii_space(np)[np.frombuffer(text.encode("ascii"), dtype=np.uint8)]
+    starts = ~space
+    starts[1:] &= space[:-1]  # a word starts where a non-space follows a space (or the text starts)
+    before = np.concatenate(([0], np.cumsum(starts)))  # words started before each position
+    counts: list[int] = np.diff(before[[0, *ends]]).tolist()
+    return counts
+
+
+_ASCII_SPACE: Any = None
+
+
+def _ascii_space(np: Any) -> Any:
+    """Which ASCII codes ``str.split`` splits at (``str.isspace``: also the separators 0x1c-0x1f), as a table."""
+    global _ASCII_SPACE
+    if _ASCII_SPACE is None:
+        _ASCII_SPACE = np.array([chr(c).isspace() for c in range(256)])
+    return _ASCII_SPACE
+
+
 def passage_tokens(text: str, spans: list[tuple[int, int]]) -> list[list[str]]:
     """:func:`tokens` of each passage; ASCII text is lower-cased and split into words once, not per passage."""
     if not text.isascii():
         return [tokens(text[start:end]) for start, end in spans]
     words = text.lower().translate(_NOT_WORD)
     return [list(filterfalse(_STOPWORDS.__contains__, words[start:end].split())) for start, end in spans]
+
+
+class Vocabulary(dict):  # type: ignore[type-arg]  # str -> int
+    """Words and their ids, shared by indexes. An id is unique but not dense: a new word's id is the running
+    count of tokens at its first use, so an index's ids are all found in one pass (``setdefault``)."""
+
+    __slots__ = ("next_id",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.next_id = 0
 
 
 class Bm25Index:
@@ -99,17 +140,17 @@ class Bm25Index:
                  "nbytes")
 
     def __init__(self, spans: "list[tuple[int, int]]", chunk_tokens: "list[list[str]]",
-                 vocabulary: "dict[str, int] | None" = None) -> None:
+                 vocabulary: "Vocabulary | None" = None) -> None:
         import numpy as np
 
-        vocabulary = {} if vocabulary is None else vocabulary
+        vocabulary = Vocabulary() if vocabulary is None else vocabulary
         chunk_tokens = [found or ["_"] for found in chunk_tokens]
         lengths = [len(found) for found in chunk_tokens]
         every = list(chain.from_iterable(chunk_tokens))
-        new = set(every).difference(vocabulary)  # ids in any order: the first use is read from positions
-        vocabulary.update(zip(new, range(len(vocabulary), len(vocabulary) + len(new))))
+        first_id, vocabulary.next_id = vocabulary.next_id, vocabulary.next_id + len(every)
+        ids = map(vocabulary.setdefault, every, count(first_id))
         n = len(spans)
-        word_ids = np.fromiter(map(vocabulary.__getitem__, every), dtype=np.int64, count=len(every))
+        word_ids = np.fromiter(ids, dtype=np.int64, count=len(every))
         doc_ids = np.repeat(np.arange(n, dtype=np.int64), lengths)
         pairs, counts = np.unique(word_ids * n + doc_ids, return_counts=True)  # by word, then passage
         words, first, per_word = np.unique(pairs // n, return_index=True, return_counts=True)
@@ -120,7 +161,7 @@ class Bm25Index:
         self._average = float(np.add.accumulate(idf[np.argsort(first_use, kind="stable")])[-1]) / len(words)
         self._vocabulary = vocabulary
         self._spans = np.array(spans, dtype=_fitting(np, max(spans[-1][1], 1)))
-        self._words = words.astype(_fitting(np, len(vocabulary)))
+        self._words = words.astype(_fitting(np, vocabulary.next_id))
         self._top = int(words[-1])  # the vocabulary may grow past what this index's id type holds
         self._starts = np.append(first, len(pairs)).astype(_fitting(np, len(pairs)))
         self._docs = (pairs % n).astype(_fitting(np, n))
@@ -131,7 +172,7 @@ class Bm25Index:
         self.nbytes = INDEX_OVERHEAD_BYTES + sum(a.nbytes for a in arrays)
 
     @classmethod
-    def of_text(cls, text: str, vocabulary: "dict[str, int] | None" = None) -> "Bm25Index":
+    def of_text(cls, text: str, vocabulary: "Vocabulary | None" = None) -> "Bm25Index":
         """The index of a paper's text: its :func:`passages` (the whole text when it has none)."""
         spans = passage_spans(text) or [(0, len(text))]
         return cls(spans, passage_tokens(text, spans), vocabulary)
@@ -196,7 +237,7 @@ class Bm25Cache:
         self.built = 0  # indexes built (a rebuilt one counts again)
         self._indexes: OrderedDict[str, Bm25Index] = OrderedDict()
         self._index_bytes = 0
-        self._vocabulary: dict[str, int] = {}
+        self._vocabulary = Vocabulary()
 
     @property
     def nbytes(self) -> int:
@@ -216,7 +257,7 @@ class Bm25Cache:
         if len(self._vocabulary) * VOCABULARY_WORD_BYTES > self.budget_bytes // 2:
             self._indexes.clear()
             self._index_bytes = 0
-            self._vocabulary = {}
+            self._vocabulary = Vocabulary()
         found = self._indexes[key] = Bm25Index.of_text(paper.text, self._vocabulary)
         self.built += 1
         self._index_bytes += found.nbytes
