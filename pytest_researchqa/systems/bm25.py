@@ -23,11 +23,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 PASSAGE_WORDS = 60
 CITED_PASSAGES = 2
-# What one process keeps of bm25 indexes, in bytes: every paper's compact index (about 35 KB for a
+# What one process keeps of bm25 indexes, in bytes: every paper's compact index (about 30 KB for a
 # 45 KB paper: where its passages lie and its postings, not the text) and the words they share
-# (a process-wide vocabulary). 32 MiB hold the indexes of about 900 such papers, so rows in any
-# order build each paper's index once; beyond it the least recently used go first (an index is
-# rebuilt from the paper's text in a few ms), and memory stays flat in the number of papers.
+# (a process-wide vocabulary). 32 MiB hold the indexes of about 1,000 such papers, so rows in any
+# order build each paper's index once (the seed's 494 papers: about 15 MiB); beyond it the least
+# recently used go first (an index is rebuilt from the paper's text in a few ms), and memory stays
+# flat in the number of papers. Under xdist each worker keeps the indexes of the papers it is sent.
 KEPT_BYTES = 32 * 2**20
 # What a word of the shared vocabulary costs, about: the string, its dict slot and its id.
 VOCABULARY_WORD_BYTES = 120
