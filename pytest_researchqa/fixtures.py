@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 import pytest
 
-from .stash import RECORD, RECORDER, SETTINGS, Case, run_state
+from .stash import RECORD, RECORDER, Case, run_state, settings_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from .answers import Answer
     from .dataset import Dataset, FamilyRow
     from .llm.judges import JudgePanel, ModelJudge
-    from .options import Settings
     from .papers import Paper
     from .records import Recorder
+    from .settings import Settings
     from .state import RunState
     from .systems import System
 
@@ -168,8 +168,8 @@ def researchqa_premise_judge(request: pytest.FixtureRequest) -> "Optional[ModelJ
 
 @pytest.fixture(scope="session")
 def researchqa_settings(pytestconfig: pytest.Config) -> "Settings":
-    """What the run was asked to do (:class:`~pytest_researchqa.options.Settings`, plain values)."""
-    return pytestconfig.stash[SETTINGS]
+    """What the run was asked to do (:class:`~pytest_researchqa.settings.Settings`, plain values)."""
+    return settings_of(pytestconfig)
 
 
 @pytest.fixture(scope="session")

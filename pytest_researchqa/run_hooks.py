@@ -2,8 +2,8 @@
 collection counts and look-ahead, records arriving, the exit status, the terminal summary and
 the files a run writes. Each hook collects and hands over to a small module below it.
 
-PYTEST_DONT_REWRITE: pytest loads this module at every start-up; it holds no test's asserts, so
-pytest compiles it as Python does instead of rewriting it (docs/architecture.md).
+PYTEST_DONT_REWRITE: it holds no test's asserts, so pytest compiles it as Python does instead of
+rewriting it (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -302,6 +302,8 @@ class RunHooks:
     @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file: the gates' testcases go in it
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """With gates, the run's outcome decides the exit status (see docs/gating.md)."""
+        if self.progress is not None:
+            self.progress.stop()  # every row is done; a run that ends early has no summary to stop it
         if self.config.stash.get(DRY_RUN, False) and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
             session.exitstatus = pytest.ExitCode.OK  # a dry run that printed its plan did what was asked
         state = started(self.config)

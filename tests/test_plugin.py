@@ -162,6 +162,16 @@ def test_fixtures_work_without_any_researchqa_option(run, pytester):
     run().assert_outcomes(passed=ROWS)
 
 
+def test_a_projects_own_row_test_with_no_option_at_all_activates_the_plugin_on_first_use(pytester):
+    # No option on the command line or in an ini file: the plugin reads its settings and registers the
+    # run's hooks only when collection meets a test asking for a row, and the run still gets its leaderboard.
+    pytester.makepyfile(test_rows="def test_row(researchqa_answer):\n    assert researchqa_answer is not None\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-k", "lookup")
+    result.assert_outcomes(passed=6)
+    assert "researchqa leaderboard" in result.stdout.str()
+    assert "bm25" in leaderboard(result)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("flavour", ["sync", "async"])
 def test_a_user_system_is_called_by_module_and_function(run, pytester, flavour):
@@ -355,12 +365,11 @@ def test_the_plugin_is_inert_when_unused(pytester):
     assert "researchqa::" not in result.stdout.str()
 
 
-# What an installed but unused plugin loads: its hooks (the run's among them), their options, the fixtures
-# and the stash keys they name, the xdist adapter and the family hook's specification. Everything else
-# loads on first use.
-START_UP_MODULES = ["pytest_researchqa", "pytest_researchqa.families", "pytest_researchqa.families.hookspecs",
-                    "pytest_researchqa.fixtures", "pytest_researchqa.options", "pytest_researchqa.plugin",
-                    "pytest_researchqa.run_hooks", "pytest_researchqa.stash", "pytest_researchqa.xdist_compat"]
+# What an installed but unused plugin loads: its hooks, their options, the fixtures and the stash keys they
+# name, and the family hook's specification. The settings, the run's hooks and the xdist adapter load when
+# the plugin is first used; everything else later still.
+START_UP_MODULES = ["pytest_researchqa", "pytest_researchqa.fixtures", "pytest_researchqa.hookspecs",
+                    "pytest_researchqa.options", "pytest_researchqa.plugin", "pytest_researchqa.stash"]
 
 
 @pytest.mark.slow

@@ -12,8 +12,8 @@ from . import terminal
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..families import Family
-    from ..options import Settings
     from ..runs import RunWriter
+    from ..settings import Settings
     from .outcome import RunOutcome
 
 
