@@ -364,20 +364,6 @@ def test_compare_from_the_command_line_renders_markdown_and_refuses_a_run_agains
     assert itself.returncode == 2 and "compared with itself" in itself.stderr
 
 
-@pytest.mark.slow
-def test_plots_are_written_for_every_view_the_run_has_data_for(pytester, tmp_path):
-    args = ("--researchqa-system=oracle", "--researchqa-system=bm25", f"--researchqa-cache-dir={tmp_path}", *RUN)
-    pytester.runpytest(*args, "--researchqa-save=base")
-    result = pytester.runpytest(*args, "--researchqa-compare=base", "--researchqa-plots=figures")
-    result.stdout.fnmatch_lines(["researchqa: figures (PNG and SVG) in figures: domains, frontier-latency, "
-                                 "paper-deltas, question-types"])
-    for name in ("domains", "frontier-latency", "paper-deltas", "question-types"):
-        png = (pytester.path / "figures" / f"{name}.png").read_bytes()
-        assert png.startswith(b"\x89PNG") and len(png) > 10_000
-        assert (pytester.path / "figures" / f"{name}.svg").read_text().lstrip().startswith("<?xml")
-    assert not (pytester.path / "figures" / "frontier-cost.png").exists(), "no system has a known cost"
-
-
 def test_plots_without_matplotlib_are_a_usage_error_naming_the_extra(pytester, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     result = pytester.runpytest("--researchqa-plots=figures", *RUN)
