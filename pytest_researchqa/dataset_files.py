@@ -147,8 +147,8 @@ def yaml_records(path: Path) -> Iterator[tuple[str, Any]]:
         raise DatasetError(f"{path}: expected a list of rows")
     for index, node in enumerate(root.value):
         location = f"row {index + 1} (line {node.start_mark.line + 1})"
-        try:
-            record = yaml.load(yaml.serialize(node), Loader=_loader())
+        try:  # built from the node composed above: neither written out nor parsed again (a fresh builder a row)
+            record = _loader()("").construct_document(node)
         except (yaml.YAMLError, RecursionError) as error:
             yield location, Unparsable(f"not a row: {getattr(error, 'problem', None) or error}")
             continue
