@@ -149,7 +149,7 @@ def yaml_records(path: Path) -> Iterator[tuple[str, Any]]:
         location = f"row {index + 1} (line {node.start_mark.line + 1})"
         try:  # built from the node composed above: neither written out nor parsed again (a fresh builder a row)
             record = _loader()("").construct_document(node)
-        except (yaml.YAMLError, RecursionError) as error:
+        except (yaml.YAMLError, RecursionError, ValueError) as error:  # ValueError: a date like 2018-13-45
             yield location, Unparsable(f"not a row: {getattr(error, 'problem', None) or error}")
             continue
         yield location, record
