@@ -194,7 +194,8 @@ def given_options(config: pytest.Config) -> dict[str, tuple[Any, bool]]:
             given[option.dest] = (cli, True)
             continue
         configured = config.getini(option.dest)
-        if configured not in (None, "", [], False):
+        # An ini 0 is a value (``researchqa_max_cost = 0``); an unset key reads None, "", [] or False.
+        if not (configured is None or configured is False or configured == "" or configured == []):
             given[option.dest] = (configured, False)
     return given
 

@@ -60,6 +60,8 @@ def pytest_configure(config: pytest.Config) -> None:
     test asking for a row), so a project that never uses the plugin loads and registers nothing more."""
     config.stash[ACTIVATE] = lambda: _activate(config)
     config.stash[STATE_FACTORY] = lambda: _new_state(config)
+    if config.option.help:
+        return  # the options' help needs no settings, and a bad setting must not hide the help that explains it
     if given_options(config) or _under_xdist(config):
         _activate(config)
 

@@ -317,6 +317,10 @@ class RunHooks:
             self.config.workeroutput[WORKER_SELECTION] = (self.generated, self.selected)  # type: ignore[attr-defined]
             self.config.workeroutput[WORKER_CACHE_NOTE] = state.services.cache_note()  # type: ignore[attr-defined]
             return
+        if session.config.option.collectonly:
+            return  # the rows were only listed: no outcome to decide, no gate, no file written
+        if not (state.settings.requested or self.generated or state.session.records):
+            return  # the benchmark was neither asked for nor met in a test (ini settings, a plain unit run)
         passed = self._conclude(state, session, exitstatus)
         if passed is None or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             return

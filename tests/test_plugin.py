@@ -634,3 +634,45 @@ class TestOneOutcomeEveryMedium:
         capsys.readouterr()
         assert main(["--runs", str(pytester.path / ".researchqa" / "runs"), "show", "gated", "--json"]) == 0
         assert json.loads(capsys.readouterr().out) == written
+
+
+class TestRunsThatNeverRunTheBenchmark:
+    """Settings in an ini file, a gate, a listing: none of them is a benchmark run on its own."""
+
+    def test_collect_only_on_a_gated_run_decides_nothing_and_writes_nothing(self, pytester, tmp_path):
+        pytester.makepyfile(test_x="def test_one():\n    pass\n")
+        result = pytester.runpytest("-p", "no:cacheprovider", "--co", "--researchqa-fail-under=citation_accuracy=0.9",
+                                    f"--researchqa-json={tmp_path / 'x.json'}", "--researchqa-results=off",
+                                    f"--researchqa-cache-dir={tmp_path / 'cache'}", f"--junitxml={tmp_path / 'j.xml'}")
+        assert result.ret == 0, result.stdout.str()
+        assert "gate evaluated" not in result.stdout.str()
+        assert not (tmp_path / "x.json").exists()
+        assert "<failure" not in (tmp_path / "j.xml").read_text()
+
+    def test_a_unit_run_in_a_project_whose_ini_configures_the_benchmark_writes_no_report(
+            self, pytester, tmp_path, monkeypatch):
+        summary = tmp_path / "step-summary.md"
+        monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+        pytester.makeini(f"[pytest]\nresearchqa_system = oracle\nresearchqa_fail_under = citation_accuracy=0.9\n"
+                         f"researchqa_json = {tmp_path / 'rqa.json'}\nresearchqa_cache_dir = {tmp_path / 'cache'}\n")
+        pytester.makepyfile(test_x="def test_one():\n    pass\n")
+        result = pytester.runpytest("-p", "no:cacheprovider")
+        result.assert_outcomes(passed=1)
+        assert result.ret == 0
+        assert not (tmp_path / "rqa.json").exists()
+        assert not summary.exists()
+
+    def test_an_ini_value_of_zero_is_a_value_not_an_unset_key(self, pytester):
+        pytester.makeini("[pytest]\nresearchqa_retries = 0\nresearchqa_max_cost = 0\nresearchqa_max_judge_calls = 0\n")
+        pytester.makepyfile(test_settings="""
+            def test_settings(researchqa_settings):
+                assert (researchqa_settings.retries, researchqa_settings.max_cost,
+                        researchqa_settings.max_judge_calls) == (0, 0.0, 0)
+            """)
+        pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+    def test_help_is_shown_even_when_an_ini_setting_is_wrong(self, pytester):
+        pytester.makeini("[pytest]\nresearchqa_fail_under = bogus\n")
+        result = pytester.runpytest("--help")
+        assert result.ret == 0
+        assert "--researchqa-fail-under" in result.stdout.str()
