@@ -157,6 +157,43 @@ def locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high:
     return spans
 
 
+# More occurrences of a quote's first MIN_GAPPED_ANCHOR key characters than this, and
+# stuck_prefix leaves the question to locate.
+STUCK_OCCURRENCES = 8
+
+
+def stuck_prefix(key: str, grams: "GramIndex", flow: "Flow", quote_key: str, tries: int = 8) -> int | None:
+    """When ``locate(key, pages, quote_key, 0, len(key), flow, grams)`` surely finds nothing, what
+    ``anchored_prefix(key, quote_key, 0, len(key), tries)`` answers as a length; None when it may
+    find something (the caller then asks locate).
+
+    Every way locate finds a quote starts with a verbatim run at an occurrence of the quote's first
+    MIN_GAPPED_ANCHOR key characters (the anchored prefix, or a prefix before a digit gap) and goes
+    on, where that run stops short of the quote's end, only over a digit gap (the paper's key has a
+    digit there) or a page break or a line jump (a line starts there). So when, at every occurrence,
+    the run stops short with neither a digit nor a line start after it, there is no way on: one
+    look-up and a comparison per occurrence decide what locate's searches would. (Bounds are the
+    whole key: a window would cut runs short.)
+    """
+    length_of_quote = len(quote_key)
+    best = anchored = seen = 0
+    for found in grams.occurrences(quote_key[:MIN_GAPPED_ANCHOR]):
+        seen += 1
+        if seen > STUCK_OCCURRENCES:
+            return None
+        length = common_prefix_length(key, found, quote_key, 0)
+        if length >= length_of_quote:
+            return None  # verbatim here
+        cursor = found + length
+        if (cursor < len(key) and key[cursor].isdigit()) or flow.at_line_start(cursor):
+            return None  # a digit gap, a page break or a line jump may lead on
+        # anchored_prefix's anchor is the first MIN_ANCHOR characters: these occurrences, in order.
+        if length >= MIN_ANCHOR and anchored < tries:
+            anchored += 1
+            best = max(best, length)
+    return best
+
+
 # The last two searches of anchored_prefix (in a paper's key and in its unmasked key): arguments, answer.
 _last_anchored: list[tuple[tuple[str, str, int, int, int], tuple[int, int]]] = [(("", "", 0, 0, 0), (0, -1))] * 2
 

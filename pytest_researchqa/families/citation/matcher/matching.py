@@ -17,20 +17,19 @@ import functools
 from typing import Any, Callable, Protocol, Sequence, TypeVar, Union
 
 from . import diagnosis
-from .alignment import ELISION_WINDOW, MIN_ANCHOR, anchored_prefix, around_anchor, locate, similarity
+from .alignment import ELISION_WINDOW, MIN_ANCHOR, anchored_prefix, around_anchor, locate, similarity, stuck_prefix
 from .grams import GramIndex
 from .index import PaperIndex
 from .quotes import (
     EDGES,
     LOOKS_LIKE_REFERENCE,
-    REFERENCE_MAX_LENGTH,
-    REFERENCE_ONLY,
     comment_boundaries,
+    is_pointer,
     plain_words,
     split_elisions,
     strip_wrapping,
 )
-from .textkey import has_digit, mark_context, part_keys, text_key
+from .textkey import mark_context, part_keys, text_key
 from .verdicts import (
     MIN_QUOTE_KEY,
     NOT_EVIDENCE,
@@ -163,11 +162,7 @@ class MatchIndex(PaperIndex):
         region = self._bibliography
         if region is not None and region[0] <= spans[0][0] and spans[-1][1] <= region[1]:
             return None  # may be a reference-list entry: the full path decides
-        # Every pointer REFERENCE_ONLY knows holds a digit (a year, a reference number, a DOI, a
-        # label's number) or is a web address: a cheaper test first.
-        if (len(citation) < REFERENCE_MAX_LENGTH
-                and (has_digit(citation) or "://" in citation or "ww." in citation or "WW." in citation)
-                and REFERENCE_ONLY.fullmatch(strip_wrapping(citation).rstrip(".;,"))):
+        if is_pointer(citation, keys):
             return None
         return CitationMatch(citation, self, True, verdict, spans)
 
@@ -182,17 +177,21 @@ class MatchIndex(PaperIndex):
         known, known_key = self._last_key
         # A part that is the exact path's text with wrapping or spaces around it (no key characters,
         # and at a text's edge no context for a point or a sign either) has the same key.
-        pieces = [(p, known_key if p.strip(EDGES) == known else text_key(p))
-                  for p in split_elisions(strip_wrapping(citation))]
-        parts = [p for p, k in pieces if k]
-        keys = [k for _, k in pieces if k]
-        total = sum(len(k) for k in keys)
-        if len(citation) < REFERENCE_MAX_LENGTH and REFERENCE_ONLY.fullmatch(strip_wrapping(citation).rstrip(".;,")):
+        parts, keys = [], []
+        for part in split_elisions(strip_wrapping(citation)):
+            part_key = known_key if part.strip(EDGES) == known else text_key(part)
+            if part_key:
+                parts.append(part)
+                keys.append(part_key)
+        if is_pointer(citation, keys):
             return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
-        if total < MIN_QUOTE_KEY:
+        if sum(map(len, keys)) < MIN_QUOTE_KEY:
             return CitationMatch(citation, self, False, TOO_SHORT, ())
+        # Most quotes that are not there stop being verbatim where the paper's text goes on with
+        # neither a number nor a new line: then no search can get past that point (stuck_prefix).
+        stuck = self._stuck(keys[0]) if len(keys) == 1 else None
         for unmasked in (False, True):
-            if unmasked and self.unmasked_key is self.key:
+            if stuck is not None or (unmasked and self.unmasked_key is self.key):
                 break
             # The unmasked key only serves quotes that copy furniture verbatim ("exhibit203").
             spans = self._locate_parts(keys, unmasked)
@@ -209,7 +208,8 @@ class MatchIndex(PaperIndex):
                 if self._in_bibliography(spans) and LOOKS_LIKE_REFERENCE.search(citation):
                     return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
                 return CitationMatch(citation, self, True, verdict, spans)
-        if len(parts) == 1:
+        # A comment split needs a verbatim start of MIN_ANCHOR and half the quote (the anchored prefix).
+        if len(parts) == 1 and (stuck is None or (stuck >= MIN_ANCHOR and stuck * 2 >= len(keys[0]))):
             commented = self._split_commentary(parts[0], keys[0])
             if commented is not None:
                 spans, comment = commented
@@ -217,6 +217,16 @@ class MatchIndex(PaperIndex):
                     citation, self, True, VERBATIM_WITH_COMMENTARY, spans, commentary=comment
                 )
         return CitationMatch(citation, self, False, None, (), parts=tuple(parts))
+
+    def _stuck(self, quote_key: str) -> int | None:
+        """The anchored prefix's length in the masked key when locate finds ``quote_key`` in neither key
+        (see :func:`~.alignment.stuck_prefix`), else None."""
+        prefix = stuck_prefix(self.key, self.grams, self._flow, quote_key)
+        if prefix is None or self.unmasked_key is self.key:
+            return prefix
+        if stuck_prefix(self.unmasked_key, self.unmasked_grams, self._unmasked_flow, quote_key) is None:
+            return None
+        return prefix
 
     def _cuts_a_number(self, keys: list[str], spans: Sequence[tuple[int, int]], unmasked: bool) -> bool:
         """True when the quote begins or ends inside one of the paper's numbers as printed:

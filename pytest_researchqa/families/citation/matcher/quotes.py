@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
+from .textkey import has_digit
+
 # Led by a bracket, a full stop or an ellipsis (not by optional space, which would make the regex
 # engine try every position): the spaces around a mark are stripped from the parts instead.
 _ELISION = re.compile(r"[\[(]\s*(?:(?:\.\s*){3,}|…)\s*[\])]|(?:\.\s*){3,}|…")
@@ -36,6 +38,27 @@ REFERENCE_ONLY = re.compile(
     re.IGNORECASE,
 )
 REFERENCE_MAX_LENGTH = 160  # a pointer is short: longer citations skip the check
+
+
+def is_pointer(citation: str, keys: Iterable[str]) -> bool:
+    """Whether ``citation`` only points somewhere (REFERENCE_ONLY, wrapping and a final full stop aside);
+    ``keys`` are the match keys of its text (of its parts between elision marks).
+
+    Every pointer REFERENCE_ONLY matches holds a digit (a year, a reference number, a DOI's or a
+    label's), "://", "www." or "doi" (any case). The keys tell at C speed what most quotes lack: a
+    key keeps every digit (any Unicode digit stays one, or becomes an ASCII one) and the letters
+    case-folded; a key beyond ASCII is left to the pattern.
+    """
+    if len(citation) >= REFERENCE_MAX_LENGTH:
+        return False
+    if "://" not in citation:
+        for key in keys:
+            if has_digit(key) or "www" in key or "doi" in key or not key.isascii():
+                break
+        else:
+            return False
+    return REFERENCE_ONLY.fullmatch(strip_wrapping(citation).rstrip(".;,")) is not None
+
 
 # A bibliography entry names authors and a year, a venue or an identifier.
 _FULL_NAME = r"(?:[A-Z][\w'’.-]*\s+){1,3}[A-Z][\w'’-]+"
