@@ -45,13 +45,24 @@ class Flow:
     """
 
     def __init__(self, offsets: Offsets, text: str) -> None:
+        import numpy
+
         self._offsets, self._text = offsets, text
         breaks = [m.end() for m in re.finditer(r"\n\s*", text)]
-        self.line_starts: list[int] = sorted(set(offsets.searchsorted(breaks).tolist())) if breaks else []
+        # One byte a key position (and one past the end), 1 where a line starts: a look-up touches one
+        # byte where a search of a list of line starts reads a dozen of its numbers, each apart in memory.
+        starts = numpy.zeros(len(offsets) + 1, dtype=numpy.uint8)
+        if breaks:
+            starts[offsets.searchsorted(breaks)] = 1
+        self._line_starts = starts.tobytes()
+
+    @property
+    def line_starts(self) -> list[int]:
+        """The key positions where a line begins, ascending."""
+        return [at for at, start in enumerate(self._line_starts) if start]
 
     def at_line_start(self, position: int) -> bool:
-        at = bisect.bisect_left(self.line_starts, position)
-        return at < len(self.line_starts) and self.line_starts[at] == position
+        return 0 <= position < len(self._line_starts) and self._line_starts[position] == 1
 
     def reads_on(self, end: int, resume: int) -> bool:
         """Whether the text at key position ``resume`` reads on from the text ending at ``end``: a
@@ -159,24 +170,26 @@ def locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high:
 
 # More occurrences of a quote's first MIN_GAPPED_ANCHOR key characters than this, and
 # stuck_prefix leaves the question to locate.
-STUCK_OCCURRENCES = 8
+STUCK_OCCURRENCES = 24
 
 
-def stuck_prefix(key: str, grams: "GramIndex", flow: "Flow", quote_key: str, tries: int = 8) -> int | None:
+def stuck_prefix(key: str, grams: "GramIndex", flow: "Flow", quote_key: str,
+                 tries: int = 8) -> tuple[int, int] | None:
     """When ``locate(key, pages, quote_key, 0, len(key), flow, grams)`` surely finds nothing, what
-    ``anchored_prefix(key, quote_key, 0, len(key), tries)`` answers as a length; None when it may
-    find something (the caller then asks locate).
+    ``anchored_prefix(key, quote_key, 0, len(key), tries)`` answers (length, position); None when it
+    may find something (the caller then asks locate).
 
-    Every way locate finds a quote starts with a verbatim run at an occurrence of the quote's first
-    MIN_GAPPED_ANCHOR key characters (the anchored prefix, or a prefix before a digit gap) and goes
-    on, where that run stops short of the quote's end, only over a digit gap (the paper's key has a
-    digit there) or a page break or a line jump (a line starts there). So when, at every occurrence,
-    the run stops short with neither a digit nor a line start after it, there is no way on: one
-    look-up and a comparison per occurrence decide what locate's searches would. (Bounds are the
-    whole key: a window would cut runs short.)
+    locate's searches, retraced from one look-up of the quote's first MIN_GAPPED_ANCHOR key
+    characters and a comparison at each occurrence: the anchored prefix is the longest verbatim
+    start among the first ``tries`` occurrences of its first MIN_ANCHOR characters; when it is
+    shorter than that, locate tries a prefix cut by a digit gap at each of the first ``tries``
+    occurrences of the first MIN_GAPPED_ANCHOR. Most quotes that are not in the paper stop being
+    verbatim where the paper goes on with neither a digit gap nor a new line that may be jumped:
+    then the walk has no way on, and locate returns nothing. (Bounds are the whole key: a window
+    would cut runs short.)
     """
     length_of_quote = len(quote_key)
-    best = anchored = seen = 0
+    best, best_at, anchored, gapped, seen = 0, -1, 0, False, 0
     for found in grams.occurrences(quote_key[:MIN_GAPPED_ANCHOR]):
         seen += 1
         if seen > STUCK_OCCURRENCES:
@@ -184,14 +197,25 @@ def stuck_prefix(key: str, grams: "GramIndex", flow: "Flow", quote_key: str, tri
         length = common_prefix_length(key, found, quote_key, 0)
         if length >= length_of_quote:
             return None  # verbatim here
-        cursor = found + length
-        if (cursor < len(key) and key[cursor].isdigit()) or flow.at_line_start(cursor):
-            return None  # a digit gap, a page break or a line jump may lead on
-        # anchored_prefix's anchor is the first MIN_ANCHOR characters: these occurrences, in order.
-        if length >= MIN_ANCHOR and anchored < tries:
+        if length >= MIN_ANCHOR and anchored < tries:  # an occurrence of the anchor, in order
             anchored += 1
-            best = max(best, length)
-    return best
+            if length > best:
+                best, best_at = length, found
+        if seen <= tries and not gapped:
+            gapped = _after_digit_gap(key, quote_key, length, found + length) is not None
+        if anchored >= tries and seen >= tries:
+            break
+    if best >= min(MIN_ANCHOR, length_of_quote):
+        # locate walks on from the anchored prefix only: its first step needs a digit gap, or a line
+        # start the text's own next line does not carry on from.
+        cursor = best_at + best
+        if _after_digit_gap(key, quote_key, best, cursor) is not None:
+            return None
+        if flow.at_line_start(cursor) and not flow.carries_on(cursor):
+            return None
+    elif gapped:
+        return None
+    return best, best_at
 
 
 # The last two searches of anchored_prefix (in a paper's key and in its unmasked key): arguments, answer.

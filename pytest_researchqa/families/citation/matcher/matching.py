@@ -209,8 +209,8 @@ class MatchIndex(PaperIndex):
                     return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
                 return CitationMatch(citation, self, True, verdict, spans)
         # A comment split needs a verbatim start of MIN_ANCHOR and half the quote (the anchored prefix).
-        if len(parts) == 1 and (stuck is None or (stuck >= MIN_ANCHOR and stuck * 2 >= len(keys[0]))):
-            commented = self._split_commentary(parts[0], keys[0])
+        if len(parts) == 1 and (stuck is None or (stuck[0] >= MIN_ANCHOR and stuck[0] * 2 >= len(keys[0]))):
+            commented = self._split_commentary(parts[0], keys[0], stuck)
             if commented is not None:
                 spans, comment = commented
                 return CitationMatch(
@@ -218,9 +218,9 @@ class MatchIndex(PaperIndex):
                 )
         return CitationMatch(citation, self, False, None, (), parts=tuple(parts))
 
-    def _stuck(self, quote_key: str) -> int | None:
-        """The anchored prefix's length in the masked key when locate finds ``quote_key`` in neither key
-        (see :func:`~.alignment.stuck_prefix`), else None."""
+    def _stuck(self, quote_key: str) -> tuple[int, int] | None:
+        """The anchored prefix in the masked key (length, position) when locate finds ``quote_key`` in
+        neither key (see :func:`~.alignment.stuck_prefix`), else None."""
         prefix = stuck_prefix(self.key, self.grams, self._flow, quote_key)
         if prefix is None or self.unmasked_key is self.key:
             return prefix
@@ -299,11 +299,12 @@ class MatchIndex(PaperIndex):
             start = head[0][0] + 1
         return None
 
-    def _split_commentary(self, quote: str, quote_key: str) -> tuple[tuple[tuple[int, int], ...], str] | None:
+    def _split_commentary(self, quote: str, quote_key: str,
+                          anchored: tuple[int, int] | None = None) -> tuple[tuple[tuple[int, int], ...], str] | None:
         """(spans, comment) when ``quote`` (whose key is ``quote_key``) is a verbatim passage plus an
-        own comment."""
-        # The masked search's anchored prefix (remembered, or a few index look-ups).
-        prefix_length, position = anchored_prefix(self.key, quote_key, 0, len(self.key), grams=self.grams)
+        own comment. ``anchored`` is the masked key's anchored prefix when known."""
+        # The masked search's anchored prefix (given, remembered, or a few index look-ups).
+        prefix_length, position = anchored or anchored_prefix(self.key, quote_key, 0, len(self.key), grams=self.grams)
         # A comment follows a verbatim start of at least MIN_ANCHOR and half the quote: tested
         # before the separators are looked for (a regex step per character).
         if prefix_length < MIN_ANCHOR or prefix_length >= len(quote_key) or prefix_length * 2 < len(quote_key):
