@@ -23,6 +23,7 @@ from .index import PaperIndex
 from .quotes import (
     EDGES,
     LOOKS_LIKE_REFERENCE,
+    REFERENCE_MAX_LENGTH,
     comment_boundaries,
     is_pointer,
     plain_words,
@@ -103,7 +104,8 @@ class MatchIndex(PaperIndex):
     def _exact_hit(self, citation: str) -> "CitationMatch | None":
         """The common case at the cost of a key and one indexed look-up: a quote without elision
         marks whose key occurs in the paper as it is, not cut from a number, outside the
-        reference list, and more than a pointer. None sends the citation down the full path."""
+        reference list, and more than a pointer. None sends the citation down the full path.
+        (The checks of :meth:`_exact_result` inline: this path is most citations.)"""
         # Wrapping quotes, spaces and a leading or trailing ellipsis (it only marks a cut) hold no
         # key characters: one strip removes them all.
         inner = citation.strip(EDGES)
@@ -116,7 +118,15 @@ class MatchIndex(PaperIndex):
         at = self.grams.find(quote_key)
         if at < 0:
             return None
-        return self._exact_result(citation, [quote_key], ((at, at + len(quote_key)),), VERBATIM)
+        spans = ((at, at + len(quote_key)),)
+        if (quote_key[0].isdigit() or quote_key[-1].isdigit()) and self._cuts_a_number([quote_key], spans, False):
+            return None
+        region = self._bibliography
+        if region is not None and region[0] <= at and spans[0][1] <= region[1]:
+            return None  # may be a reference-list entry: the full path decides
+        if len(citation) < REFERENCE_MAX_LENGTH and is_pointer(citation, (quote_key,)):
+            return None
+        return CitationMatch(citation, self, True, VERBATIM, spans)
 
     def _exact_elided(self, citation: str, inner: str) -> "CitationMatch | None":
         """An elided quote whose parts occur as they are: its longest part looked up, each other
@@ -130,7 +140,7 @@ class MatchIndex(PaperIndex):
             return None
         anchor = keys.index(max(keys, key=len))
         key = self.key
-        at = self.find(keys[anchor])
+        at = self.grams.find(keys[anchor])
         if at < 0:
             return None
         spans = [(at, at + len(keys[anchor]))]
