@@ -189,27 +189,45 @@ def stuck_prefix(key: str, grams: "GramIndex", flow: "Flow", quote_key: str,
     would cut runs short.)
     """
     length_of_quote = len(quote_key)
+    try:  # the quote's Latin-1 bytes as one integer, for common_prefix_length's comparison inline
+        quote_code = int.from_bytes(quote_key.encode("latin-1"), "little")
+    except UnicodeEncodeError:
+        quote_code = -1
     best, best_at, anchored, gapped, seen = 0, -1, 0, False, 0
     for found in grams.occurrences(quote_key[:MIN_GAPPED_ANCHOR]):
         seen += 1
         if seen > STUCK_OCCURRENCES:
             return None
-        length = common_prefix_length(key, found, quote_key, 0)
+        # common_prefix_length(key, found, quote_key, 0), the quote's half of it done once.
+        piece = key[found : found + length_of_quote]
+        code = -1
+        if quote_code >= 0:
+            try:
+                code = int.from_bytes(piece.encode("latin-1"), "little")
+            except UnicodeEncodeError:
+                pass
+        if code < 0:
+            length = common_prefix_length(key, found, quote_key, 0)
+        else:
+            differ = code ^ (quote_code if len(piece) == length_of_quote
+                             else quote_code & ((1 << 8 * len(piece)) - 1))
+            length = ((differ & -differ).bit_length() - 1) // 8 if differ else len(piece)
         if length >= length_of_quote:
             return None  # verbatim here
         if length >= MIN_ANCHOR and anchored < tries:  # an occurrence of the anchor, in order
             anchored += 1
             if length > best:
                 best, best_at = length, found
-        if seen <= tries and not gapped:
-            gapped = _after_digit_gap(key, quote_key, length, found + length) is not None
+        cursor = found + length
+        if seen <= tries and not gapped and cursor < len(key) and key[cursor].isdigit():
+            gapped = _after_digit_gap(key, quote_key, length, cursor) is not None
         if anchored >= tries and seen >= tries:
             break
     if best >= min(MIN_ANCHOR, length_of_quote):
         # locate walks on from the anchored prefix only: its first step needs a digit gap, or a line
         # start the text's own next line does not carry on from.
         cursor = best_at + best
-        if _after_digit_gap(key, quote_key, best, cursor) is not None:
+        if cursor < len(key) and key[cursor].isdigit() and _after_digit_gap(key, quote_key, best, cursor) is not None:
             return None
         if flow.at_line_start(cursor) and not flow.carries_on(cursor):
             return None
