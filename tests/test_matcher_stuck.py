@@ -1,5 +1,6 @@
 """The matcher's shortcuts decide what its full searches would: a quote stuck where the paper goes on
-(stuck_prefix) is one locate finds nowhere, and a citation the pointer test passes over is no pointer."""
+(stuck_prefix) is one locate finds nowhere, a citation the pointer test passes over is no pointer, and
+a comment is looked for wherever its opener's key may stand."""
 
 from __future__ import annotations
 
@@ -8,7 +9,15 @@ from hypothesis import strategies as st
 
 from pytest_researchqa.families.citation.matcher import MatchIndex, match_citation
 from pytest_researchqa.families.citation.matcher.alignment import anchored_prefix, locate, stuck_prefix
-from pytest_researchqa.families.citation.matcher.quotes import REFERENCE_ONLY, is_pointer, strip_wrapping
+from pytest_researchqa.families.citation.matcher.quotes import (
+    _COMMENT_OPENER as COMMENT_OPENER,
+)
+from pytest_researchqa.families.citation.matcher.quotes import (
+    COMMENT_OPENER_KEY,
+    REFERENCE_ONLY,
+    is_pointer,
+    strip_wrapping,
+)
 from pytest_researchqa.families.citation.matcher.textkey import text_key
 
 # Few words, some numbers: stretches repeat, runs stop before digits and at line starts.
@@ -76,3 +85,25 @@ def test_a_pointer_without_a_digit_is_no_evidence_even_where_the_paper_prints_it
     index = MatchIndex("The code and the data are at doi.org/example-archive for everyone.")
     result = match_citation("doi.org/example-archive", index)
     assert not result.grounded and not result.is_evidence
+
+
+_OPENER_WORDS = ["this", "these", "that", "those", "which", "i.e.", "ie", "i.e", "e.g.", "eg", "in other words", "here",
+                 "thus", "so", "hence", "therefore", "meaning", "note", "notably", "indicating", "suggesting", "showing",
+                 "in short", "overall", "essentially", "importantly", "the author", "the authors", "according",
+                 "as shown", "as noted", "as stated"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(word=st.sampled_from(_OPENER_WORDS), cases=st.lists(st.booleans(), min_size=20, max_size=20),
+       tail=st.text(alphabet="abs ,.\u0131\u0130\u017f", max_size=12))
+def test_every_comment_openers_key_starts_as_the_opener_keys_pattern_says(word: str, cases: list[bool], tail: str) -> None:
+    text = "".join(c.upper() if up else c for c, up in zip(word, cases + [False] * len(word))) + tail
+    if COMMENT_OPENER.match(text) and text_key(text).isascii():
+        assert COMMENT_OPENER_KEY.match(text_key(text))
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.text(alphabet="thisewcdgnorkmaulybfp .\u0131\u0130\u017f", min_size=2, max_size=16))
+def test_no_text_the_comment_opener_matches_has_a_key_the_opener_keys_pattern_misses(text: str) -> None:
+    if COMMENT_OPENER.match(text) and text_key(text).isascii():
+        assert COMMENT_OPENER_KEY.match(text_key(text))

@@ -23,6 +23,14 @@ _COMMENT_OPENER = re.compile(
     r"essentially|importantly|the authors?|according|as (?:shown|noted|stated))\b",
     re.IGNORECASE,
 )
+# The match keys of _COMMENT_OPENER's words (its separators and spaces hold no key characters): a
+# comment's key starts with one of these wherever its opener stands (keys beyond ASCII aside, where a
+# dotless i may stand for an i). Kept beside the pattern: each word there has its key here.
+COMMENT_OPENER_KEY = re.compile(
+    r"this|these|that|those|which|ie|eg|inotherwords|here|thus|so|hence|therefore|meaning|note|notably|"
+    r"indicating|suggesting|showing|inshort|overall|essentially|importantly|theauthor|according|"
+    r"asshown|asnoted|asstated"
+)
 
 # Citations that only point somewhere: an author-year or numbered reference, a DOI, a URL, an
 # arXiv id, a figure or table label. They cannot support a claim, so they never count.
