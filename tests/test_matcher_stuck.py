@@ -73,8 +73,11 @@ def test_a_changed_word_is_stuck_at_once_and_a_run_that_stops_at_a_new_line_or_a
 @settings(max_examples=300, deadline=None)
 @given(citation=st.one_of(
     st.text(alphabet="abdoiwDOIW.:/ ()[]0123456789\uff12\u0661\u0130\u0131,;&-", max_size=40),
+    st.text(alphabet="FigureTablqEsctonApdxAlrhmXv\u017f\u0131\u0130 .:019", max_size=24),
     st.sampled_from(["doi.org/abc", "DOI: xyz", "www.example.org", "HTTPS://example.org/x", "(Smith, \uff12\uff10\uff12\uff10)",
-                     "arXiv:2101.00001", "Figure 3", "[4, 5]", "(Smith et al., 2020)", "do\u0130: abc"])))
+                     "arXiv:2101.00001", "arXiv: 2101.00001v2", "Figure 3", "Fig. 3b", "Table 2a:", "Tab. 1", "Eq. 4",
+                     "Equation 12", "Section 3.2", "\u017fection 2", "Appendix B1", "Algorithm 1", "F\u0131gure 3",
+                     "10.1234/abc", "[4, 5]", "[1-3]", "(Smith et al., 2020)", "Smith & Jones, 1999", "do\u0130: abc"])))
 def test_the_pointer_test_says_what_the_pointer_pattern_says(citation: str) -> None:
     keys = [text_key(citation)]
     expected = len(citation) < 160 and REFERENCE_ONLY.fullmatch(strip_wrapping(citation).rstrip(".;,")) is not None
