@@ -63,14 +63,11 @@ def is_pointer(citation: str, keys: Iterable[str]) -> bool:
     if len(citation) >= REFERENCE_MAX_LENGTH:
         return False
     if not ("://" in citation or "[" in citation or "/" in citation):
-        digit = label = False
         for key in keys:
             if not key.isascii() or "www" in key or "doi" in key:
                 break
-            digit = digit or has_digit(key)
-            label = label or _has_label(key)
         else:
-            if not (digit and label):
+            if not any(map(has_digit, keys)) or not any(map(_has_label, keys)):
                 return False
     return REFERENCE_ONLY.fullmatch(strip_wrapping(citation).rstrip(".;,")) is not None
 
