@@ -199,11 +199,15 @@ class MatchIndex(PaperIndex):
         if sum(map(len, keys)) < MIN_QUOTE_KEY:
             return CitationMatch(citation, self, False, TOO_SHORT, ())
         # Most quotes that are not there stop being verbatim where the paper's text goes on with
-        # neither a number nor a new line: then no search can get past that point (stuck_prefix).
-        stuck = self._stuck(keys[0]) if len(keys) == 1 else None
+        # neither a number nor a new line: then no search can get past that point (stuck_prefix
+        # says so with one look-up; it gives the masked key's anchored prefix too).
+        stuck = stuck_prefix(self.key, self.grams, self._flow, keys[0]) if len(keys) == 1 else None
         for unmasked in (False, True):
-            if stuck is not None or (unmasked and self.unmasked_key is self.key):
+            if unmasked and self.unmasked_key is self.key:
                 break
+            if stuck is not None and (not unmasked or stuck_prefix(
+                    self.unmasked_key, self.unmasked_grams, self._unmasked_flow, keys[0]) is not None):
+                continue  # locate would find nothing in this key
             # The unmasked key only serves quotes that copy furniture verbatim ("exhibit203").
             spans = self._locate_parts(keys, unmasked)
             if spans is not None and unmasked and self._absorbs_furniture_number(spans):
@@ -228,16 +232,6 @@ class MatchIndex(PaperIndex):
                     citation, self, True, VERBATIM_WITH_COMMENTARY, spans, commentary=comment
                 )
         return CitationMatch(citation, self, False, None, (), parts=tuple(parts))
-
-    def _stuck(self, quote_key: str) -> tuple[int, int] | None:
-        """The anchored prefix in the masked key (length, position) when locate finds ``quote_key`` in
-        neither key (see :func:`~.alignment.stuck_prefix`), else None."""
-        prefix = stuck_prefix(self.key, self.grams, self._flow, quote_key)
-        if prefix is None or self.unmasked_key is self.key:
-            return prefix
-        if stuck_prefix(self.unmasked_key, self.unmasked_grams, self._unmasked_flow, quote_key) is None:
-            return None
-        return prefix
 
     def _cuts_a_number(self, keys: list[str], spans: Sequence[tuple[int, int]], unmasked: bool) -> bool:
         """True when the quote begins or ends inside one of the paper's numbers as printed:
