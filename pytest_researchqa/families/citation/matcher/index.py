@@ -49,7 +49,7 @@ _HEADING_WORDS = ("References", "REFERENCES", "Bibliography", "BIBLIOGRAPHY", "W
 # Without the whole offset map, a key position's text offset is found from the offset of every
 # OFFSET_STEP-th key character, walking on over the text in windows of _WALK characters.
 OFFSET_STEP = 32
-_WALK = 256
+_WALK = 96
 # Decimal points and signs are read from at most this many characters around them (twice the
 # widest look-around of textkey's patterns, for the two passes): a window marked with this margin
 # is marked as the whole text is.
@@ -84,6 +84,7 @@ class PaperIndex:
         # Every position of the key by the stretch starting there: look-ups without scans, once the
         # scans have read enough of the key to pay for it.
         self.grams = GramIndex(self.key, lazy=True)
+        self._walked: dict[int, int] = {}  # raw offsets walked to (without the whole map), by key position
         self._bibliography  # noqa: B018 -- with the paper: every hit's check
 
     def trim(self) -> None:
@@ -94,13 +95,14 @@ class PaperIndex:
         for name in _BUILT_ON_USE:
             self.__dict__.pop(name, None)
         self.grams.drop()
+        self._walked = {}
         release = getattr(self, "release", None)
         if callable(release):
             release()
 
     def nbytes(self) -> int:
         """About the memory this index holds beyond the paper's text."""
-        held = sys.getsizeof(self.key) + self.grams.nbytes()
+        held = sys.getsizeof(self.key) + self.grams.nbytes() + 64 * len(self._walked)
         if self.unmasked_key is not self.key:
             held += sys.getsizeof(self.unmasked_key)
         built = self.__dict__
@@ -130,7 +132,10 @@ class PaperIndex:
         """Raw text offset of a (masked) key position."""
         offsets = self.__dict__.get("_masked_offsets")
         if offsets is None:
-            return self._walked_offset(key_position)
+            walked = self._walked.get(key_position)
+            if walked is None:  # each span's ends are read again for its pages, its view and its verdict
+                walked = self._walked[key_position] = self._walked_offset(key_position)
+            return walked
         if not len(offsets):
             return 0
         return int(offsets[min(max(key_position, 0), len(offsets) - 1)])
@@ -161,13 +166,10 @@ class PaperIndex:
             window = mark_context(text[low : end + _MARK_MARGIN])[at - low : end - low]
             if window.isascii():
                 flags = window.encode("ascii").translate(_key_flags())
-                found = flags.count(1)
-                if count + found > wanted:
-                    place = -1
-                    for _ in range(wanted - count + 1):
-                        place = flags.index(1, place + 1)
-                    return at + place
-                count += found
+                reached = _nth_key_character(wanted - count).match(flags)
+                if reached is not None:
+                    return at + reached.end() - 1
+                count += flags.count(1)
             else:
                 for place, char in enumerate(window):
                     count += _key_width(char)
@@ -294,3 +296,10 @@ def _key_width(char: str) -> int:
     if char < "\x80":
         return _key_flags()[ord(char)]
     return len(text_key(char))
+
+
+@functools.lru_cache(maxsize=None)
+def _nth_key_character(before: int) -> "re.Pattern[bytes]":
+    """A pattern whose match over key flags (:func:`_key_flags`) ends just after the key character
+    that has ``before`` others before it: one C call where a loop of finds costs one each."""
+    return re.compile(rb"(?:\x00*\x01){%d}" % (before + 1))
