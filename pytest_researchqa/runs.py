@@ -155,7 +155,7 @@ class RunWriter:
             if self._partial is not None:
                 self._partial.close()
                 self._partial = None
-            rows = ((json.dumps(r.to_plain(), ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+            rows = ((json.dumps(r.to_plain(copy=False), ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
                     for r in sorted(records, key=sort_key))
             atomic_write(self.folder / ROWS_FILE, rows)  # line by line: at the seed's scale the file is ~40 MB
             manifest = {"version": MANIFEST_VERSION, **manifest}
