@@ -34,10 +34,10 @@ PAPER_SUFFIXES = (".pdf", ".txt", ".md")
 MIN_LETTERS_PER_PAGE = 25
 # The most recently used papers keep everything prepared from them (the matcher's stretch index,
 # offset map and line flows: up to about 1 MiB for a 45 KB paper). Older ones are trimmed to what an
-# exact hit reads (text and keys: about 100 KB for a 45 KB paper), rebuilding the rest on use.
+# exact hit reads (text and keys: about 93 KB for a 45 KB paper), rebuilding the rest on use.
 HOT_PAPERS = 16
 # Trimmed papers are kept while they hold at most this many bytes in all (the seed's 494 papers
-# take about 50 MiB): a dataset of that size never reads or prepares a paper twice, in any row
+# take about 44 MiB): a dataset of that size never reads or prepares a paper twice, in any row
 # order; a larger one evicts the least recently used, read and prepared again on their next row.
 KEPT_BYTES = 64 * 2**20
 
