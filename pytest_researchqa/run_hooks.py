@@ -258,7 +258,7 @@ class RunHooks:
             self.state.session.add(record)
             writer = self._results_writer()
             if writer is not None:
-                writer.add(record)  # on disk at once: a killed run keeps its finished rows
+                writer.add(record, plain)  # on disk at once: a killed run keeps its finished rows
             if self.progress is not None:
                 self.progress.row_done(record)
         elif report.failed:
