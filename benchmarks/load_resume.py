@@ -10,7 +10,8 @@ first attempt (a 429 or a 500, chosen by the prompt's hash), and runs ``python -
 answers are in the answer cache it kills pytest's whole process group with SIGKILL, re-runs the
 same command, and checks: every question asked of the server at most once successfully (none
 already answered asked again), every dataset row in run 2's saved run, no row errors. Exit 1 if
-any of these fails.
+any of these fails. It also counts the claims the killed run held (calls in flight): run 2 must not
+wait on them.
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ MODEL = "openai/good"
 class Figures:
     rows: int
     answers_before_kill: int
+    claims_at_kill: int
     calls_run1: int
     calls_run2: int
     asked_twice: int
@@ -59,6 +61,7 @@ class Figures:
         return "\n".join([
             f"rows                         {self.rows:,}",
             f"answers on disk at the kill  {self.answers_before_kill:,}",
+            f"claims held at the kill      {self.claims_at_kill} (calls in flight, locks their owners took down)",
             f"calls, run 1 (killed)        {self.calls_run1:,}",
             f"calls, run 2 (re-run)        {self.calls_run2:,}",
             f"answers asked twice          {self.asked_twice}",
@@ -119,6 +122,9 @@ def measure(rows: int = ROWS, fault_rate: float = 0.05, workers: int = 2, kill_a
             first.wait()
             log.close()
             wall1 = time.monotonic() - start
+            # A call in flight holds a claim, <key>.lock; the kernel drops the lock with its owner, and the
+            # file stays until a run takes the claim again and releases it (llm/cache.py).
+            claims = sum(1 for _ in (work / "cache").rglob("*.lock"))
             # One file a row's answer (rows asking the same question of a paper each have theirs).
             on_disk = collections.Counter(json.loads(f.read_text())["question"].strip() for f in answers.rglob("*.json"))
             kept = sum(on_disk.values())
@@ -141,7 +147,7 @@ def measure(rows: int = ROWS, fault_rate: float = 0.05, workers: int = 2, kill_a
                        if line.strip()}
         saved_ids = {r["row_id"] for r in saved if r.get("system") == MODEL}
         errors = sum(1 for r in saved if r.get("error"))
-        return Figures(total, kept, calls1, len(requests) - calls1, asked_twice, in_flight, server.max_in_flight,
+        return Figures(total, kept, claims, calls1, len(requests) - calls1, asked_twice, in_flight, server.max_in_flight,
                        len(dataset_ids - saved_ids), errors,
                        wall1, wall2, second.returncode, (second.stdout + second.stderr)[-2000:])
 

@@ -147,9 +147,9 @@ def yaml_records(path: Path) -> Iterator[tuple[str, Any]]:
         raise DatasetError(f"{path}: expected a list of rows")
     for index, node in enumerate(root.value):
         location = f"row {index + 1} (line {node.start_mark.line + 1})"
-        try:
-            record = yaml.load(yaml.serialize(node), Loader=_loader())
-        except (yaml.YAMLError, RecursionError) as error:
+        try:  # built from the node composed above: neither written out nor parsed again (a fresh builder a row)
+            record = _loader()("").construct_document(node)
+        except (yaml.YAMLError, RecursionError, ValueError) as error:  # ValueError: a date like 2018-13-45
             yield location, Unparsable(f"not a row: {getattr(error, 'problem', None) or error}")
             continue
         yield location, record

@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 import pytest
 
-from .stash import RECORD, RECORDER, SETTINGS, Case, run_state
+from .stash import RECORD, RECORDER, Case, run_state, settings_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from .answers import Answer
     from .dataset import Dataset, FamilyRow
     from .llm.judges import JudgePanel, ModelJudge
-    from .options import Settings
     from .papers import Paper
     from .records import Recorder
+    from .settings import Settings
     from .state import RunState
     from .systems import System
 
@@ -102,12 +102,15 @@ def researchqa_paper(request: pytest.FixtureRequest, researchqa_row: Any) -> "Op
     return paper
 
 
+# Fixtures that need only the config take ``pytestconfig``, not ``request``: pytest makes a fixture
+# definition for ``request`` each time a fixture asks for it (a signature read, twice a fixture and
+# row), where a session fixture is looked up (issue 24 item 2).
 @pytest.fixture
-def researchqa_system(request: pytest.FixtureRequest, researchqa_case: Case) -> "Optional[System]":
+def researchqa_system(pytestconfig: pytest.Config, researchqa_case: Case) -> "Optional[System]":
     """The system under test (None when auditing the dataset)."""
     if researchqa_case.system is None:
         return None
-    system: "System" = run_state(request.config).system(researchqa_case.system)
+    system: "System" = run_state(pytestconfig).system(researchqa_case.system)
     return system
 
 
@@ -149,27 +152,37 @@ def state_uses_papers(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture
-def researchqa_judge(request: pytest.FixtureRequest, researchqa_case: Case) -> "Optional[JudgePanel]":
+def researchqa_judge(pytestconfig: pytest.Config, researchqa_case: Case) -> "Optional[JudgePanel]":
     """The LLM judges of this row's system (a list; None when no ``--researchqa-judge`` is given)."""
-    state = run_state(request.config)
-    if not state.settings.judges or researchqa_case.system is None:
+    return judges_of(pytestconfig, researchqa_case)
+
+
+def judges_of(config: pytest.Config, case: Case) -> "Optional[JudgePanel]":
+    """What ``researchqa_judge`` gives for ``case`` (the built-in test asks here: a fixture fewer a row)."""
+    state = run_state(config)
+    if not state.settings.judges or case.system is None:
         return None
-    panel: "JudgePanel" = state.services.judges_for(researchqa_case.system)
+    panel: "JudgePanel" = state.services.judges_for(case.system)
     return panel
 
 
 @pytest.fixture
-def researchqa_premise_judge(request: pytest.FixtureRequest) -> "Optional[ModelJudge]":
+def researchqa_premise_judge(pytestconfig: pytest.Config) -> "Optional[ModelJudge]":
     """The model judge that decides ``premise_flagged`` (``--researchqa-flagged-judge``); None: the heuristic.
     Pass it on: ``flags_premise(answer, row, judge=researchqa_premise_judge)``."""
-    judge: "Optional[ModelJudge]" = run_state(request.config).services.premise_judge()
+    return premise_judge_of(pytestconfig)
+
+
+def premise_judge_of(config: pytest.Config) -> "Optional[ModelJudge]":
+    """What ``researchqa_premise_judge`` gives (the built-in test asks here: a fixture fewer a row)."""
+    judge: "Optional[ModelJudge]" = run_state(config).services.premise_judge()
     return judge
 
 
 @pytest.fixture(scope="session")
 def researchqa_settings(pytestconfig: pytest.Config) -> "Settings":
-    """What the run was asked to do (:class:`~pytest_researchqa.options.Settings`, plain values)."""
-    return pytestconfig.stash[SETTINGS]
+    """What the run was asked to do (:class:`~pytest_researchqa.settings.Settings`, plain values)."""
+    return settings_of(pytestconfig)
 
 
 @pytest.fixture(scope="session")

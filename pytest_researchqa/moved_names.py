@@ -18,7 +18,8 @@ def moved_name(old_module: str, new_module: str, name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(f"module {old_module!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(new_module), name)
-    warnings.warn(f"{old_module} moved to {new_module}: import {name} from there "
+    # Name by name: some old modules still hold names of their own (pytest_researchqa.answers).
+    warnings.warn(f"{old_module}.{name} moved to {new_module}: import it from there "
                   "(the old path goes in the next release)", DeprecationWarning, stacklevel=3)
     return value
 

@@ -1,10 +1,10 @@
-"""Command-line options and ini keys, parsed into plain settings.
+"""Command-line options and ini keys (``settings`` parses them into plain settings).
 
 The table below is the single source of every option's flag, kind, default,
 choices and help. Every setting is a ``--researchqa-*`` flag backed by an ini
 key of the same name with underscores (``researchqa_dataset``...), typed, so
 pytest 9's native ``[tool.pytest]`` table accepts ``researchqa_sample = 6``.
-Bad values raise ``pytest.UsageError`` naming the valid choices.
+Bad values raise ``pytest.UsageError`` naming the valid choices (``settings``).
 
 PYTEST_DONT_REWRITE: pytest loads this module at every start-up; it holds no test's asserts, so
 pytest compiles it as Python does instead of rewriting it (docs/architecture.md).
@@ -12,22 +12,12 @@ pytest compiles it as Python does instead of rewriting it (docs/architecture.md)
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Optional
+from typing import Any, Literal, NamedTuple, Optional
 
 import pytest
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .families import Family
-    from .reporting.gates import Gate, RegressionGate
 
-MAX_SAVE_NAME = 100
-
-
-@dataclass(frozen=True)
-class Option:
+class Option(NamedTuple):
     flag: str
     kind: str  # "path", "append", "int", "float", "flag", "choice", "text"
     help: str
@@ -194,259 +184,25 @@ def add_options(parser: pytest.Parser) -> None:
             parser.addini(option.dest, help_text, type=_INI_TYPES.get(option.kind, "string"), default=None)
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Everything the plugin was asked to do, as plain values."""
-
-    active: bool  # any researchqa option given, on the command line or in an ini file
-    requested: bool  # a researchqa option given on the command line: run the benchmark
-    dataset: Optional[Path]
-    papers: Optional[Path]
-    systems: tuple[str, ...]
-    sample: Optional[int]
-    gates: tuple["Gate", ...]
-    cache_dir: Optional[Path]
-    download_papers: bool
-    audit: bool
-    defect_policy: str
-    family: str = "citation"  # families.DEFAULT_FAMILY, named here so an unused plugin imports no family
-    judge_prompts: Optional[Path] = None  # a folder of prompt files overriding the bundled judges/ ones
-    # The family's declaration, found through the family plug-ins when the benchmark is active (see
-    # families.registry); None in a run that never uses it, which then pays nothing to discover families.
-    declaration: Optional["Family"] = field(default=None, repr=False, compare=False)
-    models: tuple[str, ...] = ()
-    model_params: dict[str, dict[str, Any]] = field(default_factory=dict)
-    concurrency: int = 5
-    rows_per_minute: Optional[int] = None
-    max_cost: Optional[float] = None
-    repeats: int = 1
-    dry_run: bool = False
-    timeout_s: float = 120.0
-    retries: int = 3
-    baseline: bool = False
-    refresh: bool = False
-    judges: tuple[str, ...] = ()
-    judge_mode: str = "rubric"
-    judge_pool: tuple[str, ...] = ()
-    judge_repeats: int = 0
-    flagged_judge: Optional[str] = None  # a model deciding premise_flagged instead of the heuristic
-    allow_partial: bool = False
-    results: Optional[str] = None  # None: the default folder; "off": save nothing
-    save_name: str = "run"
-    markdown: Optional[Path] = None
-    download_allow_private: bool = False
-    compare: Optional[str] = None  # a saved run's spec, resolved at configure
-    compare_map: dict[str, str] = field(default_factory=dict)
-    regressions: tuple["RegressionGate", ...] = ()
-    plots: Optional[Path] = None
-    fail_rows: bool = False
-    undecidable_fails: bool = False
-    only: bool = False
-    json_summary: Optional[Path] = None
-    html: Optional[Path] = None
-    compare_missing: str = "error"
-    battles: Optional[int] = None  # per pair of systems; None: every query both answered
-    max_judge_calls: int = 20000  # the pairwise schedule's cap (0: none)
-    date_cutoff: bool = True
-    length_words: Optional[int] = 250
-    generic_rubric: bool = False
-    protocol: str = "project"  # or "paper": each seed's own procedure
-    ensemble: str = "eq1"  # or "notebook": 5 points per direct vote
-    # The options given on the command line or in an ini file (their dests): a profile's defaults
-    # (the local-server profile's concurrency and deadline) yield to what the user chose.
-    given: frozenset[str] = frozenset()
-
-    @property
-    def all_systems(self) -> tuple[str, ...]:
-        """Plain systems then models: the systems a run compares."""
-        return self.systems + self.models
-
-    @property
-    def benchmark_family(self) -> "Family":
-        if self.declaration is not None:
-            return self.declaration
-        from .families import get_family
-
-        return get_family(self.family)
-
-
-def read_settings(config: pytest.Config) -> Settings:
-    resolved: dict[str, Any] = {}
-    on_command_line = False
-    given_any = False
-    given: set[str] = set()
+def given_options(config: pytest.Config) -> dict[str, tuple[Any, bool]]:
+    """Each option given on the command line or in an ini file: its raw value, and whether from the command
+    line. Empty for a project that never uses the plugin, which then loads nothing more."""
+    given: dict[str, tuple[Any, bool]] = {}
     for option in OPTIONS:
         cli = config.getoption(option.dest)
-        cli = cli if cli not in (None, []) else None
+        if cli not in (None, []):
+            given[option.dest] = (cli, True)
+            continue
         configured = config.getini(option.dest)
-        configured = configured if configured not in (None, "", [], False) else None
-        on_command_line |= cli is not None
-        given_any |= cli is not None or configured is not None
-        if cli is not None or configured is not None:
-            given.add(option.dest)
-        value = cli if cli is not None else configured
-        resolved[option.dest] = _parse(option, value, from_ini=cli is None, config=config)
-
-    # An unused plugin imports no family: the default one is named by Settings' default.
-    declaration = _family(config, resolved) if given_any else None
-    family = declaration.name if declaration is not None else Settings.family
-    models = tuple(dict.fromkeys(resolved["researchqa_model"] or ()))
-    default_system = declaration.default_system if declaration is not None else "bm25"
-    systems = tuple(resolved["researchqa_system"] or ()) or (() if models else (default_system,))
-    judges = tuple(dict.fromkeys(resolved["researchqa_judge"] or ()))
-    judge_pool = tuple(resolved["researchqa_judge_pool"] or ())
-    flagged_judge = (resolved["researchqa_flagged_judge"] or "").strip() or None
-    named = list(dict.fromkeys([*models, *judges, *judge_pool, *([flagged_judge] if flagged_judge else [])]))
-    model_params: dict[str, dict[str, Any]] = {}
-    if named or resolved["researchqa_model_param"]:  # a run without models never loads llm_params
-        from .llm_params import parse_model_params
-
-        try:
-            model_params = parse_model_params(list(resolved["researchqa_model_param"] or ()), named)
-        except ValueError as error:
-            raise pytest.UsageError(f"--researchqa-model-param {error}") from None
-    gates: tuple["Gate", ...] = ()
-    if resolved["researchqa_fail_under"]:
-        from .reporting.gates import GateSpecError, parse_gate
-
-        assert declaration is not None  # an option was given
-        try:
-            gates = tuple(parse_gate(text, declaration) for text in resolved["researchqa_fail_under"])
-        except GateSpecError as error:
-            raise pytest.UsageError(f"--researchqa-fail-under {error}") from None
-    regressions: tuple["RegressionGate", ...] = ()
-    if resolved["researchqa_fail_on_regression"]:
-        from .reporting.gates import GateSpecError, parse_regression_gate
-
-        if not resolved["researchqa_compare"]:
-            raise pytest.UsageError("--researchqa-fail-on-regression compares with a saved run: "
-                                    "add --researchqa-compare=RUN (a saved run's name, folder, or 'last')")
-        try:
-            assert declaration is not None  # an option was given
-            regressions = tuple(parse_regression_gate(text, declaration)
-                                for text in resolved["researchqa_fail_on_regression"])
-        except GateSpecError as error:
-            raise pytest.UsageError(f"--researchqa-fail-on-regression {error}") from None
-    if len(resolved["researchqa_save"]) > MAX_SAVE_NAME:
-        # It names a folder: file systems refuse names of more than 255 bytes.
-        raise pytest.UsageError(f"--researchqa-save: {len(resolved['researchqa_save'])} characters; a run's name "
-                                f"has at most {MAX_SAVE_NAME}")
-    compare_map: dict[str, str] = {}
-    if resolved["researchqa_compare_map"]:
-        from .reporting.compare import parse_mapping
-
-        try:
-            compare_map = parse_mapping(resolved["researchqa_compare_map"])
-        except ValueError as error:
-            raise pytest.UsageError(f"--researchqa-compare-map {error}") from None
-    return Settings(
-        active=given_any,
-        requested=on_command_line,
-        dataset=resolved["researchqa_dataset"],
-        papers=resolved["researchqa_papers"],
-        systems=tuple(dict.fromkeys(systems)),
-        sample=resolved["researchqa_sample"],
-        gates=gates,
-        cache_dir=resolved["researchqa_cache_dir"],
-        judge_prompts=resolved["researchqa_judge_prompts"],
-        download_papers=resolved["researchqa_download_papers"],
-        audit=resolved["researchqa_audit"],
-        defect_policy=resolved["researchqa_dataset_defects"],
-        family=family,
-        declaration=declaration,
-        models=models,
-        model_params=model_params,
-        concurrency=resolved["researchqa_concurrency"],
-        rows_per_minute=resolved["researchqa_rows_per_minute"],
-        max_cost=resolved["researchqa_max_cost"],
-        repeats=resolved["researchqa_repeats"],
-        dry_run=resolved["researchqa_dry_run"],
-        timeout_s=resolved["researchqa_timeout"],
-        retries=resolved["researchqa_retries"],
-        baseline=resolved["researchqa_baseline"],
-        refresh=resolved["researchqa_refresh"],
-        judges=judges,
-        judge_mode=resolved["researchqa_judge_mode"],
-        judge_pool=judge_pool,
-        judge_repeats=resolved["researchqa_judge_repeats"],
-        flagged_judge=flagged_judge,
-        allow_partial=resolved["researchqa_allow_partial"],
-        results=resolved["researchqa_results"],
-        save_name=resolved["researchqa_save"],
-        markdown=resolved["researchqa_markdown"],
-        download_allow_private=resolved["researchqa_download_allow_private"],
-        compare=resolved["researchqa_compare"],
-        compare_map=compare_map,
-        regressions=regressions,
-        plots=resolved["researchqa_plots"],
-        fail_rows=resolved["researchqa_fail_rows"],
-        undecidable_fails=resolved["researchqa_undecidable"] == "fail",
-        only=resolved["researchqa_only"],
-        json_summary=resolved["researchqa_json"],
-        html=resolved["researchqa_html"],
-        compare_missing=resolved["researchqa_compare_missing"],
-        battles=_battles(resolved["researchqa_battles"]),
-        max_judge_calls=resolved["researchqa_max_judge_calls"],
-        date_cutoff=resolved["researchqa_date_cutoff"] == "on",
-        length_words=resolved["researchqa_length_words"] or None,
-        generic_rubric=resolved["researchqa_generic_rubric"],
-        protocol=resolved["researchqa_protocol"],
-        ensemble=resolved["researchqa_ensemble"],
-        given=frozenset(given),
-    )
+        # An ini 0 is a value (``researchqa_max_cost = 0``); an unset key reads None, "", [] or False.
+        if not (configured is None or configured is False or configured == "" or configured == []):
+            given[option.dest] = (configured, False)
+    return given
 
 
-def _family(config: pytest.Config, resolved: dict[str, Any]) -> "Family":
-    """The run's family: the one named, else the first that recognizes the dataset, else the default."""
-    from .families import DEFAULT_FAMILY, sniff_family
-    from .families.registry import FamilyError, available_families, find_family
+def __getattr__(name: str) -> Any:
+    if name in ("Settings", "read_settings"):
+        from .moved_names import moved_name
 
-    try:
-        families = available_families(config.pluginmanager)
-        name = (resolved["researchqa_family"] or sniff_family(resolved["researchqa_dataset"], families)
-                or DEFAULT_FAMILY)
-        return find_family(name, families)
-    except FamilyError as error:
-        raise pytest.UsageError(f"--researchqa-family: {error}") from None
-
-
-def _battles(text: str) -> Optional[int]:
-    if str(text).strip().lower() == "all":
-        return None
-    try:
-        count = int(text)
-    except ValueError:
-        count = 0
-    if count < 1:
-        raise pytest.UsageError(f"--researchqa-battles: {text!r} is not 'all' or a whole number of at least 1")
-    return count
-
-
-def _parse(option: Option, raw: Any, *, from_ini: bool, config: pytest.Config) -> Any:
-    """One option's value from its raw text, with the table's default, choices and bounds."""
-    if option.kind == "flag":
-        return bool(raw)
-    if option.kind == "append":
-        return list(raw) if raw else []
-    if raw is None:
-        return option.default
-    if option.kind == "path":
-        candidate = Path(os.path.expanduser(str(raw)))
-        if not candidate.is_absolute() and from_ini and config.inipath is not None:
-            candidate = config.inipath.parent / candidate  # ini paths are relative to the ini file
-        return candidate
-    if option.kind == "text":
-        return str(raw)
-    if option.kind == "choice":
-        if raw not in option.choices:
-            raise pytest.UsageError(f"{option.flag}: {raw!r} is not one of {', '.join(option.choices)}")
-        return raw
-    kind = int if option.kind == "int" else float
-    try:
-        parsed = kind(raw)
-    except (TypeError, ValueError):
-        whole = "whole " if kind is int else ""
-        raise pytest.UsageError(f"{option.flag}: {raw!r} is not a {whole}number") from None
-    if option.minimum is not None and parsed < option.minimum:
-        raise pytest.UsageError(f"{option.flag}: must be at least {option.minimum:g}")
-    return parsed
+        return moved_name(__name__, "pytest_researchqa.settings", name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,6 +19,7 @@ import functools
 import hashlib
 import json
 import os
+import sys
 import tempfile
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -31,10 +32,14 @@ EXTRACTION_VERSION = "1"
 PAPER_SUFFIXES = (".pdf", ".txt", ".md")
 # A page of real text carries far more than this many letters and digits.
 MIN_LETTERS_PER_PAGE = 25
-# Prepared papers kept at once (text and match index, about 1 MiB for a 45 KB paper): a dataset of
-# up to this many papers never reads one twice, in any row order; a larger one holds ~32 MiB of them.
-# An evicted paper is read again from its file or the extraction cache, and prepared again, on its next row.
-KEPT_PAPERS = 32
+# The most recently used papers keep everything prepared from them (the matcher's stretch index,
+# offset map and line flows: up to about 1 MiB for a 45 KB paper). Older ones are trimmed to what an
+# exact hit reads (text and keys: about 93 KB for a 45 KB paper), rebuilding the rest on use.
+HOT_PAPERS = 16
+# Trimmed papers are kept while they hold at most this many bytes in all (the seed's 494 papers
+# take about 44 MiB): a dataset of that size never reads or prepares a paper twice, in any row
+# order; a larger one evicts the least recently used, read and prepared again on their next row.
+KEPT_BYTES = 64 * 2**20
 
 
 class PaperUnavailable(Exception):
@@ -75,6 +80,23 @@ class Paper:
             found = self._prepared[build] = build(self)
         return found
 
+    def trim(self) -> None:
+        """Let each prepared structure drop what it rebuilds on use (``trim()``): the store calls it
+        when the paper leaves its most recently used few."""
+        for prepared in self._prepared.values():
+            trim = getattr(prepared, "trim", None)
+            if callable(trim):
+                trim()
+
+    def nbytes(self) -> int:
+        """About the memory the paper holds: its text and what is prepared from it (``nbytes()``)."""
+        held = sys.getsizeof(self.text) + 8 * len(self.page_starts)
+        for prepared in self._prepared.values():
+            size = getattr(prepared, "nbytes", None)
+            if callable(size):
+                held += int(size())
+        return held
+
     def release(self) -> None:
         """Drop what was prepared from this paper, letting each prepared structure break its own cycles
         (``release()``): the store calls it when it evicts the paper."""
@@ -103,8 +125,10 @@ def default_cache_dir() -> Path:
 class PaperStore:
     """Resolves, downloads (when allowed), extracts and remembers papers.
 
-    Only the :data:`KEPT_PAPERS` most recently used papers are kept, so memory stays flat in the
-    number of papers; a paper that cannot be had is remembered with its cause for the whole run.
+    The :data:`HOT_PAPERS` most recently used papers keep all that is prepared from them; older ones
+    are trimmed (:meth:`Paper.trim`) and kept while they hold at most :data:`KEPT_BYTES` in all, the
+    least recently used evicted beyond that, so memory stays bounded in the number of papers. A paper
+    that cannot be had is remembered with its cause for the whole run.
     """
 
     def __init__(
@@ -125,9 +149,13 @@ class PaperStore:
         # Reads never leave this folder. For a dataset's default papers/ it is that folder's path
         # taken literally (not resolved), so a papers/ that is itself a symlink leads nowhere.
         self.confine_to = confine_to if confine_to is not None else papers_dir.resolve()
-        self.kept = KEPT_PAPERS
+        self.hot = HOT_PAPERS
+        self.kept_bytes = KEPT_BYTES
         self.loaded = 0  # papers read over the run (one read again after eviction counts again)
         self._papers: OrderedDict[str, Paper] = OrderedDict()  # the least recently used first
+        self._hot: OrderedDict[str, None] = OrderedDict()  # the most recently used few, untrimmed
+        self._trimmed: dict[str, int] = {}  # the others, with their size when trimmed
+        self._trimmed_bytes = 0
         self._unavailable: dict[str, PaperUnavailable] = {}  # small, and never worth asking again
 
     def get(self, paper_id: str, url: str | None = None) -> Paper:
@@ -135,6 +163,7 @@ class PaperStore:
         known = self._papers.get(paper_id)
         if known is not None:
             self._papers.move_to_end(paper_id)
+            self._use(paper_id)
             return known
         failed = self._unavailable.get(paper_id)
         if failed is not None:
@@ -151,9 +180,27 @@ class PaperStore:
             raise failed
         self.loaded += 1
         self._papers[paper_id] = paper
-        while len(self._papers) > self.kept:
-            self._papers.popitem(last=False)[1].release()
+        self._use(paper_id)
         return paper
+
+    def _use(self, paper_id: str) -> None:
+        """The paper is the most recently used: among the untrimmed few; the one it displaces is
+        trimmed, and the least recently used trimmed ones go while they hold too much."""
+        if paper_id in self._hot:
+            self._hot.move_to_end(paper_id)
+            return
+        self._trimmed_bytes -= self._trimmed.pop(paper_id, 0)
+        self._hot[paper_id] = None
+        while len(self._hot) > self.hot:
+            older = self._hot.popitem(last=False)[0]
+            paper = self._papers[older]
+            paper.trim()
+            self._trimmed[older] = size = paper.nbytes()
+            self._trimmed_bytes += size
+        while self._trimmed_bytes > self.kept_bytes:
+            oldest = next(iter(self._papers))  # the least recently used: trimmed (the hot ones are the latest)
+            self._trimmed_bytes -= self._trimmed.pop(oldest)
+            self._papers.pop(oldest).release()
 
     def _load(self, paper_id: str, url: str | None) -> Paper:
         if paper_id in self.inline:

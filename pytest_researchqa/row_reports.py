@@ -133,6 +133,23 @@ def settle(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestRe
     record.outcome = "error" if record.error else ("xfailed" if hasattr(report, "wasxfail") else report.outcome)
 
 
+def carry_record(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport, record: "RowRecord",
+                 state: "RunState") -> None:
+    """Settle a row's record and put it on its report as plain data (redacted), so it crosses xdist."""
+    settle(item, call, report, record, state)
+    record.nodeid = item.nodeid
+    if record.error:
+        record.error = state.redact(record.error)
+    if record.judge is not None:
+        record.judge = record.judge.redacted(state.redact)
+    report.researchqa = state.redact_plain(record.to_plain())  # type: ignore[attr-defined]  # an extra attribute xdist serializes
+    # JUnit writes the properties of the item (copied onto its teardown report), not of this report.
+    item.user_properties.extend(record.junit_properties())
+    add_sections(report, record)
+    if record.judge_failures:
+        item.user_properties.append(("researchqa_judge_errors", "; ".join(record.judge_failures)))
+
+
 def add_sections(report: pytest.TestReport, record: "RowRecord") -> None:
     """The model input and judge reasons of a row that did not simply pass."""
     if report.outcome != "passed" and record.usage.context:

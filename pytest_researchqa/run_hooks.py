@@ -2,8 +2,8 @@
 collection counts and look-ahead, records arriving, the exit status, the terminal summary and
 the files a run writes. Each hook collects and hands over to a small module below it.
 
-PYTEST_DONT_REWRITE: pytest loads this module at every start-up; it holds no test's asserts, so
-pytest compiles it as Python does instead of rewriting it (docs/architecture.md).
+PYTEST_DONT_REWRITE: it holds no test's asserts, so pytest compiles it as Python does instead of
+rewriting it (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -264,7 +264,7 @@ class RunHooks:
             self.state.session.add(record)
             writer = self._results_writer()
             if writer is not None:
-                writer.add(record)  # on disk at once: a killed run keeps its finished rows
+                writer.add(record, plain)  # on disk at once: a killed run keeps its finished rows
             if self.progress is not None:
                 self.progress.row_done(record)
         elif report.failed:
@@ -308,6 +308,8 @@ class RunHooks:
     @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file: the gates' testcases go in it
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """With gates, the run's outcome decides the exit status (see docs/gating.md)."""
+        if self.progress is not None:
+            self.progress.stop()  # every row is done; a run that ends early has no summary to stop it
         if self.config.stash.get(DRY_RUN, False) and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
             session.exitstatus = pytest.ExitCode.OK  # a dry run that printed its plan did what was asked
         state = started(self.config)
@@ -321,6 +323,10 @@ class RunHooks:
             self.config.workeroutput[WORKER_SELECTION] = (self.generated, self.selected)  # type: ignore[attr-defined]
             self.config.workeroutput[WORKER_CACHE_NOTE] = state.services.cache_note()  # type: ignore[attr-defined]
             return
+        if session.config.option.collectonly:
+            return  # the rows were only listed: no outcome to decide, no gate, no file written
+        if not (state.settings.requested or self.generated or state.session.records):
+            return  # the benchmark was neither asked for nor met in a test (ini settings, a plain unit run)
         passed = self._conclude(state, session, exitstatus)
         if passed is None or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             return

@@ -121,14 +121,16 @@ class RunWriter:
         self.failed: Optional[str] = None
         self._partial: Optional[TextIO] = None
 
-    def add(self, record: RowRecord) -> None:
+    def add(self, record: RowRecord, plain: Optional[dict[str, Any]] = None) -> None:
+        """Append a row to the partial file at once (a killed run keeps its finished rows). ``plain`` is
+        the record's plain data when the caller has it already (a report's): not made again."""
         if self.failed is not None:
             return
         try:
             if self._partial is None:
                 self.folder.mkdir(parents=True, exist_ok=True)
                 self._partial = open(self.folder / PARTIAL_FILE, "a", encoding="utf-8")
-            self._partial.write(json.dumps(record.to_plain(), ensure_ascii=False) + "\n")
+            self._partial.write(json.dumps(record.to_plain() if plain is None else plain, ensure_ascii=False) + "\n")
             self._partial.flush()
         except OSError as error:
             self._fail(error)
@@ -153,7 +155,7 @@ class RunWriter:
             if self._partial is not None:
                 self._partial.close()
                 self._partial = None
-            rows = ((json.dumps(r.to_plain(), ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+            rows = ((json.dumps(r.to_plain(copy=False), ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
                     for r in sorted(records, key=sort_key))
             atomic_write(self.folder / ROWS_FILE, rows)  # line by line: at the seed's scale the file is ~40 MB
             manifest = {"version": MANIFEST_VERSION, **manifest}

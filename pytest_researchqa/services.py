@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .llm.cache import AnswerCache
     from .llm.engine import ModelRunner
     from .llm.judges import JudgePanel, ModelJudge
-    from .options import Settings
+    from .settings import Settings
     from .systems import System
 
 

@@ -9,19 +9,18 @@ pytest compiles it as Python does instead of rewriting it (docs/architecture.md)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional
 
 import pytest
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .options import Settings
     from .records import Recorder, RowRecord
+    from .settings import Settings
 
 
-@dataclass(frozen=True)
-class Case:
-    """One parametrized test case: plain values, identical on every worker."""
+class Case(NamedTuple):
+    """One parametrized test case: plain values, identical on every worker (a named tuple: cheaper to
+    define at start-up than a dataclass)."""
 
     kind: str  # "row" or "problem"
     position: int  # index into dataset.rows or dataset.problems
@@ -29,7 +28,9 @@ class Case:
     repeat: int = 0  # which of the row's answers under --researchqa-repeats
 
 
-SETTINGS: pytest.StashKey[Settings] = pytest.StashKey()
+SETTINGS: pytest.StashKey[Settings] = pytest.StashKey()  # set when the plugin is first used (``settings_of``)
+# What reads the settings and registers the run's hooks, once (the plugin puts it here at configure).
+ACTIVATE: pytest.StashKey[Callable[[], "Settings"]] = pytest.StashKey()
 # The run's state (a state.RunState) and the function that builds it, which the plugin puts here:
 # so this module, imported by everything, imports nothing above it.
 RUN_STATE: pytest.StashKey[Any] = pytest.StashKey()
@@ -38,6 +39,12 @@ RECORD: pytest.StashKey[RowRecord] = pytest.StashKey()
 RECORDER: pytest.StashKey[Recorder] = pytest.StashKey()
 GENERATED: pytest.StashKey[int] = pytest.StashKey()  # rows parametrized, before -k/-m and sampling
 DRY_RUN: pytest.StashKey[bool] = pytest.StashKey()  # --researchqa-dry-run printed its plan: nothing runs
+
+
+def settings_of(config: pytest.Config) -> "Settings":
+    """The run's settings, read on first use: a project that never uses the plugin never reads them."""
+    settings = config.stash.get(SETTINGS, None)
+    return settings if settings is not None else config.stash[ACTIVATE]()
 
 
 def run_state(config: pytest.Config) -> Any:

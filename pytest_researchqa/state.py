@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, Optional
 import pytest
 
 from .families import Family
-from .options import Settings
 from .records import Recorder, RowRecord
 from .services import Services
 from .session import ResearchSession
+from .settings import Settings
 from .stash import Case
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -12,8 +12,8 @@ little to keep several calls in flight. If a future xdist changes the queue,
 ``worker_queue`` returns None and :class:`Lookahead` falls back to ``nextitem``
 (slower, still correct).
 
-PYTEST_DONT_REWRITE: pytest loads this module at every start-up; it holds no test's asserts, so
-pytest compiles it as Python does instead of rewriting it (docs/architecture.md).
+PYTEST_DONT_REWRITE: it holds no test's asserts, so pytest compiles it as Python does instead of
+rewriting it (docs/architecture.md).
 """
 
 from __future__ import annotations

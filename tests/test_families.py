@@ -62,13 +62,9 @@ def test_the_built_in_families_are_announced_through_the_same_entry_point():
     assert list(available_families()) == ["citation", "rubric"]
 
 
-@pytest.mark.slow
-def test_its_own_model_system_answers_and_its_own_judge_kind_grades_with_its_own_prompts(glossary, tmp_path, server,
-                                                                                       monkeypatch):
-    # In a subprocess: the family's modules are a third party's, imported as a user's run imports them.
-    monkeypatch.setenv("PYTHONPATH", str(FAMILIES))
+def test_its_own_model_system_answers_and_its_own_judge_kind_grades_with_its_own_prompts(glossary, tmp_path, server):
     result = run_pytest(glossary, "--researchqa-dataset=terms.jsonl", "--researchqa-model=openai/good",
-                        "--researchqa-judge=openai/judge-a", cache=tmp_path, server=server, subprocess_=True)
+                        "--researchqa-judge=openai/judge-a", cache=tmp_path, server=server)
     result.assert_outcomes(xfailed=3)  # the model's definitions use no keyword: each row below its bar
     prompts = [prompt_of(request) for request in server.requests]
     assert sum("FIELD: glossary" in p for p in prompts) == 3, "the family's own task prompt, once a row"

@@ -3,7 +3,8 @@
 The Benchmark step's script is read from the doc itself (so the doc cannot drift from what
 is tested) and run with bash in a fresh project: a small offline dataset of three papers, an
 imperfect system of the project's own (``my_rag.pipeline:answer``), the baseline carried from
-the push job to the pull request's job as the workflow's cache would carry it.
+the push job to the pull request's job as the workflow's cache would carry it. The figures a
+pull request's run draws are checked here too: the recipe pays for them anyway.
 """
 
 from __future__ import annotations
@@ -99,6 +100,20 @@ def junit_gates(project: Path) -> tuple[ElementTree.Element, list[ElementTree.El
     return suite, [t for t in suite.iter("testcase") if (t.get("classname") or "").startswith("researchqa.gates")]
 
 
+FIGURES = ("domains", "frontier-latency", "paper-deltas", "question-types")
+
+
+def assert_figures(project: Path, run: subprocess.CompletedProcess[str]) -> None:
+    """The figures a pull request's run draws (``--researchqa-plots``): one for every view the run has data for."""
+    assert (f"researchqa: figures (PNG and SVG) in researchqa-figures: {', '.join(FIGURES)}"
+            in run.stdout.splitlines()), run.stdout[-3000:]
+    for name in FIGURES:
+        png = (project / "researchqa-figures" / f"{name}.png").read_bytes()
+        assert png.startswith(b"\x89PNG") and len(png) > 10_000
+        assert (project / "researchqa-figures" / f"{name}.svg").read_text().lstrip().startswith("<?xml")
+    assert not (project / "researchqa-figures" / "frontier-cost.png").exists(), "no system has a known cost"
+
+
 def test_the_recipe_installs_the_extras_its_steps_use():
     install = step("Install")["run"]
     assert "pytest-researchqa[" in install and "llm" in install, "the step passes an API key: litellm is needed"
@@ -128,9 +143,13 @@ def test_push_then_pull_requests_exit_as_the_docs_say(project: Path):
     assert "gates passed" in unchanged.stdout
     suite, gates = junit_gates(project)
     assert suite.get("failures") == "0" and len(gates) == 2
+    assert_figures(project, unchanged)  # every view, the paper deltas all zero
 
+
+    shutil.rmtree(project / "researchqa-figures")
     regressed = run_step(project, "pull_request", broken=True)
     assert regressed.returncode == 1, regressed.stdout[-3000:]
+    assert_figures(project, regressed)  # and with real drops to draw
     suite, gates = junit_gates(project)
     assert int(suite.get("failures") or 0) >= 1, "JUnit agrees with the exit status"
     coverage = next(g for g in gates if g.get("name", "").startswith("section_coverage"))

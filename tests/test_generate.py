@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -314,12 +312,16 @@ def test_an_empty_text_paper_fails_alone_before_any_call(generate, tides, tmp_pa
     assert not any("blank" in str(r) for r in server.requests), "the empty paper never reached the provider"
 
 
-def test_help_lists_the_generate_subcommand():
-    shown = subprocess.run([sys.executable, "-m", "pytest_researchqa", "--help"], capture_output=True, text=True)
-    assert "generate PAPERS_DIR --model MODEL --out rows.yaml" in shown.stdout
-    detail = subprocess.run([sys.executable, "-m", "pytest_researchqa", "generate", "--help"], capture_output=True,
-                            text=True)
-    assert "--count TYPE=N" in detail.stdout and "--param KEY=VALUE" in detail.stdout
+def test_help_lists_the_generate_subcommand(capsys):
+    # In-process (the command line's entry, `python -m pytest_researchqa`, is run by tests/test_results.py).
+    for argv in (["--help"], ["generate", "--help"]):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 0
+    shown = capsys.readouterr().out
+    assert "generate PAPERS_DIR --model MODEL --out rows.yaml" in shown
+    detail = shown.split("usage: python -m pytest_researchqa generate", 1)[1]
+    assert "--count TYPE=N" in detail and "--param KEY=VALUE" in detail
 
 
 # --------------------------------------------------------------------------- parsing

@@ -325,13 +325,16 @@ def test_a_run_under_xdist_with_faults_killed_with_sigkill_half_way_resumes_losi
     """benchmarks/load_resume.py scaled down: 60 rows, 5% first-attempt faults, -n 2, the process
     group killed with SIGKILL when half the answers are on disk, then the same command again.
     Answers are on disk the moment they arrive; the re-run asks only for the rest. Each worker
-    pipelines its own rows: calls overlap, and no row is asked by both workers."""
+    pipelines its own rows: calls overlap, and no row is asked by both workers. The calls in flight
+    at the kill held claims (cross-process locks): they died with their owners, so the re-run asks
+    those rows at once, each once (a claim that outlived its owner would hold run 2 to its timeout)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
     from load_resume import measure
 
     figures = measure(rows=60, fault_rate=0.05, workers=2, kill_at=0.5, folder=tmp_path, timeout_s=120,
                       latency_s=0.05, extra=["--researchqa-concurrency=4", *WITHOUT_HYPOTHESIS])
     assert 0 < figures.answers_before_kill < figures.rows, figures.report()
+    assert figures.claims_at_kill > 0, "calls in flight at the kill held claims\n" + figures.report()
     assert figures.asked_twice == 0, "no answer already on disk was paid for twice\n" + figures.report()
     assert figures.rows_lost == 0 and figures.row_errors == 0, figures.report() + figures.tail
     assert figures.calls_run1 + figures.calls_run2 > figures.rows, "the faults were retried"

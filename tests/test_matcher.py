@@ -229,6 +229,36 @@ def test_the_reference_lists_key_span_is_the_length_of_the_key_before_and_within
     assert index._bibliography == (length_before, length_before + len(text_key(masked[start:end])))
 
 
+@given(st.text(alphabet=st.sampled_from("ab1.-\u2212 \n%<=\u2264\u00b1\ufb01\u00e9e\u0301\u03b1\u00b7\u2013")) | st.text(),
+       st.integers(1, 40))
+def test_a_key_positions_text_offset_walked_from_the_offset_steps_is_the_offset_maps(text, repeat):
+    """Without the whole map (a trimmed paper), raw offsets come from every OFFSET_STEP-th offset and a
+    walk over the marked text; they must be the map's, at every position and past both ends."""
+    text = text * repeat  # long enough for several steps and walking windows
+    index = MatchIndex(text)
+    index.trim()
+    offsets = key_offsets(index.masked_text)
+    assert "_masked_offsets" not in index.__dict__
+    for position in range(-2, len(offsets) + 2):
+        expected = int(offsets[min(max(position, 0), len(offsets) - 1)]) if len(offsets) else 0
+        assert index.raw_offset(position) == expected, (text, position)
+
+
+def test_a_trimmed_paper_answers_every_citation_as_a_fresh_one_and_keeps_only_its_keys(paper):
+    trimmed = MatchIndex(paper.text, paper.page_starts)
+    citations = [*ACCEPTED.values(), *(quote for quote, _ in REJECTED.values())]
+    for citation in citations:
+        trimmed.match(citation)  # builds what the full path builds
+    trimmed.trim()
+    assert not trimmed.grams.built and not {"_masked_offsets", "_flow"} & set(trimmed.__dict__)
+    fresh = MatchIndex(paper.text, paper.page_starts)
+    for citation in citations:
+        ours, theirs = trimmed.match(citation), fresh.match(citation)
+        assert (ours.verdict, ours.grounded, ours.spans, ours.pages, ours.explain()) == (
+            theirs.verdict, theirs.grounded, theirs.spans, theirs.pages, theirs.explain()), citation
+    assert trimmed.nbytes() > len(trimmed.key)
+
+
 # ------------------------------------------------------------------ bundled sample PDFs
 
 

@@ -73,7 +73,7 @@ def test_keys_shorter_than_a_stretch_and_strings_shorter_than_one_are_answered_b
 
 def test_the_index_holds_about_five_or_six_bytes_a_key_character() -> None:
     key = "".join(f"word{number}x" for number in range(20_000))
-    assert GramIndex(key).nbytes() <= 6 * len(key)
+    assert 0 < GramIndex(key).nbytes() <= 6 * len(key)
 
 
 @settings(max_examples=400, deadline=None)
@@ -94,3 +94,35 @@ _QUOTE_CHARACTERS = "aZ5 .,-\u2212\u2013\u00b7%\u2264\ufb01\u03b1\u00e9\u2019\n"
 def test_the_key_of_a_marked_texts_start_is_as_long_as_the_key_offsets_before_it_say(text: str, data: st.DataObject) -> None:
     cut = data.draw(st.integers(0, len(text)))
     assert len(text_key(mark_context(text)[:cut])) == int(key_offsets(text).searchsorted(cut))
+
+
+@settings(max_examples=200, deadline=None)
+@given(key=_keys, data=st.data())
+def test_a_lazy_index_answers_by_scans_as_the_built_one_does_and_builds_once_they_have_read_enough(
+        key: str, data: st.DataObject) -> None:
+    lazy, built = GramIndex(key, lazy=True), GramIndex(key)
+    assert not lazy.built and built.built
+    for _ in range(6):
+        text = data.draw(st.text(alphabet=_ALPHABET, min_size=1, max_size=3 * GRAM))
+        low, high = data.draw(st.integers(0, len(key) + 3)), data.draw(st.integers(0, len(key) + 3))
+        assert lazy.find(text) == built.find(text) == key.find(text)
+        assert lazy.find(text, low, high) == built.find(text, low, high)
+        assert lazy.rfind(text, low, high) == built.rfind(text, low, high)
+        assert list(lazy.occurrences(text, low, high)) == list(built.occurrences(text, low, high))
+
+
+def test_a_lazy_index_builds_its_table_when_its_scans_have_read_the_key_enough_times_and_drop_frees_it() -> None:
+    from pytest_researchqa.families.citation.matcher.grams import SCANS_BEFORE_BUILDING
+
+    key = "".join(f"word{number}x" for number in range(2_000))
+    index = GramIndex(key, lazy=True)
+    assert index.nbytes() == 0
+    for number in range(SCANS_BEFORE_BUILDING):
+        assert index.find(f"not in the key at all {number}") == -1  # each reads the whole key
+    assert not index.built, "scans that read the key fewer times than the budget build nothing"
+    index.find("still not in the key")
+    assert index.built and 0 < index.nbytes() <= 6 * len(key)
+    assert index.find("word1999x") == key.find("word1999x")
+    index.drop()
+    assert not index.built and index.nbytes() == 0
+    assert index.find("word1999x") == key.find("word1999x")

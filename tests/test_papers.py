@@ -125,7 +125,7 @@ def test_the_store_keeps_at_most_its_quota_of_prepared_papers_and_reads_an_evict
     for number in range(5):
         (tmp_path / f"p{number}.txt").write_text(f"Paper number {number} says something about {number}.")
     store = PaperStore(tmp_path, tmp_path / "cache")
-    store.kept = 2
+    store.hot, store.kept_bytes = 2, 0
     first = {number: store.get(f"p{number}") for number in range(5)}
     assert len(store._papers) == 2, "only the two most recently used papers are held"
     assert list(store._papers) == ["p3", "p4"]
@@ -135,6 +135,24 @@ def test_the_store_keeps_at_most_its_quota_of_prepared_papers_and_reads_an_evict
     assert match_index(again).match("says something about 0").grounded
     assert store.get("p0") is again and store.loaded == 6, "a kept paper is not read again"
     assert len(store._papers) == 2
+
+
+def test_papers_beyond_the_most_recent_few_are_trimmed_and_kept_within_the_byte_budget(tmp_path):
+    texts = {f"p{number}": f"Paper number {number} says something about topic {number}. " * 200 for number in range(6)}
+    store = PaperStore(tmp_path, tmp_path / "cache", inline=texts)
+    store.hot = 2
+    for paper_id in texts:
+        index = match_index(store.get(paper_id))
+        assert index.match(f"says something about topic {paper_id[1:]}").grounded
+        index.grams.build()  # as a fabrication's search would
+    assert list(store._papers) == list(texts), "all six kept: within the default budget"
+    assert store.loaded == 6
+    assert [match_index(store._papers[p]).grams.built for p in texts] == [False] * 4 + [True] * 2
+    trimmed = store._papers["p0"].nbytes()
+    assert trimmed < 3 * len(texts["p0"]), "a trimmed paper holds its text and keys, not its stretch index"
+    store.kept_bytes = 2 * trimmed + 1
+    store.get("p0")  # the most recently used again: p1 is trimmed, and the oldest trimmed ones go
+    assert list(store._papers) == ["p3", "p4", "p5", "p0"] and store.loaded == 6
 
 
 def test_an_unavailable_paper_is_remembered_with_its_cause_and_not_looked_for_again(tmp_path):
@@ -255,7 +273,7 @@ def test_a_paper_evicted_from_the_store_frees_its_match_index_without_waiting_fo
     texts = {"a": "Spaced retrieval practice raised final exam scores by five points in every section.\n",
              "b": "A different paper about something else entirely, with its own sentences.\n"}
     store = PaperStore(tmp_path, cache_dir=tmp_path, inline=texts)
-    store.kept = 1
+    store.hot, store.kept_bytes = 1, 0
     index = match_index(store.get("a"))
     assert index.match("raised final exam scores by five points").grounded  # remembered: a cycle with the index
     gone = weakref.ref(index)

@@ -162,6 +162,16 @@ def test_fixtures_work_without_any_researchqa_option(run, pytester):
     run().assert_outcomes(passed=ROWS)
 
 
+def test_a_projects_own_row_test_with_no_option_at_all_activates_the_plugin_on_first_use(pytester):
+    # No option on the command line or in an ini file: the plugin reads its settings and registers the
+    # run's hooks only when collection meets a test asking for a row, and the run still gets its leaderboard.
+    pytester.makepyfile(test_rows="def test_row(researchqa_answer):\n    assert researchqa_answer is not None\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-k", "lookup")
+    result.assert_outcomes(passed=6)
+    assert "researchqa leaderboard" in result.stdout.str()
+    assert "bm25" in leaderboard(result)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("flavour", ["sync", "async"])
 def test_a_user_system_is_called_by_module_and_function(run, pytester, flavour):
@@ -355,12 +365,11 @@ def test_the_plugin_is_inert_when_unused(pytester):
     assert "researchqa::" not in result.stdout.str()
 
 
-# What an installed but unused plugin loads: its hooks (the run's among them), their options, the fixtures
-# and the stash keys they name, the xdist adapter and the family hook's specification. Everything else
-# loads on first use.
-START_UP_MODULES = ["pytest_researchqa", "pytest_researchqa.families", "pytest_researchqa.families.hookspecs",
-                    "pytest_researchqa.fixtures", "pytest_researchqa.options", "pytest_researchqa.plugin",
-                    "pytest_researchqa.run_hooks", "pytest_researchqa.stash", "pytest_researchqa.xdist_compat"]
+# What an installed but unused plugin loads: its hooks, their options, the fixtures and the stash keys they
+# name, and the family hook's specification. The settings, the run's hooks and the xdist adapter load when
+# the plugin is first used; everything else later still.
+START_UP_MODULES = ["pytest_researchqa", "pytest_researchqa.fixtures", "pytest_researchqa.hookspecs",
+                    "pytest_researchqa.options", "pytest_researchqa.plugin", "pytest_researchqa.stash"]
 
 
 @pytest.mark.slow
@@ -625,3 +634,45 @@ class TestOneOutcomeEveryMedium:
         capsys.readouterr()
         assert main(["--runs", str(pytester.path / ".researchqa" / "runs"), "show", "gated", "--json"]) == 0
         assert json.loads(capsys.readouterr().out) == written
+
+
+class TestRunsThatNeverRunTheBenchmark:
+    """Settings in an ini file, a gate, a listing: none of them is a benchmark run on its own."""
+
+    def test_collect_only_on_a_gated_run_decides_nothing_and_writes_nothing(self, pytester, tmp_path):
+        pytester.makepyfile(test_x="def test_one():\n    pass\n")
+        result = pytester.runpytest("-p", "no:cacheprovider", "--co", "--researchqa-fail-under=citation_accuracy=0.9",
+                                    f"--researchqa-json={tmp_path / 'x.json'}", "--researchqa-results=off",
+                                    f"--researchqa-cache-dir={tmp_path / 'cache'}", f"--junitxml={tmp_path / 'j.xml'}")
+        assert result.ret == 0, result.stdout.str()
+        assert "gate evaluated" not in result.stdout.str()
+        assert not (tmp_path / "x.json").exists()
+        assert "<failure" not in (tmp_path / "j.xml").read_text()
+
+    def test_a_unit_run_in_a_project_whose_ini_configures_the_benchmark_writes_no_report(
+            self, pytester, tmp_path, monkeypatch):
+        summary = tmp_path / "step-summary.md"
+        monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+        pytester.makeini(f"[pytest]\nresearchqa_system = oracle\nresearchqa_fail_under = citation_accuracy=0.9\n"
+                         f"researchqa_json = {tmp_path / 'rqa.json'}\nresearchqa_cache_dir = {tmp_path / 'cache'}\n")
+        pytester.makepyfile(test_x="def test_one():\n    pass\n")
+        result = pytester.runpytest("-p", "no:cacheprovider")
+        result.assert_outcomes(passed=1)
+        assert result.ret == 0
+        assert not (tmp_path / "rqa.json").exists()
+        assert not summary.exists()
+
+    def test_an_ini_value_of_zero_is_a_value_not_an_unset_key(self, pytester):
+        pytester.makeini("[pytest]\nresearchqa_retries = 0\nresearchqa_max_cost = 0\nresearchqa_max_judge_calls = 0\n")
+        pytester.makepyfile(test_settings="""
+            def test_settings(researchqa_settings):
+                assert (researchqa_settings.retries, researchqa_settings.max_cost,
+                        researchqa_settings.max_judge_calls) == (0, 0.0, 0)
+            """)
+        pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+    def test_help_is_shown_even_when_an_ini_setting_is_wrong(self, pytester):
+        pytester.makeini("[pytest]\nresearchqa_fail_under = bogus\n")
+        result = pytester.runpytest("--help")
+        assert result.ret == 0
+        assert "--researchqa-fail-under" in result.stdout.str()

@@ -143,15 +143,28 @@ def test_markdown_goes_to_a_file_and_to_the_github_job_summary(pytester, tmp_pat
     assert summary.read_text() == "earlier step\n" + report + "\n"
 
 
+def show(*argv: str) -> tuple[int, str, str]:
+    """``python -m pytest_researchqa ARGV`` in this process, from pytester's folder: exit status, stdout, stderr.
+    (The command's own entry, with its pipes, is run in a fresh interpreter below.)"""
+    import contextlib
+    import io
+
+    from pytest_researchqa.__main__ import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(argv))
+    return status, out.getvalue(), err.getvalue()
+
+
 @pytest.mark.slow
 def test_a_saved_run_renders_without_rerunning(pytester, tmp_path):
     live = pytester.runpytest("--researchqa-system=oracle", "--researchqa-system=bm25",
                               f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider")
-    shown = subprocess.run([sys.executable, "-m", "pytest_researchqa", "show", "last"], cwd=pytester.path,
-                           capture_output=True, text=True)
-    assert shown.returncode == 0, shown.stderr
+    status, shown, errors = show("show", "last")
+    assert status == 0, errors
     live_table = {k: {c: v for c, v in cells.items() if c != "latency s"} for k, cells in leaderboard_table(live, intervals=True).items()}
-    assert pytester_table(shown.stdout) == live_table
+    assert pytester_table(shown) == live_table
     assert set(live_table) == {"oracle", "bm25"}
 
 
@@ -174,9 +187,8 @@ def test_an_audit_saves_no_run_so_last_stays_the_last_run_that_answered(pytester
     pytester.runpytest("--researchqa-system=oracle", f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider")
     pytester.runpytest("--researchqa-audit", f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider")
     assert len(list((pytester.path / ".researchqa" / "runs").iterdir())) == 1
-    shown = subprocess.run([sys.executable, "-m", "pytest_researchqa", "show", "last"], cwd=pytester.path,
-                           capture_output=True, text=True)
-    assert "oracle" in shown.stdout and "(dataset)" not in shown.stdout
+    shown = show("show", "last")[1]
+    assert "oracle" in shown and "(dataset)" not in shown
 
 
 def pytester_table(text: str) -> dict[str, dict[str, str]]:
@@ -346,15 +358,12 @@ def test_a_degraded_system_fails_the_regression_gate_and_an_identical_rerun_does
     assert "- ❌ degraded:short_query: citation_precision REGRESSED" in markdown
 
     # The same verdict from the saved runs alone, without re-running anything.
-    replay = subprocess.run([sys.executable, "-m", "pytest_researchqa", "compare", "bm25-main", "pr",
-                             "--map", "degraded:short_query=bm25", "--fail-on-regression", "citation_precision"],
-                            cwd=pytester.path, capture_output=True, text=True)
-    assert replay.returncode == 1, replay.stderr
-    assert "degraded:short_query: citation_precision REGRESSED: 0.080 vs 0.133, delta -0.053" in replay.stdout
-    rerun = subprocess.run([sys.executable, "-m", "pytest_researchqa", "compare", "bm25-main", "rerun",
-                            "--fail-on-regression", "citation_precision"], cwd=pytester.path, capture_output=True,
-                           text=True)
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    status, replay, errors = show("compare", "bm25-main", "pr", "--map", "degraded:short_query=bm25",
+                                  "--fail-on-regression", "citation_precision")
+    assert status == 1, errors
+    assert "degraded:short_query: citation_precision REGRESSED: 0.080 vs 0.133, delta -0.053" in replay
+    status, rerun, errors = show("compare", "bm25-main", "rerun", "--fail-on-regression", "citation_precision")
+    assert status == 0, rerun + errors
 
 
 @pytest.mark.slow
@@ -362,28 +371,12 @@ def test_compare_from_the_command_line_renders_markdown_and_refuses_a_run_agains
     args = ("--researchqa-system=bm25", f"--researchqa-cache-dir={tmp_path}", *RUN)
     pytester.runpytest(*args, "--researchqa-save=old")
     pytester.runpytest(*args, "--researchqa-save=new", "-k", "not adv")
-    shown = subprocess.run([sys.executable, "-m", "pytest_researchqa", "compare", "old", "--markdown"],
-                           cwd=pytester.path, capture_output=True, text=True)
-    assert shown.returncode == 0, shown.stderr
-    assert "## researchqa run " in shown.stdout and "| Δ cite prec |" in shown.stdout
-    assert "- bm25: 18 row(s) paired; only in the baseline: 9 row(s): edu-adv-1" in shown.stdout
-    itself = subprocess.run([sys.executable, "-m", "pytest_researchqa", "compare", "new", "new"],
-                            cwd=pytester.path, capture_output=True, text=True)
-    assert itself.returncode == 2 and "compared with itself" in itself.stderr
-
-
-@pytest.mark.slow
-def test_plots_are_written_for_every_view_the_run_has_data_for(pytester, tmp_path):
-    args = ("--researchqa-system=oracle", "--researchqa-system=bm25", f"--researchqa-cache-dir={tmp_path}", *RUN)
-    pytester.runpytest(*args, "--researchqa-save=base")
-    result = pytester.runpytest(*args, "--researchqa-compare=base", "--researchqa-plots=figures")
-    result.stdout.fnmatch_lines(["researchqa: figures (PNG and SVG) in figures: domains, frontier-latency, "
-                                 "paper-deltas, question-types"])
-    for name in ("domains", "frontier-latency", "paper-deltas", "question-types"):
-        png = (pytester.path / "figures" / f"{name}.png").read_bytes()
-        assert png.startswith(b"\x89PNG") and len(png) > 10_000
-        assert (pytester.path / "figures" / f"{name}.svg").read_text().lstrip().startswith("<?xml")
-    assert not (pytester.path / "figures" / "frontier-cost.png").exists(), "no system has a known cost"
+    status, shown, errors = show("compare", "old", "--markdown")
+    assert status == 0, errors
+    assert "## researchqa run " in shown and "| Δ cite prec |" in shown
+    assert "- bm25: 18 row(s) paired; only in the baseline: 9 row(s): edu-adv-1" in shown
+    status, _, errors = show("compare", "new", "new")
+    assert status == 2 and "compared with itself" in errors
 
 
 def test_plots_without_matplotlib_are_a_usage_error_naming_the_extra(pytester, monkeypatch):

@@ -6,8 +6,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 from helpers import leaderboard_table, needs_shared, run_pytest, shared_path
@@ -92,7 +90,7 @@ def test_the_bundled_sample_with_the_rubric_oracle_covers_every_item(run, server
 
 @pytest.mark.slow
 def test_two_models_get_coverage_elo_a_win_matrix_and_the_kind_table_and_a_rerun_calls_nobody(run, server,
-                                                                                              pytester):
+                                                                                              capsys):
     args = ("--researchqa-model=openai/good", "--researchqa-model=openai/sloppy", "--researchqa-judge=openai/judge-a",
             "--researchqa-family=rubric")
     first = run(*args)
@@ -119,8 +117,11 @@ def test_two_models_get_coverage_elo_a_win_matrix_and_the_kind_table_and_a_rerun
     again = run(*args)
     assert server.calls() == calls, "answers, coverage and battles all come from the cache"
     assert leaderboard_table(again)["openai/good"]["Elo"] == good["Elo"]
-    shown = subprocess.run([sys.executable, "-m", "pytest_researchqa", "show"], capture_output=True, text=True,
-                           cwd=pytester.path, check=True).stdout
+    from pytest_researchqa.__main__ import main
+
+    capsys.readouterr()
+    assert main(["show"]) == 0  # in pytester's folder
+    shown = capsys.readouterr().out
     assert "| openai/good " in shown and "row beats column" in shown, "a saved run shows its battles and Elo"
 
 

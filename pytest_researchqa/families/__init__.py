@@ -14,8 +14,8 @@ what the dotted paths of a declaration must name. See docs/extending.md.
 Declarations are light: importing a family imports no pydantic, pypdf or
 numpy. Heavy modules load when a family's rows are loaded.
 
-PYTEST_DONT_REWRITE: pytest loads this module at every start-up; it holds no test's asserts, so
-pytest compiles it as Python does instead of rewriting it (docs/architecture.md).
+PYTEST_DONT_REWRITE: it holds no test's asserts, so pytest compiles it as Python does instead of
+rewriting it (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,29 +1,12 @@
-"""The hook a benchmark family implements, added to pytest with ``pytest_addhooks`` (as pytest-xdist adds
-its ``newhooks``): a family package implements it without importing anything of the plugin's run.
-
-A package announces its family through the ``pytest_researchqa.families`` entry point, naming the module
-that implements this hook; the built-in families are announced the same way (pyproject.toml). A project's
-own ``conftest.py`` may implement it too.
-
-PYTEST_DONT_REWRITE: pytest loads this module at every start-up; it holds no test's asserts, so
-pytest compiles it as Python does instead of rewriting it (docs/architecture.md).
-"""
+"""Moved to :mod:`pytest_researchqa.hookspecs`: adding the family hook at pytest's start-up no longer
+loads the families' declarations. Kept for one release (``moved_names``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
-
-import pytest
-
-if TYPE_CHECKING:  # pragma: no cover
-    from . import Family
+from typing import Any
 
 
-@pytest.hookspec
-def pytest_researchqa_families() -> "Sequence[Family]":
-    """The benchmark families this plugin provides (declarations only: see docs/extending.md).
+def __getattr__(name: str) -> Any:
+    from ..moved_names import moved_name
 
-    Keep the module that implements it light: it is imported whenever the benchmark runs, before any row
-    is loaded. Name heavy code (row loader, default test, renderer) by dotted path in the declaration.
-    """
-    raise NotImplementedError  # a hook specification: pluggy never calls its body
+    return moved_name(__name__, "pytest_researchqa.hookspecs", name)

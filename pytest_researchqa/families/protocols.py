@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..records import RowRecord
     from . import Family
 
-# The run's settings (options.Settings) and services (services.Services) are typed loosely here: those
+# The run's settings (settings.Settings) and services (services.Services) are typed loosely here: those
 # modules sit above the families, which must not import upwards.
 Settings = Any
 Services = Any

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 import pluggy
 
+from .. import hookspecs as _hookspecs
 from . import Family, resolve
-from . import hookspecs as _hookspecs
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..llm.judges import ModelJudge

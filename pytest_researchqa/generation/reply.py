@@ -16,7 +16,7 @@ from typing import Annotated, Any, Optional, Sequence, Union
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..llm.contract import MalformedReply, json_object, validation_problem
+from ..llm.contract import MalformedReply, json_object, schema_of, validation_problem
 
 # The longest text a reply field may hold (characters): a field over its cap is rejected with that
 # reason (costing its question or chunk), never copied into every row (a 60 MB "domain").
@@ -169,7 +169,7 @@ def generation_schema(counts: Optional[dict[str, int]] = None, passages: Sequenc
     of them: a model too small to copy text letter by letter still quotes only what the paper says.
     """
     if counts is None:
-        return GenerationReply.model_json_schema()
+        return schema_of(GenerationReply)
     lookup, comprehension = counts.get("lookup", 0), counts.get("comprehension", 0)
     chunk_items = max(lookup, comprehension)
 
@@ -228,7 +228,7 @@ def repair_schema(ids: Sequence[str] = (), passages: Sequence[str] = ()) -> dict
     """The repair reply's schema; with ``ids``, one item for each of them (a grammar holds a small model to
     it), and with ``passages`` each new passage one of them or null."""
     if not ids:
-        return RepairReply.model_json_schema()
+        return schema_of(RepairReply)
     quote = ({"type": "string", "enum": list(passages)} if passages
              else {"type": "string", "minLength": PASSAGE_MIN_CHARS, "maxLength": PASSAGE_MAX_CHARS})
     item = {"type": "object", "properties": {"id": {"type": "string", "enum": list(ids)},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Optional
@@ -25,7 +26,19 @@ _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
 
 
 def json_schema() -> dict[str, Any]:
-    return CitedAnswer.model_json_schema()
+    return schema_of(CitedAnswer)
+
+
+def schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema, a fresh copy each time: pydantic builds it anew at every call (several
+    milliseconds), and every model call sends one."""
+    schema: dict[str, Any] = json.loads(_schema_text(model))
+    return schema
+
+
+@functools.lru_cache(maxsize=None)
+def _schema_text(model: type[BaseModel]) -> str:
+    return json.dumps(model.model_json_schema())
 
 
 def _without_placeholders(reply: CitedAnswer) -> CitedAnswer:

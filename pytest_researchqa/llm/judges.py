@@ -24,7 +24,7 @@ from ..dataset import FamilyRow
 from ..llm_params import model_family  # noqa: F401  (re-exported)
 from ..records import JudgeResult, JudgeScores
 from .cache import AnswerCache, cache_key
-from .contract import MalformedReply, json_object, validation_problem
+from .contract import MalformedReply, json_object, schema_of, validation_problem
 from .engine import CallResult, ModelRunner, ProviderError, with_retries
 from .prompts import fill as fill_placeholders
 from .system import ModelCaller, ModelSpec, _acompletion, _structured_output
@@ -196,7 +196,7 @@ class ModelJudge(ModelCaller):
         model = getattr(self, "verdict_model", None)
         if model is None:
             raise NotImplementedError(_undefined(self, "verdict_model (a pydantic model of its verdict) or schema()"))
-        schema: dict[str, Any] = small_model_schema(model.model_json_schema())
+        schema: dict[str, Any] = small_model_schema(schema_of(model))
         return schema
 
     def subject(self, row: Any, answer: Any) -> Optional[tuple[Any, ...]]:

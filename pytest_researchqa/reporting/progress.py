@@ -146,7 +146,11 @@ class Progress:
         return parts
 
     def stop(self) -> None:
+        """Stop the ticker and wait for a line it is writing: nothing may be written once pytest's
+        terminal is closed (or inside the summary)."""
         self._stop.set()
+        if self._ticker is not None and self._ticker is not threading.current_thread():
+            self._ticker.join(timeout=5.0)
 
     def finish(self, reporter: Any) -> None:
         self.stop()

@@ -120,11 +120,12 @@ def spread(values: Iterable[Optional[float]]) -> Optional[float]:
     return max(present) - min(present) if len(present) >= 2 else None
 
 
-def short_list(records: Sequence[RowRecord], limit: int = 10) -> list[str]:
-    """``system · row_id: first line`` for rows below their bar, at most ``limit`` and a count of the rest."""
+def short_list(records: Sequence[RowRecord], limit: int = 10, saved: bool = True) -> list[str]:
+    """``system · row_id: first line`` for rows below their bar, at most ``limit`` and a count of the rest
+    (``saved``: the run is saved, so the count points at its rows.jsonl)."""
     below = [r for r in records if r.outcome in ("below_bar", "failed") and r.diagnosis]
     lines = [f"{r.system} · {r.row_id}: {(r.diagnosis or '').splitlines()[0]}" for r in below[:limit]]
     if len(below) > limit:
-        lines.append(f"... and {len(below) - limit} more (every diagnosis is in the saved run's rows.jsonl; "
-                     "-rx lists them)")
+        where = "every diagnosis is in the saved run's rows.jsonl; -rx lists them" if saved else "-rx lists them"
+        lines.append(f"... and {len(below) - limit} more ({where})")
     return lines

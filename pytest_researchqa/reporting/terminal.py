@@ -75,10 +75,29 @@ class Table:
 def leaderboard_tables(records: Sequence[RowRecord], family: Family, intervals: Optional[Intervals] = None,
                        comparison: Optional[Comparison] = None) -> list[Table]:
     """The leaderboard (with intervals and, against a baseline, a delta per metric), then the same
-    metrics per question type and per domain."""
-    metrics = family.metric_names
+    metrics per question type and per domain, then the spread across repeats."""
+    summaries = by_system(records, family.metric_names, [d.name for d in family.judge_dimensions])
+    tables = [_leaderboard(records, family, summaries, intervals, comparison)]
+    order = {s.label: n for n, s in enumerate(summaries)}
+    breakdowns: tuple[tuple[str, Callable[[RowRecord], Optional[str]]], ...] = (
+        ("question type", lambda r: r.question_type), ("domain", lambda r: r.domain))
+    for title, field in breakdowns:
+        table = _breakdown(records, family, title, field, order)
+        if table is not None:
+            tables.append(table)
+    spreads = repeat_spreads(records, family.metric_names)
+    if spreads:
+        labels = {m.name: m.label for m in family.metrics}
+        tables.append(Table("repeat", ["system", "metric", "mean of each repeat", "run-to-run SD", "per-row SD"], [
+            [s.system, labels[s.metric], " / ".join(cell(m) for m in s.run_means), cell(s.run_sd), cell(s.row_sd)]
+            for s in spreads]))
+    return tables
+
+
+def _leaderboard(records: Sequence[RowRecord], family: Family, summaries: Sequence[Summary],
+                 intervals: Optional[Intervals], comparison: Optional[Comparison]) -> Table:
+    """One line per system: its metrics (± and Δ), judge dimensions, counts, latency, tokens and cost."""
     dimensions = [d.name for d in family.judge_dimensions]
-    summaries = by_system(records, metrics, dimensions)
     judging = any(r.judge for r in records)
     modelled = any(r.model_system for r in records)
     metric_headers: list[str] = []
@@ -86,13 +105,9 @@ def leaderboard_tables(records: Sequence[RowRecord], family: Family, intervals: 
         metric_headers.append(spec.label)
         if comparison is not None:
             metric_headers.append(f"Δ {spec.label}")
-    headers = ["system", *metric_headers, *(d.label for d in family.judge_dimensions), "rows", "errors"]
-    if judging:
-        headers.append("judge err")
-    headers.append("latency s")
-    if modelled:
-        headers += ["queued s", "tokens in/out"]
-    headers.append("cost $")
+    headers = ["system", *metric_headers, *(d.label for d in family.judge_dimensions), "rows", "errors",
+               *(["judge err"] if judging else []), "latency s", *(["queued s", "tokens in/out"] if modelled else []),
+               "cost $"]
     table = []
     for s in summaries:
         metric_cells: list[object] = []
@@ -104,39 +119,27 @@ def leaderboard_tables(records: Sequence[RowRecord], family: Family, intervals: 
                     metric_cells.append("new")
                 else:
                     metric_cells.append(delta_cell(compared.deltas.get(spec.name), spec.higher_is_better))
-        cells: list[object] = [s.label, *metric_cells, *(_judge_cell(s, d) for d in dimensions), s.rows, s.errors]
-        if judging:
-            cells.append(s.judge_errors)
-        cells.append(cell(s.latency_s, 2))
-        if modelled:
-            cells += [cell(s.queue_s, 2), _tokens(s)]
-        cells.append(cell(s.cost_usd, 4))
-        table.append(cells)
-    tables = [Table("", headers, table)]
-    order = {s.label: n for n, s in enumerate(summaries)}
-    breakdowns: tuple[tuple[str, Callable[[RowRecord], Optional[str]]], ...] = (
-        ("question type", lambda r: r.question_type), ("domain", lambda r: r.domain))
-    for title, field in breakdowns:
-        rows = []
+        table.append([s.label, *metric_cells, *(_judge_cell(s, d) for d in dimensions), s.rows, s.errors,
+                      *([s.judge_errors] if judging else []), cell(s.latency_s, 2),
+                      *([cell(s.queue_s, 2), _tokens(s)] if modelled else []), cell(s.cost_usd, 4)])
+    return Table("", headers, table)
 
-        # Keyed by (system, value): data may hold any character, so no separator could be safe.
-        groups: dict[tuple[str, str], list[RowRecord]] = {}
-        for record in records:
-            groups.setdefault((system_of(record), field(record) or "?"), []).append(record)
-        if all(value == "?" for _, value in groups):
-            continue  # no row has one (a family without domains): a table of "?" says nothing
-        for key in sorted(groups, key=lambda k: (order.get(k[0], 0), k[1])):
-            system, value = key
-            s = summarize(system, groups[key], metrics)
-            rows.append([system, value, *(cell(s.means[m]) for m in metrics), s.rows, s.errors])
-        tables.append(Table(title, ["system", title, *(m.label for m in family.metrics), "rows", "errors"], rows))
-    spreads = repeat_spreads(records, metrics)
-    if spreads:
-        labels = {m.name: m.label for m in family.metrics}
-        tables.append(Table("repeat", ["system", "metric", "mean of each repeat", "run-to-run SD", "per-row SD"], [
-            [s.system, labels[s.metric], " / ".join(cell(m) for m in s.run_means), cell(s.run_sd), cell(s.row_sd)]
-            for s in spreads]))
-    return tables
+
+def _breakdown(records: Sequence[RowRecord], family: Family, title: str,
+               field: Callable[[RowRecord], Optional[str]], order: dict[str, int]) -> Optional[Table]:
+    """The metrics per system and value of ``field`` (None when no row has a value: a table of "?" says nothing)."""
+    # Keyed by (system, value): data may hold any character, so no separator could be safe.
+    groups: dict[tuple[str, str], list[RowRecord]] = {}
+    for record in records:
+        groups.setdefault((system_of(record), field(record) or "?"), []).append(record)
+    if all(value == "?" for _, value in groups):
+        return None
+    rows = []
+    for key in sorted(groups, key=lambda k: (order.get(k[0], 0), k[1])):
+        system, value = key
+        s = summarize(system, groups[key], family.metric_names)
+        rows.append([system, value, *(cell(s.means[m]) for m in family.metric_names), s.rows, s.errors])
+    return Table(title, ["system", title, *(m.label for m in family.metrics), "rows", "errors"], rows)
 
 
 def defects_line(records: Sequence[RowRecord]) -> Optional[str]:

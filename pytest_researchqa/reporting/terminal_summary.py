@@ -12,8 +12,8 @@ from . import terminal
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..families import Family
-    from ..options import Settings
     from ..runs import RunWriter
+    from ..settings import Settings
     from .outcome import RunOutcome
 
 
@@ -69,7 +69,7 @@ def write_summary(reporter: Any, outcome: "RunOutcome", family: "Family", settin
         reporter.write_sep("-", "researchqa judge guards")
         for guard in outcome.guards:
             write(guard.message, yellow=guard.severity == "warning")
-    below = short_list(list(outcome.records))
+    below = short_list(list(outcome.records), saved=writer is not None and writer.failed is None)
     if below:
         reporter.write_sep("-", f"researchqa rows below their bar ({outcome.below_bar + outcome.failed_rows})")
         for line in below:

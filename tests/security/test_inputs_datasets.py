@@ -61,6 +61,18 @@ def test_an_unknown_yaml_tag_fails_that_row_only(tmp_path):
     assert "row 1 (line 1)" in str(dataset.problems[0])
 
 
+@pytest.mark.parametrize(("value", "problem"), [("2018-13-45", "month must be in 1..12"),
+                                              ("!!int many", "invalid literal for int()")])
+def test_a_yaml_value_no_type_can_hold_fails_that_row_only(tmp_path, value, problem):
+    """YAML reads 2018-13-45 as a date: the row is invalid, not the whole file (it was a usage error)."""
+    path = tmp_path / "rows.yaml"
+    good = "\n".join(f"  {line}" for line in json.dumps(ROW).splitlines())
+    path.write_text(f"- row_id: r0\n  date: {value}\n-\n{good}\n")
+    dataset = load_dataset(path)
+    assert [r.row_id for r in dataset.rows] == ["r1"]
+    assert "row 1 (line 1)" in str(dataset.problems[0]) and problem in str(dataset.problems[0])
+
+
 @pytest.mark.parametrize("suffix", [".json", ".jsonl", ".yaml"])
 def test_a_byte_order_mark_is_accepted(tmp_path, suffix):
     path = tmp_path / f"rows{suffix}"

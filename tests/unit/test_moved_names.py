@@ -27,7 +27,7 @@ def test_a_name_read_through_an_old_path_warns_and_is_the_same_object(old):
     shim = importlib.import_module(f"pytest_researchqa.{old}")
     name = next(n for n, v in vars(new).items()
                 if not n.startswith("_") and getattr(v, "__module__", None) == new.__name__)
-    with pytest.warns(DeprecationWarning, match=rf"pytest_researchqa\.{old} moved to {new.__name__}"):
+    with pytest.warns(DeprecationWarning, match=rf"pytest_researchqa\.{old}\.{name} moved to {new.__name__}"):
         value = getattr(shim, name)
     assert value is getattr(new, name)
 
@@ -37,7 +37,7 @@ def test_a_name_read_through_an_old_path_warns_and_is_the_same_object(old):
 def test_a_name_read_through_the_matchers_old_paths_warns_and_is_the_same_object(old, name):
     new_module, _ = MOVED_INTO_PACKAGE[old]
     shim = importlib.import_module(f"pytest_researchqa.{old}")
-    with pytest.warns(DeprecationWarning, match=rf"pytest_researchqa\.{old} moved to {new_module}"):
+    with pytest.warns(DeprecationWarning, match=rf"pytest_researchqa\.{old}\.{name} moved to {new_module}"):
         value = getattr(shim, name)
     assert value is getattr(importlib.import_module(new_module), name)
 
@@ -87,7 +87,7 @@ def test_the_citation_model_system_read_from_llm_system_warns_and_is_the_familys
     from pytest_researchqa.families.citation.model_system import CitedAnswerSystem
     from pytest_researchqa.llm import system
 
-    with pytest.warns(DeprecationWarning, match=r"pytest_researchqa\.llm\.system moved to "
+    with pytest.warns(DeprecationWarning, match=r"pytest_researchqa\.llm\.system\.LlmSystem moved to "
                                                  r"pytest_researchqa\.families\.citation\.model_system"):
         assert system.LlmSystem is CitedAnswerSystem
     with pytest.raises(AttributeError):
@@ -114,6 +114,16 @@ def test_a_papers_match_index_property_warns_and_is_the_index_the_matcher_keeps_
 def test_a_judge_name_read_from_llm_judges_warns_and_is_the_one_its_family_holds(name, new_module):
     from pytest_researchqa.llm import judges
 
-    with pytest.warns(DeprecationWarning, match=rf"pytest_researchqa\.llm\.judges moved to {new_module}"):
+    with pytest.warns(DeprecationWarning, match=rf"pytest_researchqa\.llm\.judges\.{name} moved to {new_module}"):
         value = getattr(judges, name)
+    assert value is getattr(importlib.import_module(new_module), name)
+
+
+@pytest.mark.parametrize(("old", "name", "new_module"), [
+    ("pytest_researchqa.options", "Settings", "pytest_researchqa.settings"),
+    ("pytest_researchqa.options", "read_settings", "pytest_researchqa.settings"),
+    ("pytest_researchqa.families.hookspecs", "pytest_researchqa_families", "pytest_researchqa.hookspecs")])
+def test_names_moved_off_pytests_start_up_path_warn_and_are_the_same_object(old, name, new_module):
+    with pytest.warns(DeprecationWarning, match=rf"{old}\.{name} moved to {new_module}"):
+        value = getattr(importlib.import_module(old), name)
     assert value is getattr(importlib.import_module(new_module), name)

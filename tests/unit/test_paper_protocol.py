@@ -115,7 +115,7 @@ def test_the_paper_protocols_100_citation_rows_are_the_seeds_evenly_spaced_posit
 
 
 def _settings(**fields):
-    from pytest_researchqa.options import Settings
+    from pytest_researchqa.settings import Settings
 
     base = dict(active=True, requested=True, dataset=None, papers=None, systems=(), sample=None, gates=(),
                 cache_dir=None, download_papers=False, audit=False, defect_policy="xfail")

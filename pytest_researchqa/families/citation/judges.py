@@ -9,7 +9,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, Field, ValidationError
 
 from ...answers import Answer
-from ...llm.contract import MalformedReply, json_object, validation_problem
+from ...llm.contract import MalformedReply, json_object, schema_of, validation_problem
 from ...llm.judges import (
     JudgePrompt,
     ModelJudge,
@@ -95,7 +95,7 @@ def parse_verdict(text: Optional[str], mode: str) -> dict[str, Any]:
 def verdict_schema(mode: str) -> dict[str, Any]:
     """The JSON schema a judge's verdict must follow (for providers' structured-output modes)."""
     model = ClaimsVerdict if mode == "claims" else RubricVerdict
-    schema: dict[str, Any] = small_model_schema(model.model_json_schema())
+    schema: dict[str, Any] = small_model_schema(schema_of(model))
     return schema
 
 

@@ -6,20 +6,27 @@ Its items are collected under the node id ``researchqa``:
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
+
+import pytest
 
 from pytest_researchqa.answers import Answer
 from pytest_researchqa.families.citation.assertions import check_answer, judged
 from pytest_researchqa.families.citation.rows import Row
+from pytest_researchqa.fixtures import judges_of, premise_judge_of
 from pytest_researchqa.papers import Paper
+from pytest_researchqa.stash import Case
 
 
-def test_question(researchqa_row: Row, researchqa_paper: Paper, researchqa_answer: Optional[Answer],
-                  researchqa_judge: Optional[list[Any]], researchqa_premise_judge: Optional[Any]) -> None:
+def test_question(researchqa_case: Case, researchqa_row: Row, researchqa_paper: Paper,
+                  researchqa_answer: Optional[Answer], pytestconfig: pytest.Config) -> None:
     if researchqa_answer is None:
         return  # --researchqa-audit: the paper fixture has checked the row
+    # The judges as researchqa_judge and researchqa_premise_judge give them, asked for directly:
+    # each fixture costs pytest's machinery on every row.
+    judges = judges_of(pytestconfig, researchqa_case)
     try:
-        check_answer(researchqa_answer, researchqa_row, researchqa_paper, premise_judge=researchqa_premise_judge)
+        check_answer(researchqa_answer, researchqa_row, researchqa_paper, premise_judge=premise_judge_of(pytestconfig))
     finally:
-        if researchqa_judge:  # judged whatever the citations scored
-            judged(researchqa_answer, researchqa_row, researchqa_judge)
+        if judges:  # judged whatever the citations scored
+            judged(researchqa_answer, researchqa_row, judges)

@@ -45,13 +45,24 @@ class Flow:
     """
 
     def __init__(self, offsets: Offsets, text: str) -> None:
+        import numpy
+
         self._offsets, self._text = offsets, text
         breaks = [m.end() for m in re.finditer(r"\n\s*", text)]
-        self.line_starts: list[int] = sorted(set(offsets.searchsorted(breaks).tolist())) if breaks else []
+        # One byte a key position (and one past the end), 1 where a line starts: a look-up touches one
+        # byte where a search of a list of line starts reads a dozen of its numbers, each apart in memory.
+        starts = numpy.zeros(len(offsets) + 1, dtype=numpy.uint8)
+        if breaks:
+            starts[offsets.searchsorted(breaks)] = 1
+        self._line_starts = starts.tobytes()
+
+    @property
+    def line_starts(self) -> list[int]:
+        """The key positions where a line begins, ascending."""
+        return [at for at, start in enumerate(self._line_starts) if start]
 
     def at_line_start(self, position: int) -> bool:
-        at = bisect.bisect_left(self.line_starts, position)
-        return at < len(self.line_starts) and self.line_starts[at] == position
+        return 0 <= position < len(self._line_starts) and self._line_starts[position] == 1
 
     def reads_on(self, end: int, resume: int) -> bool:
         """Whether the text at key position ``resume`` reads on from the text ending at ``end``: a
@@ -155,6 +166,74 @@ def locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high:
         spans.append((resume, resume + run))
         done, cursor = done + run, resume + run
     return spans
+
+
+# More occurrences of a quote's first MIN_GAPPED_ANCHOR key characters than this, and
+# stuck_prefix leaves the question to locate.
+STUCK_OCCURRENCES = 24
+
+
+def stuck_prefix(key: str, grams: "GramIndex", flow: "Flow", quote_key: str,
+                 tries: int = 8) -> tuple[int, int] | None:
+    """When ``locate(key, pages, quote_key, 0, len(key), flow, grams)`` surely finds nothing, what
+    ``anchored_prefix(key, quote_key, 0, len(key), tries)`` answers (length, position); None when it
+    may find something (the caller then asks locate).
+
+    locate's searches, retraced from one look-up of the quote's first MIN_GAPPED_ANCHOR key
+    characters and a comparison at each occurrence: the anchored prefix is the longest verbatim
+    start among the first ``tries`` occurrences of its first MIN_ANCHOR characters; when it is
+    shorter than that, locate tries a prefix cut by a digit gap at each of the first ``tries``
+    occurrences of the first MIN_GAPPED_ANCHOR. Most quotes that are not in the paper stop being
+    verbatim where the paper goes on with neither a digit gap nor a new line that may be jumped:
+    then the walk has no way on, and locate returns nothing. (Bounds are the whole key: a window
+    would cut runs short.)
+    """
+    length_of_quote = len(quote_key)
+    try:  # the quote's Latin-1 bytes as one integer, for common_prefix_length's comparison inline
+        quote_code = int.from_bytes(quote_key.encode("latin-1"), "little")
+    except UnicodeEncodeError:
+        quote_code = -1
+    best, best_at, anchored, gapped, seen = 0, -1, 0, False, 0
+    for found in grams.occurrences(quote_key[:MIN_GAPPED_ANCHOR]):
+        seen += 1
+        if seen > STUCK_OCCURRENCES:
+            return None
+        # common_prefix_length(key, found, quote_key, 0), the quote's half of it done once.
+        piece = key[found : found + length_of_quote]
+        code = -1
+        if quote_code >= 0:
+            try:
+                code = int.from_bytes(piece.encode("latin-1"), "little")
+            except UnicodeEncodeError:
+                pass
+        if code < 0:
+            length = common_prefix_length(key, found, quote_key, 0)
+        else:
+            differ = code ^ (quote_code if len(piece) == length_of_quote
+                             else quote_code & ((1 << 8 * len(piece)) - 1))
+            length = ((differ & -differ).bit_length() - 1) // 8 if differ else len(piece)
+        if length >= length_of_quote:
+            return None  # verbatim here
+        if length >= MIN_ANCHOR and anchored < tries:  # an occurrence of the anchor, in order
+            anchored += 1
+            if length > best:
+                best, best_at = length, found
+        cursor = found + length
+        if seen <= tries and not gapped and cursor < len(key) and key[cursor].isdigit():
+            gapped = _after_digit_gap(key, quote_key, length, cursor) is not None
+        if anchored >= tries and seen >= tries:
+            break
+    if best >= min(MIN_ANCHOR, length_of_quote):
+        # locate walks on from the anchored prefix only: its first step needs a digit gap, or a line
+        # start the text's own next line does not carry on from.
+        cursor = best_at + best
+        if cursor < len(key) and key[cursor].isdigit() and _after_digit_gap(key, quote_key, best, cursor) is not None:
+            return None
+        if flow.at_line_start(cursor) and not flow.carries_on(cursor):
+            return None
+    elif gapped:
+        return None
+    return best, best_at
 
 
 # The last two searches of anchored_prefix (in a paper's key and in its unmasked key): arguments, answer.

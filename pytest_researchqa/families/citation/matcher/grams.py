@@ -7,8 +7,12 @@ where one of its stretches does: the few positions in that stretch's bucket are 
 candidates, each checked by comparing the key there. So a look-up costs a probe and a few
 comparisons where ``str.find`` reads the key to the end, and answers the same (tested against it).
 
-About 5-6 bytes a key character (4 a position, 1-2 for the bucket bounds); built with a sort when
-the paper is prepared.
+About 5-6 bytes a key character (4 a position, 1-2 for the bucket bounds), built with a sort
+(about 3 ms for a 45 KB paper) on demand: until then each look-up is a scan of the key (``str.find``,
+about 10 us for the whole of such a key), and the table is built once the scans have read
+:data:`SCANS_BEFORE_BUILDING` times the key (:meth:`GramIndex.build` builds it at once). A paper whose
+citations are all found as they are (a reference system's, a few rows a paper) never builds it; one
+searched for fabrications builds it after a few of them. Both ways answer alike (tested).
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ BUCKET_MULTIPLIER = 0x9E3779B97F4A7C15  # Fibonacci hashing: spreads packed gram
 UINT64 = (1 << 64) - 1
 # A stretch whose bucket holds more positions than this is looked past for a rarer one of the string.
 _CROWDED = 16
+# Look-ups are scans of the key until they have read this many times its length; then the table is
+# built (its sort costs about 300 scans of the whole key): scans cost at most a small part of it.
+SCANS_BEFORE_BUILDING = 32
 
 
 class GramIndex:
@@ -36,18 +43,36 @@ class GramIndex:
     and repeated ``key.find`` calls would, for any string and bounds (none negative).
     """
 
-    __slots__ = ("key", "_starts", "_bounds", "_shift", "_last")
+    __slots__ = ("key", "_starts", "_bounds", "_shift", "_last", "_unscanned")
 
-    def __init__(self, key: str) -> None:
+    def __init__(self, key: str, *, lazy: bool = False) -> None:
         self.key = key
         self._last: tuple[str, int] = ("", -1)  # the last string looked for in the whole key, and where
+        self._starts: array.array[int] | None = None
+        self._bounds: array.array[int] = array.array("i")
+        self._shift = 64
+        # Characters the scans may still read before the table is built.
+        self._unscanned = SCANS_BEFORE_BUILDING * len(key)
+        if not lazy:
+            self.build()
+
+    @property
+    def built(self) -> bool:
+        """Whether the table is built (look-ups are probes, not scans)."""
+        return self._starts is not None
+
+    def build(self) -> "GramIndex":
+        """Build the table now (once; a lazy index builds it when its scans have read enough)."""
+        if self._starts is not None:
+            return self
+        key = self.key
         count = len(key) - GRAM + 1
         bits = max(4, max(count, 1).bit_length() - 2)  # two to four positions a bucket
         self._shift = 64 - bits
         if count <= 0:
-            self._starts = array.array("i")
             self._bounds = array.array("i", bytes(4 * ((1 << bits) + 1)))
-            return
+            self._starts = array.array("i")
+            return self
         import numpy
 
         codes = all_gram_codes(key)
@@ -59,11 +84,30 @@ class GramIndex:
         bounds = numpy.zeros((1 << bits) + 1, dtype=numpy.int64)
         numpy.cumsum(numpy.bincount(buckets.astype(numpy.intp), minlength=1 << bits), out=bounds[1:])
         # array.array: 4 bytes an entry, read in C (a list of ints costs ~8x more).
-        self._starts = array.array("i", (packed & numpy.uint64(0xFFFFFFFF)).astype(numpy.int32).tobytes())
         self._bounds = array.array("i", bounds.astype(numpy.int32).tobytes())
+        self._starts = array.array("i", (packed & numpy.uint64(0xFFFFFFFF)).astype(numpy.int32).tobytes())
+        return self
+
+    def drop(self) -> None:
+        """Free the table (the key stays); look-ups scan again, and build it again when they have read enough."""
+        self._starts, self._bounds, self._shift = None, array.array("i"), 64
+        self._unscanned = SCANS_BEFORE_BUILDING * len(self.key)
+        self._last = ("", -1)
+
+    def _scanned(self, characters: int) -> bool:
+        """Count a scan's characters; True when the table is (now) built."""
+        if self._starts is not None:
+            return True
+        self._unscanned -= characters
+        if self._unscanned < 0:
+            self.build()
+            return True
+        return False
 
     def nbytes(self) -> int:
         """Memory held by the index itself (the key aside)."""
+        if self._starts is None:
+            return 0
         return self._starts.itemsize * (len(self._starts) + len(self._bounds))
 
     def _bucket(self, text: str, at: int) -> tuple[int, int]:
@@ -86,6 +130,7 @@ class GramIndex:
                 other_first, other_last = self._bucket(text, at)
                 if other_last - other_first < last - first:
                     first, last, offset = other_first, other_last, at
+        assert self._starts is not None  # built: the callers checked
         starts = self._starts[first:last]
         if low + offset > 0:
             starts = starts[bisect.bisect_left(starts, low + offset):]
@@ -93,7 +138,9 @@ class GramIndex:
 
     def find(self, text: str, low: int = 0, high: int | None = None) -> int:
         """``key.find(text, low, high)``."""
-        key = self.key
+        key, table = self.key, self._starts
+        if table is None:
+            return self._scan_find(text, max(low, 0), high)
         if not low and (high is None or high >= len(key)) and len(text) >= GRAM:
             # The whole key (most look-ups), its first stretch's bucket inline: the hot path of every exact hit.
             if text is self._last[0]:
@@ -106,13 +153,26 @@ class GramIndex:
             first, last = self._bounds[bucket], self._bounds[bucket + 1]
             if last - first <= _CROWDED:
                 found = -1
-                for start in self._starts[first:last]:
+                for start in table[first:last]:
                     if key.startswith(text, start):
                         found = start
                         break
                 self._last = (text, found)
                 return found
         return next(self.occurrences(text, low, high), -1)
+
+    def _scan_find(self, text: str, low: int, high: int | None) -> int:
+        """``find`` before the table is built: a scan, counted."""
+        key = self.key
+        whole = not low and (high is None or high >= len(key)) and len(text) >= GRAM
+        if whole and text is self._last[0]:
+            return self._last[1]
+        found = key.find(text, low, high)
+        end = len(key) if high is None else min(high, len(key))
+        self._scanned(found + len(text) - low if found >= 0 else end - low)
+        if whole:
+            self._last = (text, found)
+        return found
 
     def occurrences(self, text: str, low: int = 0, high: int | None = None) -> Iterator[int]:
         """Every start of ``text`` in ``key[low:high]``, ascending (overlapping ones too), as
@@ -127,6 +187,9 @@ class GramIndex:
                 yield found
                 found = key.find(text, found + 1, high)
             return
+        if self._starts is None:
+            yield from self._scan_occurrences(text, low, high)
+            return
         starts, offset = self._candidates(text, low)
         last = high - len(text) + offset
         for start in starts:
@@ -135,8 +198,25 @@ class GramIndex:
             if key.startswith(text, start - offset):
                 yield start - offset
 
+    def _scan_occurrences(self, text: str, low: int, high: int) -> Iterator[int]:
+        """``occurrences`` before the table is built: scans, counted."""
+        key, at = self.key, low
+        found = key.find(text, low, high)
+        while found >= 0:
+            self._scanned(found + len(text) - at)
+            yield found
+            at = found + 1
+            found = key.find(text, at, high)
+        self._scanned(max(high - at, 0))
+
     def rfind(self, text: str, low: int = 0, high: int | None = None) -> int:
         """``key.rfind(text, low, high)``."""
+        if self._starts is None:
+            low = max(low, 0)
+            found = self.key.rfind(text, low, high)
+            end = len(self.key) if high is None else min(high, len(self.key))
+            self._scanned(end - found if found >= 0 else end - low)
+            return found
         last = -1
         for start in self.occurrences(text, low, high):
             last = start

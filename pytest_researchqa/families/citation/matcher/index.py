@@ -7,19 +7,30 @@ its reference list lies. For each key, every position is filed by the GRAM key c
 start there (a :class:`~.grams.GramIndex`): a quote, an anchor or a resumption is found with a
 probe and a few comparisons instead of a scan of the paper, so a fabrication's search costs
 about what an exact hit does.
+
+What is built with the paper is what an exact hit reads: the keys, where each page's key begins
+and where the reference list lies. The rest is built on first use: each key's stretch index once
+its scans have read enough of the key (:mod:`.grams`), the map from key positions to the text
+(4 bytes a key character) and the line flows when a quote takes the full path. A matched span's
+place in the text is read from every ``OFFSET_STEP``-th key character's offset (an eighth of a
+byte a key character) and a walk over at most a few dozen characters, unless the whole map is
+built already. :meth:`PaperIndex.trim` drops what is built on use, so a store can keep many papers
+at the cost of their keys and a few heavy ones whole.
 """
 
 from __future__ import annotations
 
+import array
 import bisect
 import functools
 import re
+import sys
 from typing import TYPE_CHECKING, Sequence
 
 from .alignment import Flow
 from .furniture import apply_mask, mask_furniture, split_pages
 from .grams import GramIndex
-from .textkey import key_offsets, text_key
+from .textkey import key_offsets, mark_context, text_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from .textkey import Offsets
@@ -32,6 +43,20 @@ _APPENDIX_HEADING = re.compile(
 
 # The reference list is read at most this many characters on from its heading.
 BIBLIOGRAPHY_LIMIT = 60_000
+# Each heading _REFERENCES_HEADING matches holds one of these: a text holding none has no reference list.
+_HEADING_WORDS = ("References", "REFERENCES", "Bibliography", "BIBLIOGRAPHY", "Works Cited")
+
+# Without the whole offset map, a key position's text offset is found from the offset of every
+# OFFSET_STEP-th key character, walking on over the text in windows of _WALK characters.
+OFFSET_STEP = 32
+_WALK = 96
+# Decimal points and signs are read from at most this many characters around them (twice the
+# widest look-around of textkey's patterns, for the two passes): a window marked with this margin
+# is marked as the whole text is.
+_MARK_MARGIN = 8
+# What is built on use and dropped by trim(), rebuilt on the next use.
+_BUILT_ON_USE = ("_masked_offsets", "_unmasked_offsets", "_flow", "_unmasked_flow", "sentence_windows",
+                 "unmasked_grams")
 
 
 class PaperIndex:
@@ -56,9 +81,47 @@ class PaperIndex:
         else:
             self.unmasked_key = self.key
             self.unmasked_page_key_starts = self.page_key_starts
-        # Every position of the key by the stretch starting there: look-ups without scans.
-        self.grams = GramIndex(self.key)
-        self._bibliography  # noqa: B018 -- with the paper (and the offset map it reads): every hit's check
+        # Every position of the key by the stretch starting there: look-ups without scans, once the
+        # scans have read enough of the key to pay for it.
+        self.grams = GramIndex(self.key, lazy=True)
+        self._walked: dict[int, int] = {}  # raw offsets walked to (without the whole map), by key position
+        self._bibliography  # noqa: B018 -- with the paper: every hit's check
+
+    def trim(self) -> None:
+        """Drop what is built on use (stretch indexes, offset maps, line flows, sentence windows) and
+        what was answered (``release``); keys, the reference list's span and the offset steps stay.
+        Everything dropped is built again on its next use, alike."""
+        self._offset_steps  # noqa: B018 -- from the map while it is there
+        for name in _BUILT_ON_USE:
+            self.__dict__.pop(name, None)
+        self.grams.drop()
+        self._walked = {}
+        release = getattr(self, "release", None)
+        if callable(release):
+            release()
+
+    def nbytes(self) -> int:
+        """About the memory this index holds beyond the paper's text."""
+        held = sys.getsizeof(self.key) + self.grams.nbytes() + 64 * len(self._walked)
+        if self.unmasked_key is not self.key:
+            held += sys.getsizeof(self.unmasked_key)
+        built = self.__dict__
+        if built.get("masked_text", self.text) is not self.text:
+            held += sys.getsizeof(built["masked_text"])
+        for name in ("_masked_offsets", "_unmasked_offsets"):
+            offsets = built.get(name)
+            if offsets is not None and (name == "_masked_offsets" or offsets is not built.get("_masked_offsets")):
+                held += int(offsets.nbytes)
+        grams = built.get("unmasked_grams")
+        if grams is not None and grams is not self.grams:
+            held += grams.nbytes()
+        steps = built.get("_offset_steps")
+        if steps is not None:
+            held += steps[0].itemsize * (len(steps[0]) + len(steps[1]))
+        windows = built.get("sentence_windows")
+        if windows is not None:
+            held += 72 * len(windows)
+        return held
 
     def page_of(self, raw_offset: int) -> int | None:
         if not self.page_starts:
@@ -67,10 +130,53 @@ class PaperIndex:
 
     def raw_offset(self, key_position: int) -> int:
         """Raw text offset of a (masked) key position."""
-        offsets = self._masked_offsets
+        offsets = self.__dict__.get("_masked_offsets")
+        if offsets is None:
+            walked = self._walked.get(key_position)
+            if walked is None:  # each span's ends are read again for its pages, its view and its verdict
+                walked = self._walked[key_position] = self._walked_offset(key_position)
+            return walked
         if not len(offsets):
             return 0
         return int(offsets[min(max(key_position, 0), len(offsets) - 1)])
+
+    @functools.cached_property
+    def _offset_steps(self) -> tuple[array.array[int], array.array[int], int]:
+        """The text offset of every OFFSET_STEP-th key character of the masked key, the key position
+        where that offset's character begins (a ligature gives two), and the map's length."""
+        offsets = self.__dict__.get("_masked_offsets")
+        if offsets is None:
+            offsets = key_offsets(self.masked_text)  # not kept: 4 bytes a key character
+        starts = offsets[::OFFSET_STEP]
+        begins = offsets.searchsorted(starts, "left")
+        return (array.array("i", starts.astype("int32").tobytes()), array.array("i", begins.astype("int32").tobytes()),
+                len(offsets))
+
+    def _walked_offset(self, key_position: int) -> int:
+        """``raw_offset`` without the whole map: from the nearest step before, over the text."""
+        starts, begins, length = self._offset_steps
+        if not length:
+            return 0
+        wanted = min(max(key_position, 0), length - 1)
+        step = wanted // OFFSET_STEP
+        at, count = starts[step], begins[step]
+        text = self.masked_text
+        while at < len(text):
+            low, end = max(at - _MARK_MARGIN, 0), min(at + _WALK, len(text))
+            window = mark_context(text[low : end + _MARK_MARGIN])[at - low : end - low]
+            if window.isascii():
+                flags = window.encode("ascii").translate(_key_flags())
+                reached = _nth_key_character(wanted - count).match(flags)
+                if reached is not None:
+                    return at + reached.end() - 1
+                count += flags.count(1)
+            else:
+                for place, char in enumerate(window):
+                    count += _key_width(char)
+                    if count > wanted:
+                        return at + place
+            at = end
+        return int(self._masked_offsets[wanted])  # not reached: the map's last offset is in the text
 
     @functools.cached_property
     def _masked_offsets(self) -> Offsets:
@@ -100,7 +206,7 @@ class PaperIndex:
         """The look-up index of the unmasked key, built on the first citation searched for there
         (one not found in the masked key): a paper whose citations are all found as they are, a
         reference system's, never needs it."""
-        return GramIndex(self.unmasked_key) if self.masked_ranges else self.grams
+        return GramIndex(self.unmasked_key, lazy=True) if self.masked_ranges else self.grams
 
     @functools.cached_property
     def _flow(self) -> "Flow":
@@ -124,7 +230,10 @@ class PaperIndex:
     def _bibliography(self) -> tuple[int, int] | None:
         """Key span of the reference list: from the last References heading to the next appendix
         heading (or at most BIBLIOGRAPHY_LIMIT characters on)."""
-        headings = list(_REFERENCES_HEADING.finditer(self.masked_text))
+        masked = self.masked_text
+        if not any(word in masked for word in _HEADING_WORDS):
+            return None  # a few scans at C speed where the pattern costs a step a character
+        headings = list(_REFERENCES_HEADING.finditer(masked))
         if not headings:
             return None
         start = headings[-1].end()
@@ -168,3 +277,29 @@ def _running_starts(keys: list[str]) -> tuple[int, ...]:
         total += len(key)
     return tuple(starts)
 
+
+
+@functools.lru_cache(maxsize=1)
+def _key_flags() -> bytes:
+    """For each ASCII code (marked text), 1 where the character gives a key character, as
+    :func:`~.textkey.key_offsets` counts them."""
+    import numpy
+
+    from .textkey import _ascii_widths
+
+    return bytes(_ascii_widths(numpy).astype(numpy.uint8).tobytes()) + bytes(128)
+
+
+@functools.lru_cache(maxsize=4096)
+def _key_width(char: str) -> int:
+    """Key characters a character of marked text gives, as :func:`~.textkey.key_offsets` counts them."""
+    if char < "\x80":
+        return _key_flags()[ord(char)]
+    return len(text_key(char))
+
+
+@functools.lru_cache(maxsize=None)
+def _nth_key_character(before: int) -> "re.Pattern[bytes]":
+    """A pattern whose match over key flags (:func:`_key_flags`) ends just after the key character
+    that has ``before`` others before it: one C call where a loop of finds costs one each."""
+    return re.compile(rb"(?:\x00*\x01){%d}" % (before + 1))

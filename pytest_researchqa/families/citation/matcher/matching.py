@@ -17,20 +17,21 @@ import functools
 from typing import Any, Callable, Protocol, Sequence, TypeVar, Union
 
 from . import diagnosis
-from .alignment import ELISION_WINDOW, MIN_ANCHOR, anchored_prefix, around_anchor, locate, similarity
+from .alignment import ELISION_WINDOW, MIN_ANCHOR, anchored_prefix, around_anchor, locate, similarity, stuck_prefix
 from .grams import GramIndex
 from .index import PaperIndex
 from .quotes import (
+    COMMENT_OPENER_KEY,
     EDGES,
     LOOKS_LIKE_REFERENCE,
     REFERENCE_MAX_LENGTH,
-    REFERENCE_ONLY,
     comment_boundaries,
+    is_pointer,
     plain_words,
     split_elisions,
     strip_wrapping,
 )
-from .textkey import has_digit, mark_context, part_keys, text_key
+from .textkey import mark_context, part_keys, text_key
 from .verdicts import (
     MIN_QUOTE_KEY,
     NOT_EVIDENCE,
@@ -104,7 +105,8 @@ class MatchIndex(PaperIndex):
     def _exact_hit(self, citation: str) -> "CitationMatch | None":
         """The common case at the cost of a key and one indexed look-up: a quote without elision
         marks whose key occurs in the paper as it is, not cut from a number, outside the
-        reference list, and more than a pointer. None sends the citation down the full path."""
+        reference list, and more than a pointer. None sends the citation down the full path.
+        (The checks of :meth:`_exact_result` inline: this path is most citations.)"""
         # Wrapping quotes, spaces and a leading or trailing ellipsis (it only marks a cut) hold no
         # key characters: one strip removes them all.
         inner = citation.strip(EDGES)
@@ -117,7 +119,15 @@ class MatchIndex(PaperIndex):
         at = self.grams.find(quote_key)
         if at < 0:
             return None
-        return self._exact_result(citation, [quote_key], ((at, at + len(quote_key)),), VERBATIM)
+        spans = ((at, at + len(quote_key)),)
+        if (quote_key[0].isdigit() or quote_key[-1].isdigit()) and self._cuts_a_number([quote_key], spans, False):
+            return None
+        region = self._bibliography
+        if region is not None and region[0] <= at and spans[0][1] <= region[1]:
+            return None  # may be a reference-list entry: the full path decides
+        if len(citation) < REFERENCE_MAX_LENGTH and is_pointer(citation, (quote_key,)):
+            return None
+        return CitationMatch(citation, self, True, VERBATIM, spans)
 
     def _exact_elided(self, citation: str, inner: str) -> "CitationMatch | None":
         """An elided quote whose parts occur as they are: its longest part looked up, each other
@@ -131,7 +141,7 @@ class MatchIndex(PaperIndex):
             return None
         anchor = keys.index(max(keys, key=len))
         key = self.key
-        at = self.find(keys[anchor])
+        at = self.grams.find(keys[anchor])
         if at < 0:
             return None
         spans = [(at, at + len(keys[anchor]))]
@@ -163,11 +173,7 @@ class MatchIndex(PaperIndex):
         region = self._bibliography
         if region is not None and region[0] <= spans[0][0] and spans[-1][1] <= region[1]:
             return None  # may be a reference-list entry: the full path decides
-        # Every pointer REFERENCE_ONLY knows holds a digit (a year, a reference number, a DOI, a
-        # label's number) or is a web address: a cheaper test first.
-        if (len(citation) < REFERENCE_MAX_LENGTH
-                and (has_digit(citation) or "://" in citation or "ww." in citation or "WW." in citation)
-                and REFERENCE_ONLY.fullmatch(strip_wrapping(citation).rstrip(".;,"))):
+        if is_pointer(citation, keys):
             return None
         return CitationMatch(citation, self, True, verdict, spans)
 
@@ -182,18 +188,26 @@ class MatchIndex(PaperIndex):
         known, known_key = self._last_key
         # A part that is the exact path's text with wrapping or spaces around it (no key characters,
         # and at a text's edge no context for a point or a sign either) has the same key.
-        pieces = [(p, known_key if p.strip(EDGES) == known else text_key(p))
-                  for p in split_elisions(strip_wrapping(citation))]
-        parts = [p for p, k in pieces if k]
-        keys = [k for _, k in pieces if k]
-        total = sum(len(k) for k in keys)
-        if len(citation) < REFERENCE_MAX_LENGTH and REFERENCE_ONLY.fullmatch(strip_wrapping(citation).rstrip(".;,")):
+        parts, keys = [], []
+        for part in split_elisions(strip_wrapping(citation)):
+            part_key = known_key if part.strip(EDGES) == known else text_key(part)
+            if part_key:
+                parts.append(part)
+                keys.append(part_key)
+        if is_pointer(citation, keys):
             return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
-        if total < MIN_QUOTE_KEY:
+        if sum(map(len, keys)) < MIN_QUOTE_KEY:
             return CitationMatch(citation, self, False, TOO_SHORT, ())
+        # Most quotes that are not there stop being verbatim where the paper's text goes on with
+        # neither a number nor a new line: then no search can get past that point (stuck_prefix
+        # says so with one look-up; it gives the masked key's anchored prefix too).
+        stuck = stuck_prefix(self.key, self.grams, self._flow, keys[0]) if len(keys) == 1 else None
         for unmasked in (False, True):
             if unmasked and self.unmasked_key is self.key:
                 break
+            if stuck is not None and (not unmasked or stuck_prefix(
+                    self.unmasked_key, self.unmasked_grams, self._unmasked_flow, keys[0]) is not None):
+                continue  # locate would find nothing in this key
             # The unmasked key only serves quotes that copy furniture verbatim ("exhibit203").
             spans = self._locate_parts(keys, unmasked)
             if spans is not None and unmasked and self._absorbs_furniture_number(spans):
@@ -209,8 +223,9 @@ class MatchIndex(PaperIndex):
                 if self._in_bibliography(spans) and LOOKS_LIKE_REFERENCE.search(citation):
                     return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
                 return CitationMatch(citation, self, True, verdict, spans)
-        if len(parts) == 1:
-            commented = self._split_commentary(parts[0], keys[0])
+        # A comment split needs a verbatim start of MIN_ANCHOR and half the quote (the anchored prefix).
+        if len(parts) == 1 and (stuck is None or (stuck[0] >= MIN_ANCHOR and stuck[0] * 2 >= len(keys[0]))):
+            commented = self._split_commentary(parts[0], keys[0], stuck)
             if commented is not None:
                 spans, comment = commented
                 return CitationMatch(
@@ -289,14 +304,22 @@ class MatchIndex(PaperIndex):
             start = head[0][0] + 1
         return None
 
-    def _split_commentary(self, quote: str, quote_key: str) -> tuple[tuple[tuple[int, int], ...], str] | None:
+    def _split_commentary(self, quote: str, quote_key: str,
+                          anchored: tuple[int, int] | None = None) -> tuple[tuple[tuple[int, int], ...], str] | None:
         """(spans, comment) when ``quote`` (whose key is ``quote_key``) is a verbatim passage plus an
-        own comment."""
-        # The masked search's anchored prefix (remembered, or a few index look-ups).
-        prefix_length, position = anchored_prefix(self.key, quote_key, 0, len(self.key), grams=self.grams)
+        own comment. ``anchored`` is the masked key's anchored prefix when known."""
+        # The masked search's anchored prefix (given, remembered, or a few index look-ups).
+        prefix_length, position = anchored or anchored_prefix(self.key, quote_key, 0, len(self.key), grams=self.grams)
         # A comment follows a verbatim start of at least MIN_ANCHOR and half the quote: tested
         # before the separators are looked for (a regex step per character).
         if prefix_length < MIN_ANCHOR or prefix_length >= len(quote_key) or prefix_length * 2 < len(quote_key):
+            return None
+        # A comment starts with an opener's word at a key position from six before the prefix's end
+        # to its end, at least MIN_ANCHOR and half the quote in: a few anchored matches on the key
+        # before the separators are looked for (their patterns cost ~40 us on a 300-character quote).
+        first = max(prefix_length - 6, MIN_ANCHOR, (len(quote_key) + 1) // 2)
+        if quote_key.isascii() and not any(COMMENT_OPENER_KEY.match(quote_key, boundary)
+                                           for boundary in range(first, prefix_length + 1)):
             return None
         boundaries = list(comment_boundaries(quote))
         if not boundaries:

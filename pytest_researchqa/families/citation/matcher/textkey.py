@@ -52,7 +52,7 @@ _MINUS = re.compile(r"\u2212(?=\s?\.?\d)")
 # A hyphen or dash is a sign only where no letter, digit or closing bracket stands before it,
 # or where it is an exponent's (``5e-5``: a digit and an e before it).
 _HYPHEN_SIGN = re.compile(r"-(?:(?<=\d[eE]-)|(?<![^\W_]-)(?<![)\]]-))(?=\s?\.?\d)")
-_DASHES = "\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d"
+_DASHES = "\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d"  # tested one by one in mark_context
 _DASH_SIGN = re.compile(
     r"[\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d](?:(?<=\d[eE].)|(?<![^\W_].)(?<![)\]].))(?=\s?\.?\d)")
 # Non-ASCII characters with an ASCII reading, applied before the (fast) ASCII path.
@@ -80,16 +80,20 @@ def mark_context(text: str) -> str:
     if not ("0" in text or "1" in text or "2" in text or "3" in text or "4" in text
             or "5" in text or "6" in text or "7" in text or "8" in text or "9" in text):
         return text  # no number, nothing to mark (most quotes); has_digit inline: a call per key saved
-    if "." in text:
+    # A substitution costs several times a search that finds nothing (most texts: no decimal point,
+    # no sign): each pattern is searched for first.
+    if "." in text and _DECIMAL_POINT.search(text):
         text = _DECIMAL_POINT.sub(_DECIMAL_MARK, text)
-    if "-" in text:
+    if "-" in text and _HYPHEN_SIGN.search(text):
         text = _HYPHEN_SIGN.sub(_SIGN_MARK, text)
     if not text.isascii():
         if "\u00b7" in text:
             text = _DECIMAL_MIDDLE_DOT.sub(_DECIMAL_MARK, text)
         if "\u2212" in text:
             text = _MINUS.sub(_SIGN_MARK, text)
-        if any(dash in text for dash in _DASHES):
+        # _DASHES, one test each (a generator over them costs ten times these tests).
+        if ("\u2013" in text or "\u2014" in text or "\u2010" in text or "\u2011" in text or "\u2012" in text
+                or "\ufe63" in text or "\uff0d" in text):
             text = _DASH_SIGN.sub(_SIGN_MARK, text)
     return text
 
@@ -136,8 +140,11 @@ codecs.register_error(_FOLD_HANDLER, _fold_to_ascii)
 def text_key(text: str) -> str:
     """Return the match key of ``text``."""
     # Points and signs are read first, from the text as written (a Unicode minus is always a
-    # sign, a hyphen only in context); the markers are ASCII and survive what follows.
-    text = mark_context(text)
+    # sign, a hyphen only in context); the markers are ASCII and survive what follows. Only a
+    # text with a digit has any (most quotes have none: the test inline, a call saved).
+    if ("0" in text or "1" in text or "2" in text or "3" in text or "4" in text
+            or "5" in text or "6" in text or "7" in text or "8" in text or "9" in text):
+        text = mark_context(text)
     if not text.isascii():
         text = _fold_common(text)
     try:
@@ -149,9 +156,12 @@ def text_key(text: str) -> str:
     return data.lower().translate(_MARKS_BACK_BYTES, _ASCII_DROPPED).decode("ascii")
 
 
-# The non-ASCII characters quotes carry most (typographic quotes, dashes, ligatures), most common
-# first: each costs the encoding handler a Python call (~1.5 us) where a replace costs a C scan.
-_COMMON_FOLDS = tuple((char, _FOLD_CHARS[char]) for char in "\u201d\u201c\u2019\u2013\u2018\ufb01\u2014\u2212\ufb02")
+# The non-ASCII characters quotes carry most (typographic quotes, dashes, ligatures; then the section
+# sign, bullets, operators that PDF text holds), most common first, with their readings: each costs
+# the encoding handler a Python call (~1.5 us) where a replace costs a C scan.
+_COMMON_FOLDS = tuple(
+    (char, _ascii_reading(char) or "")
+    for char in "\u201d\u201c\u2019\u2013\u2018\ufb01\u2014\u2212\ufb02\u00a7\u2022\u2217\u223c\u02db")
 
 
 def _fold_common(text: str) -> str:

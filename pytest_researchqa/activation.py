@@ -1,0 +1,114 @@
+"""What the plugin does when it is first used (an option given, xdist workers reporting, or a test asking
+for a row): read the settings, register the run's hooks, and check before any row runs what can be checked.
+A project that never uses the plugin never loads this module.
+
+PYTEST_DONT_REWRITE: it holds no test's asserts, so pytest compiles it as Python does instead of
+rewriting it (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .stash import SETTINGS, run_state
+from .xdist_compat import is_worker
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .settings import Settings
+    from .state import RunState
+
+
+def activate(config: pytest.Config) -> "Settings":
+    """Read the settings and register the run's hooks, once."""
+    settings = config.stash.get(SETTINGS, None)
+    if settings is not None:
+        return settings
+    from .run_hooks import RunHooks
+    from .settings import read_settings
+    from .xdist_compat import ControllerHooks, groups_by_paper
+
+    settings = read_settings(config)
+    config.stash[SETTINGS] = settings
+    if settings.declaration is not None:  # an inactive plugin adds nothing to --markers (nor --strict-markers)
+        register_markers(config, settings.declaration.question_types)
+    if settings.models:
+        # litellm's own types make pydantic warn as they load; nothing a user can act on.
+        config.addinivalue_line("filterwarnings", "ignore:.*using the .ReadOnly. qualifier:UserWarning")
+    run_hooks = RunHooks(config)
+    config.pluginmanager.register(run_hooks, "researchqa-run")
+    if config.pluginmanager.hasplugin("xdist") and not is_worker(config):
+        by_paper = settings.active and settings.benchmark_family.uses_papers and groups_by_paper(config)
+        config.pluginmanager.register(ControllerHooks(run_hooks.node_collected, run_hooks.node_down,
+                                                      run_hooks.papers_by_test_id if by_paper else None),
+                                      "researchqa-xdist")
+    if settings.models or settings.judges or settings.flagged_judge:
+        import importlib.util
+
+        if importlib.util.find_spec("litellm") is None:
+            raise pytest.UsageError("researchqa: models and LLM judges run through litellm, which is not installed: "
+                                    "pip install 'pytest-researchqa[llm]'")
+    if settings.active:
+        check_settings(config, settings)
+    return settings
+
+
+def check_settings(config: pytest.Config, settings: "Settings") -> None:
+    """What can be checked before any row runs is a usage error now, not N failing rows."""
+    if settings.dataset is not None and not settings.dataset.is_file():
+        raise pytest.UsageError(f"--researchqa-dataset: {settings.dataset} is not a file")
+    if settings.papers is not None and not settings.papers.is_dir():
+        raise pytest.UsageError(f"--researchqa-papers: {settings.papers} is not a folder")
+    state = run_state(config)
+    for spec in settings.systems:
+        state.system(spec)  # a bad spec is a usage error now, not N failing rows
+    refused = state.services.refusal()
+    if refused:
+        raise pytest.UsageError(f"researchqa: {refused}")
+    if settings.compare and not is_worker(config):
+        state.session.baseline = saved_baseline(config, settings)
+        if state.session.baseline is None:
+            state.session.missing_baseline = settings.compare
+    if settings.plots is not None:
+        from .reporting.plots import require_matplotlib
+
+        require_matplotlib()
+
+
+def saved_baseline(config: pytest.Config, settings: "Settings") -> Any:
+    """The saved run to compare with (``settings.compare``), read now: a wrong name fails before any row runs."""
+    from .run_hooks import runs_dir
+    from .runs import RunNotFound, load_baseline
+
+    assert settings.compare is not None
+    try:
+        baseline = load_baseline(settings.compare, runs_dir(config, settings))
+    except RunNotFound as error:
+        if settings.compare_missing == "skip":
+            return None  # the run says "no baseline: nothing compared"; its regression gates cannot decide
+        raise pytest.UsageError(f"--researchqa-compare: {error}") from None
+    except (ValueError, OSError) as error:
+        raise pytest.UsageError(f"--researchqa-compare: {error}") from None
+    if baseline.family != settings.family:
+        raise pytest.UsageError(f"--researchqa-compare: {baseline.name} is a run of the {baseline.family} family; "
+                                f"this run is of the {settings.family} family, whose rows it cannot be paired with")
+    return baseline
+
+
+def register_markers(config: pytest.Config, question_types: tuple[str, ...]) -> None:
+    """A marker per question type (``-m adversarial``), unless the project declares its own."""
+    known = {line.split(":", 1)[0].strip() for line in config.getini("markers")}
+    for question_type in question_types:
+        if question_type not in known:
+            config.addinivalue_line("markers", f"{question_type}: researchqa rows of question type {question_type}")
+
+
+def new_state(config: pytest.Config) -> "RunState":
+    """The run's state (``stash.run_state`` builds it on first use)."""
+    from .state import RunState
+
+    selects = bool(config.option.keyword or config.option.markexpr)
+    return RunState(activate(config), sample_after_selection=selects)
+
+

@@ -1,0 +1,276 @@
+"""The run's settings: every option's value, parsed from the command line and the ini file.
+
+Loaded once the plugin is used (an option given, or a test asking for a row); ``options`` holds the
+table they are read from.
+
+PYTEST_DONT_REWRITE: it holds no test's asserts, so pytest compiles it as Python does instead of
+rewriting it (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional
+
+import pytest
+
+from .options import OPTIONS, Option, given_options
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .families import Family
+    from .reporting.gates import Gate, RegressionGate
+
+MAX_SAVE_NAME = 100
+
+
+class Settings(NamedTuple):
+    """Everything the plugin was asked to do, as plain values.
+
+    A named tuple, not a dataclass: this module loads at every pytest start-up, and a dataclass of this
+    many fields costs 10-17 ms to create (its generated methods are compiled each time), a named tuple
+    under 1 ms. Its two mappings are never mutated, so their shared empty defaults are safe.
+    """
+
+    active: bool  # any researchqa option given, on the command line or in an ini file
+    requested: bool  # a researchqa option given on the command line: run the benchmark
+    dataset: Optional[Path]
+    papers: Optional[Path]
+    systems: tuple[str, ...]
+    sample: Optional[int]
+    gates: tuple["Gate", ...]
+    cache_dir: Optional[Path]
+    download_papers: bool
+    audit: bool
+    defect_policy: str
+    family: str = "citation"  # families.DEFAULT_FAMILY, named here so an unused plugin imports no family
+    judge_prompts: Optional[Path] = None  # a folder of prompt files overriding the bundled judges/ ones
+    # The family's declaration, found through the family plug-ins when the benchmark is active (see
+    # families.registry); None in a run that never uses it, which then pays nothing to discover families.
+    declaration: Optional["Family"] = None
+    models: tuple[str, ...] = ()
+    model_params: dict[str, dict[str, Any]] = {}
+    concurrency: int = 5
+    rows_per_minute: Optional[int] = None
+    max_cost: Optional[float] = None
+    repeats: int = 1
+    dry_run: bool = False
+    timeout_s: float = 120.0
+    retries: int = 3
+    baseline: bool = False
+    refresh: bool = False
+    judges: tuple[str, ...] = ()
+    judge_mode: str = "rubric"
+    judge_pool: tuple[str, ...] = ()
+    judge_repeats: int = 0
+    flagged_judge: Optional[str] = None  # a model deciding premise_flagged instead of the heuristic
+    allow_partial: bool = False
+    results: Optional[str] = None  # None: the default folder; "off": save nothing
+    save_name: str = "run"
+    markdown: Optional[Path] = None
+    download_allow_private: bool = False
+    compare: Optional[str] = None  # a saved run's spec, resolved at configure
+    compare_map: dict[str, str] = {}
+    regressions: tuple["RegressionGate", ...] = ()
+    plots: Optional[Path] = None
+    fail_rows: bool = False
+    undecidable_fails: bool = False
+    only: bool = False
+    json_summary: Optional[Path] = None
+    html: Optional[Path] = None
+    compare_missing: str = "error"
+    battles: Optional[int] = None  # per pair of systems; None: every query both answered
+    max_judge_calls: int = 20000  # the pairwise schedule's cap (0: none)
+    date_cutoff: bool = True
+    length_words: Optional[int] = 250
+    generic_rubric: bool = False
+    protocol: str = "project"  # or "paper": each seed's own procedure
+    ensemble: str = "eq1"  # or "notebook": 5 points per direct vote
+    # The options given on the command line or in an ini file (their dests): a profile's defaults
+    # (the local-server profile's concurrency and deadline) yield to what the user chose.
+    given: frozenset[str] = frozenset()
+
+    @property
+    def all_systems(self) -> tuple[str, ...]:
+        """Plain systems then models: the systems a run compares."""
+        return self.systems + self.models
+
+    @property
+    def benchmark_family(self) -> "Family":
+        if self.declaration is not None:
+            return self.declaration
+        from .families import get_family
+
+        return get_family(self.family)
+
+
+def read_settings(config: pytest.Config) -> Settings:
+    given = given_options(config)
+    resolved = {option.dest: _parse(option, *given.get(option.dest, (None, False)), config=config)
+                for option in OPTIONS}
+    on_command_line = any(from_cli for _, from_cli in given.values())
+    given_any = bool(given)
+
+    # An unused plugin imports no family: the default one is named by Settings' default.
+    declaration = _family(config, resolved) if given_any else None
+    family = declaration.name if declaration is not None else Settings._field_defaults["family"]
+    models = tuple(dict.fromkeys(resolved["researchqa_model"] or ()))
+    default_system = declaration.default_system if declaration is not None else "bm25"
+    systems = tuple(resolved["researchqa_system"] or ()) or (() if models else (default_system,))
+    judges = tuple(dict.fromkeys(resolved["researchqa_judge"] or ()))
+    judge_pool = tuple(resolved["researchqa_judge_pool"] or ())
+    flagged_judge = (resolved["researchqa_flagged_judge"] or "").strip() or None
+    named = list(dict.fromkeys([*models, *judges, *judge_pool, *([flagged_judge] if flagged_judge else [])]))
+    model_params: dict[str, dict[str, Any]] = {}
+    if named or resolved["researchqa_model_param"]:  # a run without models never loads llm_params
+        from .llm_params import parse_model_params
+
+        try:
+            model_params = parse_model_params(list(resolved["researchqa_model_param"] or ()), named)
+        except ValueError as error:
+            raise pytest.UsageError(f"--researchqa-model-param {error}") from None
+    gates: tuple["Gate", ...] = ()
+    if resolved["researchqa_fail_under"]:
+        from .reporting.gates import GateSpecError, parse_gate
+
+        assert declaration is not None  # an option was given
+        try:
+            gates = tuple(parse_gate(text, declaration) for text in resolved["researchqa_fail_under"])
+        except GateSpecError as error:
+            raise pytest.UsageError(f"--researchqa-fail-under {error}") from None
+    regressions: tuple["RegressionGate", ...] = ()
+    if resolved["researchqa_fail_on_regression"]:
+        from .reporting.gates import GateSpecError, parse_regression_gate
+
+        if not resolved["researchqa_compare"]:
+            raise pytest.UsageError("--researchqa-fail-on-regression compares with a saved run: "
+                                    "add --researchqa-compare=RUN (a saved run's name, folder, or 'last')")
+        try:
+            assert declaration is not None  # an option was given
+            regressions = tuple(parse_regression_gate(text, declaration)
+                                for text in resolved["researchqa_fail_on_regression"])
+        except GateSpecError as error:
+            raise pytest.UsageError(f"--researchqa-fail-on-regression {error}") from None
+    if len(resolved["researchqa_save"]) > MAX_SAVE_NAME:
+        # It names a folder: file systems refuse names of more than 255 bytes.
+        raise pytest.UsageError(f"--researchqa-save: {len(resolved['researchqa_save'])} characters; a run's name "
+                                f"has at most {MAX_SAVE_NAME}")
+    compare_map: dict[str, str] = {}
+    if resolved["researchqa_compare_map"]:
+        from .reporting.compare import parse_mapping
+
+        try:
+            compare_map = parse_mapping(resolved["researchqa_compare_map"])
+        except ValueError as error:
+            raise pytest.UsageError(f"--researchqa-compare-map {error}") from None
+    return Settings(
+        active=given_any,
+        requested=on_command_line,
+        dataset=resolved["researchqa_dataset"],
+        papers=resolved["researchqa_papers"],
+        systems=tuple(dict.fromkeys(systems)),
+        sample=resolved["researchqa_sample"],
+        gates=gates,
+        cache_dir=resolved["researchqa_cache_dir"],
+        judge_prompts=resolved["researchqa_judge_prompts"],
+        download_papers=resolved["researchqa_download_papers"],
+        audit=resolved["researchqa_audit"],
+        defect_policy=resolved["researchqa_dataset_defects"],
+        family=family,
+        declaration=declaration,
+        models=models,
+        model_params=model_params,
+        concurrency=resolved["researchqa_concurrency"],
+        rows_per_minute=resolved["researchqa_rows_per_minute"],
+        max_cost=resolved["researchqa_max_cost"],
+        repeats=resolved["researchqa_repeats"],
+        dry_run=resolved["researchqa_dry_run"],
+        timeout_s=resolved["researchqa_timeout"],
+        retries=resolved["researchqa_retries"],
+        baseline=resolved["researchqa_baseline"],
+        refresh=resolved["researchqa_refresh"],
+        judges=judges,
+        judge_mode=resolved["researchqa_judge_mode"],
+        judge_pool=judge_pool,
+        judge_repeats=resolved["researchqa_judge_repeats"],
+        flagged_judge=flagged_judge,
+        allow_partial=resolved["researchqa_allow_partial"],
+        results=resolved["researchqa_results"],
+        save_name=resolved["researchqa_save"],
+        markdown=resolved["researchqa_markdown"],
+        download_allow_private=resolved["researchqa_download_allow_private"],
+        compare=resolved["researchqa_compare"],
+        compare_map=compare_map,
+        regressions=regressions,
+        plots=resolved["researchqa_plots"],
+        fail_rows=resolved["researchqa_fail_rows"],
+        undecidable_fails=resolved["researchqa_undecidable"] == "fail",
+        only=resolved["researchqa_only"],
+        json_summary=resolved["researchqa_json"],
+        html=resolved["researchqa_html"],
+        compare_missing=resolved["researchqa_compare_missing"],
+        battles=_battles(resolved["researchqa_battles"]),
+        max_judge_calls=resolved["researchqa_max_judge_calls"],
+        date_cutoff=resolved["researchqa_date_cutoff"] == "on",
+        length_words=resolved["researchqa_length_words"] or None,
+        generic_rubric=resolved["researchqa_generic_rubric"],
+        protocol=resolved["researchqa_protocol"],
+        ensemble=resolved["researchqa_ensemble"],
+        given=frozenset(given),
+    )
+
+
+def _family(config: pytest.Config, resolved: dict[str, Any]) -> "Family":
+    """The run's family: the one named, else the first that recognizes the dataset, else the default."""
+    from .families import DEFAULT_FAMILY, sniff_family
+    from .families.registry import FamilyError, available_families, find_family
+
+    try:
+        families = available_families(config.pluginmanager)
+        name = (resolved["researchqa_family"] or sniff_family(resolved["researchqa_dataset"], families)
+                or DEFAULT_FAMILY)
+        return find_family(name, families)
+    except FamilyError as error:
+        raise pytest.UsageError(f"--researchqa-family: {error}") from None
+
+
+def _battles(text: str) -> Optional[int]:
+    if str(text).strip().lower() == "all":
+        return None
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise pytest.UsageError(f"--researchqa-battles: {text!r} is not 'all' or a whole number of at least 1")
+    return count
+
+
+def _parse(option: Option, raw: Any, from_cli: bool, *, config: pytest.Config) -> Any:
+    """One option's value from its raw text, with the table's default, choices and bounds."""
+    if option.kind == "flag":
+        return bool(raw)
+    if option.kind == "append":
+        return list(raw) if raw else []
+    if raw is None:
+        return option.default
+    if option.kind == "path":
+        candidate = Path(os.path.expanduser(str(raw)))
+        if not candidate.is_absolute() and not from_cli and config.inipath is not None:
+            candidate = config.inipath.parent / candidate  # ini paths are relative to the ini file
+        return candidate
+    if option.kind == "text":
+        return str(raw)
+    if option.kind == "choice":
+        if raw not in option.choices:
+            raise pytest.UsageError(f"{option.flag}: {raw!r} is not one of {', '.join(option.choices)}")
+        return raw
+    kind = int if option.kind == "int" else float
+    try:
+        parsed = kind(raw)
+    except (TypeError, ValueError):
+        whole = "whole " if kind is int else ""
+        raise pytest.UsageError(f"{option.flag}: {raw!r} is not a {whole}number") from None
+    if option.minimum is not None and parsed < option.minimum:
+        raise pytest.UsageError(f"{option.flag}: must be at least {option.minimum:g}")
+    return parsed

@@ -1,0 +1,112 @@
+"""The matcher's shortcuts decide what its full searches would: a quote stuck where the paper goes on
+(stuck_prefix) is one locate finds nowhere, a citation the pointer test passes over is no pointer, and
+a comment is looked for wherever its opener's key may stand."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_researchqa.families.citation.matcher import MatchIndex, match_citation
+from pytest_researchqa.families.citation.matcher.alignment import anchored_prefix, locate, stuck_prefix
+from pytest_researchqa.families.citation.matcher.quotes import (
+    _COMMENT_OPENER as COMMENT_OPENER,
+)
+from pytest_researchqa.families.citation.matcher.quotes import (
+    COMMENT_OPENER_KEY,
+    REFERENCE_ONLY,
+    is_pointer,
+    strip_wrapping,
+)
+from pytest_researchqa.families.citation.matcher.textkey import text_key
+
+# Few words, some numbers: stretches repeat, runs stop before digits and at line starts.
+_WORDS = ["the", "model", "is", "trained", "on", "data", "and", "12", "3.5", "not", "Results", "ab", "x7"]
+_lines = st.lists(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8).map(" ".join), min_size=1, max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=_lines, data=st.data())
+def test_a_quote_stuck_in_the_paper_is_found_nowhere_by_locate_and_its_anchored_prefix_is_locates(
+        lines: list[str], data: st.DataObject) -> None:
+    text = "\n".join(lines)
+    breaks = sorted(set(data.draw(st.lists(st.integers(1, max(1, len(text) - 1)), max_size=3))))
+    index = MatchIndex(text, [0, *breaks] if breaks else ())
+    key = index.key
+    if len(key) < 12:
+        return
+    start = data.draw(st.integers(0, len(key) - 12))
+    quote = key[start : start + data.draw(st.integers(12, 80))]
+    edit = data.draw(st.sampled_from(["none", "insert", "replace", "splice"]))
+    at = data.draw(st.integers(0, len(quote)))
+    if edit == "insert":
+        quote = quote[:at] + data.draw(st.sampled_from(["not", "7", "q", "the"])) + quote[at:]
+    elif edit == "replace":
+        quote = quote[:at] + data.draw(st.sampled_from(["z", "9", "is"])) + quote[at + 1 :]
+    elif edit == "splice":
+        other = data.draw(st.integers(0, len(key) - 1))
+        quote = quote[:at] + key[other : other + 30]
+    for grams, flow, keys in ((index.grams, index._flow, index._keys(False)),
+                              (index.unmasked_grams, index._unmasked_flow, index._keys(True))):
+        whole, pages = keys
+        stuck = stuck_prefix(whole, grams, flow, quote)
+        if stuck is not None:
+            assert locate(whole, pages, quote, 0, len(whole), flow, grams) is None
+            assert stuck == anchored_prefix(whole, quote, 0, len(whole), grams=grams)
+
+
+def test_a_changed_word_is_stuck_at_once_and_a_run_that_stops_at_a_new_line_or_a_number_is_searched() -> None:
+    text = ("We train the model on the full data set.\nThe results show that the model is robust to noise,\n"
+            "as the accuracy of 12 on the held-out split shows.")
+    index = MatchIndex(text)
+    changed = text_key("The results show that the model is fragile to noise")
+    assert stuck_prefix(index.key, index.grams, index._flow, changed) == (
+        len(text_key("The results show that the model is ")), index.key.index("theresults"))
+    assert not match_citation("The results show that the model is fragile to noise", index).grounded
+    # The run stops where a line starts (a page break or a figure may be jumped there) ...
+    assert stuck_prefix(index.key, index.grams, index._flow, text_key("We train the model on the full data set. So")) is None
+    # ... or at a number the quote may leave out (a citation marker): left to the full search, which finds it.
+    assert stuck_prefix(index.key, index.grams, index._flow, text_key("as the accuracy of on the held-out split")) is None
+    assert match_citation("as the accuracy of on the held-out split shows", index).grounded
+
+
+@settings(max_examples=300, deadline=None)
+@given(citation=st.one_of(
+    st.text(alphabet="abdoiwDOIW.:/ ()[]0123456789\uff12\u0661\u0130\u0131,;&-", max_size=40),
+    st.text(alphabet="FigureTablqEsctonApdxAlrhmXv\u017f\u0131\u0130 .:019", max_size=24),
+    st.sampled_from(["doi.org/abc", "DOI: xyz", "www.example.org", "HTTPS://example.org/x", "(Smith, \uff12\uff10\uff12\uff10)",
+                     "arXiv:2101.00001", "arXiv: 2101.00001v2", "Figure 3", "Fig. 3b", "Table 2a:", "Tab. 1", "Eq. 4",
+                     "Equation 12", "Section 3.2", "\u017fection 2", "Appendix B1", "Algorithm 1", "F\u0131gure 3",
+                     "10.1234/abc", "[4, 5]", "[1-3]", "(Smith et al., 2020)", "Smith & Jones, 1999", "do\u0130: abc"])))
+def test_the_pointer_test_says_what_the_pointer_pattern_says(citation: str) -> None:
+    keys = [text_key(citation)]
+    expected = len(citation) < 160 and REFERENCE_ONLY.fullmatch(strip_wrapping(citation).rstrip(".;,")) is not None
+    assert is_pointer(citation, keys) is expected
+
+
+def test_a_pointer_without_a_digit_is_no_evidence_even_where_the_paper_prints_it() -> None:
+    index = MatchIndex("The code and the data are at doi.org/example-archive for everyone.")
+    result = match_citation("doi.org/example-archive", index)
+    assert not result.grounded and not result.is_evidence
+
+
+_OPENER_WORDS = ["this", "these", "that", "those", "which", "i.e.", "ie", "i.e", "e.g.", "eg", "in other words", "here",
+                 "thus", "so", "hence", "therefore", "meaning", "note", "notably", "indicating", "suggesting", "showing",
+                 "in short", "overall", "essentially", "importantly", "the author", "the authors", "according",
+                 "as shown", "as noted", "as stated"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(word=st.sampled_from(_OPENER_WORDS), cases=st.lists(st.booleans(), min_size=20, max_size=20),
+       tail=st.text(alphabet="abs ,.\u0131\u0130\u017f", max_size=12))
+def test_every_comment_openers_key_starts_as_the_opener_keys_pattern_says(word: str, cases: list[bool], tail: str) -> None:
+    text = "".join(c.upper() if up else c for c, up in zip(word, cases + [False] * len(word))) + tail
+    if COMMENT_OPENER.match(text) and text_key(text).isascii():
+        assert COMMENT_OPENER_KEY.match(text_key(text))
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.text(alphabet="thisewcdgnorkmaulybfp .\u0131\u0130\u017f", min_size=2, max_size=16))
+def test_no_text_the_comment_opener_matches_has_a_key_the_opener_keys_pattern_misses(text: str) -> None:
+    if COMMENT_OPENER.match(text) and text_key(text).isascii():
+        assert COMMENT_OPENER_KEY.match(text_key(text))
