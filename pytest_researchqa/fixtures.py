@@ -154,28 +154,15 @@ def state_uses_papers(request: pytest.FixtureRequest) -> bool:
 @pytest.fixture
 def researchqa_judge(pytestconfig: pytest.Config, researchqa_case: Case) -> "Optional[JudgePanel]":
     """The LLM judges of this row's system (a list; None when no ``--researchqa-judge`` is given)."""
-    return judges_of(pytestconfig, researchqa_case)
-
-
-def judges_of(config: pytest.Config, case: Case) -> "Optional[JudgePanel]":
-    """What ``researchqa_judge`` gives for ``case`` (the built-in test asks here: a fixture fewer a row)."""
-    state = run_state(config)
-    if not state.settings.judges or case.system is None:
-        return None
-    panel: "JudgePanel" = state.services.judges_for(case.system)
-    return panel
+    judges: "Optional[JudgePanel]" = run_state(pytestconfig).judges_of(researchqa_case)
+    return judges
 
 
 @pytest.fixture
 def researchqa_premise_judge(pytestconfig: pytest.Config) -> "Optional[ModelJudge]":
     """The model judge that decides ``premise_flagged`` (``--researchqa-flagged-judge``); None: the heuristic.
     Pass it on: ``flags_premise(answer, row, judge=researchqa_premise_judge)``."""
-    return premise_judge_of(pytestconfig)
-
-
-def premise_judge_of(config: pytest.Config) -> "Optional[ModelJudge]":
-    """What ``researchqa_premise_judge`` gives (the built-in test asks here: a fixture fewer a row)."""
-    judge: "Optional[ModelJudge]" = run_state(config).services.premise_judge()
+    judge: "Optional[ModelJudge]" = run_state(pytestconfig).services.premise_judge()
     return judge
 
 

@@ -25,6 +25,7 @@ from .stash import Case
 
 if TYPE_CHECKING:  # pragma: no cover
     from .families.citation.loaders import Dataset
+    from .llm.judges import JudgePanel
     from .papers import PaperStore
     from .systems import System
 
@@ -175,6 +176,13 @@ class RunState:
         if case.system:
             words.add(case.system)
         return words
+
+    def judges_of(self, case: Case) -> "Optional[JudgePanel]":
+        """The LLM judges of a case's answer (``researchqa_judge``); None without judges or a system."""
+        if not self.settings.judges or case.system is None:
+            return None
+        panel: "JudgePanel" = self.services.judges_for(case.system)
+        return panel
 
     def new_record(self, case: Case) -> RowRecord:
         record = RowRecord(row_id=None, system=case.system, family=self.family.name,

@@ -13,9 +13,8 @@ import pytest
 from pytest_researchqa.answers import Answer
 from pytest_researchqa.families.citation.assertions import check_answer, judged
 from pytest_researchqa.families.citation.rows import Row
-from pytest_researchqa.fixtures import judges_of, premise_judge_of
 from pytest_researchqa.papers import Paper
-from pytest_researchqa.stash import Case
+from pytest_researchqa.stash import Case, run_state
 
 
 def test_question(researchqa_case: Case, researchqa_row: Row, researchqa_paper: Paper,
@@ -24,9 +23,10 @@ def test_question(researchqa_case: Case, researchqa_row: Row, researchqa_paper: 
         return  # --researchqa-audit: the paper fixture has checked the row
     # The judges as researchqa_judge and researchqa_premise_judge give them, asked for directly:
     # each fixture costs pytest's machinery on every row.
-    judges = judges_of(pytestconfig, researchqa_case)
+    state = run_state(pytestconfig)
+    judges = state.judges_of(researchqa_case)
     try:
-        check_answer(researchqa_answer, researchqa_row, researchqa_paper, premise_judge=premise_judge_of(pytestconfig))
+        check_answer(researchqa_answer, researchqa_row, researchqa_paper, premise_judge=state.services.premise_judge())
     finally:
         if judges:  # judged whatever the citations scored
             judged(researchqa_answer, researchqa_row, judges)
