@@ -70,9 +70,10 @@ class ModelSpec:
     def call_params(self) -> dict[str, Any]:
         return {k: v for k, v in self.params.items() if k not in PLUGIN_PARAMS}
 
-    @property
+    @functools.cached_property
     def local(self) -> bool:
-        """The local-server profile (docs/models.md): an ``api_base`` on this machine, or ``profile=local``."""
+        """The local-server profile (docs/models.md): an ``api_base`` on this machine, or ``profile=local``
+        (read once: every call asks, and parsing the address costs more than the rest of the check)."""
         return is_local(self.params)
 
 
