@@ -83,28 +83,26 @@ class Paper:
     def trim(self) -> None:
         """Let each prepared structure drop what it rebuilds on use (``trim()``): the store calls it
         when the paper leaves its most recently used few."""
-        for prepared in self._prepared.values():
-            trim = getattr(prepared, "trim", None)
-            if callable(trim):
-                trim()
+        self._ask_prepared("trim")
 
     def nbytes(self) -> int:
         """About the memory the paper holds: its text and what is prepared from it (``nbytes()``)."""
-        held = sys.getsizeof(self.text) + 8 * len(self.page_starts)
-        for prepared in self._prepared.values():
-            size = getattr(prepared, "nbytes", None)
-            if callable(size):
-                held += int(size())
-        return held
+        return sys.getsizeof(self.text) + 8 * len(self.page_starts) + sum(map(int, self._ask_prepared("nbytes")))
 
     def release(self) -> None:
         """Drop what was prepared from this paper, letting each prepared structure break its own cycles
         (``release()``): the store calls it when it evicts the paper."""
-        for prepared in self._prepared.values():
-            release = getattr(prepared, "release", None)
-            if callable(release):
-                release()
+        self._ask_prepared("release")
         self._prepared.clear()
+
+    def _ask_prepared(self, method: str) -> list[Any]:
+        """Call ``method()`` on each prepared structure that has it; their answers."""
+        answers = []
+        for prepared in self._prepared.values():
+            ask = getattr(prepared, method, None)
+            if callable(ask):
+                answers.append(ask())
+        return answers
 
     def __getattr__(self, name: str) -> Any:
         if name == "match_index":  # the citation matcher's index was a property here; kept for one release

@@ -7,6 +7,7 @@ citations are the top passages, copied from the paper text exactly.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -97,15 +98,10 @@ def _sentence_words(text: str, ends: list[int]) -> list[int]:
     return counts
 
 
-_ASCII_SPACE: Any = None
-
-
+@functools.cache
 def _ascii_space(np: Any) -> Any:
     """Which ASCII codes ``str.split`` splits at (``str.isspace``: also the separators 0x1c-0x1f), as a table."""
-    global _ASCII_SPACE
-    if _ASCII_SPACE is None:
-        _ASCII_SPACE = np.array([chr(c).isspace() for c in range(256)])
-    return _ASCII_SPACE
+    return np.array([chr(c).isspace() for c in range(256)])
 
 
 def passage_tokens(text: str, spans: list[tuple[int, int]]) -> list[list[str]]:
@@ -267,15 +263,11 @@ class Bm25Cache:
         return found
 
 
-_shared: "Bm25Cache | None" = None
-
-
+@functools.cache
 def shared_cache() -> Bm25Cache:
-    """The process's cache, shared by every :class:`Bm25System` built without one of its own."""
-    global _shared
-    if _shared is None:
-        _shared = Bm25Cache()
-    return _shared
+    """The process's cache, shared by every :class:`Bm25System` built without one of its own (a cache like
+    ``functools``' own: bounded by its budget, and what it holds never changes an answer)."""
+    return Bm25Cache()
 
 
 class Bm25System:
