@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .settings import Settings
     from .state import RunState
 
+CHECKED: pytest.StashKey[bool] = pytest.StashKey()  # check_settings ran (at activation, or at the first row)
+
 
 def activate(config: pytest.Config) -> "Settings":
     """Read the settings and register the run's hooks, once."""
@@ -49,37 +51,61 @@ def activate(config: pytest.Config) -> "Settings":
         if importlib.util.find_spec("litellm") is None:
             raise pytest.UsageError("researchqa: models and LLM judges run through litellm, which is not installed: "
                                     "pip install 'pytest-researchqa[llm]'")
-    if settings.active:
+    if settings.requested:
         check_settings(config, settings)
+    elif settings.active and config.pluginmanager.hasplugin("xdist") and not is_worker(config):
+        # Ini settings alone: the systems are checked where a row is first generated (a worker), but the
+        # controller collects nothing, and its regression gates need the saved run before any row returns.
+        _load_baseline(config, settings)
     return settings
+
+
+def check_on_first_row(config: pytest.Config) -> None:
+    """Check the settings where the first row is generated, when ini settings alone made the plugin active:
+    a plain unit run of a project with ``researchqa_*`` ini keys never imports its systems."""
+    settings = activate(config)
+    if settings.active and not config.stash.get(CHECKED, False):
+        check_settings(config, settings)
 
 
 def check_settings(config: pytest.Config, settings: "Settings") -> None:
     """What can be checked before any row runs is a usage error now, not N failing rows."""
+    from .settings import setting_name
+
+    config.stash[CHECKED] = True
     if settings.dataset is not None and not settings.dataset.is_file():
-        raise pytest.UsageError(f"--researchqa-dataset: {settings.dataset} is not a file")
+        raise pytest.UsageError(f"{setting_name(config, 'researchqa_dataset')}: {settings.dataset} is not a file")
     if settings.papers is not None and not settings.papers.is_dir():
-        raise pytest.UsageError(f"--researchqa-papers: {settings.papers} is not a folder")
+        raise pytest.UsageError(f"{setting_name(config, 'researchqa_papers')}: {settings.papers} is not a folder")
     state = run_state(config)
     for spec in settings.systems:
         state.system(spec)  # a bad spec is a usage error now, not N failing rows
     refused = state.services.refusal()
     if refused:
         raise pytest.UsageError(f"researchqa: {refused}")
-    if settings.compare and not is_worker(config):
-        state.session.baseline = saved_baseline(config, settings)
-        if state.session.baseline is None:
-            state.session.missing_baseline = settings.compare
+    if not is_worker(config):
+        _load_baseline(config, settings)
     if settings.plots is not None:
         from .reporting.plots import require_matplotlib
 
         require_matplotlib()
 
 
+def _load_baseline(config: pytest.Config, settings: "Settings") -> None:
+    """Put the saved run to compare with on the run's session (once; a run without ``compare`` has none)."""
+    state = run_state(config)
+    if not settings.compare or state.session.baseline is not None or state.session.missing_baseline:
+        return
+    state.session.baseline = saved_baseline(config, settings)
+    if state.session.baseline is None:
+        state.session.missing_baseline = settings.compare
+
+
 def saved_baseline(config: pytest.Config, settings: "Settings") -> Any:
     """The saved run to compare with (``settings.compare``), read now: a wrong name fails before any row runs."""
     from .run_hooks import runs_dir
     from .runs import RunNotFound, load_baseline
+    from .settings import setting_name
 
     assert settings.compare is not None
     try:
@@ -87,11 +113,12 @@ def saved_baseline(config: pytest.Config, settings: "Settings") -> Any:
     except RunNotFound as error:
         if settings.compare_missing == "skip":
             return None  # the run says "no baseline: nothing compared"; its regression gates cannot decide
-        raise pytest.UsageError(f"--researchqa-compare: {error}") from None
+        raise pytest.UsageError(f"{setting_name(config, 'researchqa_compare')}: {error}") from None
     except (ValueError, OSError) as error:
-        raise pytest.UsageError(f"--researchqa-compare: {error}") from None
+        raise pytest.UsageError(f"{setting_name(config, 'researchqa_compare')}: {error}") from None
     if baseline.family != settings.family:
-        raise pytest.UsageError(f"--researchqa-compare: {baseline.name} is a run of the {baseline.family} family; "
+        raise pytest.UsageError(f"{setting_name(config, 'researchqa_compare')}: {baseline.name} is a run of the "
+                                f"{baseline.family} family; "
                                 f"this run is of the {settings.family} family, whose rows it cannot be paired with")
     return baseline
 
@@ -102,6 +129,14 @@ def register_markers(config: pytest.Config, question_types: tuple[str, ...]) -> 
     for question_type in question_types:
         if question_type not in known:
             config.addinivalue_line("markers", f"{question_type}: researchqa rows of question type {question_type}")
+
+
+def register_default_markers(config: pytest.Config) -> None:
+    """The default family's question-type markers, registered at configure under ``--strict-markers``: a
+    project's own test marked ``lookup`` is then accepted whether or not a row test was collected first."""
+    from .families import DEFAULT_FAMILY, get_family
+
+    register_markers(config, get_family(DEFAULT_FAMILY, config.pluginmanager).question_types)
 
 
 def new_state(config: pytest.Config) -> "RunState":

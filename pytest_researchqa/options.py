@@ -193,7 +193,12 @@ def given_options(config: pytest.Config) -> dict[str, tuple[Any, bool]]:
         if cli not in (None, []):
             given[option.dest] = (cli, True)
             continue
-        configured = config.getini(option.dest)
+        try:
+            configured = config.getini(option.dest)
+        except (ValueError, pytest.UsageError) as error:  # pytest's own reading of a typed ini value names no key
+            where = f" in {config.inipath.name}" if config.inipath is not None else ""
+            kind = {"int": "a whole number", "float": "a number"}.get(option.kind, "valid")
+            raise pytest.UsageError(f"{option.dest}{where}: not {kind} ({error})") from None
         # An ini 0 is a value (``researchqa_max_cost = 0``); an unset key reads None, "", [] or False.
         if not (configured is None or configured is False or configured == "" or configured == []):
             given[option.dest] = (configured, False)

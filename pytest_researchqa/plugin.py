@@ -73,6 +73,10 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # the options' help needs no settings, and a bad setting must not hide the help that explains it
     if given_options(config) or _under_xdist(config):
         _activate(config)
+    elif _strict_markers(config):
+        from .activation import register_default_markers
+
+        register_default_markers(config)  # a project's own `@pytest.mark.lookup` may load before any row test
 
 
 def _activate(config: pytest.Config) -> "Settings":
@@ -87,6 +91,12 @@ def _new_state(config: pytest.Config) -> "RunState":
     return new_state(config)
 
 
+def _strict_markers(config: pytest.Config) -> bool:
+    """Whether an unknown mark fails collection (pytest's own reading of its ini keys)."""
+    strict = config.getini("strict_markers")
+    return bool(config.getini("strict") if strict is None else strict)
+
+
 def _under_xdist(config: pytest.Config) -> bool:
     """A run with xdist workers: the controller gathers their rows whatever the options say."""
     return config.pluginmanager.hasplugin("xdist") and getattr(config.option, "dist", "no") != "no"
@@ -95,8 +105,9 @@ def _under_xdist(config: pytest.Config) -> bool:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "researchqa_case" not in metafunc.fixturenames:
         return
-    from .activation import register_markers
+    from .activation import check_on_first_row, register_markers
 
+    check_on_first_row(metafunc.config)  # ini settings alone: checked here, not in every plain unit run
     state = run_state(metafunc.config)
     register_markers(metafunc.config, state.family.question_types)  # a project's own row test, no option
     with_systems = bool({"researchqa_answer", "researchqa_system"} & set(metafunc.fixturenames))

@@ -128,7 +128,7 @@ def read_settings(config: pytest.Config) -> Settings:
         try:
             model_params = parse_model_params(list(resolved["researchqa_model_param"] or ()), named)
         except ValueError as error:
-            raise pytest.UsageError(f"--researchqa-model-param {error}") from None
+            raise pytest.UsageError(f"{setting_name(config, 'researchqa_model_param')} {error}") from None
     gates: tuple["Gate", ...] = ()
     if resolved["researchqa_fail_under"]:
         from .reporting.gates import GateSpecError, parse_gate
@@ -137,24 +137,25 @@ def read_settings(config: pytest.Config) -> Settings:
         try:
             gates = tuple(parse_gate(text, declaration) for text in resolved["researchqa_fail_under"])
         except GateSpecError as error:
-            raise pytest.UsageError(f"--researchqa-fail-under {error}") from None
+            raise pytest.UsageError(f"{setting_name(config, 'researchqa_fail_under')} {error}") from None
     regressions: tuple["RegressionGate", ...] = ()
     if resolved["researchqa_fail_on_regression"]:
         from .reporting.gates import GateSpecError, parse_regression_gate
 
         if not resolved["researchqa_compare"]:
-            raise pytest.UsageError("--researchqa-fail-on-regression compares with a saved run: "
+            name = setting_name(config, "researchqa_fail_on_regression")
+            raise pytest.UsageError(f"{name} compares with a saved run: "
                                     "add --researchqa-compare=RUN (a saved run's name, folder, or 'last')")
         try:
             assert declaration is not None  # an option was given
             regressions = tuple(parse_regression_gate(text, declaration)
                                 for text in resolved["researchqa_fail_on_regression"])
         except GateSpecError as error:
-            raise pytest.UsageError(f"--researchqa-fail-on-regression {error}") from None
+            raise pytest.UsageError(f"{setting_name(config, 'researchqa_fail_on_regression')} {error}") from None
     if len(resolved["researchqa_save"]) > MAX_SAVE_NAME:
         # It names a folder: file systems refuse names of more than 255 bytes.
-        raise pytest.UsageError(f"--researchqa-save: {len(resolved['researchqa_save'])} characters; a run's name "
-                                f"has at most {MAX_SAVE_NAME}")
+        raise pytest.UsageError(f"{setting_name(config, 'researchqa_save')}: {len(resolved['researchqa_save'])} "
+                                f"characters; a run's name has at most {MAX_SAVE_NAME}")
     compare_map: dict[str, str] = {}
     if resolved["researchqa_compare_map"]:
         from .reporting.compare import parse_mapping
@@ -162,7 +163,7 @@ def read_settings(config: pytest.Config) -> Settings:
         try:
             compare_map = parse_mapping(resolved["researchqa_compare_map"])
         except ValueError as error:
-            raise pytest.UsageError(f"--researchqa-compare-map {error}") from None
+            raise pytest.UsageError(f"{setting_name(config, 'researchqa_compare_map')} {error}") from None
     return Settings(
         active=given_any,
         requested=on_command_line,
@@ -209,7 +210,7 @@ def read_settings(config: pytest.Config) -> Settings:
         json_summary=resolved["researchqa_json"],
         html=resolved["researchqa_html"],
         compare_missing=resolved["researchqa_compare_missing"],
-        battles=_battles(resolved["researchqa_battles"]),
+        battles=_battles(resolved["researchqa_battles"], setting_name(config, "researchqa_battles")),
         max_judge_calls=resolved["researchqa_max_judge_calls"],
         date_cutoff=resolved["researchqa_date_cutoff"] == "on",
         length_words=resolved["researchqa_length_words"] or None,
@@ -218,6 +219,21 @@ def read_settings(config: pytest.Config) -> Settings:
         ensemble=resolved["researchqa_ensemble"],
         given=frozenset(given),
     )
+
+
+def setting_name(config: pytest.Config, dest: str) -> str:
+    """How the user gave a setting, for its error message: the flag when on the command line, else the ini key
+    and its file (``researchqa_max_cost in pytest.ini``), so the message points where the value is."""
+    flag = "--" + dest.replace("_", "-")
+    if config.getoption(dest, None) not in (None, []):
+        return flag
+    try:
+        configured = config.getini(dest)
+    except (ValueError, pytest.UsageError):
+        return flag
+    if configured is None or configured is False or configured == "" or configured == []:
+        return flag
+    return f"{dest} in {config.inipath.name}" if config.inipath is not None else dest
 
 
 def _family(config: pytest.Config, resolved: dict[str, Any]) -> "Family":
@@ -231,10 +247,10 @@ def _family(config: pytest.Config, resolved: dict[str, Any]) -> "Family":
                 or DEFAULT_FAMILY)
         return find_family(name, families)
     except FamilyError as error:
-        raise pytest.UsageError(f"--researchqa-family: {error}") from None
+        raise pytest.UsageError(f"{setting_name(config, 'researchqa_family')}: {error}") from None
 
 
-def _battles(text: str) -> Optional[int]:
+def _battles(text: str, name: str) -> Optional[int]:
     if str(text).strip().lower() == "all":
         return None
     try:
@@ -242,8 +258,12 @@ def _battles(text: str) -> Optional[int]:
     except ValueError:
         count = 0
     if count < 1:
-        raise pytest.UsageError(f"--researchqa-battles: {text!r} is not 'all' or a whole number of at least 1")
+        raise pytest.UsageError(f"{name}: {text!r} is not 'all' or a whole number of at least 1")
     return count
+
+
+def _named(option: Option, from_cli: bool, config: pytest.Config) -> str:
+    return option.flag if from_cli else setting_name(config, option.dest)
 
 
 def _parse(option: Option, raw: Any, from_cli: bool, *, config: pytest.Config) -> Any:
@@ -263,14 +283,15 @@ def _parse(option: Option, raw: Any, from_cli: bool, *, config: pytest.Config) -
         return str(raw)
     if option.kind == "choice":
         if raw not in option.choices:
-            raise pytest.UsageError(f"{option.flag}: {raw!r} is not one of {', '.join(option.choices)}")
+            choices = ", ".join(option.choices)
+            raise pytest.UsageError(f"{_named(option, from_cli, config)}: {raw!r} is not one of {choices}")
         return raw
     kind = int if option.kind == "int" else float
     try:
         parsed = kind(raw)
     except (TypeError, ValueError):
         whole = "whole " if kind is int else ""
-        raise pytest.UsageError(f"{option.flag}: {raw!r} is not a {whole}number") from None
+        raise pytest.UsageError(f"{_named(option, from_cli, config)}: {raw!r} is not a {whole}number") from None
     if option.minimum is not None and parsed < option.minimum:
-        raise pytest.UsageError(f"{option.flag}: must be at least {option.minimum:g}")
+        raise pytest.UsageError(f"{_named(option, from_cli, config)}: must be at least {option.minimum:g}")
     return parsed

@@ -204,6 +204,18 @@ def test_bad_system_spec_is_a_usage_error(run):
     result.stderr.fnmatch_lines(["*unknown system 'nope'*oracle, bm25*"])
 
 
+def test_a_bad_ini_value_is_named_by_its_ini_key_and_file(pytester):
+    pytester.makeini("[pytest]\nresearchqa_sample = many\nresearchqa_judge_mode = vibes\n")
+    result = pytester.runpytest("--researchqa-run", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*researchqa_sample in tox.ini: not a whole number (*'many')*"])
+    flagged = pytester.runpytest("--researchqa-run", "--researchqa-sample=3", "-p", "no:cacheprovider")
+    flagged.stderr.fnmatch_lines(["*researchqa_judge_mode in tox.ini: 'vibes' is not one of rubric, claims*"])
+    on_the_command_line = pytester.runpytest("--researchqa-judge-mode=vibes", "--researchqa-sample=3",
+                                             "-p", "no:cacheprovider")
+    on_the_command_line.stderr.fnmatch_lines(["*--researchqa-judge-mode: 'vibes' is not one of rubric, claims*"])
+
+
 def test_a_malformed_model_param_is_a_usage_error(run):
     result = run("--researchqa-model=openai/x", "--researchqa-model-param=openai/x-temperature")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -416,6 +428,26 @@ def test_ini_settings_never_add_the_benchmark_to_a_chosen_test(pytester, tmp_pat
     asked.stdout.fnmatch_lines(["*oracle: citation_accuracy>=0.9: 1.000 ok*"])
 
 
+def test_ini_settings_alone_never_import_the_named_system_in_a_plain_unit_run(pytester, tmp_path):
+    marker = tmp_path / "imported"
+    pytester.makepyfile(heavy_rag=f"import pathlib\npathlib.Path({str(marker)!r}).write_text('yes')\n"
+                                  "def answer(question, paper):\n    return {'answer': 'x', 'citations': []}\n")
+    pytester.makeini(f"[pytest]\nresearchqa_system = heavy_rag:answer\nresearchqa_cache_dir = {tmp_path}\n"
+                     "researchqa_fail_under = citation_accuracy=0.9\n")
+    pytester.makepyfile(test_unit="def test_unit():\n    assert True\n")
+    pytester.syspathinsert()
+    plain = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, "-p", "no:cacheprovider")
+    plain.assert_outcomes(passed=1)
+    assert not marker.exists(), "a unit run imported the benchmark's system"
+    pytester.makeini("[pytest]\nresearchqa_system = no_such_module:answer\n")
+    assert pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, "-p", "no:cacheprovider").ret == 0
+    # A row test in the project is where the settings are checked: a bad system is a usage error there.
+    pytester.makepyfile(test_rows="def test_row(researchqa_case, researchqa_answer):\n    pass\n")
+    with_rows = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, "-p", "no:cacheprovider")
+    assert with_rows.ret != 0
+    with_rows.stdout.fnmatch_lines(["*no_such_module*"])
+
+
 def test_pytest9_native_toml_table_takes_typed_values(pytester, tmp_path):
     pytester.makefile(".toml", pyproject=f'[tool.pytest]\nresearchqa_sample = 6\nresearchqa_system = ["oracle"]\n'
                                           f'researchqa_cache_dir = "{tmp_path}"\n')
@@ -577,13 +609,18 @@ def test_a_failed_model_row_says_what_the_model_was_given(run, pytester):
 
 class TestOneOutcomeEveryMedium:
     @pytest.mark.slow
-    def test_an_inactive_plugin_registers_no_question_type_markers(self, pytester):
+    def test_an_inactive_plugin_registers_question_type_markers_only_under_strict_markers(self, pytester):
         pytester.makepyfile(test_unit="import pytest\n\n@pytest.mark.lookup\ndef test_unit():\n    pass\n")
         markers = pytester.runpytest("--markers", "-p", "no:cacheprovider")
         assert "lookup: researchqa rows" not in markers.stdout.str()
-        # In a fresh process: pytest.mark remembers markers that earlier in-process runs registered.
-        strict = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, "--strict-markers", "-p", "no:cacheprovider")
-        strict.stdout.fnmatch_lines(["*'lookup' not found in `markers` configuration option*"])
+        # A project's own row test (no option) registers the markers when it is parametrized; a test marked
+        # `lookup` collected before it must not fail --strict-markers because of the order. In a fresh process:
+        # pytest.mark remembers markers that earlier in-process runs registered.
+        pytester.makepyfile(test_zrows="def test_row(researchqa_case, researchqa_row):\n    pass\n")
+        strict = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, "--strict-markers", "-p", "no:cacheprovider",
+                                               "test_unit.py", "test_zrows.py")
+        assert "not found in `markers`" not in strict.stdout.str()
+        strict.assert_outcomes(passed=1 + ROWS)
         active = pytester.runpytest("--markers", "--researchqa-system=oracle", "-p", "no:cacheprovider")
         active.stdout.fnmatch_lines(["@pytest.mark.lookup: researchqa rows of question type lookup"])
 
