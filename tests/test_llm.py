@@ -78,6 +78,17 @@ def test_a_good_model_answers_with_verbatim_citations(server, tmp_path, sample):
     assert "<<<PAPER" in server.requests[0]["messages"][-1]["content"]
 
 
+def test_a_priced_model_costs_what_litellms_price_table_says_of_its_tokens(server, tmp_path, sample):
+    import litellm
+
+    row, paper = first_row(sample)
+    spec = ModelSpec("openai/gpt-4o", {"api_base": server.url, "api_key": "test", "profile": "remote"})
+    meta = CitedAnswerSystem(spec, ModelRunner(concurrency=1), AnswerCache(tmp_path)).answer(row, paper).meta
+    prompt_cost, completion_cost = litellm.cost_per_token(model="openai/gpt-4o", prompt_tokens=meta["prompt_tokens"],
+                                                          completion_tokens=meta["completion_tokens"])
+    assert meta["cost_usd"] == pytest.approx(prompt_cost + completion_cost) and meta["cost_usd"] > 0
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("fault", ["429", "500", "timeout", "malformed", "empty"])
 def test_each_transport_fault_is_retried_identically_then_answered(server, tmp_path, sample, fault):

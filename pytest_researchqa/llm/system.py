@@ -483,21 +483,33 @@ async def _acompletion(model: str, messages: list[Any], timeout_s: float, kwargs
     if not choices:
         raise EmptyResponse("the response had no choices")
     usage = getattr(response, "usage", None)
-    cost: Optional[float] = None  # no known price: unknown, never $0
-    if priced:
-        try:
-            cost = float(litellm.completion_cost(completion_response=response))
-        except Exception:  # noqa: BLE001 -- litellm raises when it has no price for the model
-            cost = None
     return CallResult(
         content=choices[0].message.content,
         latency_s=latency,
         prompt_tokens=getattr(usage, "prompt_tokens", None),
         completion_tokens=getattr(usage, "completion_tokens", None),
-        cost_usd=cost,
+        cost_usd=_price_of_reply(litellm, response) if priced else None,
         finish_reason=getattr(choices[0], "finish_reason", None),
         max_tokens=kwargs.get("max_tokens"),
     )
+
+
+def _price_of_reply(litellm: Any, response: Any) -> Optional[float]:
+    """The reply's price, None when litellm has none (unknown, never $0).
+
+    litellm prices every reply as it builds it and keeps the figure in ``response._hidden_params
+    ["response_cost"]`` (its documented place for cost tracking; None when the model has no price):
+    asking ``completion_cost`` again repeated the whole price look-up, about a third of litellm's own
+    work per call for a model outside its price table. A reply without that field is priced anew.
+    """
+    hidden = getattr(response, "_hidden_params", None)
+    if isinstance(hidden, dict) and "response_cost" in hidden:
+        cost = hidden["response_cost"]
+        return None if cost is None else float(cost)
+    try:
+        return float(litellm.completion_cost(completion_response=response))
+    except Exception:  # noqa: BLE001 -- litellm raises when it has no price for the model
+        return None
 
 
 __all__ = ["ModelCaller", "ModelSpec", "ModelSystem", "ProviderError", "parse_model_params"]
