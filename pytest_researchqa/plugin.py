@@ -92,9 +92,16 @@ def _new_state(config: pytest.Config) -> "RunState":
 
 
 def _strict_markers(config: pytest.Config) -> bool:
-    """Whether an unknown mark fails collection (pytest's own reading of its ini keys)."""
-    strict = config.getini("strict_markers")
-    return bool(config.getini("strict") if strict is None else strict)
+    """Whether an unknown mark fails collection: pytest 9 reads its ``strict_markers`` ini key, then
+    ``strict``; pytest 8 has the command-line flags only."""
+    for key in ("strict_markers", "strict"):
+        try:
+            value = config.getini(key)
+        except ValueError:  # pytest 8: no such ini key
+            break
+        if value is not None:
+            return bool(value)
+    return bool(getattr(config.option, "strict_markers", False) or getattr(config.option, "strict", False))
 
 
 def _under_xdist(config: pytest.Config) -> bool:
