@@ -466,6 +466,20 @@ def test_a_run_without_gates_whose_row_errors_says_it_failed_in_every_medium(pyt
     assert 'errors="1"' in junit and "researchqa.gates" not in junit, "the erroring row is the testcase"
 
 
+def test_a_run_whose_dataset_rows_are_invalid_says_it_failed_in_every_medium_gated_or_not(pytester, tmp_path):
+    pytester.makefile(".jsonl", rows='{"row_id": "r1", "paper_id": "p1"}\n{not json\n')
+    common = ("--researchqa-dataset=rows.jsonl", "--researchqa-system=oracle", "-p", "no:cacheprovider",
+              f"--researchqa-cache-dir={tmp_path}", "--researchqa-json=s.json", "--researchqa-markdown=s.md")
+    for gate in ((), ("--researchqa-fail-under=citation_accuracy=0.5",)):
+        result = pytester.runpytest(*common, *gate)
+        assert result.ret == 1
+        summary = json.loads((pytester.path / "s.json").read_text())
+        assert (summary["verdict"], summary["passed"]) == ("failed", False), gate
+        assert "run::valid_rows" in [c["name"] for c in summary["checks"]]
+        assert (pytester.path / "s.md").read_text().startswith("## researchqa — FAILED ❌")
+        result.stdout.fnmatch_lines(["researchqa: run FAILED: 2 invalid dataset row(s) errored*"])
+
+
 @pytest.mark.slow
 def test_show_and_view_of_a_saved_gated_run_say_what_its_run_decided(pytester, tmp_path, capsys):
     from pytest_researchqa.__main__ import _replayed, main

@@ -99,11 +99,15 @@ class RunOutcome:
         return (*found, *self._run_checks())
 
     def _run_checks(self) -> tuple[Check, ...]:
-        """Rows in error and other tests failing fail the run whether or not a gate is configured."""
+        """Rows in error, invalid dataset rows (erroring tests) and other tests failing fail the run whether or
+        not a gate is configured."""
         found: list[Check] = []
         if self.errors:
             why = ": the gates cannot pass while rows error" if self.gated else ""
             found.append(Check("run", "run::no_errors", "failed", f"{self.errors} row(s) errored{why}", True))
+        if self.invalid_rows and not self.gated:  # gated, they make the run partial (run::whole)
+            found.append(Check("run", "run::valid_rows", "failed",
+                               f"{len(self.invalid_rows)} invalid dataset row(s) errored", True))
         if self.foreign_failures:
             why = ": the gates do not excuse them" if self.gated else ""
             found.append(Check("run", "run::other_tests", "failed",
