@@ -51,12 +51,8 @@ def activate(config: pytest.Config) -> "Settings":
         if importlib.util.find_spec("litellm") is None:
             raise pytest.UsageError("researchqa: models and LLM judges run through litellm, which is not installed: "
                                     "pip install 'pytest-researchqa[llm]'")
-    if settings.requested:
+    if settings.requested:  # ini settings alone: checked where a row test is first parametrized, if ever
         check_settings(config, settings)
-    elif settings.active and config.pluginmanager.hasplugin("xdist") and not is_worker(config):
-        # Ini settings alone: the systems are checked where a row is first generated (a worker), but the
-        # controller collects nothing, and its regression gates need the saved run before any row returns.
-        _load_baseline(config, settings)
     return settings
 
 
@@ -78,6 +74,7 @@ def check_settings(config: pytest.Config, settings: "Settings") -> None:
     if settings.papers is not None and not settings.papers.is_dir():
         raise pytest.UsageError(f"{setting_name(config, 'researchqa_papers')}: {settings.papers} is not a folder")
     state = run_state(config)
+    _ = state.dataset  # a file that cannot be read is a usage error now, before any hook collects its rows
     for spec in settings.systems:
         state.system(spec)  # a bad spec is a usage error now, not N failing rows
     refused = state.services.refusal()
@@ -89,6 +86,21 @@ def check_settings(config: pytest.Config, settings: "Settings") -> None:
         from .reporting.plots import require_matplotlib
 
         require_matplotlib()
+
+
+def baseline_after_rows(config: pytest.Config, settings: "Settings") -> None:
+    """The saved run to compare with, read by an xdist controller when ini settings alone made the plugin
+    active and rows came back: it collects no row, so nothing checked the settings there. A wrong name can
+    no longer stop a run whose rows are done: its regression gates cannot decide, and the run says why."""
+    if config.stash.get(CHECKED, False) or not settings.compare:
+        return
+    config.stash[CHECKED] = True
+    try:
+        _load_baseline(config, settings)
+    except pytest.UsageError as error:
+        session = run_state(config).session
+        session.missing_baseline = settings.compare
+        session.run_notes.append(str(error))
 
 
 def _load_baseline(config: pytest.Config, settings: "Settings") -> None:

@@ -114,16 +114,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     from .activation import check_on_first_row, register_markers
 
-    check_on_first_row(metafunc.config)  # ini settings alone: checked here, not in every plain unit run
-    state = run_state(metafunc.config)
-    register_markers(metafunc.config, state.family.question_types)  # a project's own row test, no option
     with_systems = bool({"researchqa_answer", "researchqa_system"} & set(metafunc.fixturenames))
+    try:
+        check_on_first_row(metafunc.config)  # ini settings alone: checked here, not in every plain unit run
+        state = run_state(metafunc.config)
+        cases = state.cases(with_systems)
+    except pytest.UsageError as error:  # pytest shows a collector's CollectError as its message alone
+        raise pytest.Collector.CollectError(str(error)) from None
+    register_markers(metafunc.config, state.family.question_types)  # a project's own row test, no option
     known: dict[str, pytest.MarkDecorator] = {}  # one lookup per mark name, not per row
     metafunc.parametrize(
         "researchqa_case",
         [pytest.param(case, id=case_id, marks=[known.get(m) or known.setdefault(m, getattr(pytest.mark, m))
                                                for m in marks])
-         for case, case_id, marks in state.cases(with_systems)],
+         for case, case_id, marks in cases],
         indirect=True,
     )
 

@@ -338,6 +338,10 @@ class RunHooks:
         state.session.selection = self._selection()
         state.session.foreign_failures = self.foreign_failures
         state.session.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        if state.session.records:
+            from .activation import baseline_after_rows
+
+            baseline_after_rows(self.config, state.settings)  # ini settings alone under xdist
         if state.session.baseline is not None:
             from .runs import file_sha256
 

@@ -448,6 +448,33 @@ def test_ini_settings_alone_never_import_the_named_system_in_a_plain_unit_run(py
     with_rows.stdout.fnmatch_lines(["*no_such_module*"])
 
 
+def test_an_ini_baseline_that_does_not_exist_yet_never_breaks_a_plain_unit_run(pytester, tmp_path):
+    pytester.makeini(f"[pytest]\nresearchqa_compare = main\nresearchqa_cache_dir = {tmp_path}\n")
+    pytester.makepyfile(test_unit="def test_unit():\n    assert True\n")
+    for extra in ((), ("-n", "2")):
+        result = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, "-p", "no:cacheprovider", *extra)
+        result.assert_outcomes(passed=1)
+        assert result.ret == 0, extra
+    asked = pytester.runpytest("--researchqa-run", "-p", "no:cacheprovider")
+    assert asked.ret == pytest.ExitCode.USAGE_ERROR
+    asked.stderr.fnmatch_lines(["*researchqa_compare in tox.ini: no saved run 'main'*"])
+
+
+def test_a_dataset_file_that_cannot_be_read_is_one_clear_line_not_a_traceback(pytester, tmp_path):
+    pytester.makefile(".yaml", rows="- &first\n  row_id: r1\n- *first\n")
+    asked = pytester.runpytest("--researchqa-dataset=rows.yaml", "--researchqa-json=s.json", "-p", "no:cacheprovider",
+                               f"--researchqa-cache-dir={tmp_path}")
+    assert asked.ret == pytest.ExitCode.USAGE_ERROR
+    asked.stderr.fnmatch_lines(["ERROR: researchqa: *rows.yaml*aliases*"])
+    assert not (pytester.path / "s.json").exists(), "a run that never started reports nothing"
+    # Ini settings alone and the project's own row test: the file is read where the rows are parametrized.
+    pytester.makeini(f"[pytest]\nresearchqa_dataset = rows.yaml\nresearchqa_cache_dir = {tmp_path}\n")
+    pytester.makepyfile(test_rows="def test_row(researchqa_case, researchqa_row):\n    pass\n")
+    own = pytester.runpytest("-p", "no:cacheprovider")
+    own.stdout.fnmatch_lines(["*ERROR collecting test_rows.py*", "researchqa: *rows.yaml*aliases*"])
+    assert "Traceback" not in own.stdout.str() and "_multicall" not in own.stdout.str()
+
+
 def test_pytest9_native_toml_table_takes_typed_values(pytester, tmp_path):
     pytester.makefile(".toml", pyproject=f'[tool.pytest]\nresearchqa_sample = 6\nresearchqa_system = ["oracle"]\n'
                                           f'researchqa_cache_dir = "{tmp_path}"\n')
