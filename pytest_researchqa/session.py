@@ -81,6 +81,8 @@ class ResearchSession:
         if answered and all(r.baseline for r in answered) and not any(r.judge for r in answered):
             notes.append("warning: this run measured no answer quality: baseline answers carry no citations to "
                          "grade and no judge is configured (add --researchqa-judge=MODEL)")
+        if self.missing_baseline is not None and not (gated and self.regressions):
+            notes.append(f"no baseline: nothing compared (no saved run matches {self.missing_baseline!r})")
         comparison: Optional[Comparison] = None
         if self.baseline is not None and self.gates_apply:
             comparison = compare(records, self.baseline, self.family, self.compare_map, self.dataset_sha)
@@ -102,7 +104,8 @@ class ResearchSession:
             regressions=tuple(regressions),
             family_results=self.family_results or None,
             undecidable_fails=self.undecidable_fails,
-            missing_baseline=self.missing_baseline if gated else None,
+            # Only regression gates need the baseline: without them its absence is a note, not a check.
+            missing_baseline=self.missing_baseline if gated and self.regressions else None,
             recorded_checks=self.recorded[1] if self.recorded is not None else None,
         )
 

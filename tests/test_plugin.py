@@ -680,6 +680,12 @@ class TestOneOutcomeEveryMedium:
         strict = run(*gate, "--researchqa-compare-missing=skip", "--researchqa-undecidable=fail")
         assert strict.ret == 1, "undecidable gates fail when the user says so"
         strict.stdout.fnmatch_lines(["researchqa: gates FAILED*"])
+        # Without a regression gate nothing needs the baseline: its absence is a note, not an undecidable check.
+        threshold_only = run("--researchqa-system=oracle", "--researchqa-compare=main", "--researchqa-compare-missing=skip",
+                             "--researchqa-fail-under=citation_accuracy=0.5", "--researchqa-undecidable=fail")
+        assert threshold_only.ret == 0
+        threshold_only.stdout.fnmatch_lines(["researchqa: gates passed*",
+                                             "*no baseline: nothing compared (no saved run matches 'main')*"])
 
     @pytest.mark.slow
     def test_the_json_summary_is_written_saved_and_shown_with_each_gates_state(self, run, pytester, capsys):
