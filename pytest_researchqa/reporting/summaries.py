@@ -6,6 +6,7 @@ metric a row left undefined (``None``) is skipped, never read as 0.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Callable, Iterable, Optional, Sequence
@@ -120,10 +121,19 @@ def spread(values: Iterable[Optional[float]]) -> Optional[float]:
     return max(present) - min(present) if len(present) >= 2 else None
 
 
+def _listing_order(record: RowRecord) -> tuple[str, list[tuple[int, str]], int]:
+    """By system, then row id in natural order (``r2`` before ``r10``), then repeat."""
+    parts = [(int(digits), "") if digits else (0, text)
+             for digits, text in re.findall(r"(\d+)|(\D+)", record.row_id or "")]
+    return (record.system or "", parts, record.repeat)
+
+
 def short_list(records: Sequence[RowRecord], limit: int = 10, saved: bool = True) -> list[str]:
     """``system · row_id: first line`` for rows below their bar, at most ``limit`` and a count of the rest
     (``saved``: the run is saved, so the count points at its rows.jsonl)."""
-    below = [r for r in records if r.outcome in ("below_bar", "failed") and r.diagnosis]
+    # Sorted, not in the order rows finished: under xdist that order changes from run to run, and a
+    # PR comment must not change when nothing else did.
+    below = sorted((r for r in records if r.outcome in ("below_bar", "failed") and r.diagnosis), key=_listing_order)
     lines = [f"{r.system} · {r.row_id}: {(r.diagnosis or '').splitlines()[0]}" for r in below[:limit]]
     if len(below) > limit:
         where = "every diagnosis is in the saved run's rows.jsonl; -rx lists them" if saved else "-rx lists them"

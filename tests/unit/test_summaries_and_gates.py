@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pytest_researchqa.families.citation import CITATION
 from pytest_researchqa.records import RowRecord
-from pytest_researchqa.reporting.summaries import by_system, summarize
+from pytest_researchqa.reporting.summaries import by_system, short_list, summarize
 
 METRICS = CITATION.metric_names
 
@@ -73,3 +73,12 @@ def test_a_short_diagnosis_keeps_how_quote_and_paper_differ_and_every_checks_hea
     assert any("the paper goes on: '412" in line for line in short)
     assert any(line.strip().startswith("missed 'Abstract'") for line in short)
     assert saved_diagnosis(ALTERED_NUMBER_MESSAGE) == ALTERED_NUMBER_MESSAGE, "a saved row keeps every line"
+
+
+def test_the_rows_below_their_bar_are_listed_in_the_same_order_whatever_order_they_finished_in():
+    finished = [RowRecord(row_id=row_id, system=system, outcome="below_bar", diagnosis=f"{row_id} missed Methods")
+                for system, row_id in [("bm25", "r10"), ("oracle", "r1"), ("bm25", "r2"), ("bm25", "r1")]]
+    listed = short_list(finished)
+    assert listed == ["bm25 · r1: r1 missed Methods", "bm25 · r2: r2 missed Methods",
+                      "bm25 · r10: r10 missed Methods", "oracle · r1: r1 missed Methods"]
+    assert short_list(list(reversed(finished))) == listed
