@@ -76,7 +76,13 @@ def check_settings(config: pytest.Config, settings: "Settings") -> None:
     state = run_state(config)
     _ = state.dataset  # a file that cannot be read is a usage error now, before any hook collects its rows
     for spec in settings.systems:
-        state.system(spec)  # a bad spec is a usage error now, not N failing rows
+        try:
+            state.system(spec)  # a bad spec is a usage error now, not N failing rows
+        except pytest.UsageError as error:
+            name = setting_name(config, "researchqa_system")
+            if name.startswith("--"):
+                raise
+            raise pytest.UsageError(f"{name}: {str(error).removeprefix('researchqa: ')}") from None
     refused = state.services.refusal()
     if refused:
         raise pytest.UsageError(f"researchqa: {refused}")

@@ -445,7 +445,7 @@ def test_ini_settings_alone_never_import_the_named_system_in_a_plain_unit_run(py
     pytester.makepyfile(test_rows="def test_row(researchqa_case, researchqa_answer):\n    pass\n")
     with_rows = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, "-p", "no:cacheprovider")
     assert with_rows.ret != 0
-    with_rows.stdout.fnmatch_lines(["*no_such_module*"])
+    with_rows.stdout.fnmatch_lines(["*researchqa_system in tox.ini: *no_such_module*"])
 
 
 def test_an_ini_baseline_that_does_not_exist_yet_never_breaks_a_plain_unit_run(pytester, tmp_path):
