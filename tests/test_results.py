@@ -461,7 +461,10 @@ def test_a_run_without_gates_whose_row_errors_says_it_failed_in_every_medium(pyt
     summary = json.loads((pytester.path / "s.json").read_text())
     assert (summary["verdict"], summary["passed"], summary["gated"]) == ("failed", False, False)
     assert [c["name"] for c in summary["checks"]] == ["run::no_errors"]
-    assert (pytester.path / "s.md").read_text().startswith("## researchqa — FAILED ❌")
+    markdown = (pytester.path / "s.md").read_text()
+    assert markdown.startswith("## researchqa — FAILED ❌")
+    assert "<summary>Rows in error (1)</summary>" in markdown
+    assert "- crashy:answer · edu-lookup-1: " in markdown and "the index is down" in markdown
     junit = (pytester.path / "j.xml").read_text()
     assert 'errors="1"' in junit and "researchqa.gates" not in junit, "the erroring row is the testcase"
 

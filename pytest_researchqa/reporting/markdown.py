@@ -74,6 +74,12 @@ def render(outcome: "RunOutcome", family: Family, title: str = "researchqa") -> 
         parts += [f"- {_escape(g.message)}" for g in outcome.guards]
         parts.append("")
     parts += [_section(t) for t in tables[1:]]
+    errored = [r for r in (*outcome.records, *outcome.invalid_rows) if r.error]
+    if errored:  # the verdict names how many; a reader of the PR comment needs which, and why
+        from .summaries import error_list
+
+        listed = "\n".join(f"- {_escape(line)}" for line in error_list(errored))
+        parts.append(f"<details><summary>Rows in error ({len(errored)})</summary>\n\n{listed}\n\n</details>")
     below = outcome.below_bar + outcome.failed_rows
     if below:
         from .summaries import short_list

@@ -128,6 +128,17 @@ def _listing_order(record: RowRecord) -> tuple[str, list[tuple[int, str]], int]:
     return (record.system or "", parts, record.repeat)
 
 
+def error_list(records: Sequence[RowRecord], limit: int = 10) -> list[str]:
+    """``system · row_id: the error's first line`` for rows in error (invalid dataset rows included), at most
+    ``limit`` and a count of the rest, in the same order as :func:`short_list`."""
+    errored = sorted((r for r in records if r.error), key=_listing_order)
+    lines = [" · ".join(p for p in (r.system, r.row_id or "?") if p) + f": {r.error.splitlines()[0]}"
+             for r in errored[:limit] if r.error]
+    if len(errored) > limit:
+        lines.append(f"... and {len(errored) - limit} more (-rE lists them)")
+    return lines
+
+
 def short_list(records: Sequence[RowRecord], limit: int = 10, saved: bool = True) -> list[str]:
     """``system · row_id: first line`` for rows below their bar, at most ``limit`` and a count of the rest
     (``saved``: the run is saved, so the count points at its rows.jsonl)."""
