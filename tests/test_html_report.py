@@ -8,6 +8,9 @@ folder) or the test's temporary folder.
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 import os
 import re
 import shutil
@@ -116,7 +119,7 @@ def test_view_writes_a_saved_runs_report_and_compare_lists_the_rows_that_changed
 
     common = ("-p", "no:cacheprovider", f"--researchqa-cache-dir={tmp_path / 'cache'}")
     pytester.runpytest(*common, "--researchqa-system=oracle", "--researchqa-save=before")
-    pytester.runpytest(*common, "--researchqa-system=bm25", "--researchqa-save=after")
+    pytester.runpytest(*common, "--researchqa-system=bm25", "--researchqa-save=after", "--researchqa-compare=before")
     runs = pytester.path / ".researchqa" / "runs"
     # Pair the two runs' rows by system name: the baseline's oracle is saved as bm25's counterpart here.
     before = load_run(resolve_run("before", runs))
@@ -125,6 +128,12 @@ def test_view_writes_a_saved_runs_report_and_compare_lists_the_rows_that_changed
     capsys.readouterr()
     assert main(["--runs", str(runs), "view", "after", "--compare", "before", "-o", str(tmp_path / "r.html")]) == 0
     assert "HTML report of" in capsys.readouterr().out and (tmp_path / "r.html").stat().st_size > 10_000
+    packed = re.search(r'id="researchqa-data"[^>]*>([^<]+)<', (tmp_path / "r.html").read_text()).group(1)
+    shown = json.loads(gzip.decompress(base64.b64decode(packed)))
+    before_name = shown["compare"]["baseline"]
+    # The Δ columns are against the run's own baseline, which the page names beside the one compared with.
+    assert any(n.startswith("Δ: this run minus ") and "before" in n for n in shown["notes"]), shown["notes"]
+    assert "before" in before_name
 
     from pytest_researchqa.families.citation import CITATION
     from pytest_researchqa.session import ResearchSession

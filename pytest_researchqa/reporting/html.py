@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ..families import Family
 from ..records import RowRecord
-from .terminal import leaderboard_tables
+from .terminal import delta_note, leaderboard_tables
 
 if TYPE_CHECKING:  # pragma: no cover
     from .outcome import RunOutcome
@@ -120,7 +120,11 @@ def page_data(outcome: "RunOutcome", family: Family, title: str, *,
     rows = [_row(r, key) for key, r in _keyed(list(outcome.records) + list(outcome.invalid_rows)).items()]
     data: dict[str, Any] = {
         "title": title, "family": family.name, "verdict": outcome.verdict, "headline": outcome.headline,
-        "coverage": outcome.coverage_line, "notes": [n for n in (family.scope_note, *outcome.notes) if n],
+        "coverage": outcome.coverage_line,
+        # The leaderboard's Δ columns and regression gates are against the run's own baseline: named, as the
+        # terminal and Markdown name it, even where the page also compares with another run (`view --compare`).
+        "notes": [n for n in (family.scope_note, delta_note(outcome.comparison) if outcome.comparison else None,
+                              *outcome.notes) if n],
         "leaderboard": {"headers": board.headers, "rows": [[str(c) for c in row] for row in board.rows]},
         "checks": [{"state": c.state, "fails_run": c.fails_run, "mark": c.mark, "message": c.message}
                    for c in outcome.checks],
