@@ -1,8 +1,13 @@
-"""``python -m pytest_researchqa``: saved runs shown and compared without re-running anything; rows generated.
+"""``python -m pytest_researchqa``: saved runs shown, compared and viewed without re-running anything; judges
+calibrated; rows generated.
 
     python -m pytest_researchqa show [RUN]                  the leaderboard of a saved run (default: last)
     python -m pytest_researchqa compare BASELINE [RUN]      RUN (default: last) against BASELINE: deltas,
                                                             intervals, p-values, rows in one run only
+    python -m pytest_researchqa view [RUN] [--compare OTHER] -o report.html
+                                                            the run as one HTML page: every row, why it
+                                                            scored what it did, the rows that changed
+    python -m pytest_researchqa calibrate LABELS.jsonl      how far the run's judge agrees with human labels
     python -m pytest_researchqa list                        the saved runs, newest last
     python -m pytest_researchqa generate PAPERS_DIR --model MODEL --out rows.yaml
                                                             benchmark rows from your own papers, every
