@@ -236,10 +236,10 @@ def write_plots(outcome: "RunOutcome", family: Family, folder: Path) -> list[Pat
                                    domain=None if r.domain is None else printable(r.domain),
                                    question_type=None if r.question_type is None else printable(r.question_type))
                for r in outcome.records if r.system]
-    if not records:
-        return []
-    folder.mkdir(parents=True, exist_ok=True)  # a folder that cannot be made costs no rendering
     summaries = by_system(records, family.metric_names)
+    if not any(s.rows > s.errors for s in summaries):
+        return []  # every row errored: nothing to draw, and no empty folder
+    folder.mkdir(parents=True, exist_ok=True)  # a folder that cannot be made costs no rendering
     figures = {
         "frontier-latency": frontier(summaries, family, "latency"),
         "frontier-cost": frontier(summaries, family, "cost"),

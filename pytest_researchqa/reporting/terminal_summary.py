@@ -65,6 +65,8 @@ def write_summary(reporter: Any, outcome: "RunOutcome", family: "Family", settin
     if plots:
         figures = sorted({p.stem for p in plots})
         write(f"researchqa: figures (PNG and SVG) in {settings.plots}: {', '.join(figures)}")
+    elif settings.plots is not None and str(settings.plots) not in unwritten:
+        write(f"researchqa: no figure in {settings.plots}: no row of a system was measured")
     if outcome.guards:
         reporter.write_sep("-", "researchqa judge guards")
         for guard in outcome.guards:

@@ -24,3 +24,15 @@ def test_a_cost_figure_needs_every_systems_cost_and_a_latency_figure_any_latency
     assert frontier(known, CITATION, "cost") is not None
     assert frontier([*known, summary("c", 0.7, 1.5, None)], CITATION, "cost") is None, "an unknown price is not $0"
     assert frontier([summary("a", 0.8, None, None)], CITATION, "latency") is None
+
+
+def test_a_run_whose_every_row_errored_draws_nothing_and_makes_no_empty_folder(tmp_path):
+    from pytest_researchqa.records import RowRecord
+    from pytest_researchqa.reporting.plots import write_plots
+    from pytest_researchqa.session import ResearchSession
+
+    session = ResearchSession(CITATION)
+    for n in range(3):
+        session.add(RowRecord(row_id=f"r{n}", system="down", paper_id="p", error="ProviderError: upstream exploded"))
+    assert write_plots(session.outcome(), CITATION, tmp_path / "figures") == []
+    assert not (tmp_path / "figures").exists()
