@@ -134,6 +134,18 @@ def test_view_writes_a_saved_runs_report_and_compare_lists_the_rows_that_changed
     # The Δ columns are against the run's own baseline, which the page names beside the one compared with.
     assert any(n.startswith("Δ: this run minus ") and "before" in n for n in shown["notes"]), shown["notes"]
     assert "before" in before_name
+    if CHROMIUM is not None:  # .ci/run installs it; the page as a reader meets it
+        # The oracle's saved rows as bm25's earlier run, so every row pairs and most changed.
+        folder = resolve_run("before", runs)
+        renamed = folder.with_name(folder.name.replace("before", "renamed"))
+        shutil.copytree(folder, renamed)
+        rows_file = renamed / "rows.jsonl"
+        rows_file.write_text(rows_file.read_text().replace('"system": "oracle"', '"system": "bm25"'))
+        assert main(["--runs", str(runs), "view", "after", "--compare", "renamed", "-o", str(tmp_path / "c.html")]) == 0
+        dom = dump(tmp_path / "c.html", "", tmp_path, screenshot="report-compare.png")
+        changed_table = dom.split('<table id="changed">', 1)[1].split("</table>", 1)[0]
+        # Each side shows its citations' verdicts: often all that changed between two runs of a row.
+        assert '<ul class="changed-cites">' in changed_table and '<li class="cite grounded">[1] ' in changed_table
 
     from pytest_researchqa.families.citation import CITATION
     from pytest_researchqa.session import ResearchSession

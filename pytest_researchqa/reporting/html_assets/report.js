@@ -267,6 +267,25 @@
     aside.hidden = false;
   }
 
+  // One side of a changed row: the answer, then each citation's verdict and quote, which is often all that
+  // changed (the same answer text citing another passage).
+  function changedCell(r) {
+    const cell = el("td");
+    if (!r) return cell;
+    cell.append(el("div", { text: (r.details || {}).answer || "" }));
+    const cites = r.citations || [];
+    if (cites.length) {
+      const list = el("ul", { class: "changed-cites" });
+      cites.forEach((c, i) => {
+        const quote = c.quote || "";
+        const reach = c.sections === undefined ? "" : (c.sections.length ? ` · reaches ${c.sections.join(", ")}` : " · reaches no expected section");
+        list.append(el("li", { class: "cite " + kind(c), text: `[${i + 1}] ${c.verdict}${reach}: ${quote.length > 140 ? quote.slice(0, 140) + "…" : quote}` }));
+      });
+      cell.append(list);
+    }
+    return cell;
+  }
+
   function compare() {
     if (!data.compare) return;
     const box = $("compare");
@@ -285,7 +304,7 @@
       const tr = el("tr", { "data-row-id": now ? now.row_id : c.old.row_id },
         el("td", { text: c.old.row_id }), el("td", { text: c.old.system }),
         el("td", { text: Object.entries(c.deltas).map(([m, v]) => `${m} ${v > 0 ? "+" : ""}${v.toFixed(3)}`).join(", ") }),
-        el("td", { text: now ? ((now.details || {}).answer || "") : "" }), el("td", { text: (c.old.details || {}).answer || "" }));
+        changedCell(now), changedCell(c.old));
       tr.addEventListener("click", () => setState({ row: c.key }));
       body.append(tr);
     }
