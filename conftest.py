@@ -96,16 +96,23 @@ def _freeze_long_lived_objects():
 
 
 @pytest.fixture(scope="session")
-def read_once(tmp_path_factory):
-    """``read_once(path, paper_id=None)``: a paper read through one extraction cache for the whole run.
+def read_once(request, tmp_path_factory):
+    """``read_once(path, paper_id=None)``: a paper read through one extraction cache that outlives the run.
 
-    pypdf takes seconds a real paper: each is extracted once per session, and under xdist the workers
-    share the cache, so once per run. Tests of reading and caching itself call ``read_paper``.
+    pypdf takes seconds a real paper (25 s of CPU for ../shared/papers): each is extracted once, into
+    pytest's cache folder (``.pytest_cache/d/researchqa-extracted``, or the session's temporary folder
+    under ``-p no:cacheprovider``), and later runs read the cached text. The plugin's own extraction
+    cache does the keying: the file's SHA-256, pypdf's version and the extraction's version, so an edited
+    paper, another pypdf or a changed extraction is read again. Under xdist the workers share the folder
+    (one extracts a paper while the other waits). Tests of reading and caching itself call ``read_paper``.
     """
     from pytest_researchqa.papers import read_paper
 
-    base = tmp_path_factory.getbasetemp()
-    cache = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "extracted-papers"
+    if getattr(request.config, "cache", None) is not None:
+        cache = request.config.cache.mkdir("researchqa-extracted")
+    else:
+        base = tmp_path_factory.getbasetemp()
+        cache = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "extracted-papers"
     papers: dict = {}
 
     def read(path, paper_id=None):
