@@ -54,6 +54,7 @@ def pytest_collection_modifyitems(items):
 def pytest_sessionstart(session):
     if not (session.config.getoption("numprocesses", None) and not os.environ.get("PYTEST_XDIST_WORKER")):
         _load_what_in_process_runs_import()  # not in xdist's controller, which runs no test
+        _parse_and_extract_each_input_once()
     _freeze_long_lived_objects()
 
 
@@ -86,6 +87,51 @@ def _load_what_in_process_runs_import():
             importlib.import_module(module.name)
 
 
+def _parse_and_extract_each_input_once():
+    """Most in-process runs read the same inputs: the bundled sample (20 KB of YAML) and its three PDFs.
+    Each run parsed the YAML with PyYAML's pure-Python parser and extracted the PDFs with pypdf into its
+    own fresh cache folder: a quarter of an in-process run's CPU, paid again by every run. In this test
+    process (never in the plugin, never in a fresh interpreter) both are done once per distinct input:
+
+    * ``yaml.compose`` keeps the node tree it composed for a text and a loader class (each run still
+      builds its own rows from the nodes, and a text that does not compose raises every time);
+    * ``papers._extract_pdf`` keeps what pypdf extracted from a file's bytes (a PDF that cannot be read
+      raises every time; the run still writes its own extraction cache, and tests that replace
+      ``_extract_pdf`` to count extractions replace this memo too)."""
+    import functools
+    import hashlib
+
+    import yaml
+
+    from pytest_researchqa import papers
+
+    compose, extract = yaml.compose, papers._extract_pdf
+    composed: dict = {}
+    extracted: dict = {}
+
+    def remember(memo: dict, key, make):
+        if key not in memo:
+            if len(memo) >= 64:  # tests that write their own inputs: keep the latest few
+                memo.pop(next(iter(memo)))
+            memo[key] = make()
+        return memo[key]
+
+    @functools.wraps(compose)
+    def compose_once(stream, Loader=yaml.Loader):
+        if not isinstance(stream, str) or len(stream) > 1_000_000:
+            return compose(stream, Loader=Loader)
+        return remember(composed, (stream, Loader.__module__, Loader.__qualname__),
+                        lambda: compose(stream, Loader=Loader))
+
+    @functools.wraps(extract)
+    def extract_once(data, path, paper_id):
+        found = remember(extracted, hashlib.sha256(data).digest(), lambda: extract(data, path, paper_id))
+        return {"text": found["text"], "page_starts": list(found["page_starts"])}
+
+    yaml.compose = compose_once
+    papers._extract_pdf = extract_once
+
+
 def _freeze_long_lived_objects():
     """Every in-process pytester run ends with pytest's full garbage collections (unraisable-exception
     check), which walk every object of this process: the test session's own modules, litellm's
@@ -96,16 +142,23 @@ def _freeze_long_lived_objects():
 
 
 @pytest.fixture(scope="session")
-def read_once(tmp_path_factory):
-    """``read_once(path, paper_id=None)``: a paper read through one extraction cache for the whole run.
+def read_once(request, tmp_path_factory):
+    """``read_once(path, paper_id=None)``: a paper read through one extraction cache that outlives the run.
 
-    pypdf takes seconds a real paper: each is extracted once per session, and under xdist the workers
-    share the cache, so once per run. Tests of reading and caching itself call ``read_paper``.
+    pypdf takes seconds a real paper (25 s of CPU for ../shared/papers): each is extracted once, into
+    pytest's cache folder (``.pytest_cache/d/researchqa-extracted``, or the session's temporary folder
+    under ``-p no:cacheprovider``), and later runs read the cached text. The plugin's own extraction
+    cache does the keying: the file's SHA-256, pypdf's version and the extraction's version, so an edited
+    paper, another pypdf or a changed extraction is read again. Under xdist the workers share the folder
+    (one extracts a paper while the other waits). Tests of reading and caching itself call ``read_paper``.
     """
     from pytest_researchqa.papers import read_paper
 
-    base = tmp_path_factory.getbasetemp()
-    cache = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "extracted-papers"
+    if getattr(request.config, "cache", None) is not None:
+        cache = request.config.cache.mkdir("researchqa-extracted")
+    else:
+        base = tmp_path_factory.getbasetemp()
+        cache = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "extracted-papers"
     papers: dict = {}
 
     def read(path, paper_id=None):
