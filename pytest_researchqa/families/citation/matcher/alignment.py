@@ -194,7 +194,7 @@ def stuck_prefix(key: str, grams: "GramIndex", flow: "Flow", quote_key: str,
     except UnicodeEncodeError:
         quote_code = -1
     best, best_at, anchored, gapped, seen = 0, -1, 0, False, 0
-    for found in grams.occurrences(quote_key[:MIN_GAPPED_ANCHOR]):
+    for found in grams.starts(quote_key[:MIN_GAPPED_ANCHOR], STUCK_OCCURRENCES + 1):
         seen += 1
         if seen > STUCK_OCCURRENCES:
             return None

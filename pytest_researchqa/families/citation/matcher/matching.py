@@ -31,7 +31,7 @@ from .quotes import (
     split_elisions,
     strip_wrapping,
 )
-from .textkey import mark_context, part_keys, text_key
+from .textkey import ASCII_DROPPED, MARKS_BACK_BYTES, mark_context, part_keys, text_key
 from .verdicts import (
     MIN_QUOTE_KEY,
     NOT_EVIDENCE,
@@ -41,6 +41,8 @@ from .verdicts import (
     VERBATIM_WITH_COMMENTARY,
     CitationMatch,
     Diagnosis,
+    not_grounded,
+    verbatim_hit,
 )
 
 _Built = TypeVar("_Built")
@@ -112,22 +114,31 @@ class MatchIndex(PaperIndex):
         inner = citation.strip(EDGES)
         if "\u2026" in inner or ".." in inner or ". ." in inner:
             return self._exact_elided(citation, inner)
-        quote_key = text_key(inner)
+        if inner.isascii() and not ("0" in inner or "1" in inner or "2" in inner or "3" in inner or "4" in inner
+                                    or "5" in inner or "6" in inner or "7" in inner or "8" in inner or "9" in inner):
+            # text_key of ASCII text without a digit (most quotes; no point or sign to mark), inline.
+            quote_key = inner.encode("ascii").lower().translate(MARKS_BACK_BYTES, ASCII_DROPPED).decode("ascii")
+            digits = False
+        else:
+            quote_key = text_key(inner)
+            digits = True
         self._last_key = (inner, quote_key)  # the full path reads the same text, mostly: one key
         if len(quote_key) < MIN_QUOTE_KEY:
             return None
         at = self.grams.find(quote_key)
         if at < 0:
             return None
-        spans = ((at, at + len(quote_key)),)
-        if (quote_key[0].isdigit() or quote_key[-1].isdigit()) and self._cuts_a_number([quote_key], spans, False):
+        end = at + len(quote_key)
+        if digits and (quote_key[0].isdigit() or quote_key[-1].isdigit()) and self._cuts_a_number(
+                [quote_key], ((at, end),), False):
             return None
         region = self._bibliography
-        if region is not None and region[0] <= at and spans[0][1] <= region[1]:
+        if region is not None and region[0] <= at and end <= region[1]:
             return None  # may be a reference-list entry: the full path decides
-        if len(citation) < REFERENCE_MAX_LENGTH and is_pointer(citation, (quote_key,)):
-            return None
-        return CitationMatch(citation, self, True, VERBATIM, spans)
+        if len(citation) < REFERENCE_MAX_LENGTH and (digits or "[" in citation or "/" in citation or "www" in quote_key
+                                                     or "doi" in quote_key) and is_pointer(citation, (quote_key,)):
+            return None  # (is_pointer's own first tests, for a key without a digit, inline)
+        return verbatim_hit(citation, self, at, end)
 
     def _exact_elided(self, citation: str, inner: str) -> "CitationMatch | None":
         """An elided quote whose parts occur as they are: its longest part looked up, each other
@@ -231,7 +242,7 @@ class MatchIndex(PaperIndex):
                 return CitationMatch(
                     citation, self, True, VERBATIM_WITH_COMMENTARY, spans, commentary=comment
                 )
-        return CitationMatch(citation, self, False, None, (), parts=tuple(parts))
+        return not_grounded(citation, self, tuple(parts))
 
     def _cuts_a_number(self, keys: list[str], spans: Sequence[tuple[int, int]], unmasked: bool) -> bool:
         """True when the quote begins or ends inside one of the paper's numbers as printed:

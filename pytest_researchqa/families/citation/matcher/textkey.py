@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
 _KEPT = "%<>=+"
 # Characters that stand for a decimal point or a sign in context: markers replace them first.
 _DECIMAL_MARK, _SIGN_MARK = "\x01", "\x02"
-_ASCII_DROPPED = bytes(c for c in range(128)
+ASCII_DROPPED = bytes(c for c in range(128)
                        if not chr(c).isalnum() and chr(c) not in _KEPT + _DECIMAL_MARK + _SIGN_MARK)
 # Each pattern starts with its literal character, so the regex engine skips to it at C speed.
 _DECIMAL_POINT = re.compile(r"\.(?<=\d\.)(?=\d)")
@@ -107,7 +107,7 @@ def _fold_char(match: re.Match[str]) -> str:
     return _FOLD_CHARS.get(char, char)
 
 
-_MARKS_BACK_BYTES = bytes.maketrans(_DECIMAL_MARK.encode() + _SIGN_MARK.encode(), b".-")
+MARKS_BACK_BYTES = bytes.maketrans(_DECIMAL_MARK.encode() + _SIGN_MARK.encode(), b".-")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -153,7 +153,7 @@ def text_key(text: str) -> str:
     except UnicodeEncodeError:
         return _general_key(text)
     # bytes operations run in C: the hot path for English papers and quotes.
-    return data.lower().translate(_MARKS_BACK_BYTES, _ASCII_DROPPED).decode("ascii")
+    return data.lower().translate(MARKS_BACK_BYTES, ASCII_DROPPED).decode("ascii")
 
 
 # The non-ASCII characters quotes carry most (typographic quotes, dashes, ligatures; then the section
@@ -174,7 +174,7 @@ def _fold_common(text: str) -> str:
 
 
 _PART_MARK = "\x03"
-_ASCII_DROPPED_BUT_PARTS = _ASCII_DROPPED.replace(_PART_MARK.encode(), b"")
+ASCII_DROPPED_BUT_PARTS = ASCII_DROPPED.replace(_PART_MARK.encode(), b"")
 
 
 def part_keys(text: str) -> list[str]:
@@ -188,7 +188,7 @@ def part_keys(text: str) -> list[str]:
         data = marked.encode("ascii", _FOLD_HANDLER)
     except UnicodeEncodeError:
         return [text_key(part) for part in text.split(_PART_MARK)]
-    return data.lower().translate(_MARKS_BACK_BYTES, _ASCII_DROPPED_BUT_PARTS).decode("ascii").split(_PART_MARK)
+    return data.lower().translate(MARKS_BACK_BYTES, ASCII_DROPPED_BUT_PARTS).decode("ascii").split(_PART_MARK)
 
 
 def _general_key(text: str) -> str:
