@@ -117,7 +117,7 @@ def main() -> int:
     started = time.perf_counter()
     for index, _ in papers:
         index.match("warm up the index and the filter of its stretches")
-        for built_once in ("_gram_filter", "_flow", "_unmasked_flow", "unmasked_grams"):
+        for built_once in ("_gram_filter", "_flow", "_unmasked_flow", "unmasked_grams", "_furniture_zones"):
             getattr(index, built_once, None)
         for grams in (getattr(index, "grams", None), getattr(index, "unmasked_grams", None)):
             getattr(grams, "build", lambda: None)()  # stretch indexes built on demand (a run builds them once)

@@ -212,11 +212,14 @@ class MatchIndex(PaperIndex):
         # Most quotes that are not there stop being verbatim where the paper's text goes on with
         # neither a number nor a new line: then no search can get past that point (stuck_prefix
         # says so with one look-up; it gives the masked key's anchored prefix too).
-        stuck = stuck_prefix(self.key, self.grams, self._flow, keys[0]) if len(keys) == 1 else None
+        runs: list[tuple[int, int]] = []
+        stuck = stuck_prefix(self.key, self.grams, self._flow, keys[0], runs=runs) if len(keys) == 1 else None
         for unmasked in (False, True):
             if unmasked and self.unmasked_key is self.key:
                 break
-            if stuck is not None and (not unmasked or stuck_prefix(
+            # Stuck in the unmasked key too: surely so where nothing it read is near page furniture
+            # (the two keys agree there), else asked.
+            if stuck is not None and (not unmasked or self.furniture_apart(keys[0], runs) or stuck_prefix(
                     self.unmasked_key, self.unmasked_grams, self._unmasked_flow, keys[0]) is not None):
                 continue  # locate would find nothing in this key
             # The unmasked key only serves quotes that copy furniture verbatim ("exhibit203").
