@@ -146,3 +146,13 @@ def test_every_comment_openers_key_starts_as_the_opener_keys_pattern_says(word: 
 def test_no_text_the_comment_opener_matches_has_a_key_the_opener_keys_pattern_misses(text: str) -> None:
     if COMMENT_OPENER.match(text) and text_key(text).isascii():
         assert COMMENT_OPENER_KEY.match(text_key(text))
+
+
+@settings(max_examples=400, deadline=None)
+@given(key=st.text(alphabet="thisewcdgnorkmaulybfp", max_size=60), first=st.integers(0, 60), last=st.integers(0, 60))
+def test_one_search_for_an_opener_key_finds_one_where_a_match_at_each_place_would(key: str, first: int, last: int) -> None:
+    from pytest_researchqa.families.citation.matcher.quotes import COMMENT_OPENER_KEY_LONGEST
+
+    at_each = any(COMMENT_OPENER_KEY.match(key, place) for place in range(first, last + 1))
+    found = COMMENT_OPENER_KEY.search(key, first, last + 1 + COMMENT_OPENER_KEY_LONGEST)
+    assert at_each is (found is not None and found.start() <= last)

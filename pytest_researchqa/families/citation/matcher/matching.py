@@ -22,6 +22,7 @@ from .grams import GramIndex
 from .index import PaperIndex
 from .quotes import (
     COMMENT_OPENER_KEY,
+    COMMENT_OPENER_KEY_LONGEST,
     EDGES,
     LOOKS_LIKE_REFERENCE,
     REFERENCE_MAX_LENGTH,
@@ -332,9 +333,12 @@ class MatchIndex(PaperIndex):
         # to its end, at least MIN_ANCHOR and half the quote in: a few anchored matches on the key
         # before the separators are looked for (their patterns cost ~40 us on a 300-character quote).
         first = max(prefix_length - 6, MIN_ANCHOR, (len(quote_key) + 1) // 2)
-        if quote_key.isascii() and not any(COMMENT_OPENER_KEY.match(quote_key, boundary)
-                                           for boundary in range(first, prefix_length + 1)):
-            return None
+        if quote_key.isascii():
+            # One search for the leftmost opener key from the first place on (each match ends within
+            # COMMENT_OPENER_KEY_LONGEST): where it starts past the last place, none starts at any.
+            opener = COMMENT_OPENER_KEY.search(quote_key, first, prefix_length + 1 + COMMENT_OPENER_KEY_LONGEST)
+            if opener is None or opener.start() > prefix_length:
+                return None
         boundaries = list(comment_boundaries(quote))
         if not boundaries:
             return None
