@@ -127,6 +127,9 @@ class PaperIndex:
         windows = built.get("sentence_windows")
         if windows is not None:
             held += 72 * len(windows)
+        zones = built.get("_furniture_zones")
+        if zones is not None:  # two lists of ints (36 bytes each, with its slot) and the text around them
+            held += 72 * len(zones[0]) + sys.getsizeof(zones[2])
         return held
 
     def page_of(self, raw_offset: int) -> int | None:
