@@ -80,6 +80,11 @@ def mark_context(text: str) -> str:
     if not ("0" in text or "1" in text or "2" in text or "3" in text or "4" in text
             or "5" in text or "6" in text or "7" in text or "8" in text or "9" in text):
         return text  # no number, nothing to mark (most quotes); has_digit inline: a call per key saved
+    return _mark_numbers(text)
+
+
+def _mark_numbers(text: str) -> str:
+    """:func:`mark_context` of a text known to hold an ASCII digit."""
     # A substitution costs several times a search that finds nothing (most texts: no decimal point,
     # no sign): each pattern is searched for first.
     if "." in text and _DECIMAL_POINT.search(text):
@@ -87,13 +92,14 @@ def mark_context(text: str) -> str:
     if "-" in text and _HYPHEN_SIGN.search(text):
         text = _HYPHEN_SIGN.sub(_SIGN_MARK, text)
     if not text.isascii():
-        if "\u00b7" in text:
+        if "\u00b7" in text and _DECIMAL_MIDDLE_DOT.search(text):
             text = _DECIMAL_MIDDLE_DOT.sub(_DECIMAL_MARK, text)
-        if "\u2212" in text:
+        if "\u2212" in text and _MINUS.search(text):
             text = _MINUS.sub(_SIGN_MARK, text)
-        # _DASHES, one test each (a generator over them costs ten times these tests).
+        # _DASHES, one test each (a generator over them costs ten times these tests); a dash in a range
+        # ("10\u201320") or between words is no sign, so the pattern is searched for before it substitutes.
         if ("\u2013" in text or "\u2014" in text or "\u2010" in text or "\u2011" in text or "\u2012" in text
-                or "\ufe63" in text or "\uff0d" in text):
+                or "\ufe63" in text or "\uff0d" in text) and _DASH_SIGN.search(text):
             text = _DASH_SIGN.sub(_SIGN_MARK, text)
     return text
 
@@ -144,7 +150,7 @@ def text_key(text: str) -> str:
     # text with a digit has any (most quotes have none: the test inline, a call saved).
     if ("0" in text or "1" in text or "2" in text or "3" in text or "4" in text
             or "5" in text or "6" in text or "7" in text or "8" in text or "9" in text):
-        text = mark_context(text)
+        text = _mark_numbers(text)
     if not text.isascii():
         text = _fold_common(text)
     try:
