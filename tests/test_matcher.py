@@ -91,6 +91,24 @@ def test_faithful_quotes_are_grounded(paper, quote):
     assert found.verdict in ("verbatim", "verbatim_elided")
 
 
+def _answer(found):
+    return (found.citation, found.grounded, found.verdict, found.key_spans, found.commentary, found._parts,
+            found.spans, found.explain())
+
+
+@pytest.mark.parametrize("quote", [*ACCEPTED.values(), *(quote for quote, _ in REJECTED.values()),
+                                   "5.1 mmHg, 95% CI", "[Smith et al., 2020]", "doi.org/10.1000/182 reported"])
+def test_the_exact_paths_answer_is_the_full_paths(paper, quote):
+    # The exact path builds its answer without CitationMatch's constructor (and its key inline for
+    # ASCII text without a digit): what it answers is what the full path answers, field by field.
+    fresh = MatchIndex(paper.text, paper.page_starts)
+    exact = fresh._exact_hit(quote)
+    full = MatchIndex(paper.text, paper.page_starts)._match(quote)
+    if exact is not None:
+        assert _answer(exact) == _answer(full)
+    assert _answer(fresh.match(quote)) == _answer(full)
+
+
 @pytest.mark.parametrize(("quote", "verdict"), REJECTED.values(), ids=REJECTED.keys())
 def test_fabrications_are_rejected_with_a_named_verdict(paper, quote, verdict):
     found = paper.match(quote)
@@ -250,7 +268,7 @@ def test_a_trimmed_paper_answers_every_citation_as_a_fresh_one_and_keeps_only_it
     for citation in citations:
         trimmed.match(citation)  # builds what the full path builds
     trimmed.trim()
-    assert not trimmed.grams.built and not {"_masked_offsets", "_flow"} & set(trimmed.__dict__)
+    assert not trimmed.grams.built and not {"_masked_offsets", "_flow", "_furniture_zones"} & set(trimmed.__dict__)
     fresh = MatchIndex(paper.text, paper.page_starts)
     for citation in citations:
         ours, theirs = trimmed.match(citation), fresh.match(citation)

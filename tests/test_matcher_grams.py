@@ -42,6 +42,8 @@ def test_a_look_up_agrees_with_str_find_on_random_keys_and_bounds(key: str, data
     assert index.find(text, low, high) == key.find(text, low, high)
     assert index.rfind(text, low, high) == key.rfind(text, low, high)
     assert list(index.occurrences(text, low, high)) == _all_starts(key, text, low, high)
+    most = data.draw(st.integers(1, 30))
+    assert index.starts(text, most) == _all_starts(key, text, 0, len(key))[:most]
 
 
 @settings(max_examples=150, deadline=None)
@@ -53,6 +55,7 @@ def test_stretches_with_characters_beyond_latin_1_are_found_as_str_find_finds_th
         if text:
             assert index.find(text) == key.find(text)
             assert list(index.occurrences(text)) == _all_starts(key, text, 0, len(key))
+            assert index.starts(text, 25) == _all_starts(key, text, 0, len(key))[:25]
 
 
 def test_a_string_in_a_crowded_bucket_is_found_through_a_rarer_stretch_of_it() -> None:
@@ -62,6 +65,10 @@ def test_a_string_in_a_crowded_bucket_is_found_through_a_rarer_stretch_of_it() -
     text = "abababababxyzuvwrst"
     assert index.find(text) == key.find(text) == 596
     assert list(index.occurrences("abababab", 10, 40)) == _all_starts(key, "abababab", 10, 40)
+    # Shorter than two stretches: its last stretch (four characters on) is the rarer one; no start
+    # is taken before the string's own start (a negative index would read the key from its end).
+    assert index.starts("abababxyzuvw", 3) == [600] and index.starts("bxyzuvwrst", 3) == [605]
+    assert index.starts("abababababab", 5) == [0, 2, 4, 6, 8]
 
 
 def test_keys_shorter_than_a_stretch_and_strings_shorter_than_one_are_answered_by_a_scan() -> None:

@@ -55,6 +55,42 @@ def test_a_quote_stuck_in_the_paper_is_found_nowhere_by_locate_and_its_anchored_
             assert stuck == anchored_prefix(whole, quote, 0, len(whole), grams=grams)
 
 
+_HEADERS = ["Preprint. Under review.", "Workshop on the model 12", "the data and the model"]
+
+
+# Pages long enough that the text around their furniture is a small part of them (else furniture_apart does not try).
+_page_lines = st.lists(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8).map(" ".join), min_size=40, max_size=70)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pages=st.lists(_page_lines, min_size=4, max_size=6), header=st.sampled_from(_HEADERS), data=st.data())
+def test_a_quote_stuck_away_from_page_furniture_is_stuck_in_the_unmasked_key_too(
+        pages: list[list[str]], header: str, data: st.DataObject) -> None:
+    # Pages with a running header and a page number (blanked in the masked key): wherever
+    # furniture_apart says the masked key's answer holds for the unmasked key, stuck_prefix there agrees.
+    texts = [f"{header}\n" + "\n".join(lines) + f"\n{number + 1}\n" for number, lines in enumerate(pages)]
+    starts = [sum(map(len, texts[:number])) for number in range(len(texts))]
+    index = MatchIndex("".join(texts), starts)
+    assert index.masked_ranges
+    source = data.draw(st.sampled_from([index.key, index.unmasked_key]))
+    if len(source) < 12:
+        return
+    start = data.draw(st.integers(0, len(source) - 12))
+    quote = source[start : start + data.draw(st.integers(12, 80))]
+    at = data.draw(st.integers(0, len(quote)))
+    edit = data.draw(st.sampled_from(["none", "insert", "replace", "splice"]))
+    if edit == "insert":
+        quote = quote[:at] + data.draw(st.sampled_from(["not", "7", "q", "the", "preprint"])) + quote[at:]
+    elif edit == "replace":
+        quote = quote[:at] + data.draw(st.sampled_from(["z", "9", "is"])) + quote[at + 1 :]
+    elif edit == "splice":
+        other = data.draw(st.integers(0, len(source) - 1))
+        quote = quote[:at] + source[other : other + 30]
+    runs: list[tuple[int, int]] = []
+    if stuck_prefix(index.key, index.grams, index._flow, quote, runs=runs) is not None and index.furniture_apart(quote, runs):
+        assert stuck_prefix(index.unmasked_key, index.unmasked_grams, index._unmasked_flow, quote) is not None
+
+
 def test_a_changed_word_is_stuck_at_once_and_a_run_that_stops_at_a_new_line_or_a_number_is_searched() -> None:
     text = ("We train the model on the full data set.\nThe results show that the model is robust to noise,\n"
             "as the accuracy of 12 on the held-out split shows.")
@@ -110,3 +146,13 @@ def test_every_comment_openers_key_starts_as_the_opener_keys_pattern_says(word: 
 def test_no_text_the_comment_opener_matches_has_a_key_the_opener_keys_pattern_misses(text: str) -> None:
     if COMMENT_OPENER.match(text) and text_key(text).isascii():
         assert COMMENT_OPENER_KEY.match(text_key(text))
+
+
+@settings(max_examples=400, deadline=None)
+@given(key=st.text(alphabet="thisewcdgnorkmaulybfp", max_size=60), first=st.integers(0, 60), last=st.integers(0, 60))
+def test_one_search_for_an_opener_key_finds_one_where_a_match_at_each_place_would(key: str, first: int, last: int) -> None:
+    from pytest_researchqa.families.citation.matcher.quotes import COMMENT_OPENER_KEY_LONGEST
+
+    at_each = any(COMMENT_OPENER_KEY.match(key, place) for place in range(first, last + 1))
+    found = COMMENT_OPENER_KEY.search(key, first, last + 1 + COMMENT_OPENER_KEY_LONGEST)
+    assert at_each is (found is not None and found.start() <= last)

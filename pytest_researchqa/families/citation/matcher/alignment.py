@@ -171,10 +171,13 @@ def locate(key: str, page_starts: Sequence[int], quote_key: str, low: int, high:
 # More occurrences of a quote's first MIN_GAPPED_ANCHOR key characters than this, and
 # stuck_prefix leaves the question to locate.
 STUCK_OCCURRENCES = 24
+# Key characters stuck_prefix reads after a verbatim run (a digit gap: up to DIGIT_GAP_LIMIT + 1 digits,
+# then 8 characters of the quote), with room to spare.
+STUCK_LOOK_ON = 24
 
 
 def stuck_prefix(key: str, grams: "GramIndex", flow: "Flow", quote_key: str,
-                 tries: int = 8) -> tuple[int, int] | None:
+                 tries: int = 8, runs: list[tuple[int, int]] | None = None) -> tuple[int, int] | None:
     """When ``locate(key, pages, quote_key, 0, len(key), flow, grams)`` surely finds nothing, what
     ``anchored_prefix(key, quote_key, 0, len(key), tries)`` answers (length, position); None when it
     may find something (the caller then asks locate).
@@ -186,7 +189,9 @@ def stuck_prefix(key: str, grams: "GramIndex", flow: "Flow", quote_key: str,
     occurrences of the first MIN_GAPPED_ANCHOR. Most quotes that are not in the paper stop being
     verbatim where the paper goes on with neither a digit gap nor a new line that may be jumped:
     then the walk has no way on, and locate returns nothing. (Bounds are the whole key: a window
-    would cut runs short.)
+    would cut runs short.) ``runs``, when given, gets each occurrence read and the length of the
+    verbatim run from it: what the answer was read from, with the STUCK_LOOK_ON key characters after each
+    (``PaperIndex.furniture_apart`` tells from them whether the unmasked key would answer alike).
     """
     length_of_quote = len(quote_key)
     try:  # the quote's Latin-1 bytes as one integer, for common_prefix_length's comparison inline
@@ -194,7 +199,7 @@ def stuck_prefix(key: str, grams: "GramIndex", flow: "Flow", quote_key: str,
     except UnicodeEncodeError:
         quote_code = -1
     best, best_at, anchored, gapped, seen = 0, -1, 0, False, 0
-    for found in grams.occurrences(quote_key[:MIN_GAPPED_ANCHOR]):
+    for found in grams.starts(quote_key[:MIN_GAPPED_ANCHOR], STUCK_OCCURRENCES + 1):
         seen += 1
         if seen > STUCK_OCCURRENCES:
             return None
@@ -214,6 +219,8 @@ def stuck_prefix(key: str, grams: "GramIndex", flow: "Flow", quote_key: str,
             length = ((differ & -differ).bit_length() - 1) // 8 if differ else len(piece)
         if length >= length_of_quote:
             return None  # verbatim here
+        if runs is not None:
+            runs.append((found, length))
         if length >= MIN_ANCHOR and anchored < tries:  # an occurrence of the anchor, in order
             anchored += 1
             if length > best:

@@ -159,7 +159,45 @@ class GramIndex:
                         break
                 self._last = (text, found)
                 return found
+            starts = self.starts(text, 1)  # a crowded first stretch: the rarest of three
+            return starts[0] if starts else -1
         return next(self.occurrences(text, low, high), -1)
+
+    def starts(self, text: str, most: int) -> list[int]:
+        """The first ``most`` starts of ``text`` in the whole key, ascending: what the first ``most``
+        of ``occurrences(text)`` are, in one call (no generator, no bounds to apply). The candidates
+        are those of the rarest of the stretches at the string's start, end and middle."""
+        table = self._starts
+        length = len(text)
+        if table is None or length < GRAM:
+            found = []
+            for start in self.occurrences(text):
+                found.append(start)
+                if len(found) >= most:
+                    break
+            return found
+        bounds, shift = self._bounds, self._shift
+        try:
+            code = int.from_bytes(text[:GRAM].encode("latin-1"), "little")
+        except UnicodeEncodeError:
+            code = gram_code(text)
+        bucket = ((code * BUCKET_MULTIPLIER) & UINT64) >> shift
+        first, last = bounds[bucket], bounds[bucket + 1]
+        offset = 0
+        if last - first > _CROWDED and length > GRAM:
+            for at in (length - GRAM, (length - GRAM) // 2):
+                other_first, other_last = self._bucket(text, at)
+                if other_last - other_first < last - first:
+                    first, last, offset = other_first, other_last, at
+        key = self.key
+        found = []
+        for start in table[first:last]:
+            # A start before the offset would be a negative index, which startswith reads from the end.
+            if start >= offset and key.startswith(text, start - offset):
+                found.append(start - offset)
+                if len(found) >= most:
+                    break
+        return found
 
     def _scan_find(self, text: str, low: int, high: int | None) -> int:
         """``find`` before the table is built: a scan, counted."""

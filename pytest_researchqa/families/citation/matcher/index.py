@@ -27,7 +27,7 @@ import re
 import sys
 from typing import TYPE_CHECKING, Sequence
 
-from .alignment import Flow
+from .alignment import MIN_GAPPED_ANCHOR, STUCK_LOOK_ON, Flow
 from .furniture import apply_mask, mask_furniture, split_pages
 from .grams import GramIndex
 from .textkey import key_offsets, mark_context, text_key
@@ -56,7 +56,13 @@ _WALK = 96
 _MARK_MARGIN = 8
 # What is built on use and dropped by trim(), rebuilt on the next use.
 _BUILT_ON_USE = ("_masked_offsets", "_unmasked_offsets", "_flow", "_unmasked_flow", "sentence_windows",
-                 "unmasked_grams")
+                 "unmasked_grams", "_furniture_zones")
+# Around each blanked range, what the masked and unmasked keys may read differently: this many text
+# characters each side (a line flow reads at most 44 on from a key position: the closing marks and
+# the next line's first word, cut at 40; points and signs, a few), then this many key characters
+# each side (what stuck_prefix reads past a run, STUCK_LOOK_ON, and a point's or sign's context).
+_FURNITURE_TEXT_MARGIN = 48
+_FURNITURE_KEY_MARGIN = 24
 
 
 class PaperIndex:
@@ -121,6 +127,9 @@ class PaperIndex:
         windows = built.get("sentence_windows")
         if windows is not None:
             held += 72 * len(windows)
+        zones = built.get("_furniture_zones")
+        if zones is not None:  # two lists of ints (36 bytes each, with its slot) and the text around them
+            held += 72 * len(zones[0]) + sys.getsizeof(zones[2])
         return held
 
     def page_of(self, raw_offset: int) -> int | None:
@@ -216,6 +225,50 @@ class PaperIndex:
     @functools.cached_property
     def _unmasked_flow(self) -> "Flow":
         return Flow(self._unmasked_offsets, self.text) if self.masked_ranges else self._flow
+
+    @functools.cached_property
+    def _furniture_zones(self) -> tuple[list[int], list[int], str]:
+        """Where the masked and unmasked keys may differ: the masked key's spans (their starts, their
+        ends; sorted, disjoint, inclusive) around each blanked range, and the unmasked key's text
+        around each, joined by a character no key holds (empty where the spans cover more than a
+        quarter of the key). Outside them the two keys are the same key
+        characters from the same text characters, with the same line starts and the same text read
+        around each (the masked text differs from the text only within the blanked ranges)."""
+        masked, unmasked = self._masked_offsets, self._unmasked_offsets
+        lows = [low - _FURNITURE_TEXT_MARGIN for low, _ in self.masked_ranges]
+        highs = [high + _FURNITURE_TEXT_MARGIN for _, high in self.masked_ranges]
+        starts: list[int] = []
+        ends: list[int] = []
+        for low, high in zip(masked.searchsorted(lows).tolist(), masked.searchsorted(highs).tolist()):
+            low, high = low - _FURNITURE_KEY_MARGIN, high + _FURNITURE_KEY_MARGIN
+            if ends and low <= ends[-1] + 1:
+                ends[-1] = max(ends[-1], high)
+            else:
+                starts.append(low)
+                ends.append(high)
+        key = self.unmasked_key
+        if sum(ends) - sum(starts) > len(self.key) // 4:
+            return starts, ends, ""  # nearly every run would touch one: furniture_apart does not try
+        pieces = [key[max(0, low - _FURNITURE_KEY_MARGIN - MIN_GAPPED_ANCHOR) : high + _FURNITURE_KEY_MARGIN
+                      + MIN_GAPPED_ANCHOR + 1]
+                  for low, high in zip(unmasked.searchsorted(lows).tolist(), unmasked.searchsorted(highs).tolist())]
+        return starts, ends, "\x00".join(pieces)
+
+    def furniture_apart(self, quote_key: str, runs: Sequence[tuple[int, int]]) -> bool:
+        """Whether :func:`~.alignment.stuck_prefix` surely answers in the unmasked key as it answered in the
+        masked key, where it read ``runs`` (each occurrence of the quote's first MIN_GAPPED_ANCHOR key
+        characters and the verbatim run from it): no occurrence of those characters in the unmasked key
+        touches the text around a blanked range, and no run, nor what is read after it, touches it in
+        the masked key. Then the occurrences in the two keys are the same ones in the same order, each
+        with the same run, the same characters after it and the same line flow around it."""
+        starts, ends, around = self._furniture_zones
+        if not around:
+            return False  # furniture all over the paper (margin line numbers): not worth a scan
+        for found, length in runs:
+            zone = bisect.bisect_left(ends, found)  # the first zone that ends at or after the run's start
+            if zone < len(ends) and starts[zone] <= found + length + STUCK_LOOK_ON:
+                return False
+        return quote_key[:MIN_GAPPED_ANCHOR] not in around
 
     def find(self, quote_key: str) -> int:
         """Where ``quote_key`` first occurs in the (masked) key, or -1."""

@@ -22,6 +22,7 @@ from .grams import GramIndex
 from .index import PaperIndex
 from .quotes import (
     COMMENT_OPENER_KEY,
+    COMMENT_OPENER_KEY_LONGEST,
     EDGES,
     LOOKS_LIKE_REFERENCE,
     REFERENCE_MAX_LENGTH,
@@ -31,7 +32,7 @@ from .quotes import (
     split_elisions,
     strip_wrapping,
 )
-from .textkey import mark_context, part_keys, text_key
+from .textkey import ASCII_DROPPED, MARKS_BACK_BYTES, mark_context, part_keys, text_key
 from .verdicts import (
     MIN_QUOTE_KEY,
     NOT_EVIDENCE,
@@ -41,6 +42,8 @@ from .verdicts import (
     VERBATIM_WITH_COMMENTARY,
     CitationMatch,
     Diagnosis,
+    not_grounded,
+    verbatim_hit,
 )
 
 _Built = TypeVar("_Built")
@@ -112,22 +115,31 @@ class MatchIndex(PaperIndex):
         inner = citation.strip(EDGES)
         if "\u2026" in inner or ".." in inner or ". ." in inner:
             return self._exact_elided(citation, inner)
-        quote_key = text_key(inner)
+        if inner.isascii() and not ("0" in inner or "1" in inner or "2" in inner or "3" in inner or "4" in inner
+                                    or "5" in inner or "6" in inner or "7" in inner or "8" in inner or "9" in inner):
+            # text_key of ASCII text without a digit (most quotes; no point or sign to mark), inline.
+            quote_key = inner.encode("ascii").lower().translate(MARKS_BACK_BYTES, ASCII_DROPPED).decode("ascii")
+            digits = False
+        else:
+            quote_key = text_key(inner)
+            digits = True
         self._last_key = (inner, quote_key)  # the full path reads the same text, mostly: one key
         if len(quote_key) < MIN_QUOTE_KEY:
             return None
         at = self.grams.find(quote_key)
         if at < 0:
             return None
-        spans = ((at, at + len(quote_key)),)
-        if (quote_key[0].isdigit() or quote_key[-1].isdigit()) and self._cuts_a_number([quote_key], spans, False):
+        end = at + len(quote_key)
+        if digits and (quote_key[0].isdigit() or quote_key[-1].isdigit()) and self._cuts_a_number(
+                [quote_key], ((at, end),), False):
             return None
         region = self._bibliography
-        if region is not None and region[0] <= at and spans[0][1] <= region[1]:
+        if region is not None and region[0] <= at and end <= region[1]:
             return None  # may be a reference-list entry: the full path decides
-        if len(citation) < REFERENCE_MAX_LENGTH and is_pointer(citation, (quote_key,)):
-            return None
-        return CitationMatch(citation, self, True, VERBATIM, spans)
+        if len(citation) < REFERENCE_MAX_LENGTH and (digits or "[" in citation or "/" in citation or "www" in quote_key
+                                                     or "doi" in quote_key) and is_pointer(citation, (quote_key,)):
+            return None  # (is_pointer's own first tests, for a key without a digit, inline)
+        return verbatim_hit(citation, self, at, end)
 
     def _exact_elided(self, citation: str, inner: str) -> "CitationMatch | None":
         """An elided quote whose parts occur as they are: its longest part looked up, each other
@@ -201,11 +213,14 @@ class MatchIndex(PaperIndex):
         # Most quotes that are not there stop being verbatim where the paper's text goes on with
         # neither a number nor a new line: then no search can get past that point (stuck_prefix
         # says so with one look-up; it gives the masked key's anchored prefix too).
-        stuck = stuck_prefix(self.key, self.grams, self._flow, keys[0]) if len(keys) == 1 else None
+        runs: list[tuple[int, int]] = []
+        stuck = stuck_prefix(self.key, self.grams, self._flow, keys[0], runs=runs) if len(keys) == 1 else None
         for unmasked in (False, True):
             if unmasked and self.unmasked_key is self.key:
                 break
-            if stuck is not None and (not unmasked or stuck_prefix(
+            # Stuck in the unmasked key too: surely so where nothing it read is near page furniture
+            # (the two keys agree there), else asked.
+            if stuck is not None and (not unmasked or self.furniture_apart(keys[0], runs) or stuck_prefix(
                     self.unmasked_key, self.unmasked_grams, self._unmasked_flow, keys[0]) is not None):
                 continue  # locate would find nothing in this key
             # The unmasked key only serves quotes that copy furniture verbatim ("exhibit203").
@@ -231,7 +246,7 @@ class MatchIndex(PaperIndex):
                 return CitationMatch(
                     citation, self, True, VERBATIM_WITH_COMMENTARY, spans, commentary=comment
                 )
-        return CitationMatch(citation, self, False, None, (), parts=tuple(parts))
+        return not_grounded(citation, self, tuple(parts))
 
     def _cuts_a_number(self, keys: list[str], spans: Sequence[tuple[int, int]], unmasked: bool) -> bool:
         """True when the quote begins or ends inside one of the paper's numbers as printed:
@@ -318,9 +333,12 @@ class MatchIndex(PaperIndex):
         # to its end, at least MIN_ANCHOR and half the quote in: a few anchored matches on the key
         # before the separators are looked for (their patterns cost ~40 us on a 300-character quote).
         first = max(prefix_length - 6, MIN_ANCHOR, (len(quote_key) + 1) // 2)
-        if quote_key.isascii() and not any(COMMENT_OPENER_KEY.match(quote_key, boundary)
-                                           for boundary in range(first, prefix_length + 1)):
-            return None
+        if quote_key.isascii():
+            # One search for the leftmost opener key from the first place on (each match ends within
+            # COMMENT_OPENER_KEY_LONGEST): where it starts past the last place, none starts at any.
+            opener = COMMENT_OPENER_KEY.search(quote_key, first, prefix_length + 1 + COMMENT_OPENER_KEY_LONGEST)
+            if opener is None or opener.start() > prefix_length:
+                return None
         boundaries = list(comment_boundaries(quote))
         if not boundaries:
             return None

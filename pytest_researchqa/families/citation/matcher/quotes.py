@@ -31,6 +31,8 @@ COMMENT_OPENER_KEY = re.compile(
     r"indicating|suggesting|showing|inshort|overall|essentially|importantly|theauthor|according|"
     r"asshown|asnoted|asstated"
 )
+# The longest of those keys: a match starting at a position ends at most this far on.
+COMMENT_OPENER_KEY_LONGEST = max(map(len, COMMENT_OPENER_KEY.pattern.split("|")))
 
 # Citations that only point somewhere: an author-year or numbered reference, a DOI, a URL, an
 # arXiv id, a figure or table label. They cannot support a claim, so they never count.

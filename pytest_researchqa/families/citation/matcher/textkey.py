@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
 _KEPT = "%<>=+"
 # Characters that stand for a decimal point or a sign in context: markers replace them first.
 _DECIMAL_MARK, _SIGN_MARK = "\x01", "\x02"
-_ASCII_DROPPED = bytes(c for c in range(128)
+ASCII_DROPPED = bytes(c for c in range(128)
                        if not chr(c).isalnum() and chr(c) not in _KEPT + _DECIMAL_MARK + _SIGN_MARK)
 # Each pattern starts with its literal character, so the regex engine skips to it at C speed.
 _DECIMAL_POINT = re.compile(r"\.(?<=\d\.)(?=\d)")
@@ -80,6 +80,11 @@ def mark_context(text: str) -> str:
     if not ("0" in text or "1" in text or "2" in text or "3" in text or "4" in text
             or "5" in text or "6" in text or "7" in text or "8" in text or "9" in text):
         return text  # no number, nothing to mark (most quotes); has_digit inline: a call per key saved
+    return _mark_numbers(text)
+
+
+def _mark_numbers(text: str) -> str:
+    """:func:`mark_context` of a text known to hold an ASCII digit."""
     # A substitution costs several times a search that finds nothing (most texts: no decimal point,
     # no sign): each pattern is searched for first.
     if "." in text and _DECIMAL_POINT.search(text):
@@ -87,13 +92,14 @@ def mark_context(text: str) -> str:
     if "-" in text and _HYPHEN_SIGN.search(text):
         text = _HYPHEN_SIGN.sub(_SIGN_MARK, text)
     if not text.isascii():
-        if "\u00b7" in text:
+        if "\u00b7" in text and _DECIMAL_MIDDLE_DOT.search(text):
             text = _DECIMAL_MIDDLE_DOT.sub(_DECIMAL_MARK, text)
-        if "\u2212" in text:
+        if "\u2212" in text and _MINUS.search(text):
             text = _MINUS.sub(_SIGN_MARK, text)
-        # _DASHES, one test each (a generator over them costs ten times these tests).
+        # _DASHES, one test each (a generator over them costs ten times these tests); a dash in a range
+        # ("10\u201320") or between words is no sign, so the pattern is searched for before it substitutes.
         if ("\u2013" in text or "\u2014" in text or "\u2010" in text or "\u2011" in text or "\u2012" in text
-                or "\ufe63" in text or "\uff0d" in text):
+                or "\ufe63" in text or "\uff0d" in text) and _DASH_SIGN.search(text):
             text = _DASH_SIGN.sub(_SIGN_MARK, text)
     return text
 
@@ -107,7 +113,7 @@ def _fold_char(match: re.Match[str]) -> str:
     return _FOLD_CHARS.get(char, char)
 
 
-_MARKS_BACK_BYTES = bytes.maketrans(_DECIMAL_MARK.encode() + _SIGN_MARK.encode(), b".-")
+MARKS_BACK_BYTES = bytes.maketrans(_DECIMAL_MARK.encode() + _SIGN_MARK.encode(), b".-")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -144,7 +150,7 @@ def text_key(text: str) -> str:
     # text with a digit has any (most quotes have none: the test inline, a call saved).
     if ("0" in text or "1" in text or "2" in text or "3" in text or "4" in text
             or "5" in text or "6" in text or "7" in text or "8" in text or "9" in text):
-        text = mark_context(text)
+        text = _mark_numbers(text)
     if not text.isascii():
         text = _fold_common(text)
     try:
@@ -153,7 +159,7 @@ def text_key(text: str) -> str:
     except UnicodeEncodeError:
         return _general_key(text)
     # bytes operations run in C: the hot path for English papers and quotes.
-    return data.lower().translate(_MARKS_BACK_BYTES, _ASCII_DROPPED).decode("ascii")
+    return data.lower().translate(MARKS_BACK_BYTES, ASCII_DROPPED).decode("ascii")
 
 
 # The non-ASCII characters quotes carry most (typographic quotes, dashes, ligatures; then the section
@@ -174,7 +180,7 @@ def _fold_common(text: str) -> str:
 
 
 _PART_MARK = "\x03"
-_ASCII_DROPPED_BUT_PARTS = _ASCII_DROPPED.replace(_PART_MARK.encode(), b"")
+ASCII_DROPPED_BUT_PARTS = ASCII_DROPPED.replace(_PART_MARK.encode(), b"")
 
 
 def part_keys(text: str) -> list[str]:
@@ -188,7 +194,7 @@ def part_keys(text: str) -> list[str]:
         data = marked.encode("ascii", _FOLD_HANDLER)
     except UnicodeEncodeError:
         return [text_key(part) for part in text.split(_PART_MARK)]
-    return data.lower().translate(_MARKS_BACK_BYTES, _ASCII_DROPPED_BUT_PARTS).decode("ascii").split(_PART_MARK)
+    return data.lower().translate(MARKS_BACK_BYTES, ASCII_DROPPED_BUT_PARTS).decode("ascii").split(_PART_MARK)
 
 
 def _general_key(text: str) -> str:

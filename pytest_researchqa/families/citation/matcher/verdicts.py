@@ -182,6 +182,28 @@ class CitationMatch:
         return self._diagnosis
 
 
+_new_match = object.__new__
+
+
+def verbatim_hit(citation: str, index: SourceIndex, start: int, end: int) -> CitationMatch:
+    """``CitationMatch(citation, index, True, VERBATIM, ((start, end),))``, built without the call of
+    ``__init__`` and its keywords (most citations are exact hits: this is their result)."""
+    match: CitationMatch = _new_match(CitationMatch)
+    match.citation, match.grounded, match.key_spans, match.commentary = citation, True, ((start, end),), None
+    match._index, match._verdict, match._parts, match._diagnosis = index, VERBATIM, (), None
+    return match
+
+
+
+def not_grounded(citation: str, index: SourceIndex, parts: tuple[str, ...]) -> CitationMatch:
+    """``CitationMatch(citation, index, False, None, (), parts=parts)`` the same way: a citation the
+    matcher did not find, its verdict worked out when read."""
+    match: CitationMatch = _new_match(CitationMatch)
+    match.citation, match.grounded, match.key_spans, match.commentary = citation, False, (), None
+    match._index, match._verdict, match._parts, match._diagnosis = index, None, parts, None
+    return match
+
+
 def _clip(text: str | None, width: int, left: bool = False) -> str:
     text = " ".join((text or "").split())
     if len(text) <= width:
