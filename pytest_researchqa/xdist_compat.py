@@ -101,6 +101,31 @@ class Lookahead:
         return found
 
 
+# A row's record crosses from a worker to the controller as one JSON text (issue 24 item 4): execnet
+# serializes a report's plain data object by object in Python, about 200 objects for a row's record,
+# on the worker and again on the controller; ``json`` does the same text in C, and the controller
+# appends that text to the run's partial rows file as it is.
+RECORD_TEXT = "researchqa_json"
+
+
+class WorkerHooks:
+    """Hooks that exist only under xdist, registered on a worker."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_report_to_serializable(self, config: pytest.Config, report: Any) -> Any:
+        data = yield
+        plain = data.get("researchqa") if isinstance(data, dict) else None
+        if isinstance(plain, dict):
+            from .runs import record_line
+
+            try:
+                data[RECORD_TEXT] = record_line(plain)
+            except (TypeError, ValueError):
+                return data  # not JSON (a family's own detail): it travels as execnet's plain data
+            del data["researchqa"]
+        return data
+
+
 class ControllerHooks:
     """Hooks that exist only under xdist, registered on the controller."""
 
@@ -126,6 +151,17 @@ class ControllerHooks:
                 return f"paper:{paper}" if paper is not None else nodeid
 
         return ByPaper(config, log)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_report_from_serializable(self, config: pytest.Config, data: Any) -> Any:
+        """A worker's report: its record back as plain data (``report.researchqa``), its text kept for the rows file."""
+        report = yield
+        text = getattr(report, RECORD_TEXT, None)
+        if isinstance(text, str):
+            import json
+
+            report.researchqa = json.loads(text)
+        return report
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self._on_collection(ids)
