@@ -101,11 +101,16 @@ class Lookahead:
         return found
 
 
-# A row's record crosses from a worker to the controller as one JSON text (issue 24 item 4): execnet
-# serializes a report's plain data object by object in Python, about 200 objects for a row's record,
-# on the worker and again on the controller; ``json`` does the same text in C, and the controller
-# appends that text to the run's partial rows file as it is.
+# A row's reports cross from a worker to the controller as JSON text (issue 24 item 4). execnet
+# serializes plain data object by object in Python, on the worker and again on the controller's
+# receiving thread: about 200 objects for a row's record, 30-60 for each of its three reports.
+# ``json`` writes and reads the same data in C. The record is its own text inside the report's
+# (the controller appends it to the run's partial rows file as it came); the report's is unpacked
+# before pytest reads it back (``pytest_report_from_serializable``), so pytest and xdist see the
+# data they always see, with the tuples pytest's own fields hold put back.
 RECORD_TEXT = "researchqa_json"
+REPORT_TEXT = "researchqa_report"
+ROW_NODEIDS = "researchqa::"  # the built-in test's rows (plugin.PROTOCOL_NODEID)
 
 
 class WorkerHooks:
@@ -114,16 +119,36 @@ class WorkerHooks:
     @pytest.hookimpl(wrapper=True)
     def pytest_report_to_serializable(self, config: pytest.Config, report: Any) -> Any:
         data = yield
-        plain = data.get("researchqa") if isinstance(data, dict) else None
-        if isinstance(plain, dict):
-            from .runs import record_line
+        if not isinstance(data, dict) or data.get("$report_type") != "TestReport":
+            return data
+        plain = data.get("researchqa")
+        if not isinstance(plain, dict) and not str(data.get("nodeid", "")).startswith(ROW_NODEIDS):
+            return data  # another test's report: as xdist sends it
+        import json
 
-            try:
-                data[RECORD_TEXT] = record_line(plain)
-            except (TypeError, ValueError):
-                return data  # not JSON (a family's own detail): it travels as execnet's plain data
-            del data["researchqa"]
-        return data
+        from .runs import record_line
+
+        try:
+            text = json.dumps({**data, "researchqa": None, RECORD_TEXT: record_line(plain)}
+                              if isinstance(plain, dict) else data, ensure_ascii=False)
+        except (TypeError, ValueError):
+            return data  # not JSON (a plugin's own attribute): it travels as execnet's plain data
+        return {REPORT_TEXT: text}
+
+
+def unpack_report(data: dict[str, Any]) -> None:
+    """A worker's report as pytest serialized it (in place), from its JSON text."""
+    import json
+
+    data.update(json.loads(data.pop(REPORT_TEXT)))
+    if data.get("researchqa", False) is None:
+        del data["researchqa"]
+    for name in ("location", "longrepr"):  # a location and a skip's (path, line, reason) are tuples
+        if isinstance(data.get(name), list):
+            data[name] = tuple(data[name])
+    for name in ("sections", "user_properties"):  # lists of (name, text) pairs
+        if isinstance(data.get(name), list):
+            data[name] = [tuple(pair) if isinstance(pair, list) else pair for pair in data[name]]
 
 
 class ControllerHooks:
@@ -154,7 +179,10 @@ class ControllerHooks:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_report_from_serializable(self, config: pytest.Config, data: Any) -> Any:
-        """A worker's report: its record back as plain data (``report.researchqa``), its text kept for the rows file."""
+        """A worker's report: unpacked for pytest, its record back as plain data (``report.researchqa``),
+        the record's text kept for the rows file."""
+        if isinstance(data, dict) and REPORT_TEXT in data:
+            unpack_report(data)
         report = yield
         text = getattr(report, RECORD_TEXT, None)
         if isinstance(text, str):
