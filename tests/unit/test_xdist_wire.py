@@ -1,0 +1,70 @@
+"""What crosses from an xdist worker to the controller: a row's reports as JSON text, read back as pytest
+would have read execnet's plain data (issue 24 item 4)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_researchqa.runs import record_line
+from pytest_researchqa.xdist_compat import RECORD_TEXT, REPORT_TEXT, ControllerHooks, WorkerHooks
+
+
+def _through(wrapper, *args, inner):
+    """A new-style hook wrapper run around ``inner``'s result."""
+    step = wrapper(*args)
+    next(step)
+    try:
+        step.send(inner)
+    except StopIteration as done:
+        return done.value
+    raise AssertionError("the wrapper yielded twice")
+
+
+def _across(config: pytest.Config, report: pytest.TestReport) -> tuple[dict, pytest.TestReport]:
+    data = _through(WorkerHooks().pytest_report_to_serializable, config, report,
+                    inner=config.hook.pytest_report_to_serializable(config=config, report=report))
+    data["item_index"] = 3  # what xdist adds before sending
+    sent = dict(data)
+    step = ControllerHooks(lambda ids: None, lambda output: None).pytest_report_from_serializable(config, data)
+    next(step)  # unpacks ``data`` in place, before pytest reads it
+    try:
+        step.send(config.hook.pytest_report_from_serializable(config=config, data=data))
+    except StopIteration as done:
+        return sent, done.value
+    raise AssertionError("the wrapper yielded twice")
+
+
+def test_a_rows_skipped_report_crosses_as_one_text_and_reads_back_with_its_tuples(pytester):
+    config = pytester.parseconfig()
+    report = pytest.TestReport("researchqa::test_question[bm25-lookup-r1]", ("protocol.py", 19, "test_question"),
+                               {"lookup": 1}, "skipped", ("protocol.py", 20, "Skipped: no paper"), "setup",
+                               sections=[("Captured stdout setup", "hello")],
+                               user_properties=[("researchqa.citation_accuracy", "1")])
+    sent, back = _across(config, report)
+    assert set(sent) == {REPORT_TEXT, "item_index"}, "one text, beside what xdist adds"
+    assert back.longrepr == ("protocol.py", 20, "Skipped: no paper") and isinstance(back.longrepr, tuple)
+    assert back.location == ("protocol.py", 19, "test_question")
+    assert back.sections == [("Captured stdout setup", "hello")]
+    assert back.user_properties == [("researchqa.citation_accuracy", "1")]
+    assert back.outcome == "skipped" and back.when == "setup" and back.keywords == {"lookup": 1}
+    assert not hasattr(back, "researchqa")
+
+
+def test_a_rows_record_reads_back_as_plain_data_with_the_line_the_rows_file_gets(pytester):
+    config = pytester.parseconfig()
+    report = pytest.TestReport("researchqa::test_question[bm25-lookup-r1]", ("protocol.py", 19, "test_question"),
+                               {}, "passed", None, "call")
+    record = {"row_id": "r1", "metrics": {"citation_accuracy": 0.5}, "details": {"answer": "é \"quoted\""}}
+    report.researchqa = record  # type: ignore[attr-defined]
+    _, back = _across(config, report)
+    assert back.researchqa == record
+    assert getattr(back, RECORD_TEXT) == record_line(record)
+
+
+def test_another_tests_report_travels_as_xdist_sends_it(pytester):
+    config = pytester.parseconfig()
+    report = pytest.TestReport("tests/test_x.py::test_y", ("tests/test_x.py", 1, "test_y"), {}, "passed", None,
+                               "call")
+    sent, back = _across(config, report)
+    assert REPORT_TEXT not in sent and sent["nodeid"] == "tests/test_x.py::test_y"
+    assert back.location == ("tests/test_x.py", 1, "test_y")
