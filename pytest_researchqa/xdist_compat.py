@@ -151,6 +151,40 @@ def unpack_report(data: dict[str, Any]) -> None:
             data[name] = [tuple(pair) if isinstance(pair, list) else pair for pair in data[name]]
 
 
+class PendingCounts:
+    """xdist's count of a worker's pending tests (``LoadScopeScheduling._pending_of``) without rescanning the
+    papers the worker has finished.
+
+    xdist counts a worker's pending tests over every scope it was ever handed, after every test and, through
+    ``has_pending`` and ``tests_finished``, for every worker after every event the controller reads: with a
+    scope a paper, the controller's work grows as rows x papers (issue 24 item 4). A worker's workload only
+    gains scopes, and a test once done stays done, so a finished paper is counted once and left out after.
+    A workload of another shape is counted by xdist's own method.
+    """
+
+    def _pending_of(self, workload: Any) -> int:
+        memo: dict[int, list[Any]] = self.__dict__.setdefault("_researchqa_open", {})
+        entry = memo.get(id(workload))
+        if entry is None or entry[0] is not workload:
+            entry = memo[id(workload)] = [workload, 0, []]  # the workload, scopes seen, scopes not finished
+        if not isinstance(workload, dict) or len(workload) < entry[1]:
+            del memo[id(workload)]
+            return int(super()._pending_of(workload))  # type: ignore[misc]
+        if len(workload) > entry[1]:
+            import itertools
+
+            entry[2].extend(itertools.islice(workload.values(), entry[1], None))
+            entry[1] = len(workload)
+        pending, still = 0, []
+        for scope in entry[2]:
+            left = sum(1 for done in scope.values() if not done)
+            if left:
+                pending += left
+                still.append(scope)
+        entry[2] = still
+        return pending
+
+
 class ControllerHooks:
     """Hooks that exist only under xdist, registered on the controller."""
 
@@ -169,7 +203,7 @@ class ControllerHooks:
 
         papers = self._papers_by_test_id()
 
-        class ByPaper(LoadScopeScheduling):  # type: ignore[misc]  # xdist ships no type hints
+        class ByPaper(PendingCounts, LoadScopeScheduling):  # type: ignore[misc]  # xdist ships no type hints
             def _split_scope(self, nodeid: str) -> str:
                 test_id = nodeid.rpartition("[")[2].rstrip("]")
                 paper = papers.get(test_id)

@@ -68,3 +68,30 @@ def test_another_tests_report_travels_as_xdist_sends_it(pytester):
     sent, back = _across(config, report)
     assert REPORT_TEXT not in sent and sent["nodeid"] == "tests/test_x.py::test_y"
     assert back.location == ("tests/test_x.py", 1, "test_y")
+
+
+def test_a_workers_pending_tests_are_counted_as_xdist_counts_them_as_papers_are_handed_and_finished():
+    import random
+
+    from xdist.scheduler import LoadScopeScheduling
+
+    from pytest_researchqa.xdist_compat import PendingCounts
+
+    class Counted(PendingCounts, LoadScopeScheduling):
+        def __init__(self) -> None:  # the count needs none of the scheduler's state
+            pass
+
+    counted, rng = Counted(), random.Random(4)
+    workloads: list[dict[str, dict[str, bool]]] = [{}, {}]
+    for step in range(400):
+        workload = rng.choice(workloads)
+        if rng.random() < 0.1 or not workload:
+            workload[f"paper:{step}"] = {f"t{step}-{n}": False for n in range(rng.randint(1, 5))}
+        else:
+            scope = rng.choice(list(workload.values()))
+            scope[rng.choice(list(scope))] = True
+        for each in workloads:
+            assert counted._pending_of(each) == LoadScopeScheduling._pending_of(counted, each)
+    requeued = workloads.pop()  # a worker that went down: its workload given to another, whole
+    workloads[0].update(requeued)
+    assert counted._pending_of(workloads[0]) == LoadScopeScheduling._pending_of(counted, workloads[0])
