@@ -155,9 +155,9 @@ class PendingCounts:
     """xdist's count of a worker's pending tests (``LoadScopeScheduling._pending_of``) without rescanning the
     papers the worker has finished.
 
-    xdist counts a worker's pending tests over every scope it was ever handed, after every test and, through
-    ``has_pending`` and ``tests_finished``, for every worker after every event the controller reads: with a
-    scope a paper, the controller's work grows as rows x papers (issue 24 item 4). A worker's workload only
+    xdist counts a worker's pending tests over every scope it was ever handed, after every test and, once
+    every paper is handed out (``tests_finished``), for every worker after every event the controller reads:
+    with a scope a paper, the controller's work grows as rows x papers (issue 24 item 4). A worker's workload only
     gains scopes, and a test once done stays done, so a finished paper is counted once and left out after.
     A workload of another shape is counted by xdist's own method.
     """
