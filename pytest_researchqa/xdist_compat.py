@@ -111,6 +111,7 @@ class Lookahead:
 RECORD_TEXT = "researchqa_json"
 REPORT_TEXT = "researchqa_report"
 ROW_NODEIDS = "researchqa::"  # the built-in test's rows (plugin.PROTOCOL_NODEID)
+READS_TEXT = "researchqa_reads_text"  # in a worker's workerinput: its controller unpacks the text
 
 
 class WorkerHooks:
@@ -119,8 +120,9 @@ class WorkerHooks:
     @pytest.hookimpl(wrapper=True)
     def pytest_report_to_serializable(self, config: pytest.Config, report: Any) -> Any:
         data = yield
-        if not isinstance(data, dict) or data.get("$report_type") != "TestReport":
-            return data
+        if (not isinstance(data, dict) or data.get("$report_type") != "TestReport"
+                or not getattr(config, "workerinput", {}).get(READS_TEXT)):
+            return data  # not a test's report, or a controller that does not unpack the text
         plain = data.get("researchqa")
         if not isinstance(plain, dict) and not str(data.get("nodeid", "")).startswith(ROW_NODEIDS):
             return data  # another test's report: as xdist sends it
@@ -224,6 +226,10 @@ class ControllerHooks:
 
             report.researchqa = json.loads(text)
         return report
+
+    def pytest_configure_node(self, node: Any) -> None:
+        """Tell each worker this controller unpacks reports sent as JSON text."""
+        node.workerinput[READS_TEXT] = True
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self._on_collection(ids)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_researchqa.runs import record_line
-from pytest_researchqa.xdist_compat import RECORD_TEXT, REPORT_TEXT, ControllerHooks, WorkerHooks
+from pytest_researchqa.xdist_compat import READS_TEXT, RECORD_TEXT, REPORT_TEXT, ControllerHooks, WorkerHooks
 
 
 def _through(wrapper, *args, inner):
@@ -21,6 +21,8 @@ def _through(wrapper, *args, inner):
 
 
 def _across(config: pytest.Config, report: pytest.TestReport) -> tuple[dict, pytest.TestReport]:
+    if not hasattr(config, "workerinput"):
+        config.workerinput = {READS_TEXT: True}  # type: ignore[attr-defined]  # a worker of this controller
     data = _through(WorkerHooks().pytest_report_to_serializable, config, report,
                     inner=config.hook.pytest_report_to_serializable(config=config, report=report))
     data["item_index"] = 3  # what xdist adds before sending
@@ -59,6 +61,17 @@ def test_a_rows_record_reads_back_as_plain_data_with_the_line_the_rows_file_gets
     _, back = _across(config, report)
     assert back.researchqa == record
     assert getattr(back, RECORD_TEXT) == record_line(record)
+
+
+def test_a_worker_whose_controller_does_not_say_it_unpacks_sends_reports_as_xdist_does(pytester):
+    config = pytester.parseconfig()
+    config.workerinput = {}  # type: ignore[attr-defined]
+    report = pytest.TestReport("researchqa::test_question[bm25-lookup-r1]", ("protocol.py", 19, "test_question"),
+                               {}, "passed", None, "call")
+    report.researchqa = {"row_id": "r1"}  # type: ignore[attr-defined]
+    sent, back = _across(config, report)
+    assert REPORT_TEXT not in sent and sent["researchqa"] == {"row_id": "r1"}
+    assert back.researchqa == {"row_id": "r1"}
 
 
 def test_another_tests_report_travels_as_xdist_sends_it(pytester):
