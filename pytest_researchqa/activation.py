@@ -29,7 +29,7 @@ def activate(config: pytest.Config) -> "Settings":
         return settings
     from .run_hooks import RunHooks
     from .settings import read_settings
-    from .xdist_compat import ControllerHooks, groups_by_paper
+    from .xdist_compat import ControllerHooks, WorkerHooks, groups_by_paper
 
     settings = read_settings(config)
     config.stash[SETTINGS] = settings
@@ -45,6 +45,8 @@ def activate(config: pytest.Config) -> "Settings":
         config.pluginmanager.register(ControllerHooks(run_hooks.node_collected, run_hooks.node_down,
                                                       run_hooks.papers_by_test_id if by_paper else None),
                                       "researchqa-xdist")
+    elif is_worker(config):
+        config.pluginmanager.register(WorkerHooks(), "researchqa-xdist")
     if settings.models or settings.judges or settings.flagged_judge:
         import importlib.util
 

@@ -185,10 +185,14 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     """Carry the row's record on its report: plain data, so it crosses xdist."""
-    report = yield
     record: Optional["RowRecord"] = item.stash.get(RECORD, None)
     if record is None:
-        return report
+        return (yield)
+    if call.when == "call" and call.excinfo is not None:
+        from .row_reports import spare_traceback
+
+        spare_traceback(item, call, record)
+    report = yield
     if call.when == "teardown":  # the row is done: its record travels on its report, the item keeps none
         del item.stash[RECORD]
         if RECORDER in item.stash:

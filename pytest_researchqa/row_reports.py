@@ -109,16 +109,35 @@ def wants_full_report(config: pytest.Config) -> bool:
     return bool(config.option.tbstyle == "long" or config.getoption("verbose") > 0)
 
 
+def graded_failure(call: pytest.CallInfo[None], record: "RowRecord") -> bool:
+    """The test's call fell below the row's bar: an assertion failed, and no system error was recorded."""
+    return (call.when == "call" and call.excinfo is not None and call.excinfo.errisinstance(AssertionError)
+            and not record.error)
+
+
+def spare_traceback(item: pytest.Item, call: pytest.CallInfo[None], record: "RowRecord") -> None:
+    """Before pytest renders a graded failure whose rendering :func:`settle` replaces by the diagnosis: keep
+    only its last traceback entry (issue 24 items 4 and 5). pytest walks and renders every frame of a failure
+    (a few ms a row, the pluggy frames included); a row below its bar shows its diagnosis instead, so only
+    ``--tb=long``, ``-v`` and ``--pdb`` keep the whole traceback."""
+    if (graded_failure(call, record) and not wants_full_report(item.config)
+            and not item.config.getoption("usepdb", False)):
+        assert call.excinfo is not None
+        call.excinfo.traceback = call.excinfo.traceback[-1:]
+
+
 def settle(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport, record: "RowRecord",
            state: "RunState") -> None:
     """Decide the row's outcome on its report and record: error, below its bar, or the test's own."""
     failed_call = call.when == "call" and call.excinfo is not None
-    graded_failure = failed_call and call.excinfo.errisinstance(AssertionError) and not record.error  # type: ignore[union-attr]
-    if failed_call and not record.error and not graded_failure:
+    graded = graded_failure(call, record)
+    if failed_call and not record.error and not graded:
         if not call.excinfo.errisinstance((pytest.xfail.Exception, pytest.skip.Exception)):  # type: ignore[union-attr]
             record.error = f"{call.excinfo.typename}: {call.excinfo.value}"  # type: ignore[union-attr]
-    if graded_failure and call.excinfo is not None:
+    if graded and call.excinfo is not None:
         record.diagnosis = state.redact(saved_diagnosis(str(call.excinfo.value)))  # a provider may echo a key
+        if not wants_full_report(item.config):  # an expected failure's too: it crosses xdist, pytest shows none
+            report.longrepr = for_terminal(f"{record.system} · {record.row_id}: {diagnosis_of(record.diagnosis)}")
         if not state.settings.fail_rows:
             first_line = record.diagnosis.splitlines()[0]
             report.outcome = "skipped"
@@ -126,8 +145,6 @@ def settle(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestRe
             record.outcome = "below_bar"
             release_frames(call)
             return
-        if not wants_full_report(item.config):
-            report.longrepr = for_terminal(f"{record.system} · {record.row_id}: {diagnosis_of(record.diagnosis)}")
         if not item.config.getoption("usepdb", False):
             release_frames(call)
     record.outcome = "error" if record.error else ("xfailed" if hasattr(report, "wasxfail") else report.outcome)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generator, Optional, TypeVar
 import pytest
 
 from .stash import DRY_RUN, GENERATED, SETTINGS, case_of, run_state, started
-from .xdist_compat import Lookahead, is_worker
+from .xdist_compat import RECORD_TEXT, Lookahead, is_worker
 
 if TYPE_CHECKING:  # pragma: no cover
     from .llm.judges import ModelJudge
@@ -263,8 +263,8 @@ class RunHooks:
             record = RowRecord.from_plain(plain)
             self.state.session.add(record)
             writer = self._results_writer()
-            if writer is not None:
-                writer.add(record, plain)  # on disk at once: a killed run keeps its finished rows
+            if writer is not None:  # on disk at once: a killed run keeps its finished rows
+                writer.add(record, plain, getattr(report, RECORD_TEXT, None))
             if self.progress is not None:
                 self.progress.row_done(record)
         elif report.failed:
@@ -279,6 +279,7 @@ class RunHooks:
             return (yield)
         finally:
             report.__dict__.pop("researchqa", None)
+            report.__dict__.pop(RECORD_TEXT, None)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_report_teststatus(self, report: pytest.TestReport) -> Optional[tuple[str, str, str]]:

@@ -110,6 +110,11 @@ def git_commit(where: Path) -> Optional[str]:
     return done.stdout.strip() or None if done.returncode == 0 else None
 
 
+def record_line(plain: dict[str, Any]) -> str:
+    """A record's plain data as its line of the partial rows file (without the newline)."""
+    return json.dumps(plain, ensure_ascii=False)
+
+
 class RunWriter:
     """Streams records into a run folder and finishes it with the sorted rows and the manifest.
 
@@ -121,16 +126,19 @@ class RunWriter:
         self.failed: Optional[str] = None
         self._partial: Optional[TextIO] = None
 
-    def add(self, record: RowRecord, plain: Optional[dict[str, Any]] = None) -> None:
+    def add(self, record: RowRecord, plain: Optional[dict[str, Any]] = None, line: Optional[str] = None) -> None:
         """Append a row to the partial file at once (a killed run keeps its finished rows). ``plain`` is
-        the record's plain data when the caller has it already (a report's): not made again."""
+        the record's plain data when the caller has it already (a report's), ``line`` its text
+        (:func:`record_line`, made by an xdist worker): neither is made again."""
         if self.failed is not None:
             return
         try:
             if self._partial is None:
                 self.folder.mkdir(parents=True, exist_ok=True)
                 self._partial = open(self.folder / PARTIAL_FILE, "a", encoding="utf-8")
-            self._partial.write(json.dumps(record.to_plain() if plain is None else plain, ensure_ascii=False) + "\n")
+            if line is None:
+                line = record_line(record.to_plain() if plain is None else plain)
+            self._partial.write(line + "\n")
             self._partial.flush()
         except OSError as error:
             self._fail(error)

@@ -101,6 +101,92 @@ class Lookahead:
         return found
 
 
+# A row's reports cross from a worker to the controller as JSON text (issue 24 item 4). execnet
+# serializes plain data object by object in Python, on the worker and again on the controller's
+# receiving thread: about 200 objects for a row's record, 30-60 for each of its three reports.
+# ``json`` writes and reads the same data in C. The record is its own text inside the report's
+# (the controller appends it to the run's partial rows file as it came); the report's is unpacked
+# before pytest reads it back (``pytest_report_from_serializable``), so pytest and xdist see the
+# data they always see, with the tuples pytest's own fields hold put back.
+RECORD_TEXT = "researchqa_json"
+REPORT_TEXT = "researchqa_report"
+ROW_NODEIDS = "researchqa::"  # the built-in test's rows (plugin.PROTOCOL_NODEID)
+READS_TEXT = "researchqa_reads_text"  # in a worker's workerinput: its controller unpacks the text
+
+
+class WorkerHooks:
+    """Hooks that exist only under xdist, registered on a worker."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_report_to_serializable(self, config: pytest.Config, report: Any) -> Any:
+        data = yield
+        if (not isinstance(data, dict) or data.get("$report_type") != "TestReport"
+                or not getattr(config, "workerinput", {}).get(READS_TEXT)):
+            return data  # not a test's report, or a controller that does not unpack the text
+        plain = data.get("researchqa")
+        if not isinstance(plain, dict) and not str(data.get("nodeid", "")).startswith(ROW_NODEIDS):
+            return data  # another test's report: as xdist sends it
+        import json
+
+        from .runs import record_line
+
+        try:
+            text = json.dumps({**data, "researchqa": None, RECORD_TEXT: record_line(plain)}
+                              if isinstance(plain, dict) else data, ensure_ascii=False)
+        except (TypeError, ValueError):
+            return data  # not JSON (a plugin's own attribute): it travels as execnet's plain data
+        return {REPORT_TEXT: text}
+
+
+def unpack_report(data: dict[str, Any]) -> None:
+    """A worker's report as pytest serialized it (in place), from its JSON text."""
+    import json
+
+    data.update(json.loads(data.pop(REPORT_TEXT)))
+    if data.get("researchqa", False) is None:
+        del data["researchqa"]
+    for name in ("location", "longrepr"):  # a location and a skip's (path, line, reason) are tuples
+        if isinstance(data.get(name), list):
+            data[name] = tuple(data[name])
+    for name in ("sections", "user_properties"):  # lists of (name, text) pairs
+        if isinstance(data.get(name), list):
+            data[name] = [tuple(pair) if isinstance(pair, list) else pair for pair in data[name]]
+
+
+class PendingCounts:
+    """xdist's count of a worker's pending tests (``LoadScopeScheduling._pending_of``) without rescanning the
+    papers the worker has finished.
+
+    xdist counts a worker's pending tests over every scope it was ever handed, after every test and, once
+    every paper is handed out (``tests_finished``), for every worker after every event the controller reads:
+    with a scope a paper, the controller's work grows as rows x papers (issue 24 item 4). A worker's workload only
+    gains scopes, and a test once done stays done, so a finished paper is counted once and left out after.
+    A workload of another shape is counted by xdist's own method.
+    """
+
+    def _pending_of(self, workload: Any) -> int:
+        memo: dict[int, list[Any]] = self.__dict__.setdefault("_researchqa_open", {})
+        entry = memo.get(id(workload))
+        if entry is None or entry[0] is not workload:
+            entry = memo[id(workload)] = [workload, 0, []]  # the workload, scopes seen, scopes not finished
+        if not isinstance(workload, dict) or len(workload) < entry[1]:
+            del memo[id(workload)]
+            return int(super()._pending_of(workload))  # type: ignore[misc]
+        if len(workload) > entry[1]:
+            import itertools
+
+            entry[2].extend(itertools.islice(workload.values(), entry[1], None))
+            entry[1] = len(workload)
+        pending, still = 0, []
+        for scope in entry[2]:
+            left = sum(1 for done in scope.values() if not done)
+            if left:
+                pending += left
+                still.append(scope)
+        entry[2] = still
+        return pending
+
+
 class ControllerHooks:
     """Hooks that exist only under xdist, registered on the controller."""
 
@@ -119,13 +205,31 @@ class ControllerHooks:
 
         papers = self._papers_by_test_id()
 
-        class ByPaper(LoadScopeScheduling):  # type: ignore[misc]  # xdist ships no type hints
+        class ByPaper(PendingCounts, LoadScopeScheduling):  # type: ignore[misc]  # xdist ships no type hints
             def _split_scope(self, nodeid: str) -> str:
                 test_id = nodeid.rpartition("[")[2].rstrip("]")
                 paper = papers.get(test_id)
                 return f"paper:{paper}" if paper is not None else nodeid
 
         return ByPaper(config, log)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_report_from_serializable(self, config: pytest.Config, data: Any) -> Any:
+        """A worker's report: unpacked for pytest, its record back as plain data (``report.researchqa``),
+        the record's text kept for the rows file."""
+        if isinstance(data, dict) and REPORT_TEXT in data:
+            unpack_report(data)
+        report = yield
+        text = getattr(report, RECORD_TEXT, None)
+        if isinstance(text, str):
+            import json
+
+            report.researchqa = json.loads(text)
+        return report
+
+    def pytest_configure_node(self, node: Any) -> None:
+        """Tell each worker this controller unpacks reports sent as JSON text."""
+        node.workerinput[READS_TEXT] = True
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self._on_collection(ids)

@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+from xml.etree import ElementTree
 
 import pytest
 from helpers import WITHOUT_HYPOTHESIS, leaderboard_table
@@ -71,7 +72,7 @@ def test_under_xdist_the_leaderboard_the_saved_rows_and_the_regression_gate_are_
     same run with ``-n 2`` and without xdist, compared). The serial run is in-process: only xdist needs
     a fresh interpreter."""
     args = ("--researchqa-system=bm25", "--researchqa-system=oracle", f"--researchqa-cache-dir={tmp_path}", *RUN)
-    serial = pytester.runpytest(*args, "--researchqa-save=serial", "-p", "no:xdist")
+    serial = pytester.runpytest(*args, "--researchqa-save=serial", "-p", "no:xdist", "--junitxml=serial.xml")
     pytester.makeconftest("""
         from pytest_researchqa.stash import run_state
 
@@ -81,7 +82,8 @@ def test_under_xdist_the_leaderboard_the_saved_rows_and_the_regression_gate_are_
     """)
     parallel = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, *args, "--researchqa-save=parallel", "-n", "2", "-v",
                                              "--researchqa-compare=serial",
-                                             "--researchqa-fail-on-regression=section_coverage")
+                                             "--researchqa-fail-on-regression=section_coverage",
+                                             "--junitxml=parallel.xml")
     assert "2 workers" in parallel.stdout.str()
     assert "controller holds the dataset: False" in parallel.stdout.str(), "it reads the rows to schedule them only"
     workers: dict[str, set[str]] = {}  # "[gw0] [ 3%] PASSED researchqa::test_question[oracle-lookup-edu-lookup-1]"
@@ -109,6 +111,20 @@ def test_under_xdist_the_leaderboard_the_saved_rows_and_the_regression_gate_are_
 
     assert comparable(runs["serial"]) == comparable(runs["parallel"])
     assert len(comparable(runs["serial"])) == 54
+
+    def junit(name):  # each testcase: its properties (latency aside) and what it says beyond passing
+        cases = {}
+        for case in ElementTree.parse(pytester.path / name).getroot().iter("testcase"):
+            properties = sorted((p.get("name"), p.get("value")) for p in case.iter("property")
+                                if "latency" not in p.get("name"))
+            cases[case.get("name")] = (properties, sorted((c.tag, c.get("type"), c.get("message"))
+                                                          for c in case if c.tag != "properties"))
+        return cases
+
+    serial_cases = junit("serial.xml")
+    assert any(said for _, said in serial_cases.values()) and any(p for p, _ in serial_cases.values())
+    rows = {name: case for name, case in junit("parallel.xml").items() if name.startswith("test_question")}
+    assert rows == serial_cases, "a row's reports cross from the workers as JSON text: JUnit says what it said"
 
     assert parallel.ret == pytest.ExitCode.OK, "rows below their bar are expected failures: the gate decides"
     parallel.assert_outcomes(passed=27 + 13 + 2, xfailed=14)  # the rows, and one gate testcase a system
