@@ -351,8 +351,10 @@ class RunHooks:
         self._write_files(state, outcome)
         from .row_reports import check_reports
 
+        stopped = session.shouldfail  # -x's "stopping after N failures" counts the rows, not the gates
         for report in check_reports(outcome):  # JUnit and pytest's counts carry each gate as a testcase
             self.config.hook.pytest_runtest_logreport(report=report)
+        session.shouldfail = stopped
         return outcome.passed
 
     def _write_files(self, state: "RunState", outcome: "RunOutcome") -> None:

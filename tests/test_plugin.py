@@ -489,6 +489,7 @@ class TestPartialRuns:
         result = run(option, "--researchqa-system=oracle", "--researchqa-fail-under=citation_accuracy=0.5", "-x")
         assert result.ret == 1
         result.stdout.fnmatch_lines(["*gate evaluated on 1 of 3 rows: the run stopped early*"])
+        assert "stopping after 1 failures" in result.stdout.str(), "the gates' testcases are not rows that failed"
 
     def test_a_gate_never_passes_a_rerun_of_the_last_failures(self, run, pytester):
         option = write_rows(pytester, [flat_row("r1", paper_id="ghost"), flat_row("r2"), flat_row("r3")],
