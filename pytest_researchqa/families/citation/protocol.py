@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from pytest_researchqa.families.citation.assertions import check_answer, judged
-from pytest_researchqa.fixtures import Answered
-
 if TYPE_CHECKING:  # pragma: no cover
+    from pytest_researchqa.fixtures import Answered
     from pytest_researchqa.papers import Paper
 
 
@@ -22,6 +20,11 @@ def test_question(researchqa_answered: Answered) -> None:
     case, row, paper, answer, state = researchqa_answered
     if answer is None:
         return  # --researchqa-audit: the paper has been checked against the row
+    # Imported here, not at the top: collecting the rows (--collect-only, each xdist worker's collection)
+    # needs none of the grading modules (the matcher, the metrics), which Python then compiles at every start
+    # when byte-code is not cached.
+    from pytest_researchqa.families.citation.assertions import check_answer, judged
+
     judges = state.judges_of(case)
     try:
         check_answer(answer, row, cast("Paper", paper), premise_judge=state.services.premise_judge())
