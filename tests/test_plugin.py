@@ -53,6 +53,15 @@ def test_the_oracle_is_perfect_and_passes_every_row(run):
     assert result.ret == 0
 
 
+def test_the_built_in_test_sets_up_one_fixture_a_row(run):
+    """pytest's own work for each fixture of a row outweighs the plugin's: the built-in test takes its case, row,
+    paper and answer from one fixture (issue 24 item 2)."""
+    result = run("--researchqa-system=oracle", "--setup-plan", "-k", "edu-lookup-1")
+    setups = [line.split()[2].split("[")[0] for line in result.stdout.lines if line.strip().startswith("SETUP ")]
+    assert setups == ["researchqa_answered"], setups
+    result.stdout.fnmatch_lines(["*(fixtures used: request, researchqa_answered)"])
+
+
 def test_item_ids_carry_system_question_type_and_row_id(run):
     result = run("--researchqa-system=oracle", "--collect-only", "-q")
     result.stdout.fnmatch_lines(["researchqa::test_question[[]oracle-lookup-edu-lookup-1[]]"])
