@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_researchqa.fixtures import Answered
     from pytest_researchqa.papers import Paper
+    from pytest_researchqa.row_setup import Answered
 
 
 def test_question(researchqa_answered: Answered) -> None:
