@@ -145,7 +145,9 @@ def carry_record(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.
     # Plain data on the report: an extra attribute xdist serializes. In the process that logs the report (no
     # xdist worker) the record itself goes to the session (RunState.hand_over), so the plain data need not be a
     # copy: it is written to the partial rows file and dropped from the report as soon as the report is logged.
-    here = not hasattr(item.config, "workerinput")
+    from .xdist_compat import is_worker
+
+    here = not is_worker(item.config)
     plain = record.to_plain(copy=not here)
     redacted = state.redact_plain(plain)
     report.researchqa = redacted  # type: ignore[attr-defined]
