@@ -74,7 +74,11 @@ def paper_of(request: pytest.FixtureRequest, state: "RunState", row: Any) -> "Op
         unavailable = str(cause)
     if unavailable is not None:
         error(request, unavailable)  # outside the except block: said once, not chained
-    check = check_expected_passages(row, match_index(paper))
+    # The dataset's own check of the row against its paper: the same for every system and repeat of the row.
+    key = (row.row_id, row.paper_id)
+    check = state.row_checks.get(key)
+    if check is None:
+        check = state.row_checks[key] = check_expected_passages(row, match_index(paper))
     record.expected_found, record.expected_total = check.counts
     missing = check.missing_sections
     if missing:

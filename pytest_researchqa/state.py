@@ -38,6 +38,9 @@ class RunState:
         self.sample_after_selection = sample_after_selection and settings.sample is not None
         self.family: Family = settings.benchmark_family
         self.services = Services(settings)
+        # (row id, paper id) -> the row's expected passages checked against its paper (row_setup.paper_of):
+        # once a row, however many systems answer it.
+        self.row_checks: dict[tuple[str, Optional[str]], Any] = {}
         # id(plain data on a report) -> (that plain data, its record): see hand_over.
         self._handed: dict[int, tuple[dict[str, Any], RowRecord]] = {}
         self.session = ResearchSession(
