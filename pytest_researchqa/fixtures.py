@@ -10,12 +10,11 @@ pytest compiles it as Python does instead of rewriting it (docs/architecture.md)
 
 from __future__ import annotations
 
-import time
-from typing import TYPE_CHECKING, Any, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import pytest
 
-from .stash import RECORD, RECORDER, Case, run_state, settings_of
+from .stash import RECORDER, Case, run_state, settings_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from .answers import Answer
@@ -23,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .llm.judges import JudgePanel, ModelJudge
     from .papers import Paper
     from .records import Recorder
+    from .row_setup import Answered
     from .settings import Settings
     from .state import RunState
     from .systems import System
@@ -31,15 +31,9 @@ if TYPE_CHECKING:  # pragma: no cover
 @pytest.fixture
 def researchqa_case(request: pytest.FixtureRequest) -> Case:
     """The parametrized case (row position and system); mostly for the other fixtures."""
-    case = getattr(request, "param", None)
-    if not isinstance(case, Case):
-        pytest.fail("researchqa_case is set by the plugin's parametrization; request researchqa_row instead",
-                    pytrace=False)
-    state = run_state(request.config)
-    record = state.new_record(case)
-    request.node.stash[RECORD] = record
-    request.node.stash[RECORDER] = state.recorder(record)
-    return case
+    from .row_setup import start_case
+
+    return start_case(request)
 
 
 @pytest.fixture
@@ -49,22 +43,12 @@ def researchqa_recorder(request: pytest.FixtureRequest, researchqa_case: Case) -
     return recorder
 
 
-def _error(request: pytest.FixtureRequest, message: str) -> NoReturn:
-    message = run_state(request.config).redact(message)  # a provider may echo a key back
-    request.node.stash[RECORD].error = message
-    pytest.fail(message, pytrace=False)
-
-
 @pytest.fixture
 def researchqa_row(request: pytest.FixtureRequest, researchqa_case: Case) -> "FamilyRow":
     """The benchmark row of this test (a :class:`~pytest_researchqa.families.citation.rows.Row`)."""
-    state = run_state(request.config)
-    if researchqa_case.kind == "problem":
-        problem = state.dataset.problems[researchqa_case.position]
-        record = request.node.stash[RECORD]
-        record.row_id, record.invalid_row = problem.row_id or problem.location, True
-        _error(request, f"invalid row: {problem}")
-    row: "FamilyRow" = state.dataset.rows[researchqa_case.position]
+    from .row_setup import row_of
+
+    row: "FamilyRow" = row_of(request, run_state(request.config), researchqa_case)
     return row
 
 
@@ -75,31 +59,9 @@ def researchqa_paper(request: pytest.FixtureRequest, researchqa_row: Any) -> "Op
     A paper that cannot be read makes the row error. A row with a required
     section the paper does not contain is a dataset defect: xfail by default.
     """
-    from .families.citation.matcher import match_index
-    from .families.citation.metrics import check_expected_passages
-    from .papers import PaperUnavailable
+    from .row_setup import paper_of
 
-    state: "RunState" = run_state(request.config)
-    if not state.family.uses_papers:
-        return None  # this family's rows are not about one paper
-    record = request.node.stash[RECORD]
-    unavailable = None
-    try:
-        paper = state.papers.get(researchqa_row.paper_id, researchqa_row.paper_s3_url)
-    except PaperUnavailable as error:
-        unavailable = str(error)
-    if unavailable is not None:
-        _error(request, unavailable)  # outside the except block: said once, not chained
-    check = check_expected_passages(researchqa_row, match_index(paper))
-    record.expected_found, record.expected_total = check.counts
-    missing = check.missing_sections
-    if missing:
-        reason = (f"dataset defect: no expected passage of section(s) {', '.join(map(repr, missing))} "
-                  f"is in the text of paper {researchqa_row.paper_id!r}")
-        if state.settings.defect_policy == "xfail":
-            record.defect = reason
-            pytest.xfail(reason)
-    return paper
+    return paper_of(request, run_state(request.config), researchqa_row)
 
 
 # Fixtures that need only the config take ``pytestconfig``, not ``request``: pytest makes a fixture
@@ -108,47 +70,36 @@ def researchqa_paper(request: pytest.FixtureRequest, researchqa_row: Any) -> "Op
 @pytest.fixture
 def researchqa_system(pytestconfig: pytest.Config, researchqa_case: Case) -> "Optional[System]":
     """The system under test (None when auditing the dataset)."""
-    if researchqa_case.system is None:
-        return None
-    system: "System" = run_state(pytestconfig).system(researchqa_case.system)
-    return system
+    from .row_setup import system_of
+
+    return system_of(run_state(pytestconfig), researchqa_case)
 
 
 @pytest.fixture
 def researchqa_answer(request: pytest.FixtureRequest, researchqa_case: Case, researchqa_row: "FamilyRow",
                       researchqa_paper: "Optional[Paper]", researchqa_system: "Optional[System]") -> "Optional[Answer]":
     """The system's :class:`~pytest_researchqa.families.citation.answers.Answer`; assertions on it record metrics."""
-    if researchqa_system is None:
-        return None
-    record = request.node.stash[RECORD]
-    started = time.perf_counter()
-    crash = None
-    try:
-        answer = (researchqa_system.answer(researchqa_row, researchqa_paper, repeat=researchqa_case.repeat)  # type: ignore[call-arg]
-                  if researchqa_case.repeat else researchqa_system.answer(researchqa_row, researchqa_paper))
-    except Exception as error:  # a crashing system is an error, not a wrong answer
-        from .systems import user_frames
+    from .row_setup import answer_of
 
-        where = user_frames(error)
-        crash = f"system {researchqa_system.name!r} raised {type(error).__name__}: {error}" + (
-            f"\n{where}" if where else "")
-    if crash is not None:
-        _error(request, crash)  # outside the except block: the user's error is shown once, not chained
-    # A model system measures latency around the model call itself, and knows tokens and cost.
-    from .records import USAGE_FIELDS, Usage
-
-    measured = {k: v for k, v in answer.meta.items() if k in USAGE_FIELDS and v is not None}
-    record.usage = Usage(**{"latency_s": time.perf_counter() - started, **measured})
-    record.baseline = not answer.cites
-    if state_uses_papers(request):  # the citation family: what the HTML report shows of the row
-        from .row_view import answer_view
-
-        record.details.update(answer_view(researchqa_row, answer))
-    return answer
+    return answer_of(request, run_state(request.config), researchqa_case, researchqa_row, researchqa_paper,
+                     researchqa_system)
 
 
-def state_uses_papers(request: pytest.FixtureRequest) -> bool:
-    return bool(run_state(request.config).family.uses_papers)
+@pytest.fixture
+def researchqa_answered(request: pytest.FixtureRequest) -> "Answered":
+    """The case, its row, paper and the system's answer, made in the order and with the outcomes of
+    ``researchqa_case``, ``researchqa_row``, ``researchqa_paper`` and ``researchqa_answer`` (an unreadable
+    paper or a crashing system errors the row, a dataset defect xfails it), by one fixture: the built-in
+    test's. pytest's own work for a fixture (a sub-request, a ``request`` definition read from a signature,
+    the setup hook, a finalizer) costs more a row than the plugin's work for it (issue 24 item 2).
+    Parametrized over the dataset like ``researchqa_case``, always per system."""
+    from .row_setup import Answered, answer_of, paper_of, row_of, start_case, system_of
+
+    state: "RunState" = run_state(request.config)
+    case = start_case(request)
+    row = row_of(request, state, case)
+    paper = paper_of(request, state, row)
+    return Answered(case, row, paper, answer_of(request, state, case, row, paper, system_of(state, case)), state)
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ import pytest
 
 from .fixtures import (  # noqa: F401  (fixtures are found as attributes of the plugin)
     researchqa_answer,
+    researchqa_answered,
     researchqa_case,
     researchqa_dataset,
     researchqa_judge,
@@ -34,7 +35,18 @@ from .fixtures import (  # noqa: F401  (fixtures are found as attributes of the 
     researchqa_system,
 )
 from .options import add_options, given_options
-from .stash import ACTIVATE, GENERATED, RECORD, RECORDER, RUN_STATE, SETTINGS, STATE_FACTORY, case_of, run_state
+from .stash import (
+    ACTIVATE,
+    CASE_FIXTURES,
+    GENERATED,
+    RECORD,
+    RECORDER,
+    RUN_STATE,
+    SETTINGS,
+    STATE_FACTORY,
+    case_of,
+    run_state,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .records import RowRecord
@@ -110,11 +122,14 @@ def _under_xdist(config: pytest.Config) -> bool:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "researchqa_case" not in metafunc.fixturenames:
+    # The parametrized fixture: researchqa_case (every fixture of a row builds on it), or the built-in
+    # test's one fixture that makes them all (researchqa_answered).
+    name = next((n for n in CASE_FIXTURES if n in metafunc.fixturenames), None)
+    if name is None:
         return
     from .activation import check_on_first_row, register_markers
 
-    with_systems = bool({"researchqa_answer", "researchqa_system"} & set(metafunc.fixturenames))
+    with_systems = bool({"researchqa_answer", "researchqa_system", "researchqa_answered"} & set(metafunc.fixturenames))
     try:
         check_on_first_row(metafunc.config)  # ini settings alone: checked here, not in every plain unit run
         state = run_state(metafunc.config)
@@ -124,7 +139,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     register_markers(metafunc.config, state.family.question_types)  # a project's own row test, no option
     known: dict[str, pytest.MarkDecorator] = {}  # one lookup per mark name, not per row
     metafunc.parametrize(
-        "researchqa_case",
+        name,
         [pytest.param(case, id=case_id, marks=[known.get(m) or known.setdefault(m, getattr(pytest.mark, m))
                                                for m in marks])
          for case, case_id, marks in cases],
@@ -138,7 +153,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     settings = config.stash.get(SETTINGS, None)
     if settings is None:  # never used: no option given, no test asked for a row
         return
-    uses_rows = any("researchqa_case" in getattr(item, "fixturenames", ()) for item in items)
+    uses_rows = any(not set(CASE_FIXTURES).isdisjoint(getattr(item, "fixturenames", ())) for item in items)
     if settings.requested and not uses_rows:
         items.extend(_collect_protocol(session, run_state(config)))
     if settings.only:

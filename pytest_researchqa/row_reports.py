@@ -159,7 +159,17 @@ def carry_record(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.
         record.error = state.redact(record.error)
     if record.judge is not None:
         record.judge = record.judge.redacted(state.redact)
-    report.researchqa = state.redact_plain(record.to_plain())  # type: ignore[attr-defined]  # an extra attribute xdist serializes
+    # Plain data on the report: an extra attribute xdist serializes. In the process that logs the report (no
+    # xdist worker) the record itself goes to the session (RunState.hand_over), so the plain data need not be a
+    # copy: it is written to the partial rows file and dropped from the report as soon as the report is logged.
+    from .xdist_compat import is_worker
+
+    here = not is_worker(item.config)
+    plain = record.to_plain(copy=not here)
+    redacted = state.redact_plain(plain)
+    report.researchqa = redacted  # type: ignore[attr-defined]
+    if here and redacted is plain:  # nothing was redacted: the record says what its plain data says
+        state.hand_over(plain, record)
     # JUnit writes the properties of the item (copied onto its teardown report), not of this report.
     item.user_properties.extend(record.junit_properties())
     add_sections(report, record)

@@ -258,9 +258,11 @@ class RunHooks:
             return  # a gate's own testcase (pytest_sessionfinish): already counted in the outcome
         plain = getattr(report, "researchqa", None)
         if plain is not None:
-            from .records import RowRecord
+            record = self.state.handed_over(plain)  # this process's own row: its record, not read back
+            if record is None:  # from an xdist worker
+                from .records import RowRecord
 
-            record = RowRecord.from_plain(plain)
+                record = RowRecord.from_plain(plain)
             self.state.session.add(record)
             writer = self._results_writer()
             if writer is not None:  # on disk at once: a killed run keeps its finished rows

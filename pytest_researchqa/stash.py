@@ -61,8 +61,17 @@ def started(config: pytest.Config) -> Any:
     return config.stash.get(RUN_STATE, None)
 
 
+# The fixtures the plugin parametrizes with a Case: researchqa_case, or the built-in test's researchqa_answered.
+CASE_FIXTURES = ("researchqa_case", "researchqa_answered")
+
+
 def case_of(item: pytest.Item) -> Optional[Case]:
     """The researchqa case an item was parametrized with, if any."""
     callspec: Any = getattr(item, "callspec", None)
-    case = callspec.params.get("researchqa_case") if callspec is not None else None
+    if callspec is None:
+        return None
+    params = callspec.params
+    case = params.get("researchqa_case")
+    if case is None:
+        case = params.get("researchqa_answered")
     return case if isinstance(case, Case) else None

@@ -38,6 +38,11 @@ class RunState:
         self.sample_after_selection = sample_after_selection and settings.sample is not None
         self.family: Family = settings.benchmark_family
         self.services = Services(settings)
+        # (row id, paper id) -> the row's expected passages checked against its paper (row_setup.paper_of):
+        # once a row, however many systems answer it.
+        self.row_checks: dict[tuple[str, Optional[str]], Any] = {}
+        # id(plain data on a report) -> (that plain data, its record): see hand_over.
+        self._handed: dict[int, tuple[dict[str, Any], RowRecord]] = {}
         self.session = ResearchSession(
             self.family, settings.gates, allow_partial=settings.allow_partial, gates_apply=not settings.audit,
             regressions=settings.regressions, compare_map=settings.compare_map,
@@ -192,6 +197,16 @@ class RunState:
             record.row_id, record.paper_id = row.row_id, row.paper_id
             record.question_type, record.domain = row.question_type, row.domain
         return record
+
+    def hand_over(self, plain: dict[str, Any], record: RowRecord) -> None:
+        """The record whose plain data a report carries, in the process that will log the report: the session
+        takes the record itself (``handed_over``) instead of reading the plain data back (issue 24 item 2)."""
+        self._handed[id(plain)] = (plain, record)
+
+    def handed_over(self, plain: dict[str, Any]) -> Optional[RowRecord]:
+        """The record handed over with this very plain data (then forgotten), or None: a worker's report."""
+        entry = self._handed.pop(id(plain), None)
+        return entry[1] if entry is not None and entry[0] is plain else None
 
     def recorder(self, record: RowRecord) -> Recorder:
         return Recorder(record, self.family.metric_names)

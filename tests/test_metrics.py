@@ -476,3 +476,20 @@ def test_a_short_expected_text_is_covered_by_quoting_it_whole():
 def test_a_reasoning_chain_given_as_a_list_of_steps_is_one_text():
     chained = row(metadata={"reasoning_chain": ["240 adults enrolled", "blood pressure fell by 6 mmHg"]})
     assert chained.metadata.reasoning_chain == "240 adults enrolled -> blood pressure fell by 6 mmHg"
+
+
+def test_each_citations_view_shows_the_sections_the_rows_one_section_report_gives_it():
+    """check_answer works out the section report once a row and hands it to the views: the same sections as each
+    citation's own report, for one reaching a section, one reaching none, a fabricated one and one too short."""
+    from pytest_researchqa.families.citation.views import citation_views
+
+    index = MatchIndex(PAPER)
+    answer = Answer(text="a", citations=[RESULTS, "Diastolic pressure did not change.",
+                                         "We enrolled 900 children from one school in 1999.", "Methods.", METHODS])
+    for question_type in ("multi_hop", "adversarial"):
+        shown = row(question_type)
+        matches = metrics.match_citations(answer, index)
+        report = section_report(answer.citations, shown, index)
+        assert citation_views(matches, index, shown, report) == citation_views(matches, index, shown)
+        assert [v["sections"] for v in citation_views(matches, index, shown, report)] == [
+            ["Results"], [], [], [], ["Methods"]]

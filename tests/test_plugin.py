@@ -53,6 +53,15 @@ def test_the_oracle_is_perfect_and_passes_every_row(run):
     assert result.ret == 0
 
 
+def test_the_built_in_test_sets_up_one_fixture_a_row(run):
+    """pytest's own work for each fixture of a row outweighs the plugin's: the built-in test takes its case, row,
+    paper and answer from one fixture (issue 24 item 2)."""
+    result = run("--researchqa-system=oracle", "--setup-plan", "-k", "edu-lookup-1")
+    setups = [line.split()[2].split("[")[0] for line in result.stdout.lines if line.strip().startswith("SETUP ")]
+    assert setups == ["researchqa_answered"], setups
+    result.stdout.fnmatch_lines(["*(fixtures used: request, researchqa_answered)"])
+
+
 def test_item_ids_carry_system_question_type_and_row_id(run):
     result = run("--researchqa-system=oracle", "--collect-only", "-q")
     result.stdout.fnmatch_lines(["researchqa::test_question[[]oracle-lookup-edu-lookup-1[]]"])
@@ -111,13 +120,13 @@ def test_a_row_below_its_bar_fails_as_a_short_diagnosis_without_a_traceback(run)
     result = run("--researchqa-system=bm25", "--researchqa-fail-rows", "-k", "edu-multihop-1")
     assert result.ret == 1
     text = result.stdout.str()
-    assert "Traceback" not in text and "researchqa_row = Row(" not in text and "protocol.py" not in text
+    assert "Traceback" not in text and "researchqa_answered = Answered(" not in text and "protocol.py" not in text
     report = text.split(" test_question[bm25-multi_hop-edu-multihop-1] _")[1].split("=====")[0]
     lines = [line for line in report.splitlines()[1:] if line.strip() and not line.startswith("---")]
     assert lines[0].startswith("bm25 · edu-multihop-1: section coverage 0.00 < 1.00"), lines
     assert len(lines) <= 8 and any("missed 'Results'" in line for line in lines)
     full = run("--researchqa-system=bm25", "--researchqa-fail-rows", "-k", "edu-multihop-1", "--tb=long")
-    assert "researchqa_row = Row(" in full.stdout.str(), "--tb=long still gives pytest's whole report"
+    assert "researchqa_answered = Answered(case=Case(" in full.stdout.str(), "--tb=long still gives pytest's whole report"
 
 
 @pytest.mark.slow

@@ -103,7 +103,13 @@ def covers_sections(
         # A false-premise row is graded by refusal; its listed refutation passages are examples.
         return None
     index = match_index(paper) if paper is not None else None
-    report = metrics.section_report(answer.citations, row, index)
+    return _coverage(answer, row, index, metrics.section_report(answer.citations, row, index), min_coverage, recorder)
+
+
+def _coverage(answer: Answer, row: Row, index: Optional["MatchIndex"], report: metrics.SectionReport,
+              min_coverage: float, recorder: Optional[Recorder]) -> Optional[float]:
+    """``covers_sections`` on a section report made already (``check_answer`` makes one a row)."""
+    __tracebackhide__ = True
     coverage = report.section_coverage
     _record(recorder, "section_coverage", coverage)
     _record(recorder, "citation_precision", report.citation_precision)
@@ -277,21 +283,26 @@ def check_answer(answer: Answer, row: Row, paper: PaperLike, *, recorder: Option
     _record_nested(recorder, "citations", [
         CitationVerdict(found.verdict, found.grounded, tuple(found.pages)) for found in matches])
     target = current_recorder(recorder)
+    refusal = metrics.expects_refusal(row)
+    # Which expected sections each citation reaches, worked out once a row: for each citation's view, the
+    # sections shown and the coverage check (a false-premise row, graded by refusal, needs it for the views only).
+    report = (metrics.section_report(answer.citations, row, index)
+              if not refusal or (target is not None and row.expected_references) else None)
     if target is not None:  # what the HTML report shows of each citation
         from .views import citation_views
 
-        target.detail("citations", citation_views(matches, index, row))
-        if not metrics.expects_refusal(row):
-            covered = metrics.section_report(answer.citations, row, index).covered
+        target.detail("citations", citation_views(matches, index, row, report))
+        if report is not None and not refusal:
             target.detail("sections", [{"section": s.section_label, "covered": hit}
-                                       for s, hit in zip(row.expected_references, covered)])
+                                       for s, hit in zip(row.expected_references, report.covered)])
     checks: list[Callable[[], object]]
-    if metrics.expects_refusal(row):
+    if report is None or refusal:
         checks = [lambda: grounded_refusal(answer, row, index, recorder=recorder),
                   lambda: flags_premise(answer, row, recorder=recorder, judge=premise_judge)]
     else:
+        graded = report
         checks = [lambda: cited_verbatim(answer, index, recorder=recorder),
-                  lambda: covers_sections(answer, row, index, recorder=recorder)]
+                  lambda: _coverage(answer, row, index, graded, 1.0, recorder)]
     failures = []
     for check in checks:
         try:

@@ -6,27 +6,28 @@ Its items are collected under the node id ``researchqa``:
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, cast
 
-import pytest
-
-from pytest_researchqa.answers import Answer
-from pytest_researchqa.families.citation.assertions import check_answer, judged
-from pytest_researchqa.families.citation.rows import Row
-from pytest_researchqa.papers import Paper
-from pytest_researchqa.stash import Case, run_state
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_researchqa.papers import Paper
+    from pytest_researchqa.row_setup import Answered
 
 
-def test_question(researchqa_case: Case, researchqa_row: Row, researchqa_paper: Paper,
-                  researchqa_answer: Optional[Answer], pytestconfig: pytest.Config) -> None:
-    if researchqa_answer is None:
-        return  # --researchqa-audit: the paper fixture has checked the row
-    # The judges as researchqa_judge and researchqa_premise_judge give them, asked for directly:
-    # each fixture costs pytest's machinery on every row.
-    state = run_state(pytestconfig)
-    judges = state.judges_of(researchqa_case)
+def test_question(researchqa_answered: Answered) -> None:
+    # One fixture makes the case, row, paper and answer (what researchqa_case, researchqa_row, researchqa_paper
+    # and researchqa_answer give a test of one's own); the judges are asked of the run's state directly (what
+    # researchqa_judge and researchqa_premise_judge give): each fixture costs pytest's machinery on every row.
+    case, row, paper, answer, state = researchqa_answered
+    if answer is None:
+        return  # --researchqa-audit: the paper has been checked against the row
+    # Imported here, not at the top: collecting the rows (--collect-only, each xdist worker's collection)
+    # needs none of the grading modules (the matcher, the metrics), which Python then compiles at every start
+    # when byte-code is not cached.
+    from pytest_researchqa.families.citation.assertions import check_answer, judged
+
+    judges = state.judges_of(case)
     try:
-        check_answer(researchqa_answer, researchqa_row, researchqa_paper, premise_judge=state.services.premise_judge())
+        check_answer(answer, row, cast("Paper", paper), premise_judge=state.services.premise_judge())
     finally:
         if judges:  # judged whatever the citations scored
-            judged(researchqa_answer, researchqa_row, judges)
+            judged(answer, row, judges)

@@ -3,24 +3,34 @@ sections it reaches, the paper around a grounded quote, and why a quote is not i
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from ...row_view import clip
 from .matcher import CitationMatch, MatchIndex
-from .metrics import section_report
+from .metrics import SectionReport, section_report
 from .rows import Row
 
 CONTEXT_CHARS = 280  # paper text shown on each side of a grounded quote
 
 
-def citation_views(matches: Sequence["CitationMatch"], index: "MatchIndex", row: "Row") -> list[dict[str, Any]]:
-    """Per citation: verdict, pages, the expected sections it reaches, and why it is not in the paper."""
+def citation_views(matches: Sequence["CitationMatch"], index: "MatchIndex", row: "Row",
+                   report: Optional[SectionReport] = None) -> list[dict[str, Any]]:
+    """Per citation: verdict, pages, the expected sections it reaches, and why it is not in the paper.
+
+    ``report``: the section report of the same citations (``section_report(answer.citations, row, index)``)
+    when the caller has made it; without it, each citation's own is worked out here.
+    """
     labels = [section.section_label for section in getattr(row, "expected_references", None) or ()]
+    reached_by = dict(zip(report.counted, report.sections_per_citation)) if report is not None and labels else None
     views = []
-    for found in matches:
+    for number, found in enumerate(matches):
         view: dict[str, Any] = {"quote": clip(found.citation), "verdict": found.verdict, "grounded": found.grounded,
                                 "pages": found.pages, "evidence": found.is_evidence}
-        reached = section_report([found.citation], row, index).sections_per_citation if labels else ()
+        reached: Sequence[frozenset[int]]
+        if reached_by is not None:  # a citation the report left out (too short to verify) reaches nothing
+            reached = (reached_by[number],) if number in reached_by else ()
+        else:
+            reached = section_report([found.citation], row, index).sections_per_citation if labels else ()
         view["sections"] = [labels[i] for i in sorted(reached[0])] if reached else []
         if found.grounded:
             spans = found.spans

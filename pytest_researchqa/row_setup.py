@@ -1,0 +1,127 @@
+"""How a row's test is set up: its case and record, its row, its paper checked against it, the system's answer.
+
+The steps of the row fixtures (``fixtures.py``), in one place so that the built-in test's one fixture
+(``researchqa_answered``) runs them in the same order with the same outcomes as the four fixtures a
+project's own test takes. Imported on a row's first setup, not at pytest's start-up.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Optional
+
+import pytest
+
+from .stash import RECORD, RECORDER, Case, run_state
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .answers import Answer
+    from .papers import Paper
+    from .state import RunState
+    from .systems import System
+
+
+class Answered(NamedTuple):
+    """What the built-in test needs of its row, made by one fixture (``researchqa_answered``)."""
+
+    case: Case
+    row: Any
+    paper: "Optional[Paper]"
+    answer: "Optional[Answer]"
+    state: "RunState"  # the run's state: its judges (``judges_of``, ``services.premise_judge()``)
+
+
+def start_case(request: pytest.FixtureRequest) -> Case:
+    """The item's case (the fixture's parameter); its record and recorder go on the item."""
+    case = getattr(request, "param", None)
+    if not isinstance(case, Case):
+        pytest.fail(f"{request.fixturename} is set by the plugin's parametrization; request researchqa_row instead",
+                    pytrace=False)
+    state = run_state(request.config)
+    record = state.new_record(case)
+    request.node.stash[RECORD] = record
+    request.node.stash[RECORDER] = state.recorder(record)
+    return case
+
+
+def error(request: pytest.FixtureRequest, message: str) -> NoReturn:
+    message = run_state(request.config).redact(message)  # a provider may echo a key back
+    request.node.stash[RECORD].error = message
+    pytest.fail(message, pytrace=False)
+
+
+def row_of(request: pytest.FixtureRequest, state: "RunState", case: Case) -> Any:
+    if case.kind == "problem":
+        problem = state.dataset.problems[case.position]
+        record = request.node.stash[RECORD]
+        record.row_id, record.invalid_row = problem.row_id or problem.location, True
+        error(request, f"invalid row: {problem}")
+    return state.dataset.rows[case.position]
+
+
+def paper_of(request: pytest.FixtureRequest, state: "RunState", row: Any) -> "Optional[Paper]":
+    from .families.citation.matcher import match_index
+    from .families.citation.metrics import check_expected_passages
+    from .papers import PaperUnavailable
+
+    if not state.family.uses_papers:
+        return None  # this family's rows are not about one paper
+    record = request.node.stash[RECORD]
+    unavailable = None
+    try:
+        paper = state.papers.get(row.paper_id, row.paper_s3_url)
+    except PaperUnavailable as cause:
+        unavailable = str(cause)
+    if unavailable is not None:
+        error(request, unavailable)  # outside the except block: said once, not chained
+    # The dataset's own check of the row against its paper: the same for every system and repeat of the row.
+    key = (row.row_id, row.paper_id)
+    check = state.row_checks.get(key)
+    if check is None:
+        check = state.row_checks[key] = check_expected_passages(row, match_index(paper))
+    record.expected_found, record.expected_total = check.counts
+    missing = check.missing_sections
+    if missing:
+        reason = (f"dataset defect: no expected passage of section(s) {', '.join(map(repr, missing))} "
+                  f"is in the text of paper {row.paper_id!r}")
+        if state.settings.defect_policy == "xfail":
+            record.defect = reason
+            pytest.xfail(reason)
+    return paper
+
+
+def system_of(state: "RunState", case: Case) -> "Optional[System]":
+    if case.system is None:
+        return None
+    system: "System" = state.system(case.system)
+    return system
+
+
+def answer_of(request: pytest.FixtureRequest, state: "RunState", case: Case, row: Any, paper: "Optional[Paper]",
+            system: "Optional[System]") -> "Optional[Answer]":
+    if system is None:
+        return None
+    record = request.node.stash[RECORD]
+    started = time.perf_counter()
+    crash = None
+    try:
+        answer = (system.answer(row, paper, repeat=case.repeat)  # type: ignore[call-arg]
+                  if case.repeat else system.answer(row, paper))
+    except Exception as raised:  # a crashing system is an error, not a wrong answer
+        from .systems import user_frames
+
+        where = user_frames(raised)
+        crash = f"system {system.name!r} raised {type(raised).__name__}: {raised}" + (f"\n{where}" if where else "")
+    if crash is not None:
+        error(request, crash)  # outside the except block: the user's error is shown once, not chained
+    # A model system measures latency around the model call itself, and knows tokens and cost.
+    from .records import USAGE_FIELDS, Usage
+
+    measured = {k: v for k, v in answer.meta.items() if k in USAGE_FIELDS and v is not None}
+    record.usage = Usage(**{"latency_s": time.perf_counter() - started, **measured})
+    record.baseline = not answer.cites
+    if state.family.uses_papers:  # the citation family: what the HTML report shows of the row
+        from .row_view import answer_view
+
+        record.details.update(answer_view(row, answer))
+    return answer
