@@ -113,6 +113,10 @@ def answer_of(request: pytest.FixtureRequest, state: "RunState", case: Case, row
         where = user_frames(raised)
         crash = f"system {system.name!r} raised {type(raised).__name__}: {raised}" + (f"\n{where}" if where else "")
     if crash is not None:
+        if state.family.uses_papers:  # the report still shows what the row asked
+            from .row_view import question_view
+
+            record.details.update(question_view(row))
         error(request, crash)  # outside the except block: the user's error is shown once, not chained
     # A model system measures latency around the model call itself, and knows tokens and cost.
     from .records import USAGE_FIELDS, Usage

@@ -24,8 +24,8 @@ def clip(text: Optional[str], limit: int = TEXT_LIMIT) -> Optional[str]:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def answer_view(row: "FamilyRow", answer: "Answer") -> dict[str, Any]:
-    """The row's question and expectations beside the system's answer."""
+def question_view(row: "FamilyRow") -> dict[str, Any]:
+    """The row's question and expectations: what a reader needs even of a row whose system crashed."""
     return {
         "question": clip(row.question),
         "expected_answer": clip(getattr(row, "expected_answer", None)),
@@ -33,6 +33,13 @@ def answer_view(row: "FamilyRow", answer: "Answer") -> dict[str, Any]:
         "expected": [{"section": section.section_label,
                       "alternatives": [clip(a, 1000) for a in section.alternatives[:3]]}
                      for section in getattr(row, "expected_references", None) or ()],
+    }
+
+
+def answer_view(row: "FamilyRow", answer: "Answer") -> dict[str, Any]:
+    """The row's question and expectations beside the system's answer."""
+    return {
+        **question_view(row),
         "answer": clip(answer.text),
         "refused": answer.refused,
         "cited": [clip(c) for c in answer.citations],

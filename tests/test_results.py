@@ -481,6 +481,9 @@ def test_a_run_without_gates_whose_row_errors_says_it_failed_in_every_medium(pyt
     assert markdown.startswith("## researchqa — FAILED ❌")
     assert "<summary>Rows in error (1)</summary>" in markdown
     assert "- crashy:answer · edu-lookup-1: " in markdown and "the index is down" in markdown
+    [saved] = (pytester.path / ".researchqa" / "runs").glob("*/rows.jsonl")
+    crashed = next(r for r in map(json.loads, saved.read_text().splitlines()) if r.get("error"))
+    assert crashed["details"]["question"] and crashed["details"]["expected"], "the report shows what the row asked"
     junit = (pytester.path / "j.xml").read_text()
     assert 'errors="1"' in junit and "researchqa.gates" not in junit, "the erroring row is the testcase"
 
