@@ -134,6 +134,7 @@ def test_view_writes_a_saved_runs_report_and_compare_lists_the_rows_that_changed
     # The Δ columns are against the run's own baseline, which the page names beside the one compared with.
     assert any(n.startswith("Δ: this run minus ") and "before" in n for n in shown["notes"]), shown["notes"]
     assert "before" in before_name
+    assert shown["gated"] is False, "the page heads a run's checks 'Verdict' without gates, 'Gates' with them"
     if CHROMIUM is not None:  # .ci/run installs it; the page as a reader meets it
         # The oracle's saved rows as bm25's earlier run, so every row pairs and most changed.
         folder = resolve_run("before", runs)

@@ -119,7 +119,8 @@ def page_data(outcome: "RunOutcome", family: Family, title: str, *,
     board = leaderboard_tables(outcome.records, family, outcome.intervals, outcome.comparison)[0]
     rows = [_row(r, key) for key, r in _keyed(list(outcome.records) + list(outcome.invalid_rows)).items()]
     data: dict[str, Any] = {
-        "title": title, "family": family.name, "verdict": outcome.verdict, "headline": outcome.headline,
+        "title": title, "family": family.name, "verdict": outcome.verdict, "gated": outcome.gated,
+        "headline": outcome.headline,
         "coverage": outcome.coverage_line,
         # The leaderboard's Δ columns and regression gates are against the run's own baseline: named, as the
         # terminal and Markdown name it, even where the page also compares with another run (`view --compare`).

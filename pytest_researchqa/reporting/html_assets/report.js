@@ -55,7 +55,7 @@
     box.append(table, el("p", { class: "muted", text: data.coverage }));
     for (const note of data.notes) box.append(el("p", { class: "muted", text: note }));
     if (data.checks.length) {
-      box.append(el("h2", { text: "Gates" }));
+      box.append(el("h2", { text: data.gated ? "Gates" : "Verdict" }));  // as the Markdown heads it
       box.append(el("ul", { class: "checks" }, ...data.checks.map((c) => el("li", { class: c.state, text: `${CHECK_SYMBOL[c.fails_run ? "failed" : c.state] || c.mark} ${c.message}` }))));
     }
     if (data.figures.length) {
