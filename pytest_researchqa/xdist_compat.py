@@ -3,7 +3,7 @@
 xdist is optional: without it, ``is_worker`` is always False and no hook here
 is registered.
 
-The one xdist internal the plugin reads is here, in ``worker_queue``: the
+Two xdist internals are used, both here. The first is in ``worker_queue``: the
 worker's queue of assigned test indices (``WorkerInteractor.torun``), so
 model calls for rows handed to this worker can start before those rows run.
 xdist has no public hook that tells a worker which items it was given; the
@@ -11,6 +11,12 @@ public ``nextitem`` of ``pytest_runtest_protocol`` looks one item ahead, too
 little to keep several calls in flight. If a future xdist changes the queue,
 ``worker_queue`` returns None and :class:`Lookahead` falls back to ``nextitem``
 (slower, still correct).
+
+A second one, on the controller: the by-paper scheduler (a subclass of xdist's public
+``LoadScopeScheduling``) overrides its ``_pending_of`` count (:class:`PendingCounts`), which
+xdist recomputes over every scope a worker was ever given after every test: rows x papers at the
+seed's scale. If a future xdist renames it, the override is never called and xdist's own count
+stands (slower, still correct).
 
 PYTEST_DONT_REWRITE: it holds no test's asserts, so pytest compiles it as Python does instead of
 rewriting it (docs/architecture.md).
