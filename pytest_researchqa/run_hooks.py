@@ -40,8 +40,11 @@ def runs_dir(config: pytest.Config, settings: Any) -> Path:
 class RunHooks:
     """Hooks that need the run's state; registered per config, so no module globals."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, baseline_after_rows: Callable[[], None] = lambda: None) -> None:
         self.config = config
+        # Reads the saved run to compare with once rows came back, where nothing read it before (an xdist
+        # controller with ini settings alone): activation's, handed over so this layer imports nothing above it.
+        self.baseline_after_rows = baseline_after_rows
         self.progress: Optional[Any] = None
         self.selected: Optional[int] = None
         self.generated: Optional[int] = None
@@ -342,9 +345,7 @@ class RunHooks:
         state.session.foreign_failures = self.foreign_failures
         state.session.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         if state.session.records:
-            from .activation import baseline_after_rows
-
-            baseline_after_rows(self.config, state.settings)  # ini settings alone under xdist
+            self.baseline_after_rows()
         if state.session.baseline is not None:
             from .runs import file_sha256
 

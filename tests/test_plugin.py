@@ -469,6 +469,29 @@ def test_an_ini_baseline_that_does_not_exist_yet_never_breaks_a_plain_unit_run(p
     asked.stderr.fnmatch_lines(["*researchqa_compare in tox.ini: no saved run 'main'*"])
 
 
+@pytest.mark.slow
+def test_under_xdist_ini_settings_alone_compare_a_projects_own_rows_with_the_saved_run(pytester, tmp_path):
+    common = ("-p", "no:cacheprovider", f"--researchqa-cache-dir={tmp_path}")
+    assert pytester.runpytest("--researchqa-system=oracle", "--researchqa-save=main", *common).ret == 0
+    pytester.makepyfile(test_rows="""
+        from pytest_researchqa import cited_verbatim
+
+        def test_row(researchqa_row, researchqa_answer, researchqa_paper):
+            assert cited_verbatim(researchqa_answer, researchqa_paper)
+    """)
+    gates = (f"researchqa_system = oracle\nresearchqa_fail_on_regression = citation_accuracy\n"
+             f"researchqa_cache_dir = {tmp_path}\n")  # ini settings alone: no researchqa option on the command line
+    pytester.makeini(f"[pytest]\nresearchqa_compare = main\n{gates}")
+    compared = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, "-n", "2", "-p", "no:cacheprovider")
+    assert compared.ret == 0
+    compared.stdout.fnmatch_lines(["*Δ: this run minus *-main on the rows both measured*",
+                                   "✅ oracle: citation_accuracy: 1.000 vs 1.000*", "researchqa: gates passed*"])
+    pytester.makeini(f"[pytest]\nresearchqa_compare = nosuch\n{gates}")
+    missing = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, "-n", "2", "-p", "no:cacheprovider")
+    missing.stdout.fnmatch_lines(["*no baseline: nothing compared (no saved run matches 'nosuch')*",
+                                  "researchqa: gates UNDECIDED*", "*researchqa_compare in tox.ini: no saved run 'nosuch'*"])
+
+
 def test_a_dataset_file_that_cannot_be_read_is_one_clear_line_not_a_traceback(pytester, tmp_path):
     pytester.makefile(".yaml", rows="- &first\n  row_id: r1\n- *first\n")
     asked = pytester.runpytest("--researchqa-dataset=rows.yaml", "--researchqa-json=s.json", "-p", "no:cacheprovider",
