@@ -74,8 +74,25 @@ def looks_like_refusal(text: str) -> bool:
     return bool(REFUSAL.search(text or ""))
 
 
+# A lone UTF-16 surrogate: a Python str can hold one (text decoded with ``surrogateescape``, half an emoji
+# cut from a byte slice), but it is no Unicode text and no file, report or xdist message can carry it.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def coerce_answer(value: Any, where: str) -> Answer:
-    """Accept what user systems naturally return: an Answer, a dict, or text."""
+    """Accept what user systems naturally return: an Answer, a dict, or text (valid Unicode: a lone surrogate
+    is an error of the system's, said as such, as a model's reply with one is)."""
+    answer = _coerced(value, where)
+    for name, text in (("answer", answer.text), *((f"citation {n + 1}", c) for n, c in enumerate(answer.citations))):
+        found = _LONE_SURROGATE.search(text)
+        if found is not None:
+            raise ValueError(f"{where}: its {name} is not valid Unicode: a lone surrogate "
+                             f"\\u{ord(found.group()):04x} at character {found.start()} (decode its bytes with "
+                             "errors='replace')")
+    return answer
+
+
+def _coerced(value: Any, where: str) -> Answer:
     if isinstance(value, Answer):
         return value
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):

@@ -483,11 +483,12 @@ class RunHooks:
         text = render(outcome, self.state.family)
         if target is not None:
             from .papers import atomic_write
+            from .text_safety import utf8
 
-            self._output("the Markdown summary", target, lambda: atomic_write(target, text.encode("utf-8")))
+            self._output("the Markdown summary", target, lambda: atomic_write(target, utf8(text)))
         if summary:
             def append() -> None:
-                with open(summary, "a", encoding="utf-8") as stream:
+                with open(summary, "a", encoding="utf-8", errors="backslashreplace") as stream:
                     stream.write(text + "\n")
 
             self._output("the GitHub step summary", summary, append)

@@ -135,7 +135,8 @@ class RunWriter:
         try:
             if self._partial is None:
                 self.folder.mkdir(parents=True, exist_ok=True)
-                self._partial = open(self.folder / PARTIAL_FILE, "a", encoding="utf-8")
+                # As text_safety.utf8 writes a file: a lone surrogate as its escape, never an error.
+                self._partial = open(self.folder / PARTIAL_FILE, "a", encoding="utf-8", errors="backslashreplace")
             if line is None:
                 line = record_line(record.to_plain() if plain is None else plain)
             self._partial.write(line + "\n")
@@ -156,6 +157,7 @@ class RunWriter:
                summary: Optional[dict[str, Any]] = None) -> None:
         """The final files (nothing more once a write failed; a failure here sets ``failed``)."""
         from .papers import atomic_write
+        from .text_safety import utf8
 
         if self.failed is not None:
             return
@@ -163,15 +165,15 @@ class RunWriter:
             if self._partial is not None:
                 self._partial.close()
                 self._partial = None
-            rows = ((json.dumps(r.to_plain(copy=False), ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+            rows = (utf8(json.dumps(r.to_plain(copy=False), ensure_ascii=False, sort_keys=True) + "\n")
                     for r in sorted(records, key=sort_key))
             atomic_write(self.folder / ROWS_FILE, rows)  # line by line: at the seed's scale the file is ~40 MB
             manifest = {"version": MANIFEST_VERSION, **manifest}
             atomic_write(self.folder / MANIFEST_FILE,
-                         (json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
+                         utf8(json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n"))
             if summary is not None:  # the machine-readable summary (docs/json.md), beside the manifest
                 atomic_write(self.folder / SUMMARY_FILE,
-                             (json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
+                             utf8(json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n"))
         except OSError as error:
             self._fail(error)
             return

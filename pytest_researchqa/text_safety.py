@@ -43,3 +43,10 @@ def for_markdown(text: object) -> str:
     escaped = _MARKDOWN_BLOCK_START.sub(lambda m: "\\".join(g for g in m.groups() if g is not None), escaped)
     # A word joiner after @ keeps GitHub from notifying a user or team named in the data.
     return escaped.replace("@", "@\u2060")
+
+
+def utf8(text: str) -> bytes:
+    """``text`` as UTF-8 for a file. A lone surrogate (invalid Unicode that a Python string can still hold,
+    from text decoded with ``surrogateescape`` or half an emoji) is written as its escape, ``\\ud83d``, which a
+    JSON reader reads back as it was: one row's text never stops a run's files from being written."""
+    return text.encode("utf-8", "backslashreplace")

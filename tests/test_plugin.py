@@ -207,6 +207,18 @@ def test_a_system_that_crashes_makes_its_rows_error_not_fail(run, pytester):
     assert leaderboard_table(result)["broken:answer"]["errors"] == "6"
 
 
+def test_an_answer_that_is_not_valid_unicode_errors_its_row_and_the_run_writes_every_file(run, pytester):
+    pytester.makepyfile(halfemoji='def answer(question, paper):\n    return "broken emoji \\ud83d here"\n')
+    pytester.syspathinsert()
+    result = run("--researchqa-system=halfemoji:answer", "-k", "edu", "--researchqa-json=s.json",
+                 "--researchqa-markdown=s.md", "--researchqa-html=s.html")
+    result.assert_outcomes(errors=9)
+    result.stdout.fnmatch_lines(["*its answer is not valid Unicode: a lone surrogate \\ud83d at character 13*"])
+    assert "INTERNALERROR" not in result.stdout.str()
+    assert json.loads((pytester.path / "s.json").read_text())["verdict"] == "failed"
+    assert (pytester.path / "s.md").exists() and (pytester.path / "s.html").exists()
+
+
 def test_bad_system_spec_is_a_usage_error(run):
     result = run("--researchqa-system=nope")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ..families import Family
 from ..records import RowRecord
+from ..text_safety import utf8
 from .terminal import delta_note, leaderboard_tables
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -147,7 +148,7 @@ def page_data(outcome: "RunOutcome", family: Family, title: str, *,
 def render(outcome: "RunOutcome", family: Family, title: str = "researchqa", *,
            other: Optional[tuple[str, Sequence[RowRecord]]] = None, figures: Sequence[Path] = ()) -> str:
     data = page_data(outcome, family, title, other=other, figures=figures)
-    packed = base64.b64encode(gzip.compress(json.dumps(data, ensure_ascii=False).encode("utf-8"), 6, mtime=0))
+    packed = base64.b64encode(gzip.compress(utf8(json.dumps(data, ensure_ascii=False)), 6, mtime=0))
     assets = resources.files("pytest_researchqa.reporting") / "html_assets"
     template = (assets / "report.html").read_text(encoding="utf-8")
     return (template.replace("/*STYLE*/", (assets / "report.css").read_text(encoding="utf-8"))
@@ -165,4 +166,4 @@ def _html_text(text: str) -> str:
 def write_html(path: Path, text: str) -> None:
     from ..papers import atomic_write
 
-    atomic_write(path, text.encode("utf-8"))
+    atomic_write(path, utf8(text))

@@ -111,5 +111,6 @@ def recorded_checks(data: Any) -> Optional[tuple[bool, tuple["Check", ...]]]:
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
     from ..papers import atomic_write
+    from ..text_safety import utf8
 
-    atomic_write(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    atomic_write(path, utf8(json.dumps(data, indent=2, ensure_ascii=False) + "\n"))

@@ -299,3 +299,18 @@ def test_reading_a_typed_judge_or_citation_as_a_dict_still_works_with_a_deprecat
         assert record.judge.get("by_judge") == {"j": {"factual_accuracy": 4}}
     with pytest.warns(DeprecationWarning, match=r"\.pages"):
         assert record.citations[0]["pages"] == [2]
+
+
+def test_a_saved_run_keeps_a_lone_surrogate_as_its_escape_and_reads_it_back(tmp_path):
+    from pytest_researchqa.runs import PARTIAL_FILE, ROWS_FILE, RunWriter
+
+    record = RowRecord(row_id="r1", system="mine", paper_id="p", outcome="below_bar",
+                       diagnosis="cited_verbatim: half an emoji \ud83d in the quote")
+    writer = RunWriter(tmp_path / "run")
+    writer.add(record)
+    partial = (tmp_path / "run" / PARTIAL_FILE).read_text(encoding="utf-8")
+    assert "\\ud83d" in partial and json.loads(partial)["diagnosis"] == record.diagnosis
+    writer.finish([record], {"name": "run"})
+    assert writer.failed is None
+    [line] = (tmp_path / "run" / ROWS_FILE).read_text(encoding="utf-8").splitlines()
+    assert json.loads(line)["diagnosis"] == record.diagnosis
