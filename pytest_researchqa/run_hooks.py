@@ -253,6 +253,7 @@ class RunHooks:
         return progress
 
     # -- results -------------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)  # before --report-log and the like: the record's wire text is gone by then
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect records on the process that prints (the controller under xdist)."""
         if is_worker(self.config):
@@ -260,6 +261,7 @@ class RunHooks:
         if hasattr(report, "researchqa_check"):
             return  # a gate's own testcase (pytest_sessionfinish): already counted in the outcome
         plain = getattr(report, "researchqa", None)
+        text = report.__dict__.pop(RECORD_TEXT, None)  # an xdist worker's record as it came: for the rows file
         if plain is not None:
             record = self.state.handed_over(plain)  # this process's own row: its record, not read back
             if record is None:  # from an xdist worker
@@ -269,7 +271,7 @@ class RunHooks:
             self.state.session.add(record)
             writer = self._results_writer()
             if writer is not None:  # on disk at once: a killed run keeps its finished rows
-                writer.add(record, plain, getattr(report, RECORD_TEXT, None))
+                writer.add(record, plain, text)
             if self.progress is not None:
                 self.progress.row_done(record)
         elif report.failed:

@@ -76,9 +76,15 @@ def test_under_xdist_the_leaderboard_the_saved_rows_and_the_regression_gate_are_
     pytester.makeconftest("""
         from pytest_researchqa.stash import run_state
 
+        LEFT = []
+
+        def pytest_runtest_logreport(report):  # as --report-log reads a report: the record once, as data
+            LEFT.extend(name for name in ("researchqa_json", "researchqa_report") if name in report.__dict__)
+
         def pytest_terminal_summary(terminalreporter, config):
             if not hasattr(config, "workerinput"):
                 terminalreporter.write_line(f"controller holds the dataset: {'dataset' in run_state(config).__dict__}")
+                terminalreporter.write_line(f"wire texts left on reports: {len(LEFT)}")
     """)
     parallel = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, *args, "--researchqa-save=parallel", "-n", "2", "-v",
                                              "--researchqa-compare=serial",
@@ -86,6 +92,7 @@ def test_under_xdist_the_leaderboard_the_saved_rows_and_the_regression_gate_are_
                                              "--junitxml=parallel.xml")
     assert "2 workers" in parallel.stdout.str()
     assert "controller holds the dataset: False" in parallel.stdout.str(), "it reads the rows to schedule them only"
+    assert "wire texts left on reports: 0" in parallel.stdout.str(), "a report-log would carry each record twice"
     workers: dict[str, set[str]] = {}  # "[gw0] [ 3%] PASSED researchqa::test_question[oracle-lookup-edu-lookup-1]"
     for line in parallel.stdout.lines:
         if line.startswith("[gw") and "test_question[" in line:
