@@ -345,7 +345,10 @@ class RunHooks:
         state.session.run_notes += [n for n in (*self.worker_notes, state.services.cache_note()) if n]
         state.session.selection = self._selection()
         state.session.foreign_failures = self.foreign_failures
-        state.session.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        # xdist ends a run that -x / --maxfail stopped as "interrupted" (exit 2): it stopped early all the same.
+        maxfail = session.config.option.maxfail
+        stopped_early = bool(maxfail) and session.testsfailed >= maxfail
+        state.session.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED and not stopped_early
         if state.session.records:
             self.baseline_after_rows()
         if state.session.baseline is not None:

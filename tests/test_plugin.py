@@ -535,6 +535,17 @@ class TestPartialRuns:
         result.stdout.fnmatch_lines(["*gate evaluated on 1 of 3 rows: the run stopped early*"])
         assert "stopping after 1 failures" in result.stdout.str(), "the gates' testcases are not rows that failed"
 
+    @pytest.mark.slow
+    def test_under_xdist_a_run_stopped_by_x_is_said_stopped_early_not_interrupted(self, pytester, tmp_path):
+        # bm25's rows fail under --researchqa-fail-rows: -x stops the run long before its 54 rows are done.
+        result = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, "--researchqa-system=oracle", "-x",
+                                               "--researchqa-system=bm25", "--researchqa-fail-rows",
+                                               "--researchqa-fail-under=citation_accuracy=0.5", "-n", "2",
+                                               "-p", "no:cacheprovider", f"--researchqa-cache-dir={tmp_path}")
+        assert result.ret != 0
+        result.stdout.fnmatch_lines(["*the run stopped early (-x / --maxfail)*"])
+        assert "the run was interrupted" not in result.stdout.str()
+
     def test_a_gate_never_passes_a_rerun_of_the_last_failures(self, run, pytester):
         option = write_rows(pytester, [flat_row("r1", paper_id="ghost"), flat_row("r2"), flat_row("r3")],
                             {"p1": PAPER})
