@@ -145,7 +145,11 @@ def _replayed(saved: SavedRun, runs_dir: Path) -> "ResearchSession":
     dataset = saved.manifest.get("dataset")
     if isinstance(dataset, dict) and isinstance(dataset.get("sha256"), str):
         options["dataset_sha"] = dataset["sha256"]
-    return _session(saved, **options)
+    session = _session(saved, **options)
+    if not saved.finished:
+        session.run_notes.append(f"this run did not finish (killed or stopped before its end): the "
+                                 f"{len(saved.records)} row(s) it saved are shown, and it decided no verdict")
+    return session
 
 
 def _print(session: "ResearchSession", title: str, *, markdown: bool) -> None:
@@ -169,6 +173,8 @@ def _print(session: "ResearchSession", title: str, *, markdown: bool) -> None:
     for check in outcome.checks:
         print(f"{check.mark} {check.message}")
     print(f"researchqa: {outcome.headline}")
+    for note in outcome.notes:  # as the run's own terminal summary ends
+        print(note)
 
 
 def _show(spec: str, runs_dir: Path, *, markdown: bool, as_json: bool = False) -> int:

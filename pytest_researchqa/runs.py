@@ -193,6 +193,11 @@ class SavedRun:
     def name(self) -> str:
         return self.folder.name
 
+    @property
+    def finished(self) -> bool:
+        """False for a run cut short (killed, or stopped before its end): only its partial rows file exists."""
+        return (self.folder / ROWS_FILE).is_file()
+
 
 def resolve_run(spec: str, runs_dir: Path) -> Path:
     """A run folder from a path, a folder name, a name suffix (``baseline``) or ``last``."""
@@ -209,7 +214,10 @@ def resolve_run(spec: str, runs_dir: Path) -> Path:
     matches = [p for p in finished if p.name == spec or saved_name(p.name) == spec]
     if not matches:
         known = ", ".join(p.name for p in finished[-5:]) or "none"
-        raise RunNotFound(f"no saved run {spec!r} in {runs_dir} (latest: {known})")
+        cut_short = [p for p in saved if p.name == spec or saved_name(p.name) == spec]
+        unfinished = (f"; {cut_short[-1]} did not finish (only its partial rows): name its folder to read it"
+                      if cut_short else "")
+        raise RunNotFound(f"no saved run {spec!r} in {runs_dir} (latest: {known}){unfinished}")
     return matches[-1]
 
 

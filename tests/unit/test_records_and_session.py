@@ -314,3 +314,18 @@ def test_a_saved_run_keeps_a_lone_surrogate_as_its_escape_and_reads_it_back(tmp_
     assert writer.failed is None
     [line] = (tmp_path / "run" / ROWS_FILE).read_text(encoding="utf-8").splitlines()
     assert json.loads(line)["diagnosis"] == record.diagnosis
+
+
+def test_a_run_cut_short_is_shown_as_unfinished_and_its_name_points_at_its_folder(tmp_path, capsys):
+    from pytest_researchqa.__main__ import main
+    from pytest_researchqa.runs import RunWriter
+
+    runs = tmp_path / "runs"
+    writer = RunWriter(runs / "20261127-120601-k")  # killed: rows on disk, never finished
+    for n in range(3):
+        writer.add(RowRecord(row_id=f"r{n}", system="mine", paper_id="p", metrics={"section_coverage": 1.0}))
+    assert main(["--runs", str(runs), "show", "k"]) == 2
+    assert "20261127-120601-k did not finish (only its partial rows)" in capsys.readouterr().err
+    assert main(["--runs", str(runs), "show", str(runs / "20261127-120601-k")]) == 0
+    shown = capsys.readouterr().out
+    assert "this run did not finish (killed or stopped before its end): the 3 row(s) it saved are shown" in shown
