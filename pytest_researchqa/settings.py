@@ -164,61 +164,42 @@ def read_settings(config: pytest.Config) -> Settings:
             compare_map = parse_mapping(resolved["researchqa_compare_map"])
         except ValueError as error:
             raise pytest.UsageError(f"{setting_name(config, 'researchqa_compare_map')} {error}") from None
-    return Settings(
+    computed = dict(
         active=given_any,
         requested=on_command_line,
-        dataset=resolved["researchqa_dataset"],
-        papers=resolved["researchqa_papers"],
         systems=tuple(dict.fromkeys(systems)),
-        sample=resolved["researchqa_sample"],
         gates=gates,
-        cache_dir=resolved["researchqa_cache_dir"],
-        judge_prompts=resolved["researchqa_judge_prompts"],
-        download_papers=resolved["researchqa_download_papers"],
-        audit=resolved["researchqa_audit"],
-        defect_policy=resolved["researchqa_dataset_defects"],
         family=family,
         declaration=declaration,
         models=models,
         model_params=model_params,
-        concurrency=resolved["researchqa_concurrency"],
-        rows_per_minute=resolved["researchqa_rows_per_minute"],
-        max_cost=resolved["researchqa_max_cost"],
-        repeats=resolved["researchqa_repeats"],
-        dry_run=resolved["researchqa_dry_run"],
-        timeout_s=resolved["researchqa_timeout"],
-        retries=resolved["researchqa_retries"],
-        baseline=resolved["researchqa_baseline"],
-        refresh=resolved["researchqa_refresh"],
         judges=judges,
-        judge_mode=resolved["researchqa_judge_mode"],
         judge_pool=judge_pool,
-        judge_repeats=resolved["researchqa_judge_repeats"],
         flagged_judge=flagged_judge,
-        allow_partial=resolved["researchqa_allow_partial"],
-        results=resolved["researchqa_results"],
-        save_name=resolved["researchqa_save"],
-        markdown=resolved["researchqa_markdown"],
-        download_allow_private=resolved["researchqa_download_allow_private"],
-        compare=resolved["researchqa_compare"],
         compare_map=compare_map,
         regressions=regressions,
-        plots=resolved["researchqa_plots"],
-        fail_rows=resolved["researchqa_fail_rows"],
         undecidable_fails=resolved["researchqa_undecidable"] == "fail",
-        only=resolved["researchqa_only"],
-        json_summary=resolved["researchqa_json"],
-        html=resolved["researchqa_html"],
-        compare_missing=resolved["researchqa_compare_missing"],
         battles=_battles(resolved["researchqa_battles"], setting_name(config, "researchqa_battles")),
-        max_judge_calls=resolved["researchqa_max_judge_calls"],
         date_cutoff=resolved["researchqa_date_cutoff"] == "on",
         length_words=resolved["researchqa_length_words"] or None,
-        generic_rubric=resolved["researchqa_generic_rubric"],
-        protocol=resolved["researchqa_protocol"],
-        ensemble=resolved["researchqa_ensemble"],
         given=frozenset(given),
     )
+    return Settings(**as_parsed(resolved, exclude=computed), **computed)
+
+
+# Settings named otherwise than their option (``timeout_s`` is ``--researchqa-timeout``).
+RENAMED = {"defect_policy": "dataset_defects", "timeout_s": "timeout", "save_name": "save", "json_summary": "json"}
+
+
+def as_parsed(resolved: dict[str, Any], exclude: Any = ()) -> dict[str, Any]:
+    """Every setting that is its option's value as parsed (the option table's own name, or ``RENAMED``), but
+    those in ``exclude``: one line a setting instead of a keyword list of the option table's shape."""
+    found = {}
+    for field in Settings._fields:
+        dest = "researchqa_" + RENAMED.get(field, field)
+        if field not in exclude and dest in resolved:
+            found[field] = resolved[dest]
+    return found
 
 
 def setting_name(config: pytest.Config, dest: str) -> str:
