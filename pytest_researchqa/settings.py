@@ -203,16 +203,12 @@ def as_parsed(resolved: dict[str, Any], exclude: Any = ()) -> dict[str, Any]:
 
 
 def setting_name(config: pytest.Config, dest: str) -> str:
-    """How the user gave a setting, for its error message: the flag when on the command line, else the ini key
-    and its file (``researchqa_max_cost in pytest.ini``), so the message points where the value is."""
+    """How the user gave a setting, for its error message: the flag when on the command line (or not given),
+    else the ini key and its file (``researchqa_max_cost in pytest.ini``), so the message points where the value
+    is. Error paths only: it asks ``given_options`` again."""
     flag = "--" + dest.replace("_", "-")
-    if config.getoption(dest, None) not in (None, []):
-        return flag
-    try:
-        configured = config.getini(dest)
-    except (ValueError, pytest.UsageError):
-        return flag
-    if configured is None or configured is False or configured == "" or configured == []:
+    given = given_options(config).get(dest)
+    if given is None or given[1]:
         return flag
     return f"{dest} in {config.inipath.name}" if config.inipath is not None else dest
 
