@@ -67,6 +67,7 @@ class PairedTest:
     p_higher: float  # ... and for "new is higher"
     papers: int  # papers with at least one paired row
     rows: int
+    changed: int  # papers whose rows' differences do not sum to zero: only these move the sign-flip test
     exact: bool  # every sign pattern enumerated
 
     def p_worse(self, higher_is_better: bool) -> float:
@@ -170,7 +171,8 @@ def paired_test(papers: Sequence[str], new: Sequence[float], old: Sequence[float
         low, high = min(low, delta), max(high, delta)
     p_lower, p_higher, exact = _sign_flip_p(sums, seed, flips)
     return PairedTest(delta=delta, new_mean=sum(new) / rows, old_mean=sum(old) / rows, low=low, high=high,
-                      p_lower=p_lower, p_higher=p_higher, papers=len(sums), rows=len(new), exact=exact)
+                      p_lower=p_lower, p_higher=p_higher, papers=len(sums), rows=len(new),
+                      changed=int((sums != 0).sum()), exact=exact)
 
 
 def paper_means(papers: Sequence[str], values: Sequence[float]) -> dict[str, float]:

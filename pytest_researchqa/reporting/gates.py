@@ -115,10 +115,12 @@ def evaluate(gates: Sequence[Gate], records: Sequence[RowRecord]) -> list[GateRe
 # -- regression gates: this run against a saved baseline -------------------------------------
 
 ALPHA = 0.05
-# The smallest one-sided p-value a sign-flip test over n papers can give is 1 / 2**n.
+# The smallest one-sided p-value a sign-flip test can give is 1 / 2**n, n the papers whose difference is
+# not zero (a paper without one has no sign to flip): however many papers a run has, the test needs
+# MIN_PAPERS that changed.
 MIN_PAPERS = 5
-# Below MIN_PAPERS no drop can be significant: the gate then decides on the size of the drop
-# alone, failing a drop larger than MIN_EFFECT, or this when the gate names none.
+# Below MIN_PAPERS changed papers no drop can be significant: the gate then decides on the size of the
+# drop alone, failing a drop larger than MIN_EFFECT, or this when the gate names none.
 SMALL_DATA_MIN_EFFECT = 0.05
 
 
@@ -175,8 +177,8 @@ class RegressionResult:
 
     @property
     def can_reach_alpha(self) -> bool:
-        """Whether the sign-flip test over this many papers can give a p-value below alpha at all."""
-        return self.test is not None and 0.5 ** self.test.papers < ALPHA
+        """Whether the sign-flip test can give a p-value below alpha at all: enough papers changed."""
+        return self.test is not None and 0.5 ** self.test.changed < ALPHA
 
     @property
     def small_data_effect(self) -> float:
@@ -206,6 +208,13 @@ class RegressionResult:
         prefix = f"{self.gate.question_type}." if self.gate.question_type else ""
         return f"{self.kind}::{prefix}{self.gate.metric}[{self.system}]"
 
+    def _too_few(self, t: "PairedTest") -> str:
+        if t.changed == t.papers:
+            return (f"too few {self.unit} ({t.papers}) for the clustered test to reach alpha {ALPHA:g} "
+                    f"(it needs at least {MIN_PAPERS})")
+        return (f"too few {self.unit} changed ({t.changed} of {t.papers}) for the clustered test to reach alpha "
+                f"{ALPHA:g} (it needs at least {MIN_PAPERS} that changed)")
+
     def describe(self) -> str:
         from ..stats import describe_p
 
@@ -229,14 +238,14 @@ class RegressionResult:
         p = describe_p(t.p_worse(self.gate.higher_is_better))
         facts = (f"{t.new_mean:.3f} vs {t.old_mean:.3f}, delta {t.delta:+.3f}{interval}, p(worse) {p} "
                  f"over {t.papers} {self.unit} / {t.rows} rows")
-        if not self.can_reach_alpha:
-            few = (f"too few {self.unit} ({t.papers}) for the clustered test to reach alpha {ALPHA:g} "
-                   f"(it needs at least {MIN_PAPERS})")
+        if not self.can_reach_alpha and not (t.changed == 0 and t.papers >= MIN_PAPERS):
+            few = self._too_few(t)
             if state == "failed":
                 return (f"{self.system}: {metric} REGRESSED: {facts}: {few}; decided on effect size alone: the drop "
                         f"is larger than the minimum effect {self.small_data_effect:g}: FAILED")
             if state == "passed":
-                return f"{self.system}: {metric}: {facts}: no drop on any paired row ({few}), ok"
+                no_drop = "no drop on any paired row" if t.changed == 0 else "no drop overall"
+                return f"{self.system}: {metric}: {facts}: {no_drop} ({few}), ok"
             return (f"{self.system}: {metric} UNDECIDABLE: {facts}: {few}, and the drop is within the minimum "
                     f"effect {self.small_data_effect:g}")
         if state == "failed":

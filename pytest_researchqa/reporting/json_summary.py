@@ -83,6 +83,7 @@ def summary(outcome: "RunOutcome", family: Family, run: Optional[dict[str, Any]]
                          "delta": _number(r.test.delta) if r.test else None,
                          "p_worse": _number(r.test.p_worse(r.gate.higher_is_better)) if r.test else None,
                          "units": r.test.papers if r.test else None, "unit": r.unit,
+                         "units_changed": r.test.changed if r.test else None,
                          "rows": r.test.rows if r.test else None}
                         for r in outcome.regressions],
         "partial_reasons": list(outcome.partial_reasons),

@@ -144,6 +144,36 @@ def test_on_too_few_papers_a_small_drop_is_undecidable_and_no_drop_passes():
     assert same.state == "passed" and "no drop on any paired row" in same.describe()
 
 
+def test_a_large_drop_on_four_of_ten_papers_fails_on_effect_size_since_no_p_value_could_reach_alpha():
+    """A tester's case: ten papers, four of them worse by 1.0. The sign-flip test's smallest p is 1/2**4: it
+    could never pass alpha, and the gate read "no significant drop, ok" for a drop of 0.4."""
+    new, baseline = runs(1.0, 1.0, papers=10)
+    new = [record("bm25", r.row_id, r.paper_id, 0.0) if r.paper_id in {"p0", "p1", "p2", "p3"} else r for r in new]
+    gate = parse_regression_gate("citation_precision", CITATION)
+    [result] = evaluate_regressions([gate], compare(new, baseline, CITATION))
+    assert result.test.papers == 10 and result.test.changed == 4
+    assert result.state == "failed" and not result.can_reach_alpha
+    assert "too few papers changed (4 of 10)" in result.describe()
+    assert "decided on effect size alone" in result.describe()
+    # One paper more that got worse: the test can decide, and does.
+    new = [record("bm25", r.row_id, r.paper_id, 0.0) if r.paper_id == "p4" else r for r in new]
+    [decided] = evaluate_regressions([gate], compare(new, baseline, CITATION))
+    assert decided.can_reach_alpha and decided.state == "failed" and "significant at alpha 0.05" in decided.describe()
+
+
+def test_a_small_drop_on_few_of_many_papers_is_undecidable_and_an_identical_rerun_passes_as_before():
+    new, baseline = runs(0.5, 0.5, papers=20)
+    gate = parse_regression_gate("citation_precision", CITATION)
+    [same] = evaluate_regressions([gate], compare(new, baseline, CITATION))
+    assert same.state == "passed" and same.test.changed == 0 and same.describe().endswith("no significant drop, ok")
+    new[0] = record("bm25", "r0", "p0", 0.4)
+    [small] = evaluate_regressions([gate], compare(new, baseline, CITATION))
+    assert small.state == "undecidable" and "too few papers changed (1 of 20)" in small.describe()
+    new[0] = record("bm25", "r0", "p0", 0.6)
+    [better] = evaluate_regressions([gate], compare(new, baseline, CITATION))
+    assert better.state == "passed" and "no drop overall (too few papers changed (1 of 20)" in better.describe()
+
+
 def test_rows_that_errored_in_either_run_are_paired_but_not_compared():
     new, baseline = runs(0.5, 0.5)
     new[0] = record("bm25", "r0", "p0", None, error="boom")
