@@ -75,6 +75,7 @@ class GateResult:
     gate: Gate
     system: str
     value: Optional[float]
+    graded: int = 0  # the system's rows in the gate's scope that were graded (no error, no dataset defect)
 
     kind = "threshold"
 
@@ -96,6 +97,9 @@ class GateResult:
 
     def describe(self) -> str:
         if self.value is None:
+            if self.graded:  # e.g. citation precision of a system that stopped citing: said, not hidden
+                return (f"{self.system}: {self.gate.label} UNDECIDABLE: none of its {self.graded} graded row(s) "
+                        f"has a value for {self.gate.metric}")
             return f"{self.system}: {self.gate.label} UNDECIDABLE: no graded row measured it"
         if not math.isfinite(self.value):
             return f"{self.system}: {self.gate.label} UNDECIDABLE: the mean is {self.value}"
@@ -108,7 +112,9 @@ def evaluate(gates: Sequence[Gate], records: Sequence[RowRecord]) -> list[GateRe
     for system, rows in group(records, system_of).items():
         for gate in gates:
             scoped = [r for r in rows if gate.question_type in (None, r.question_type)]
-            results.append(GateResult(gate, system, summarize(system, scoped, [gate.metric]).means[gate.metric]))
+            graded = sum(r.error is None and r.defect is None and not r.invalid_row for r in scoped)
+            results.append(GateResult(gate, system, summarize(system, scoped, [gate.metric]).means[gate.metric],
+                                      graded))
     return results
 
 

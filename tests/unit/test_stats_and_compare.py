@@ -9,7 +9,13 @@ import pytest
 from pytest_researchqa.families.citation import CITATION
 from pytest_researchqa.records import RowRecord
 from pytest_researchqa.reporting.compare import Baseline, compare, name_rows, parse_mapping
-from pytest_researchqa.reporting.gates import GateSpecError, evaluate_regressions, parse_regression_gate
+from pytest_researchqa.reporting.gates import (
+    GateSpecError,
+    evaluate,
+    evaluate_regressions,
+    parse_gate,
+    parse_regression_gate,
+)
 from pytest_researchqa.stats import EXACT_UP_TO, bootstrap_mean, paired_test
 
 
@@ -172,6 +178,18 @@ def test_a_small_drop_on_few_of_many_papers_is_undecidable_and_an_identical_reru
     new[0] = record("bm25", "r0", "p0", 0.6)
     [better] = evaluate_regressions([gate], compare(new, baseline, CITATION))
     assert better.state == "passed" and "no drop overall (too few papers changed (1 of 20)" in better.describe()
+
+
+def test_a_threshold_gate_on_a_metric_no_graded_row_has_says_how_many_rows_went_without_it():
+    """A system that stops citing: citation precision is undefined on every row. The gate cannot decide,
+    and says so with the rows it graded rather than as if nothing had been graded."""
+    silent = [record("empty", f"r{n}", f"p{n}", None) for n in range(4)]
+    crashed = [record("crash", "r0", "p0", None, error="boom")]
+    gate = parse_gate("citation_precision=0.8", CITATION)
+    empty, crash = evaluate([gate], silent + crashed)
+    assert empty.state == "undecidable" and crash.state == "undecidable"
+    assert empty.describe().endswith("UNDECIDABLE: none of its 4 graded row(s) has a value for citation_precision")
+    assert crash.describe().endswith("UNDECIDABLE: no graded row measured it")
 
 
 def test_rows_that_errored_in_either_run_are_paired_but_not_compared():
