@@ -15,6 +15,10 @@ from typing import Any
 def moved_name(old_module: str, new_module: str, name: str) -> Any:
     """``name`` from ``new_module``, warning that ``old_module`` is the old path (an unknown name is
     an AttributeError, as for any module)."""
+    if name == "__all__":  # ``from old import *``: the names the new module offers, each read with its warning
+        module = importlib.import_module(new_module)
+        return list(getattr(module, "__all__", [n for n, v in vars(module).items() if not n.startswith("_")
+                                                and getattr(v, "__module__", None) == new_module]))
     if name.startswith("__"):
         raise AttributeError(f"module {old_module!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(new_module), name)

@@ -127,3 +127,11 @@ def test_names_moved_off_pytests_start_up_path_warn_and_are_the_same_object(old,
     with pytest.warns(DeprecationWarning, match=rf"{old}\.{name} moved to {new_module}"):
         value = getattr(importlib.import_module(old), name)
     assert value is getattr(importlib.import_module(new_module), name)
+
+
+def test_a_star_import_from_an_old_path_gives_the_new_modules_names_and_warns():
+    new = importlib.import_module("pytest_researchqa.families.citation.metrics")
+    namespace: dict = {}
+    with pytest.warns(DeprecationWarning, match=r"pytest_researchqa\.metrics\.SectionReport moved to"):
+        exec("from pytest_researchqa.metrics import *", namespace)
+    assert namespace["SectionReport"] is new.SectionReport
