@@ -449,6 +449,7 @@ def test_ini_settings_never_add_the_benchmark_to_a_chosen_test(pytester, tmp_pat
     asked.stdout.fnmatch_lines(["*oracle: citation_accuracy>=0.9: 1.000 ok*"])
 
 
+@pytest.mark.slow  # fresh interpreters (one under -n 2): seconds each
 def test_ini_settings_alone_never_import_the_named_system_in_a_plain_unit_run(pytester, tmp_path):
     marker = tmp_path / "imported"
     pytester.makepyfile(heavy_rag=f"import pathlib\npathlib.Path({str(marker)!r}).write_text('yes')\n"
@@ -469,6 +470,7 @@ def test_ini_settings_alone_never_import_the_named_system_in_a_plain_unit_run(py
     with_rows.stdout.fnmatch_lines(["*researchqa_system in tox.ini: *no_such_module*"])
 
 
+@pytest.mark.slow  # fresh interpreters (one under -n 2): seconds each
 def test_an_ini_baseline_that_does_not_exist_yet_never_breaks_a_plain_unit_run(pytester, tmp_path):
     pytester.makeini(f"[pytest]\nresearchqa_compare = main\nresearchqa_cache_dir = {tmp_path}\n")
     pytester.makepyfile(test_unit="def test_unit():\n    assert True\n")
