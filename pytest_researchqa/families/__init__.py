@@ -48,6 +48,11 @@ class MetricSpec:
     higher_is_better: bool = True
     rows: str = "all rows"  # which rows it is measured on, for the reader
 
+    def score(self, value: float) -> float:
+        """``value`` on one scale for every metric: 0 the worst its range allows, 1 the best."""
+        scaled = (value - self.low) / (self.high - self.low) if self.high > self.low else 0.0
+        return scaled if self.higher_is_better else 1.0 - scaled
+
 
 @dataclass(frozen=True)
 class JudgeDimension:

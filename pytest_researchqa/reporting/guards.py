@@ -56,7 +56,7 @@ def judge_guards(records: Sequence[RowRecord], family: Family) -> list[Guard]:
             guards.append(Guard("flip_rate", "info",
                                 f"flip rate: {flips}/{total} judge scores ({flips / total:.1%}) changed when "
                                 f"{len(probes)} sampled verdicts were re-judged {repeats} more time(s)"))
-    summaries = by_system(records, family.metric_names, dimensions)
+    summaries = by_system(records, family.metrics, dimensions)
     if len(summaries) >= 2:
         deterministic = max((v for m in family.metric_names
                              if (v := spread(s.means[m] for s in summaries)) is not None), default=None)

@@ -31,7 +31,7 @@ def summary(outcome: "RunOutcome", family: Family, run: Optional[dict[str, Any]]
     """Plain data: per system its metrics with intervals, counts, errors, cost; each gate's state."""
     systems = []
     dimensions = [d.name for d in family.judge_dimensions]
-    for item in by_system(outcome.records, family.metric_names, dimensions):
+    for item in by_system(outcome.records, family.metrics, dimensions):
         intervals = outcome.intervals.get(item.label, {})
         metrics = {}
         for metric in family.metric_names:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
-from ..families import Family
+from ..families import Family, MetricSpec
 from ..records import RowRecord
 from ..stats import paper_means
 from .compare import Comparison, metric_pairs
@@ -56,8 +56,8 @@ def _save(figure: Any, folder: Path, name: str) -> list[Path]:
     return written
 
 
-def _measured(summaries: Sequence[Summary], family: Family) -> list[str]:
-    return [m for m in family.metric_names if any(s.means.get(m) is not None for s in summaries)]
+def _measured(summaries: Sequence[Summary], family: Family) -> list[MetricSpec]:
+    return [m for m in family.metrics if any(s.means.get(m.name) is not None for s in summaries)]
 
 
 def _frontier(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -96,7 +96,7 @@ def frontier(summaries: Sequence[Summary], family: Family, axis: str) -> Optiona
 
         ax.xaxis.set_major_locator(MaxNLocator(5))
     ax.set_xlabel("mean latency per row (s)" if axis == "latency" else "total cost (USD)")
-    ax.set_ylabel("quality (mean of metric means)")
+    ax.set_ylabel("quality (mean of metric means, each on 0-1, 1 best)")
     ax.set_ylim(-0.02, 1.05)
     ax.set_title(f"Quality vs {'latency' if axis == 'latency' else 'cost'} per system")
     ax.grid(True, alpha=0.3)
@@ -118,7 +118,8 @@ def question_types(records: Sequence[RowRecord], summaries: Sequence[Summary], f
     axes = figure.subplots(rows, columns, squeeze=False)
     colors = _colors(len(systems))
     width = 0.8 / len(systems)
-    for n, metric in enumerate(measured):
+    for n, spec in enumerate(measured):
+        metric = spec.name
         ax = axes[n // columns][n % columns]
         for k, system in enumerate(systems):
             heights = []
@@ -131,12 +132,11 @@ def question_types(records: Sequence[RowRecord], summaries: Sequence[Summary], f
             if zeros:  # a measured 0 draws no bar: mark it, so it does not read as "not measured"
                 ax.plot(zeros, [0.0] * len(zeros), linestyle="none", marker="_", markersize=14, markeredgewidth=4,
                         clip_on=False, zorder=4, color=colors[k])
-        spec = family.metric(metric)
-        ax.set_title(spec.label if spec else metric, fontsize=10)
+        ax.set_title(spec.label, fontsize=10)
         ax.set_xticks(range(len(types)), [t.replace("_", "-") for t in types], rotation=20, ha="right",
                       fontsize=8)
         ax.set_xlim(-0.5, len(types) - 0.5)
-        ax.set_ylim(0, 1.05)
+        ax.set_ylim(spec.low, spec.low + (spec.high - spec.low) * 1.05)  # the metric's own range
         ax.grid(True, axis="y", alpha=0.3)
     for n in range(len(measured), rows * columns):
         axes[n // columns][n % columns].set_visible(False)
@@ -158,7 +158,8 @@ def domains(records: Sequence[RowRecord], summaries: Sequence[Summary], family: 
     for domain in names:
         row = []
         for system in systems:
-            quality = summarize(system, per.get(f"{system}\0{domain}", []), measured).composite(measured)
+            rows = per.get(f"{system}\0{domain}", [])
+            quality = summarize(system, rows, [m.name for m in measured]).composite(measured)
             row.append(float("nan") if quality is None else quality)
         grid.append(row)
     figure = _figure(max(6.0, 1.3 * len(systems) + 3.0), max(2.6, 0.5 * len(names) + 1.6))
@@ -236,7 +237,7 @@ def write_plots(outcome: "RunOutcome", family: Family, folder: Path) -> list[Pat
                                    domain=None if r.domain is None else printable(r.domain),
                                    question_type=None if r.question_type is None else printable(r.question_type))
                for r in outcome.records if r.system]
-    summaries = by_system(records, family.metric_names)
+    summaries = by_system(records, family.metrics)
     if not any(s.rows > s.errors for s in summaries):
         return []  # every row errored: nothing to draw, and no empty folder
     folder.mkdir(parents=True, exist_ok=True)  # a folder that cannot be made costs no rendering

@@ -9,10 +9,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from statistics import fmean
-from typing import Callable, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
 from ..costs import total_cost
 from ..records import RowRecord
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..families import MetricSpec
 
 NO_SYSTEM = "(dataset)"
 
@@ -33,19 +36,21 @@ class Summary:
     judge_spread: dict[str, Optional[float]] = field(default_factory=dict)
     judge_errors: int = 0
 
-    def composite(self, measured: Sequence[str]) -> Optional[float]:
-        """The sort key: mean of the metric means over the metrics the run measured.
+    def composite(self, measured: Sequence["MetricSpec"]) -> Optional[float]:
+        """The sort key, between 0 and 1: the mean over the metrics the run measured of each metric's
+        mean on one scale (:meth:`MetricSpec.score`: its declared range, a lower-is-better metric
+        turned around), so a count of words cannot outweigh a share and fewer errors rank higher.
 
         A metric this group left undefined while others were measured on it (it never
-        cited, so it has no accuracy) counts 0: citing nothing cannot outrank citing. A row
-        that errored counts 0 too (the means leave it out, as the seed's do, but the ranking
+        cited, so it has no accuracy) counts 0, the worst: citing nothing cannot outrank citing. A
+        row that errored counts 0 too (the means leave it out, as the seed's do, but the ranking
         may not: crashing on the hard rows cannot outrank answering them).
         """
-        if not measured or all(self.means.get(m) is None for m in measured):
+        if not measured or all(self.means.get(m.name) is None for m in measured):
             return None
         gradable = self.rows - self.defects
         answered = (gradable - self.errors) / gradable if gradable > 0 else 1.0
-        return fmean(self.means.get(m) or 0.0 for m in measured) * answered
+        return fmean(0.0 if (mean := self.means.get(m.name)) is None else m.score(mean) for m in measured) * answered
 
 
 def summarize(label: str, records: Sequence[RowRecord], metrics: Sequence[str],
@@ -101,12 +106,13 @@ def system_of(record: RowRecord) -> str:
     return record.system or NO_SYSTEM
 
 
-def by_system(records: Sequence[RowRecord], metrics: Sequence[str],
+def by_system(records: Sequence[RowRecord], metrics: Sequence["MetricSpec"],
               judge_dimensions: Sequence[str] = ()) -> list[Summary]:
     """One summary per system, best first (see :meth:`Summary.composite`), ties by name."""
-    summaries = [summarize(system, rows, metrics, judge_dimensions)
+    names = [m.name for m in metrics]
+    summaries = [summarize(system, rows, names, judge_dimensions)
                  for system, rows in group(records, system_of).items()]
-    measured = [m for m in metrics if any(s.means[m] is not None for s in summaries)]
+    measured = [m for m in metrics if any(s.means[m.name] is not None for s in summaries)]
 
     def rank(summary: Summary) -> tuple[float, str]:
         composite = summary.composite(measured)

@@ -76,7 +76,7 @@ def leaderboard_tables(records: Sequence[RowRecord], family: Family, intervals: 
                        comparison: Optional[Comparison] = None) -> list[Table]:
     """The leaderboard (with intervals and, against a baseline, a delta per metric), then the same
     metrics per question type and per domain, then the spread across repeats."""
-    summaries = by_system(records, family.metric_names, [d.name for d in family.judge_dimensions])
+    summaries = by_system(records, family.metrics, [d.name for d in family.judge_dimensions])
     tables = [_leaderboard(records, family, summaries, intervals, comparison)]
     order = {s.label: n for n, s in enumerate(summaries)}
     breakdowns: tuple[tuple[str, Callable[[RowRecord], Optional[str]]], ...] = (

@@ -132,6 +132,9 @@ def test_names_moved_off_pytests_start_up_path_warn_and_are_the_same_object(old,
 def test_a_star_import_from_an_old_path_gives_the_new_modules_names_and_warns():
     new = importlib.import_module("pytest_researchqa.families.citation.metrics")
     namespace: dict = {}
-    with pytest.warns(DeprecationWarning, match=r"pytest_researchqa\.metrics\.SectionReport moved to"):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         exec("from pytest_researchqa.metrics import *", namespace)
     assert namespace["SectionReport"] is new.SectionReport
+    assert {w.category for w in caught} == {DeprecationWarning}
+    assert any(str(w.message).startswith("pytest_researchqa.metrics.SectionReport moved to") for w in caught)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pytest_researchqa.families import MetricSpec
 from pytest_researchqa.families.citation import CITATION
 from pytest_researchqa.records import RowRecord
 from pytest_researchqa.reporting.summaries import by_system, short_list, summarize
@@ -15,7 +16,7 @@ def record(system: str, question_type: str = "lookup", **metrics) -> RowRecord:
 
 
 def leaderboard_rows(records):
-    return by_system(records, METRICS)
+    return by_system(records, CITATION.metrics)
 
 
 def test_a_system_that_never_cites_cannot_outrank_one_that_cites_a_few_altered_quotes():
@@ -43,9 +44,24 @@ def test_a_system_that_errors_on_hard_rows_does_not_outrank_the_same_system_answ
 
     steady = [rec("steady", "easy", 0.9), rec("steady", "hard", 0.3)]
     crashy = [rec("crashy", "easy", 0.9), rec("crashy", "hard", None, error="crashed")]
-    ranked = by_system(steady + crashy, ["citation_accuracy"])
+    ranked = by_system(steady + crashy, [CITATION.metric("citation_accuracy")])
     assert [s.label for s in ranked] == ["steady", "crashy"]
     assert ranked[1].means["citation_accuracy"] == 0.9, "the means still leave errored rows out"
+
+
+def test_the_ranking_reads_each_metric_on_its_own_range_and_direction():
+    """A tester's family: an exact-match share (0-1) and a word count (0-100, fewer is better). Its system
+    worse on both ranked first, its word count averaged in as if a larger count were better."""
+    exact = MetricSpec("exact", "exact")
+    words = MetricSpec("words", "words", low=0, high=100, higher_is_better=False)
+
+    def rec(system, **metrics):
+        return RowRecord(row_id="r", system=system, metrics=metrics)
+
+    ranked = by_system([rec("atlas", exact=0.5, words=2.0), rec("perfect", exact=1.0, words=1.0),
+                        rec("chatty", exact=0.0, words=58.0)], [exact, words])
+    assert [s.label for s in ranked] == ["perfect", "atlas", "chatty"]
+    assert ranked[0].composite([exact, words]) == (1.0 + 0.99) / 2
 
 
 ALTERED_NUMBER_MESSAGE = """citation accuracy 0.00 < 1.00: 2 of 2 citations not grounded in the paper
