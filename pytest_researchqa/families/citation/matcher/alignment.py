@@ -209,8 +209,8 @@ def stuck_prefix(key: str, grams: "GramIndex", flow: "Flow", quote_key: str,
             anchored += 1
             if length > best:
                 best, best_at = length, found
-        if seen <= tries and not gapped:
-            gapped = _digit_gap_after(key, quote_key, length, found + length)
+        if seen <= tries and not gapped and key[found + length : found + length + 1].isdigit():
+            gapped = _after_digit_gap(key, quote_key, length, found + length) is not None
         if anchored >= tries and seen >= tries:
             break
     if best >= min(MIN_ANCHOR, length_of_quote):
@@ -232,7 +232,10 @@ def _run_from(key: str, found: int, quote_key: str, quote_code: int) -> int:
     """``common_prefix_length(key, found, quote_key, 0)``, given ``quote_code``, the quote's
     :func:`_latin1_code`: the lowest differing bit of the two codes is in the first differing character."""
     piece = key[found : found + len(quote_key)]
-    code = _latin1_code(piece) if quote_code >= 0 else -1
+    try:  # (_latin1_code, inline: a call an occurrence saved)
+        code = int.from_bytes(piece.encode("latin-1"), "little") if quote_code >= 0 else -1
+    except UnicodeEncodeError:
+        code = -1
     if code < 0:
         return common_prefix_length(key, found, quote_key, 0)
     differ = code ^ (quote_code if len(piece) == len(quote_key) else quote_code & ((1 << 8 * len(piece)) - 1))
