@@ -15,8 +15,8 @@ its scans have read enough of the key (:mod:`.grams`), the map from key position
 place in the text is read from every ``OFFSET_STEP``-th key character's offset (an eighth of a
 byte a key character) and one pattern match over the text's key flags (a byte a character, 1 where
 it gives a key character; built with the steps) or, once those are dropped, a walk over at most a
-few dozen characters, unless the whole map is built already. :meth:`PaperIndex.trim` drops what is built on use, so a store can keep many papers
-at the cost of their keys and a few heavy ones whole.
+few dozen characters, unless the whole map is built already. :meth:`PaperIndex.trim` drops what is
+built on use, so a store can keep many papers at the cost of their keys and a few heavy ones whole.
 """
 
 from __future__ import annotations
