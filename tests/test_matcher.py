@@ -262,6 +262,22 @@ def test_a_key_positions_text_offset_walked_from_the_offset_steps_is_the_offset_
         assert index.raw_offset(position) == expected, (text, position)
 
 
+@given(st.text(alphabet=st.sampled_from("ab1.-\u2212 \n%<=\u2264\u00b1\ufb01\u00e9e\u0301\u03b1\u00b7\u2013")) | st.text(),
+       st.integers(1, 40))
+def test_a_key_positions_text_offset_read_from_the_key_flags_is_the_offset_maps(text, repeat):
+    """Before a trim, raw offsets come from every OFFSET_STEP-th offset and one match over the text's key
+    flags (a byte a character; none where a ligature gives two key characters); they must be the map's."""
+    text = text * repeat
+    index = MatchIndex(text)
+    offsets = key_offsets(index.masked_text)
+    for position in range(-2, len(offsets) + 2):
+        expected = int(offsets[min(max(position, 0), len(offsets) - 1)]) if len(offsets) else 0
+        assert index.raw_offset(position) == expected, (text, position)
+    assert "_masked_offsets" not in index.__dict__
+    widest = max((len(text_key(char)) for char in set(index.masked_text)), default=0)
+    assert (index.__dict__["_text_flags"] is None) == (widest > 1 and len(offsets) > 0)
+
+
 def test_a_trimmed_paper_answers_every_citation_as_a_fresh_one_and_keeps_only_its_keys(paper):
     trimmed = MatchIndex(paper.text, paper.page_starts)
     citations = [*ACCEPTED.values(), *(quote for quote, _ in REJECTED.values())]

@@ -194,29 +194,13 @@ def stuck_prefix(key: str, grams: "GramIndex", flow: "Flow", quote_key: str,
     (``PaperIndex.furniture_apart`` tells from them whether the unmasked key would answer alike).
     """
     length_of_quote = len(quote_key)
-    try:  # the quote's Latin-1 bytes as one integer, for common_prefix_length's comparison inline
-        quote_code = int.from_bytes(quote_key.encode("latin-1"), "little")
-    except UnicodeEncodeError:
-        quote_code = -1
+    quote_code = _latin1_code(quote_key)  # the quote's half of each comparison, done once
     best, best_at, anchored, gapped, seen = 0, -1, 0, False, 0
     for found in grams.starts(quote_key[:MIN_GAPPED_ANCHOR], STUCK_OCCURRENCES + 1):
         seen += 1
         if seen > STUCK_OCCURRENCES:
             return None
-        # common_prefix_length(key, found, quote_key, 0), the quote's half of it done once.
-        piece = key[found : found + length_of_quote]
-        code = -1
-        if quote_code >= 0:
-            try:
-                code = int.from_bytes(piece.encode("latin-1"), "little")
-            except UnicodeEncodeError:
-                pass
-        if code < 0:
-            length = common_prefix_length(key, found, quote_key, 0)
-        else:
-            differ = code ^ (quote_code if len(piece) == length_of_quote
-                             else quote_code & ((1 << 8 * len(piece)) - 1))
-            length = ((differ & -differ).bit_length() - 1) // 8 if differ else len(piece)
+        length = _run_from(key, found, quote_key, quote_code)
         if length >= length_of_quote:
             return None  # verbatim here
         if runs is not None:
@@ -225,22 +209,51 @@ def stuck_prefix(key: str, grams: "GramIndex", flow: "Flow", quote_key: str,
             anchored += 1
             if length > best:
                 best, best_at = length, found
-        cursor = found + length
-        if seen <= tries and not gapped and cursor < len(key) and key[cursor].isdigit():
-            gapped = _after_digit_gap(key, quote_key, length, cursor) is not None
+        if seen <= tries and not gapped and key[found + length : found + length + 1].isdigit():
+            gapped = _after_digit_gap(key, quote_key, length, found + length) is not None
         if anchored >= tries and seen >= tries:
             break
     if best >= min(MIN_ANCHOR, length_of_quote):
-        # locate walks on from the anchored prefix only: its first step needs a digit gap, or a line
-        # start the text's own next line does not carry on from.
-        cursor = best_at + best
-        if cursor < len(key) and key[cursor].isdigit() and _after_digit_gap(key, quote_key, best, cursor) is not None:
-            return None
-        if flow.at_line_start(cursor) and not flow.carries_on(cursor):
-            return None
-    elif gapped:
-        return None
-    return best, best_at
+        # locate walks on from the anchored prefix only.
+        return None if _walk_has_a_step(key, flow, quote_key, best, best_at + best) else (best, best_at)
+    return None if gapped else (best, best_at)
+
+
+def _latin1_code(text: str) -> int:
+    """``text``'s Latin-1 bytes read as one integer (the first character lowest), or -1 where it holds
+    a character beyond Latin-1."""
+    try:
+        return int.from_bytes(text.encode("latin-1"), "little")
+    except UnicodeEncodeError:
+        return -1
+
+
+def _run_from(key: str, found: int, quote_key: str, quote_code: int) -> int:
+    """``common_prefix_length(key, found, quote_key, 0)``, given ``quote_code``, the quote's
+    :func:`_latin1_code`: the lowest differing bit of the two codes is in the first differing character."""
+    piece = key[found : found + len(quote_key)]
+    try:  # (_latin1_code, inline: a call an occurrence saved)
+        code = int.from_bytes(piece.encode("latin-1"), "little") if quote_code >= 0 else -1
+    except UnicodeEncodeError:
+        code = -1
+    if code < 0:
+        return common_prefix_length(key, found, quote_key, 0)
+    differ = code ^ (quote_code if len(piece) == len(quote_key) else quote_code & ((1 << 8 * len(piece)) - 1))
+    return ((differ & -differ).bit_length() - 1) // 8 if differ else len(piece)
+
+
+def _digit_gap_after(key: str, quote_key: str, done: int, cursor: int) -> bool:
+    """Whether the paper has a short number at ``cursor`` (where a verbatim run of ``done`` characters
+    stops) that the quote lacks and carries on after."""
+    return cursor < len(key) and key[cursor].isdigit() and _after_digit_gap(key, quote_key, done, cursor) is not None
+
+
+def _walk_has_a_step(key: str, flow: "Flow", quote_key: str, done: int, cursor: int) -> bool:
+    """Whether locate's walk, having matched ``done`` characters of the quote up to ``cursor``, can take a
+    first step: a digit gap, or a line start the text's own next line does not carry on from."""
+    if _digit_gap_after(key, quote_key, done, cursor):
+        return True
+    return flow.at_line_start(cursor) and not flow.carries_on(cursor)
 
 
 # The last two searches of anchored_prefix (in a paper's key and in its unmasked key): arguments, answer.

@@ -13,9 +13,10 @@ and where the reference list lies. The rest is built on first use: each key's st
 its scans have read enough of the key (:mod:`.grams`), the map from key positions to the text
 (4 bytes a key character) and the line flows when a quote takes the full path. A matched span's
 place in the text is read from every ``OFFSET_STEP``-th key character's offset (an eighth of a
-byte a key character) and a walk over at most a few dozen characters, unless the whole map is
-built already. :meth:`PaperIndex.trim` drops what is built on use, so a store can keep many papers
-at the cost of their keys and a few heavy ones whole.
+byte a key character) and one pattern match over the text's key flags (a byte a character, 1 where
+it gives a key character; built with the steps) or, once those are dropped, a walk over at most a
+few dozen characters, unless the whole map is built already. :meth:`PaperIndex.trim` drops what is
+built on use, so a store can keep many papers at the cost of their keys and a few heavy ones whole.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Sequence
 from .alignment import MIN_GAPPED_ANCHOR, STUCK_LOOK_ON, Flow
 from .furniture import apply_mask, mask_furniture, split_pages
 from .grams import GramIndex
-from .textkey import key_offsets, mark_context, text_key
+from .textkey import ASCII_KEY_FLAGS, key_flags, key_offsets, mark_context, text_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from .textkey import Offsets
@@ -56,7 +57,7 @@ _WALK = 96
 _MARK_MARGIN = 8
 # What is built on use and dropped by trim(), rebuilt on the next use.
 _BUILT_ON_USE = ("_masked_offsets", "_unmasked_offsets", "_flow", "_unmasked_flow", "sentence_windows",
-                 "unmasked_grams", "_furniture_zones")
+                 "unmasked_grams", "_furniture_zones", "_text_flags")
 # Around each blanked range, what the masked and unmasked keys may read differently: this many text
 # characters each side (a line flow reads at most 44 on from a key position: the closing marks and
 # the next line's first word, cut at 40; points and signs, a few), then this many key characters
@@ -124,6 +125,9 @@ class PaperIndex:
         steps = built.get("_offset_steps")
         if steps is not None:
             held += steps[0].itemsize * (len(steps[0]) + len(steps[1]))
+        flags = built.get("_text_flags")
+        if flags is not None:
+            held += sys.getsizeof(flags)
         windows = built.get("sentence_windows")
         if windows is not None:
             held += 72 * len(windows)
@@ -154,27 +158,46 @@ class PaperIndex:
         """The text offset of every OFFSET_STEP-th key character of the masked key, the key position
         where that offset's character begins (a ligature gives two), and the map's length."""
         offsets = self.__dict__.get("_masked_offsets")
-        if offsets is None:
-            offsets = key_offsets(self.masked_text)  # not kept: 4 bytes a key character
+        if offsets is None:  # the whole map is not kept: 4 bytes a key character
+            flags = self._text_flags
+            if flags is not None:  # no character gives two key characters: the n-th 1 is the n-th offset
+                import numpy
+
+                found = numpy.flatnonzero(numpy.frombuffer(flags, dtype=numpy.bool_))
+                return (array.array("i", found[::OFFSET_STEP].astype("int32").tobytes()),
+                        array.array("i", range(0, len(found), OFFSET_STEP)), len(found))
+            offsets = key_offsets(self.masked_text)
         starts = offsets[::OFFSET_STEP]
         begins = offsets.searchsorted(starts, "left")
         return (array.array("i", starts.astype("int32").tobytes()), array.array("i", begins.astype("int32").tobytes()),
                 len(offsets))
 
+    @functools.cached_property
+    def _text_flags(self) -> bytes | None:
+        """:func:`~.textkey.key_flags` of the masked text (a byte a character: about a quarter of the whole
+        map's size), for walks of one pattern match; built with the offset steps, dropped by trim()."""
+        return key_flags(self.masked_text)
+
     def _walked_offset(self, key_position: int) -> int:
-        """``raw_offset`` without the whole map: from the nearest step before, over the text."""
+        """``raw_offset`` without the whole map: from the nearest step before, over the text (or over
+        its key flags, when they are kept: one pattern match)."""
         starts, begins, length = self._offset_steps
         if not length:
             return 0
         wanted = min(max(key_position, 0), length - 1)
         step = wanted // OFFSET_STEP
         at, count = starts[step], begins[step]
+        text_flags = self.__dict__.get("_text_flags")
+        if text_flags is not None:
+            reached = _nth_key_character(wanted - count).match(text_flags, at)
+            if reached is not None:  # (always: the steps were read from these flags or from the same map)
+                return reached.end() - 1
         text = self.masked_text
         while at < len(text):
             low, end = max(at - _MARK_MARGIN, 0), min(at + _WALK, len(text))
             window = mark_context(text[low : end + _MARK_MARGIN])[at - low : end - low]
             if window.isascii():
-                flags = window.encode("ascii").translate(_key_flags())
+                flags = window.encode("ascii").translate(ASCII_KEY_FLAGS)
                 reached = _nth_key_character(wanted - count).match(flags)
                 if reached is not None:
                     return at + reached.end() - 1
@@ -332,27 +355,16 @@ def _running_starts(keys: list[str]) -> tuple[int, ...]:
 
 
 
-@functools.lru_cache(maxsize=1)
-def _key_flags() -> bytes:
-    """For each ASCII code (marked text), 1 where the character gives a key character, as
-    :func:`~.textkey.key_offsets` counts them."""
-    import numpy
-
-    from .textkey import _ascii_widths
-
-    return bytes(_ascii_widths(numpy).astype(numpy.uint8).tobytes()) + bytes(128)
-
-
 @functools.lru_cache(maxsize=4096)
 def _key_width(char: str) -> int:
     """Key characters a character of marked text gives, as :func:`~.textkey.key_offsets` counts them."""
     if char < "\x80":
-        return _key_flags()[ord(char)]
+        return ASCII_KEY_FLAGS[ord(char)]
     return len(text_key(char))
 
 
 @functools.lru_cache(maxsize=None)
 def _nth_key_character(before: int) -> "re.Pattern[bytes]":
-    """A pattern whose match over key flags (:func:`_key_flags`) ends just after the key character
+    """A pattern whose match over key flags (:func:`~.textkey.key_flags`) ends just after the key character
     that has ``before`` others before it: one C call where a loop of finds costs one each."""
     return re.compile(rb"(?:\x00*\x01){%d}" % (before + 1))

@@ -197,15 +197,7 @@ class MatchIndex(PaperIndex):
         return self._span_memo[passage]
 
     def _match(self, citation: str) -> "CitationMatch":
-        known, known_key = self._last_key
-        # A part that is the exact path's text with wrapping or spaces around it (no key characters,
-        # and at a text's edge no context for a point or a sign either) has the same key.
-        parts, keys = [], []
-        for part in split_elisions(strip_wrapping(citation)):
-            part_key = known_key if part.strip(EDGES) == known else text_key(part)
-            if part_key:
-                parts.append(part)
-                keys.append(part_key)
+        parts, keys = self._parts_and_keys(citation)
         if is_pointer(citation, keys):
             return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
         if sum(map(len, keys)) < MIN_QUOTE_KEY:
@@ -215,29 +207,9 @@ class MatchIndex(PaperIndex):
         # says so with one look-up; it gives the masked key's anchored prefix too).
         runs: list[tuple[int, int]] = []
         stuck = stuck_prefix(self.key, self.grams, self._flow, keys[0], runs=runs) if len(keys) == 1 else None
-        for unmasked in (False, True):
-            if unmasked and self.unmasked_key is self.key:
-                break
-            # Stuck in the unmasked key too: surely so where nothing it read is near page furniture
-            # (the two keys agree there), else asked.
-            if stuck is not None and (not unmasked or self.furniture_apart(keys[0], runs) or stuck_prefix(
-                    self.unmasked_key, self.unmasked_grams, self._unmasked_flow, keys[0]) is not None):
-                continue  # locate would find nothing in this key
-            # The unmasked key only serves quotes that copy furniture verbatim ("exhibit203").
-            spans = self._locate_parts(keys, unmasked)
-            if spans is not None and unmasked and self._absorbs_furniture_number(spans):
-                spans = None
-            if spans is not None and self._cuts_a_number(keys, spans, unmasked):
-                spans = None
-            if spans is not None:
-                verdict = VERBATIM if len(keys) == 1 else VERBATIM_ELIDED
-                if unmasked:
-                    spans = self._unmasked_to_masked(spans)
-                    if not spans:  # the whole quote is page furniture (a running header or footer)
-                        return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
-                if self._in_bibliography(spans) and LOOKS_LIKE_REFERENCE.search(citation):
-                    return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
-                return CitationMatch(citation, self, True, verdict, spans)
+        found = self._verbatim(citation, keys, stuck, runs)
+        if found is not None:
+            return found
         # A comment split needs a verbatim start of MIN_ANCHOR and half the quote (the anchored prefix).
         if len(parts) == 1 and (stuck is None or (stuck[0] >= MIN_ANCHOR and stuck[0] * 2 >= len(keys[0]))):
             commented = self._split_commentary(parts[0], keys[0], stuck)
@@ -247,6 +219,54 @@ class MatchIndex(PaperIndex):
                     citation, self, True, VERBATIM_WITH_COMMENTARY, spans, commentary=comment
                 )
         return not_grounded(citation, self, tuple(parts))
+
+    def _parts_and_keys(self, citation: str) -> tuple[list[str], list[str]]:
+        """The citation's parts between elision marks, wrapping stripped, and their keys (parts without
+        key characters left out)."""
+        known, known_key = self._last_key
+        # A part that is the exact path's text with wrapping or spaces around it (no key characters,
+        # and at a text's edge no context for a point or a sign either) has the same key.
+        parts, keys = [], []
+        for part in split_elisions(strip_wrapping(citation)):
+            part_key = known_key if part.strip(EDGES) == known else text_key(part)
+            if part_key:
+                parts.append(part)
+                keys.append(part_key)
+        return parts, keys
+
+    def _verbatim(self, citation: str, keys: list[str], stuck: tuple[int, int] | None,
+                  runs: list[tuple[int, int]]) -> "CitationMatch | None":
+        """The answer when the quote's parts are in the paper as :func:`~.alignment.locate` allows, in the key
+        with furniture blanked or else in the key as the paper stands; None when in neither. ``stuck``
+        and ``runs``: what :func:`~.alignment.stuck_prefix` answered and read in the masked key."""
+        for unmasked in (False, True):
+            if unmasked and self.unmasked_key is self.key:
+                break
+            # Stuck in the unmasked key too: surely so where nothing it read is near page furniture
+            # (the two keys agree there), else asked.
+            if stuck is not None and (not unmasked or self.furniture_apart(keys[0], runs) or stuck_prefix(
+                    self.unmasked_key, self.unmasked_grams, self._unmasked_flow, keys[0]) is not None):
+                continue  # locate would find nothing in this key
+            spans = self._checked_spans(keys, unmasked)
+            if spans is None:
+                continue
+            if unmasked:
+                spans = self._unmasked_to_masked(spans)
+                if not spans:  # the whole quote is page furniture (a running header or footer)
+                    return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
+            if self._in_bibliography(spans) and LOOKS_LIKE_REFERENCE.search(citation):
+                return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
+            return CitationMatch(citation, self, True, VERBATIM if len(keys) == 1 else VERBATIM_ELIDED, spans)
+        return None
+
+    def _checked_spans(self, keys: list[str], unmasked: bool) -> tuple[tuple[int, int], ...] | None:
+        """The spans of the quote's parts in one key (as that key counts), unless it is not there, cuts one
+        of the paper's numbers, or (in the unmasked key) takes in a blanked line or page number as one of
+        its own. The unmasked key only serves quotes that copy furniture verbatim ("exhibit203")."""
+        spans = self._locate_parts(keys, unmasked)
+        if spans is None or (unmasked and self._absorbs_furniture_number(spans)):
+            return None
+        return None if self._cuts_a_number(keys, spans, unmasked) else spans
 
     def _cuts_a_number(self, keys: list[str], spans: Sequence[tuple[int, int]], unmasked: bool) -> bool:
         """True when the quote begins or ends inside one of the paper's numbers as printed:

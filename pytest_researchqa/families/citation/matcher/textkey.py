@@ -218,9 +218,30 @@ def key_offsets(text: str) -> Offsets:
 
     # 32-bit offsets: a paper's map costs 4 bytes a key character (texts stay far below 2**31).
     marked = mark_context(text)
+    if marked.isascii():  # each character gives one key character or none: where its flag is 1
+        flags = numpy.frombuffer(marked.encode("ascii").translate(ASCII_KEY_FLAGS), dtype=numpy.bool_)
+        return numpy.flatnonzero(flags).astype(numpy.int32)
+    widths = _marked_widths(marked)
+    return numpy.repeat(numpy.arange(len(widths), dtype=numpy.int32), widths)
+
+
+def key_flags(text: str) -> bytes | None:
+    """One byte a character of ``text``: 1 where it gives a character of ``text_key(text)`` (points and
+    signs read in context), 0 where it gives none; None where a character gives more than one (a
+    ligature, ``≤``). The ``n``-th 1 is where :func:`key_offsets` says the ``n``-th key character is."""
+    marked = mark_context(text)
     if marked.isascii():
-        codes = numpy.frombuffer(marked.encode("ascii"), dtype=numpy.uint8)
-        return numpy.flatnonzero(_ascii_widths(numpy)[codes]).astype(numpy.int32)
+        return marked.encode("ascii").translate(ASCII_KEY_FLAGS)
+    import numpy
+
+    widths = _marked_widths(marked)
+    return widths.astype(numpy.uint8).tobytes() if widths.max(initial=0) <= 1 else None
+
+
+def _marked_widths(marked: str) -> NDArray[np.int64]:
+    """How many key characters each character of marked text (not all ASCII) gives."""
+    import numpy
+
     codes = numpy.frombuffer(marked.encode("utf-32-le"), dtype=numpy.uint32)
     widths = numpy.zeros(len(codes), dtype=numpy.int64)
     ascii_part = codes < 128
@@ -229,7 +250,12 @@ def key_offsets(text: str) -> Offsets:
     distinct, where = numpy.unique(codes[~ascii_part], return_inverse=True)
     distinct_widths = numpy.array([len(text_key(chr(code))) for code in distinct.tolist()], dtype=numpy.int64)
     widths[~ascii_part] = distinct_widths[where] if len(distinct) else 0
-    return numpy.repeat(numpy.arange(len(codes), dtype=numpy.int32), widths)
+    return widths
+
+
+# For each byte of marked ASCII text, 1 where the character gives a key character (bytes.translate's table).
+ASCII_KEY_FLAGS = bytes(chr(code).isalnum() or chr(code) in _KEPT + _DECIMAL_MARK + _SIGN_MARK
+                        for code in range(128)) + bytes(128)
 
 
 @functools.lru_cache(maxsize=1)  # one table, built on first use
