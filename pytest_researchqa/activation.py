@@ -76,6 +76,10 @@ def check_settings(config: pytest.Config, settings: "Settings") -> None:
     if settings.papers is not None and not settings.papers.is_dir():
         raise pytest.UsageError(f"{setting_name(config, 'researchqa_papers')}: {settings.papers} is not a folder")
     state = run_state(config)
+    from .families.registry import broken_plugins
+
+    for broken in broken_plugins(config.pluginmanager):  # another family's plugin: this run goes on, told why
+        state.session.run_notes.append(f"warning: {broken}; its families cannot run")
     _ = state.dataset  # a file that cannot be read is a usage error now, before any hook collects its rows
     for spec in settings.systems:
         try:
