@@ -37,8 +37,15 @@ class Services:
             if self.is_model(name):
                 self._systems[name] = self._model_system(name)
             else:
-                from .systems import load_system
+                from .systems import BUILTIN_FAMILIES, SystemSpecError, load_system
 
+                family = self.settings.benchmark_family
+                answers = BUILTIN_FAMILIES.get(name)
+                if answers is not None and answers != family.name:
+                    own = [s for s, f in BUILTIN_FAMILIES.items() if f == family.name] or [family.default_system]
+                    raise SystemSpecError(f"system {name!r} answers the {answers} family's rows, not the "
+                                          f"{family.name} family's: use {' or '.join(own)}, or your own "
+                                          "package.module:function")
                 loaded = load_system(name)
                 if loaded.is_async:  # one loop for the run, bounded and pipelined like model calls
                     loaded.runner = self.runner()

@@ -267,3 +267,18 @@ def test_a_saved_run_without_its_family_or_a_kept_declaration_says_why_it_cannot
     assert "install the family's package, or compare from the project with pytest --researchqa-compare=" in err
     assert "--json' prints the summary the run saved" in err
     assert cli("--runs", str(runs), "show", "old", "--json")[0] == 0
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (("--researchqa-dataset=terms.jsonl", "--researchqa-system=oracle"),
+     "system 'oracle' answers the citation family's rows, not the glossary family's: use "
+     "glossary_family.systems:dictionary, or your own package.module:function"),
+    (("--researchqa-system=rubric-oracle",),  # the citation family's bundled sample
+     "system 'rubric-oracle' answers the rubric family's rows, not the citation family's: use oracle or bm25, or "
+     "your own package.module:function"),
+])
+def test_a_built_in_system_named_for_another_familys_rows_is_a_usage_error_before_any_row_runs(
+        glossary, tmp_path, options, message):
+    result = glossary.runpytest(*options, f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: researchqa: {message}"])
