@@ -76,10 +76,7 @@ def check_settings(config: pytest.Config, settings: "Settings") -> None:
     if settings.papers is not None and not settings.papers.is_dir():
         raise pytest.UsageError(f"{setting_name(config, 'researchqa_papers')}: {settings.papers} is not a folder")
     state = run_state(config)
-    from .families.registry import broken_plugins
-
-    for broken in broken_plugins(config.pluginmanager):  # another family's plugin: this run goes on, told why
-        state.session.run_notes.append(f"warning: {broken}; its families cannot run")
+    state.session.run_notes.extend(_family_notes(config, settings))
     _ = state.dataset  # a file that cannot be read is a usage error now, before any hook collects its rows
     for spec in settings.systems:
         try:
@@ -98,6 +95,21 @@ def check_settings(config: pytest.Config, settings: "Settings") -> None:
         from .reporting.plots import require_matplotlib
 
         require_matplotlib()
+
+
+def _family_notes(config: pytest.Config, settings: "Settings") -> list[str]:
+    """What the run says of the families it did not use: a broken family plugin (this run goes on), and
+    the other families that recognize its dataset when none was named."""
+    from .families import recognizing
+    from .families.registry import available_families, broken_plugins
+
+    notes = [f"warning: {broken}; its families cannot run" for broken in broken_plugins(config.pluginmanager)]
+    if settings.dataset is not None and "researchqa_family" not in settings.given:
+        found = recognizing(settings.dataset, available_families(config.pluginmanager))
+        if len(found) > 1:
+            notes.append(f"note: {len(found)} families recognize {settings.dataset.name}: {', '.join(found)}; "
+                         f"this run used {settings.family} (name one with --researchqa-family)")
+    return notes
 
 
 def baseline_after_rows(config: pytest.Config, settings: "Settings") -> None:

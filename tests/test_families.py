@@ -282,3 +282,24 @@ def test_a_built_in_system_named_for_another_familys_rows_is_a_usage_error_befor
     result = glossary.runpytest(*options, f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: researchqa: {message}"])
+
+
+def test_two_families_recognizing_one_dataset_is_said_in_one_line_naming_both_and_the_one_used(glossary, tmp_path):
+    glossary.makeconftest("""
+import dataclasses
+
+import pytest
+from glossary_family import GLOSSARY
+
+
+@pytest.hookimpl
+def pytest_researchqa_families():
+    return [dataclasses.replace(GLOSSARY, name="aglossary")]
+""")
+    common = ("--researchqa-dataset=terms.jsonl", f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider",
+              "--researchqa-results=off")
+    result = glossary.runpytest(*common)
+    result.stdout.fnmatch_lines(["note: 2 families recognize terms.jsonl: aglossary, glossary; this run used "
+                                 "aglossary (name one with --researchqa-family)"])
+    named = glossary.runpytest(*common, "--researchqa-family=glossary")
+    assert "families recognize" not in named.stdout.str()

@@ -219,14 +219,19 @@ def saved_family(data: Any) -> Optional[Family]:
 def sniff_family(path: Optional[Path], families: dict[str, Family]) -> Optional[str]:
     """The first family (in name order) that recognizes the dataset file; None when none does or there is
     no file. Reads the file's first 64 KB only; an unreadable file is left to the loader to report."""
+    return next(iter(recognizing(path, families)), None)
+
+
+def recognizing(path: Optional[Path], families: dict[str, Family]) -> list[str]:
+    """The families (in name order) that recognize the dataset file, from its first 64 KB."""
     if path is None:
-        return None
+        return []
     try:
         with open(path, "rb") as stream:
             head = stream.read(65536).decode("utf-8-sig", errors="replace")
     except OSError:
-        return None
-    return next((name for name, family in families.items() if family.recognizes(path, head)), None)
+        return []
+    return [name for name, family in families.items() if family.recognizes(path, head)]
 
 
 def first_row_keys(head: str) -> set[str]:
