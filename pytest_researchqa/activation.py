@@ -75,6 +75,11 @@ def check_settings(config: pytest.Config, settings: "Settings") -> None:
         raise pytest.UsageError(f"{setting_name(config, 'researchqa_dataset')}: {settings.dataset} is not a file")
     if settings.papers is not None and not settings.papers.is_dir():
         raise pytest.UsageError(f"{setting_name(config, 'researchqa_papers')}: {settings.papers} is not a folder")
+    family = settings.benchmark_family
+    if settings.audit and not family.uses_papers and not family.audits:
+        raise pytest.UsageError(f"--researchqa-audit: the {family.name} family's rows have no papers to check "
+                                "and its test does not describe rows without an answer (Family.audits); run it "
+                                "with a system instead")
     state = run_state(config)
     state.session.run_notes.extend(_family_notes(config, settings))
     _ = state.dataset  # a file that cannot be read is a usage error now, before any hook collects its rows

@@ -303,3 +303,13 @@ def pytest_researchqa_families():
                                  "aglossary (name one with --researchqa-family)"])
     named = glossary.runpytest(*common, "--researchqa-family=glossary")
     assert "families recognize" not in named.stdout.str()
+
+
+def test_an_audit_of_a_family_without_papers_that_does_not_audit_is_a_usage_error_before_any_row_runs(
+        glossary, tmp_path):
+    result = glossary.runpytest("--researchqa-dataset=terms.jsonl", "--researchqa-audit",
+                                f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --researchqa-audit: the glossary family's rows have no papers to check and "
+                                 "its test does not describe rows without an answer (Family.audits); run it with a "
+                                 "system instead"])

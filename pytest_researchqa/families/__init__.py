@@ -77,6 +77,9 @@ class Family:
     # "module:attribute" naming the family's judge kinds, {kind: ModelJudge subclass}; empty: it has none.
     judges: str = ""
     uses_papers: bool = True  # rows are about a paper the plugin reads (researchqa_paper is None otherwise)
+    # --researchqa-audit without papers to check: its default test describes a row when researchqa_answer is
+    # None (the rubric family's). False: such an audit is a usage error (a family with papers always audits).
+    audits: bool = False
     # The rows a run without --researchqa-dataset uses: a path under the plugin's bundled files, or (a third
     # party's) an absolute path as its parts; empty: the family bundles none.
     sample_dataset: tuple[str, ...] = ()
