@@ -114,8 +114,11 @@ class Services:
         from .families import resolve
 
         family = self.settings.benchmark_family
+        models = bool(self.settings.models or self.settings.judges)
         used = {"model_system": family.model_system if self.settings.models else "",
-                "judges": family.judges if self.settings.judges else ""}
+                "judges": family.judges if self.settings.judges else "",
+                "before_rows": family.before_rows, "after_answers": family.after_answers,
+                "renderer": family.renderer, "call_estimate": family.call_estimate if models else ""}
         for field, target in used.items():
             try:
                 if target:

@@ -102,6 +102,8 @@ def pytest_researchqa_families():
      "declare"),
     ("dict(model_system='glossary_family.model:NoSuchSystem')", "--researchqa-model=openai/any",
      "the plain family's model_system (glossary_family.model:NoSuchSystem) cannot be loaded: AttributeError: *"),
+    ("dict(renderer='glossary_family.rows:no_board')", "--researchqa-dataset=terms.jsonl",
+     "the plain family's renderer (glossary_family.rows:no_board) cannot be loaded: AttributeError: *"),
     ("dict(sample_dataset=())", "", "the plain family bundles no sample dataset: name a dataset file with "
                                     "--researchqa-dataset"),
     ("dict(loader='glossary_family.rows:TermRow')", "--researchqa-dataset=terms.jsonl",
