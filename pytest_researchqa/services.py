@@ -40,12 +40,15 @@ class Services:
                 from .systems import BUILTIN_FAMILIES, SystemSpecError, load_system
 
                 family = self.settings.benchmark_family
+                own = [s for s, f in BUILTIN_FAMILIES.items() if f == family.name] or [family.default_system]
                 answers = BUILTIN_FAMILIES.get(name)
                 if answers is not None and answers != family.name:
-                    own = [s for s, f in BUILTIN_FAMILIES.items() if f == family.name] or [family.default_system]
                     raise SystemSpecError(f"system {name!r} answers the {answers} family's rows, not the "
                                           f"{family.name} family's: use {' or '.join(own)}, or your own "
                                           "package.module:function")
+                if answers is None and ":" not in name:  # the choices for this run's rows, not every family's
+                    raise SystemSpecError(f"unknown system {name!r}: for the {family.name} family's rows use "
+                                          f"{', '.join(own)} or package.module:function")
                 loaded = load_system(name)
                 if loaded.is_async:  # one loop for the run, bounded and pipelined like model calls
                     loaded.runner = self.runner()

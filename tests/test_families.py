@@ -278,6 +278,9 @@ def test_a_saved_run_without_its_family_or_a_kept_declaration_says_why_it_cannot
     (("--researchqa-system=rubric-oracle",),  # the citation family's bundled sample
      "system 'rubric-oracle' answers the rubric family's rows, not the citation family's: use oracle or bm25, or "
      "your own package.module:function"),
+    (("--researchqa-dataset=terms.jsonl", "--researchqa-system=nope"),
+     "unknown system 'nope': for the glossary family's rows use glossary_family.systems:dictionary or "
+     "package.module:function"),
 ])
 def test_a_built_in_system_named_for_another_familys_rows_is_a_usage_error_before_any_row_runs(
         glossary, tmp_path, options, message):
