@@ -150,8 +150,8 @@ def broken(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path:
 
 @pytest.mark.parametrize(("mode", "problem"), [
     ("import_error", "failed to load: ImportError: a dependency of broken_family is missing"),
-    ("hook_raises", "pytest_researchqa_families raised RuntimeError: the hook of broken_family exploded"),
-    ("not_family", "pytest_researchqa_families returned {'name': 'broken'}, not a Family"),
+    ("hook_raises", "has a pytest_researchqa_families hook that raised RuntimeError: the hook of broken_family exploded"),
+    ("not_family", "has a pytest_researchqa_families hook that returned {'name': 'broken'}, not a Family"),
 ])
 def test_a_family_plugin_that_does_not_load_breaks_only_the_runs_that_ask_for_it_and_says_so(
         broken, monkeypatch, mode, problem):

@@ -132,7 +132,7 @@ def available_families(pluginmanager: Optional[pluggy.PluginManager] = None) -> 
         except Exception as error:  # noqa: BLE001 -- a third party's hook: named, not raised
             origin = found.origins.get(name) or _origin(impl.plugin, name)
             problem = str(error) if isinstance(error, FamilyError) else f"raised {type(error).__name__}: {error}"
-            found.broken[name] = BrokenPlugin(name, origin, f"pytest_researchqa_families {problem}")
+            found.broken[name] = BrokenPlugin(name, origin, f"has a pytest_researchqa_families hook that {problem}")
             continue
         for family in provided:
             known = families.get(family.name)
