@@ -25,12 +25,14 @@ import argparse
 import builtins
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from .runs import DEFAULT_RUNS_DIR, ROWS_FILE, RunNotFound, SavedRun, load_baseline, load_run, resolve_run
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .families import Family
     from .session import ResearchSession
 
 # One call writes a paper's questions: more than this per type outgrows any reply.
@@ -104,12 +106,41 @@ def _list(runs_dir: Path) -> int:
     return 0
 
 
-def _session(saved: SavedRun, **options: Any) -> "ResearchSession":
+def _family(saved: SavedRun) -> "Family":
+    """The saved run's family: the installed one, else the declaration the run kept (a family a conftest.py
+    declares, or a package since uninstalled), said on stderr; a ValueError saying what to do without either."""
+    from .families import get_family, resolve, saved_family
+    from .families.registry import FamilyError
+
+    name = str(saved.manifest.get("family") or "citation")
+    try:
+        return get_family(name)
+    except FamilyError:
+        pass
+    kept = saved_family(saved.manifest.get("family_declaration"))
+    if kept is None or kept.name != name:
+        raise ValueError(f"{saved.name} is a run of the {name} benchmark family, which is not installed here (a "
+                         "family a project's conftest.py declares, or a package since uninstalled), and the run "
+                         "keeps no copy of its declaration (saved by an earlier version): install the family's "
+                         f"package, or compare from the project with pytest --researchqa-compare={saved.name}; "
+                         f"'show {saved.name} --json' prints the summary the run saved")
+    note = ""
+    if kept.renderer:
+        try:
+            resolve(kept.renderer)
+        except Exception:  # noqa: BLE001 -- its module is gone with the family: the default tables stand in
+            note = f", in the default tables (its renderer {kept.renderer} does not load)"
+            kept = replace(kept, renderer="")
+    print(f"note: the {name} family is not installed here (a conftest.py's, or a package since uninstalled): "
+          f"{saved.name} is shown from the declaration it saved{note}", file=sys.stderr)
+    return kept
+
+
+def _session(saved: SavedRun, family: "Optional[Family]" = None, **options: Any) -> "ResearchSession":
     """A saved run's records replayed into a session: the same outcome, the same renderers as a live run."""
-    from .families import get_family
     from .session import ResearchSession
 
-    session = ResearchSession(get_family(saved.manifest.get("family", "citation")),
+    session = ResearchSession(family or _family(saved),
                               family_results=saved.manifest.get("family_results") or {}, **options)
     for record in saved.records:
         session.add(record)
@@ -179,18 +210,21 @@ def _print(session: "ResearchSession", title: str, *, markdown: bool) -> None:
 
 def _show(spec: str, runs_dir: Path, *, markdown: bool, as_json: bool = False) -> int:
     saved = load_run(resolve_run(spec, runs_dir))
-    session = _replayed(saved, runs_dir)
     if as_json:
         import json
 
         from .reporting.json_summary import summary
         from .runs import SUMMARY_FILE
 
-        kept = saved.folder / SUMMARY_FILE  # written by the run itself: it knows the run's gates
-        data = json.loads(kept.read_text(encoding="utf-8")) if kept.is_file() else summary(
-            session.outcome(), session.family, saved.manifest)
+        kept = saved.folder / SUMMARY_FILE  # written by the run itself: it knows the run's gates (and needs no family)
+        if kept.is_file():
+            data = json.loads(kept.read_text(encoding="utf-8"))
+        else:
+            session = _replayed(saved, runs_dir)
+            data = summary(session.outcome(), session.family, saved.manifest)
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return 0
+    session = _replayed(saved, runs_dir)
     _print(session, f"researchqa run {saved.name} ({len(saved.records)} rows)", markdown=markdown)
     return 0
 
@@ -310,7 +344,6 @@ def _generate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def _compare(baseline_spec: str, spec: str, runs_dir: Path, *, mapping: Sequence[str], regressions: Sequence[str],
              markdown: bool) -> int:
-    from .families import get_family
     from .reporting.compare import parse_mapping
     from .reporting.gates import parse_regression_gate
 
@@ -318,13 +351,13 @@ def _compare(baseline_spec: str, spec: str, runs_dir: Path, *, mapping: Sequence
     baseline = load_baseline(baseline_spec, runs_dir)
     if baseline.name == saved.name:
         raise ValueError(f"{saved.name} would be compared with itself: name two different runs")
-    family = get_family(saved.manifest.get("family", "citation"))
+    family = _family(saved)
     if baseline.family != family.name:
         raise ValueError(f"{baseline.name} is a run of the {baseline.family} family and {saved.name} of the "
                          f"{family.name} family: their rows cannot be paired")
     gates = [parse_regression_gate(text, family) for text in regressions]
     dataset = saved.manifest.get("dataset") or {}
-    session = _session(saved, regressions=gates, baseline=baseline, compare_map=parse_mapping(mapping),
+    session = _session(saved, family, regressions=gates, baseline=baseline, compare_map=parse_mapping(mapping),
                        dataset_sha=dataset.get("sha256") if isinstance(dataset, dict) else None)
     _print(session, f"researchqa run {saved.name} against {baseline.name}", markdown=markdown)
     passed = session.outcome().passed

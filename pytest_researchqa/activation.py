@@ -75,7 +75,13 @@ def check_settings(config: pytest.Config, settings: "Settings") -> None:
         raise pytest.UsageError(f"{setting_name(config, 'researchqa_dataset')}: {settings.dataset} is not a file")
     if settings.papers is not None and not settings.papers.is_dir():
         raise pytest.UsageError(f"{setting_name(config, 'researchqa_papers')}: {settings.papers} is not a folder")
+    family = settings.benchmark_family
+    if settings.audit and not family.uses_papers and not family.audits:
+        raise pytest.UsageError(f"--researchqa-audit: the {family.name} family's rows have no papers to check "
+                                "and its test does not describe rows without an answer (Family.audits); run it "
+                                "with a system instead")
     state = run_state(config)
+    state.session.run_notes.extend(_family_notes(config, settings))
     _ = state.dataset  # a file that cannot be read is a usage error now, before any hook collects its rows
     for spec in settings.systems:
         try:
@@ -94,6 +100,21 @@ def check_settings(config: pytest.Config, settings: "Settings") -> None:
         from .reporting.plots import require_matplotlib
 
         require_matplotlib()
+
+
+def _family_notes(config: pytest.Config, settings: "Settings") -> list[str]:
+    """What the run says of the families it did not use: a broken family plugin (this run goes on), and
+    the other families that recognize its dataset when none was named."""
+    from .families import recognizing
+    from .families.registry import available_families, broken_plugins
+
+    notes = [f"warning: {broken}; its families cannot run" for broken in broken_plugins(config.pluginmanager)]
+    if settings.dataset is not None and "researchqa_family" not in settings.given:
+        found = recognizing(settings.dataset, available_families(config.pluginmanager))
+        if len(found) > 1:
+            notes.append(f"note: {len(found)} families recognize {settings.dataset.name}: {', '.join(found)}; "
+                         f"this run used {settings.family} (name one with --researchqa-family)")
+    return notes
 
 
 def baseline_after_rows(config: pytest.Config, settings: "Settings") -> None:

@@ -177,10 +177,12 @@ def _collect_protocol(session: pytest.Session, state: "RunState") -> list[pytest
     ``Session.genitems`` collects it as pytest collects any module, firing the collection hooks
     itself, so terminal counts, collection errors and xdist agree.
     """
-    import importlib
+    from .families import DeclarationError
 
-    module_file = importlib.import_module(state.family.protocol_module).__file__
-    assert module_file is not None
+    try:
+        module_file = state.family.protocol_file()
+    except DeclarationError as error:  # said again where pytest's `finally` would replace it (run_hooks)
+        raise pytest.UsageError(f"researchqa: {error}") from None
     module = pytest.Module.from_parent(session, path=Path(module_file), nodeid=PROTOCOL_NODEID)
     return list(session.genitems(module))
 

@@ -150,9 +150,20 @@ class RunHooks:
             # pytest calls this hook from a `finally`: a load error raised during collection would
             # be replaced by ours, so load again here and let its own message stand.
             _ = self.state.dataset
+            self._say_why_the_default_test_did_not_load()
             raise pytest.UsageError(f"researchqa: the dataset {self.state.dataset_path} has no rows to run")
         raise pytest.UsageError(f"researchqa: no row of {self.state.dataset_path} matches the selection "
                                 f"({self._selection().slice_description or 'deselected'})")
+
+    def _say_why_the_default_test_did_not_load(self) -> None:
+        """The family's default test module, when it did not import, said as collection said it."""
+        from .families import DeclarationError
+
+        if self.state.dataset.rows:
+            try:
+                self.state.family.protocol_file()
+            except DeclarationError as error:
+                raise pytest.UsageError(f"researchqa: {error}") from None
 
     def _start_rows(self, row_items: list[pytest.Item]) -> None:
         """The family's check before any row, the estimate and progress, and the model calls set in flight."""
@@ -432,6 +443,7 @@ class RunHooks:
 
     def _manifest(self, outcome: "RunOutcome") -> dict[str, Any]:
         from .bundled import bundled_path
+        from .families import declaration_data
         from .runs import environment, file_sha256, folder_hashes, git_commit, redact_params
 
         state, settings = self.state, self.config.stash[SETTINGS]
@@ -439,6 +451,7 @@ class RunHooks:
         return {
             "name": settings.save_name,
             "family": state.family.name,
+            "family_declaration": declaration_data(state.family),  # show/view where the family is not installed
             "started": self.started_at.isoformat(timespec="seconds"),
             "ended": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "command": [state.redact(str(arg)) for arg in self.config.invocation_params.args],

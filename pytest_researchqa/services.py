@@ -37,8 +37,18 @@ class Services:
             if self.is_model(name):
                 self._systems[name] = self._model_system(name)
             else:
-                from .systems import load_system
+                from .systems import BUILTIN_FAMILIES, SystemSpecError, load_system
 
+                family = self.settings.benchmark_family
+                own = [s for s, f in BUILTIN_FAMILIES.items() if f == family.name] or [family.default_system]
+                answers = BUILTIN_FAMILIES.get(name)
+                if answers is not None and answers != family.name:
+                    raise SystemSpecError(f"system {name!r} answers the {answers} family's rows, not the "
+                                          f"{family.name} family's: use {' or '.join(own)}, or your own "
+                                          "package.module:function")
+                if answers is None and ":" not in name:  # the choices for this run's rows, not every family's
+                    raise SystemSpecError(f"unknown system {name!r}: for the {family.name} family's rows use "
+                                          f"{', '.join(own)} or package.module:function")
                 loaded = load_system(name)
                 if loaded.is_async:  # one loop for the run, bounded and pipelined like model calls
                     loaded.runner = self.runner()
@@ -107,8 +117,11 @@ class Services:
         from .families import resolve
 
         family = self.settings.benchmark_family
+        models = bool(self.settings.models or self.settings.judges)
         used = {"model_system": family.model_system if self.settings.models else "",
-                "judges": family.judges if self.settings.judges else ""}
+                "judges": family.judges if self.settings.judges else "",
+                "before_rows": family.before_rows, "after_answers": family.after_answers,
+                "renderer": family.renderer, "call_estimate": family.call_estimate if models else ""}
         for field, target in used.items():
             try:
                 if target:

@@ -222,7 +222,7 @@ def _family(config: pytest.Config, resolved: dict[str, Any]) -> "Family":
         families = available_families(config.pluginmanager)
         name = (resolved["researchqa_family"] or sniff_family(resolved["researchqa_dataset"], families)
                 or DEFAULT_FAMILY)
-        return find_family(name, families)
+        return find_family(name, families, config.pluginmanager)
     except FamilyError as error:
         raise pytest.UsageError(f"{setting_name(config, 'researchqa_family')}: {error}") from None
 

@@ -102,6 +102,8 @@ def pytest_researchqa_families():
      "declare"),
     ("dict(model_system='glossary_family.model:NoSuchSystem')", "--researchqa-model=openai/any",
      "the plain family's model_system (glossary_family.model:NoSuchSystem) cannot be loaded: AttributeError: *"),
+    ("dict(renderer='glossary_family.rows:no_board')", "--researchqa-dataset=terms.jsonl",
+     "the plain family's renderer (glossary_family.rows:no_board) cannot be loaded: AttributeError: *"),
     ("dict(sample_dataset=())", "", "the plain family bundles no sample dataset: name a dataset file with "
                                     "--researchqa-dataset"),
     ("dict(loader='glossary_family.rows:TermRow')", "--researchqa-dataset=terms.jsonl",
@@ -132,3 +134,187 @@ def test_judge_kinds_come_from_the_families_declarations_and_a_name_is_one_famil
     monkeypatch.setitem(__import__("sys").modules, "clashing_kinds", clashing)
     with pytest.raises(FamilyError, match="two families declare a judge kind named 'rubric'"):
         judge_kinds([citation, replace(citation, name="clash", judges="clashing_kinds:KINDS")])
+
+
+BROKEN = Path(__file__).resolve().parent / "broken_families"
+
+
+@pytest.fixture
+def broken(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.Pytester:
+    """A family plugin installed as pip would (tests/broken_families/), broken as ``BROKEN_FAMILY`` says."""
+    pytester.syspathinsert(BROKEN)
+    pytester.path.joinpath("shards.jsonl").write_text('{"id": "s1", "shard": "one"}\n{"id": "s2", "shard": "two"}\n')
+    monkeypatch.setenv("RESEARCHQA_CACHE_DIR", str(tmp_path / "cache"))
+    return pytester
+
+
+@pytest.mark.parametrize(("mode", "problem"), [
+    ("import_error", "failed to load: ImportError: a dependency of broken_family is missing"),
+    ("hook_raises", "has a pytest_researchqa_families hook that raised RuntimeError: the hook of broken_family exploded"),
+    ("not_family", "has a pytest_researchqa_families hook that returned {'name': 'broken'}, not a Family"),
+])
+def test_a_family_plugin_that_does_not_load_breaks_only_the_runs_that_ask_for_it_and_says_so(
+        broken, monkeypatch, mode, problem):
+    monkeypatch.setenv("BROKEN_FAMILY", mode)
+    origin = "(entry point broken = broken_family in pytest_researchqa.families, package broken-family)"
+    other = broken.runpytest("--researchqa-system=oracle", "--researchqa-results=off", "-p", "no:cacheprovider",
+                             "-q")  # the citation family's bundled sample
+    assert other.ret == pytest.ExitCode.OK, other.stdout.str()
+    other.stdout.fnmatch_lines([f"warning: the benchmark family plugin 'broken' {origin} {problem}; "
+                                "its families cannot run"])
+    assert "INTERNALERROR" not in other.stdout.str() + other.stderr.str()
+    asked = broken.runpytest("--researchqa-family=broken", "--researchqa-dataset=shards.jsonl", "-p", "no:cacheprovider")
+    assert asked.ret == pytest.ExitCode.USAGE_ERROR
+    asked.stderr.fnmatch_lines([f"*--researchqa-family: unknown benchmark family 'broken'; choose from citation, "
+                                f"rubric; the benchmark family plugin 'broken' {origin} {problem}"])
+    broken.makepyfile(test_unrelated="def test_one():\n    assert True\n")
+    plain = broken.runpytest("--strict-markers", "-p", "no:cacheprovider", "-q")
+    assert plain.ret == pytest.ExitCode.OK and "broken" not in plain.stdout.str() + plain.stderr.str()
+
+
+def test_an_entry_point_whose_module_implements_no_family_hook_is_named_when_its_family_is_asked_for(
+        broken, monkeypatch):
+    monkeypatch.setenv("BROKEN_FAMILY", "no_hook")
+    result = broken.runpytest("--researchqa-family=broken", "--researchqa-dataset=shards.jsonl")
+    result.stderr.fnmatch_lines(["*unknown benchmark family 'broken'; choose from citation, rubric; these family "
+                                 "plugins implement no pytest_researchqa_families hook: entry point broken = "
+                                 "broken_family in pytest_researchqa.families, package broken-family"])
+
+
+@pytest.mark.parametrize(("mode", "problem"), [
+    ("loader_list", "(broken_family.rows:load_list) returned list, not a pytest_researchqa.dataset.Dataset"),
+    ("dict_rows", "(broken_family.rows:load_dicts) returned rows that are not FamilyRow: row 1 (a dict) has no "
+                  "'row_id', 'question', 'question_type', 'domain', 'paper_id' attribute"),
+    ("no_question_type", "(broken_family.rows:load_partial) returned rows that are not FamilyRow: row 1 (a "
+                         "PartialRow) has no 'question_type', 'domain', 'paper_id' attribute"),
+])
+def test_a_loader_returning_rows_of_the_wrong_shape_is_a_usage_error_naming_the_family_loader_and_shape(
+        broken, monkeypatch, mode, problem):
+    monkeypatch.setenv("BROKEN_FAMILY", mode)
+    result = broken.runpytest("--researchqa-dataset=shards.jsonl", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: researchqa: the broken family's loader {problem} (reading *shards.jsonl*"])
+    assert "has no rows to run" not in result.stderr.str() and "AttributeError" not in result.stdout.str()
+
+
+def test_a_protocol_module_that_does_not_import_is_a_usage_error_naming_the_family_and_field(broken, monkeypatch):
+    monkeypatch.setenv("BROKEN_FAMILY", "protocol_missing")
+    result = broken.runpytest("--researchqa-dataset=shards.jsonl", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: researchqa: the broken family's protocol_module (broken_family.nothere) "
+                                 "cannot be loaded: ModuleNotFoundError: No module named 'broken_family.nothere'"])
+    assert "has no rows to run" not in result.stderr.str()
+
+
+def test_the_working_broken_family_runs(broken):  # the seam's control: unset, the family works
+    result = broken.runpytest("--researchqa-dataset=shards.jsonl", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    """``python -m pytest_researchqa ARGV`` in this process: exit status, stdout, stderr."""
+    import contextlib
+    import io
+
+    from pytest_researchqa.__main__ import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(argv))
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_saved_runs_of_a_family_a_conftest_declares_are_shown_viewed_and_compared_from_their_kept_declaration(
+        glossary, tmp_path):
+    glossary.makeconftest(PLAIN_FAMILY.replace("{extra}", "dict(renderer='plain_board:render')"))
+    glossary.makepyfile(plain_board="def render(records, family, results):\n    return 'the plain board'\n")
+    runs = tmp_path / "runs"
+    common = ("--researchqa-family=plain", "--researchqa-dataset=terms.jsonl", f"--researchqa-results={runs}",
+              f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider")
+    glossary.runpytest(*common, "--researchqa-save=base", "--researchqa-json=base.json")
+    glossary.runpytest(*common, "--researchqa-save=again")
+    glossary.path.joinpath("conftest.py").unlink()  # the command line never loads a project's conftest.py
+    glossary.path.joinpath("plain_board.py").unlink()  # nor, here, the family's renderer
+
+    status, out, err = cli("--runs", str(runs), "show", "base", "--json")
+    assert status == 0 and err == "", err
+    assert json.loads(out) == json.loads(glossary.path.joinpath("base.json").read_text())
+    status, out, err = cli("--runs", str(runs), "show", "base")
+    assert status == 0, err
+    assert "kw recall" in out and "glossary_family.systems:dictionary" in out
+    assert len(err.splitlines()) == 1 and err.startswith("note: the plain family is not installed here (a "
+                                                          "conftest.py's, or a package since uninstalled): ")
+    assert "is shown from the declaration it saved, in the default tables (its renderer plain_board:render" in err
+    status, out, err = cli("--runs", str(runs), "compare", "base", "again")
+    assert status == 0, err
+    assert "kw recall" in out
+    status, out, err = cli("--runs", str(runs), "view", "again", "--compare", "base", "-o", str(tmp_path / "r.html"))
+    assert status == 0, err
+    assert (tmp_path / "r.html").stat().st_size > 0
+
+
+def test_a_saved_run_without_its_family_or_a_kept_declaration_says_why_it_cannot_be_shown_and_what_to_do(
+        glossary, tmp_path):
+    glossary.makeconftest(PLAIN_FAMILY.replace("{extra}", "{}"))
+    runs = tmp_path / "runs"
+    glossary.runpytest("--researchqa-family=plain", "--researchqa-dataset=terms.jsonl", f"--researchqa-results={runs}",
+                       f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider", "--researchqa-save=old")
+    manifest = next(runs.glob("*old")) / "manifest.json"
+    kept = json.loads(manifest.read_text())
+    del kept["family_declaration"]  # as an earlier version saved it
+    manifest.write_text(json.dumps(kept))
+    status, out, err = cli("--runs", str(runs), "show", "old")
+    assert status == 2
+    assert err.startswith("error: ") and "is a run of the plain benchmark family, which is not installed here" in err
+    assert "install the family's package, or compare from the project with pytest --researchqa-compare=" in err
+    assert "--json' prints the summary the run saved" in err
+    assert cli("--runs", str(runs), "show", "old", "--json")[0] == 0
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (("--researchqa-dataset=terms.jsonl", "--researchqa-system=oracle"),
+     "system 'oracle' answers the citation family's rows, not the glossary family's: use "
+     "glossary_family.systems:dictionary, or your own package.module:function"),
+    (("--researchqa-system=rubric-oracle",),  # the citation family's bundled sample
+     "system 'rubric-oracle' answers the rubric family's rows, not the citation family's: use oracle or bm25, or "
+     "your own package.module:function"),
+    (("--researchqa-dataset=terms.jsonl", "--researchqa-system=nope"),
+     "unknown system 'nope': for the glossary family's rows use glossary_family.systems:dictionary or "
+     "package.module:function"),
+])
+def test_a_built_in_system_named_for_another_familys_rows_is_a_usage_error_before_any_row_runs(
+        glossary, tmp_path, options, message):
+    result = glossary.runpytest(*options, f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: researchqa: {message}"])
+
+
+def test_two_families_recognizing_one_dataset_is_said_in_one_line_naming_both_and_the_one_used(glossary, tmp_path):
+    glossary.makeconftest("""
+import dataclasses
+
+import pytest
+from glossary_family import GLOSSARY
+
+
+@pytest.hookimpl
+def pytest_researchqa_families():
+    return [dataclasses.replace(GLOSSARY, name="aglossary")]
+""")
+    common = ("--researchqa-dataset=terms.jsonl", f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider",
+              "--researchqa-results=off")
+    result = glossary.runpytest(*common)
+    result.stdout.fnmatch_lines(["note: 2 families recognize terms.jsonl: aglossary, glossary; this run used "
+                                 "aglossary (name one with --researchqa-family)"])
+    named = glossary.runpytest(*common, "--researchqa-family=glossary")
+    assert "families recognize" not in named.stdout.str()
+
+
+def test_an_audit_of_a_family_without_papers_that_does_not_audit_is_a_usage_error_before_any_row_runs(
+        glossary, tmp_path):
+    result = glossary.runpytest("--researchqa-dataset=terms.jsonl", "--researchqa-audit",
+                                f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --researchqa-audit: the glossary family's rows have no papers to check and "
+                                 "its test does not describe rows without an answer (Family.audits); run it with a "
+                                 "system instead"])

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, cast
 
@@ -31,6 +31,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..dataset import Dataset, FamilyRow
     from .protocols import RowLoader
+
+
+class DeclarationError(ValueError):
+    """A part of a family's declaration a run needs that does not load (a usage error naming the field)."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,9 @@ class Family:
     # "module:attribute" naming the family's judge kinds, {kind: ModelJudge subclass}; empty: it has none.
     judges: str = ""
     uses_papers: bool = True  # rows are about a paper the plugin reads (researchqa_paper is None otherwise)
+    # --researchqa-audit without papers to check: its default test describes a row when researchqa_answer is
+    # None (the rubric family's). False: such an audit is a usage error (a family with papers always audits).
+    audits: bool = False
     # The rows a run without --researchqa-dataset uses: a path under the plugin's bundled files, or (a third
     # party's) an absolute path as its parts; empty: the family bundles none.
     sample_dataset: tuple[str, ...] = ()
@@ -111,8 +118,31 @@ class Family:
         return next((m for m in self.metrics if m.name == name), None)
 
     def load(self, path: Path) -> "Dataset[Any]":
+        """The loader's dataset, checked to be of the shape the plugin reads: a ``DatasetError`` naming
+        the family and its loader when it returns something else (a list, plain dicts, rows missing a
+        ``FamilyRow`` field)."""
+        from ..dataset import Dataset, DatasetError
+
         load = cast("RowLoader", resolve(self.loader))
-        return load(path)
+        dataset = load(path)
+        wrong = (f"returned {type(dataset).__name__}, not a pytest_researchqa.dataset.Dataset"
+                 if not isinstance(dataset, Dataset) else _row_shape_problem(dataset.rows))
+        if wrong:
+            raise DatasetError(f"the {self.name} family's loader ({self.loader}) {wrong} (reading {path}; "
+                               "docs/extending.md, section 2)")
+        return dataset
+
+    def protocol_file(self) -> str:
+        """The file of the default test module (``protocol_module``); a DeclarationError when it does not load."""
+        try:
+            module_file = importlib.import_module(self.protocol_module).__file__
+        except Exception as error:  # noqa: BLE001 -- a third party's declaration: named with its field
+            raise DeclarationError(f"the {self.name} family's protocol_module ({self.protocol_module}) cannot be "
+                                   f"loaded: {type(error).__name__}: {error}") from None
+        if module_file is None:
+            raise DeclarationError(f"the {self.name} family's protocol_module ({self.protocol_module}) is not a "
+                                   "module file")
+        return module_file
 
     def recognizes(self, path: Path, head: str) -> bool:
         """Whether a dataset file is this family's, from its suffix and its first 64 KB (``head``);
@@ -132,6 +162,21 @@ class Family:
         return [row.question_type]
 
 
+ROW_FIELDS = ("row_id", "question", "question_type", "domain", "paper_id")  # what FamilyRow promises
+
+
+def _row_shape_problem(rows: Any) -> Optional[str]:
+    """What is wrong with a loader's rows, or None: each must have FamilyRow's attributes."""
+    if not isinstance(rows, list):
+        return f"returned a Dataset whose rows are a {type(rows).__name__}, not a list"
+    for position, row in enumerate(rows, 1):
+        missing = [name for name in ROW_FIELDS if not hasattr(row, name)]
+        if missing:
+            return (f"returned rows that are not FamilyRow: row {position} (a {type(row).__name__}) has no "
+                    f"{', '.join(repr(m) for m in missing)} attribute")
+    return None
+
+
 DEFAULT_FAMILY = "citation"  # a run without a dataset that no family recognizes: the bundled sample's family
 
 
@@ -147,22 +192,54 @@ def resolve(target: str) -> Any:
 
 def get_family(name: str, pluginmanager: "Optional[pluggy.PluginManager]" = None) -> Family:
     """The family of that name among those installed (see ``registry``); ValueError for an unknown one."""
-    from .registry import available_families, find_family
+    from .registry import available_families, family_plugins, find_family
 
-    return find_family(name, available_families(pluginmanager))
+    manager = family_plugins(pluginmanager)
+    return find_family(name, available_families(manager), manager)
+
+
+def declaration_data(family: Family) -> dict[str, Any]:
+    """What a saved run keeps of its family's declaration (plain data): enough for ``python -m
+    pytest_researchqa show/view/compare`` to render the run where the family is not installed (a family
+    a conftest.py declares, or a package since uninstalled)."""
+    return {"name": family.name, "description": family.description, "question_types": list(family.question_types),
+            "metrics": [asdict(m) for m in family.metrics],
+            "judge_dimensions": [asdict(d) for d in family.judge_dimensions],
+            "uses_papers": family.uses_papers, "scope_note": family.scope_note, "renderer": family.renderer}
+
+
+def saved_family(data: Any) -> Optional[Family]:
+    """The declaration a saved run kept (``declaration_data``) as a Family that renders the run but loads no
+    rows; None when there is none or it is malformed."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        return Family(name=str(data["name"]), description=str(data.get("description", "")),
+                      question_types=tuple(str(t) for t in data.get("question_types", ())),
+                      metrics=tuple(MetricSpec(**m) for m in data["metrics"]),
+                      judge_dimensions=tuple(JudgeDimension(**d) for d in data.get("judge_dimensions", ())),
+                      protocol_module="", loader="", uses_papers=bool(data.get("uses_papers", True)),
+                      scope_note=str(data.get("scope_note", "")), renderer=str(data.get("renderer") or ""))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def sniff_family(path: Optional[Path], families: dict[str, Family]) -> Optional[str]:
     """The first family (in name order) that recognizes the dataset file; None when none does or there is
     no file. Reads the file's first 64 KB only; an unreadable file is left to the loader to report."""
+    return next(iter(recognizing(path, families)), None)
+
+
+def recognizing(path: Optional[Path], families: dict[str, Family]) -> list[str]:
+    """The families (in name order) that recognize the dataset file, from its first 64 KB."""
     if path is None:
-        return None
+        return []
     try:
         with open(path, "rb") as stream:
             head = stream.read(65536).decode("utf-8-sig", errors="replace")
     except OSError:
-        return None
-    return next((name for name, family in families.items() if family.recognizes(path, head)), None)
+        return []
+    return [name for name, family in families.items() if family.recognizes(path, head)]
 
 
 def first_row_keys(head: str) -> set[str]:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..papers import Paper
 
 BUILTIN_SYSTEMS = ("oracle", "bm25", "rubric-oracle")
+BUILTIN_FAMILIES = {"oracle": "citation", "bm25": "citation", "rubric-oracle": "rubric"}  # whose rows each answers
 
 
 def _call_key(row: "FamilyRow", paper: "Optional[Paper]") -> tuple[str, Optional[str]]:

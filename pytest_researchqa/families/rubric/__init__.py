@@ -94,6 +94,7 @@ RUBRIC = RubricFamily(
     judge_kinds=("coverage",),
     judges="pytest_researchqa.families.rubric.judges:KINDS",
     uses_papers=False,
+    audits=True,  # its test describes each row's rubric when auditing
     sample_dataset=("datasets", "rubric-sample", "rubric-sample.yaml"),
     model_system="pytest_researchqa.families.rubric.task:ResearchAnswerSystem",
     after_answers="pytest_researchqa.families.rubric.tournament:run_tournament",
