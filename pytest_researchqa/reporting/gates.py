@@ -215,7 +215,7 @@ class RegressionResult:
         return f"{self.kind}::{prefix}{self.gate.metric}[{self.system}]"
 
     def _too_few(self, t: "PairedTest") -> str:
-        if t.changed == t.papers:
+        if t.papers < MIN_PAPERS or t.changed == t.papers:  # the dataset itself is too small
             return (f"too few {self.unit} ({t.papers}) for the clustered test to reach alpha {ALPHA:g} "
                     f"(it needs at least {MIN_PAPERS})")
         return (f"too few {self.unit} changed ({t.changed} of {t.papers}) for the clustered test to reach alpha "
