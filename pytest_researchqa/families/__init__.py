@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, cast
 
@@ -130,7 +130,7 @@ class Family:
         if wrong:
             raise DatasetError(f"the {self.name} family's loader ({self.loader}) {wrong} (reading {path}; "
                                "docs/extending.md, section 2)")
-        return dataset
+        return _without_repeated_ids(dataset)
 
     def protocol_file(self) -> str:
         """The file of the default test module (``protocol_module``); a DeclarationError when it does not load."""
@@ -163,6 +163,26 @@ class Family:
 
 
 ROW_FIELDS = ("row_id", "question", "question_type", "domain", "paper_id")  # what FamilyRow promises
+
+
+def _without_repeated_ids(dataset: "Dataset[Any]") -> "Dataset[Any]":
+    """A row id is a row's name in saved runs, comparisons and reports: a second row of one id would be
+    merged with the first when runs are compared. Any loader's repeat is an invalid row (the built-in
+    loaders already report theirs with the file's line)."""
+    from ..dataset import RowProblem
+
+    first: dict[str, int] = {}
+    kept, problems = [], []
+    for number, row in enumerate(dataset.rows, 1):
+        seen = first.setdefault(str(row.row_id), number)
+        if seen == number:
+            kept.append(row)
+        else:
+            problems.append(RowProblem(str(dataset.path), f"row {number}", "row_id",
+                                       f"duplicate of row {seen} ({row.row_id!r})", row_id=str(row.row_id)))
+    if not problems:
+        return dataset
+    return replace(dataset, rows=kept, problems=[*dataset.problems, *problems])
 
 
 def _row_shape_problem(rows: Any) -> Optional[str]:
