@@ -193,6 +193,7 @@ class RunWriter:
             with self._partial_lines() as copied:
                 rows = (copied(r) or saved_line(r.to_plain(copy=False)) for r in sorted(records, key=sort_key))
                 atomic_write(self.folder / ROWS_FILE, rows)  # line by line: at the seed's scale the file is ~40 MB
+            self._lines.clear()  # the writer holds no record beyond the run's end
             manifest = {"version": MANIFEST_VERSION, **manifest}
             atomic_write(self.folder / MANIFEST_FILE,
                          utf8(json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n"))
