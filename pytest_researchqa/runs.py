@@ -211,10 +211,14 @@ class RunWriter:
     @contextlib.contextmanager
     def _partial_lines(self) -> Iterator[Callable[[RowRecord], Optional[bytes]]]:
         """A function giving a record's final line as the partial file holds it (None: not kept there)."""
-        if not self._lines:
+        try:
+            stream = open(self.folder / PARTIAL_FILE, "rb") if self._lines else None
+        except OSError:  # gone (removed by hand): every record is serialized again
+            stream = None
+        if stream is None:
             yield lambda record: None
             return
-        with open(self.folder / PARTIAL_FILE, "rb") as stream:
+        with stream:
             def copied(record: RowRecord) -> Optional[bytes]:
                 kept = self._lines.get(id(record))
                 if kept is None or kept[0] is not record:

@@ -315,6 +315,18 @@ def test_the_final_rows_file_copies_final_lines_from_the_partial_file_and_makes_
     assert not (tmp_path / "run" / PARTIAL_FILE).exists()
 
 
+def test_the_final_rows_file_is_written_whole_when_the_partial_file_is_gone(tmp_path):
+    from pytest_researchqa.records import RowRecord
+    from pytest_researchqa.runs import PARTIAL_FILE, ROWS_FILE, RunWriter, saved_line
+
+    writer = RunWriter(tmp_path / "run")
+    record = RowRecord(row_id="r1", system="oracle")
+    writer.add(record, record.to_plain(copy=False), final=True)
+    (tmp_path / "run" / PARTIAL_FILE).unlink()
+    writer.finish([record], {"name": "run"})
+    assert writer.failed is None and (tmp_path / "run" / ROWS_FILE).read_bytes() == saved_line(record.to_plain())
+
+
 def test_a_rows_teardown_recording_reaches_the_saved_rows_of_a_test_of_ones_own(pytester, tmp_path):
     """A project's test whose fixture holds the row's recorder may record after the row's report: the saved
     rows say what the summary says (its line of the partial file is not taken as final)."""
