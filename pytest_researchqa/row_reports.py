@@ -169,12 +169,18 @@ def carry_record(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.
     redacted = state.redact_plain(plain)
     report.researchqa = redacted  # type: ignore[attr-defined]
     if here and redacted is plain:  # nothing was redacted: the record says what its plain data says
-        state.hand_over(plain, record)
+        # Final unless a test's own fixture may hold the row's recorder and record into it later (teardown).
+        exposed = any(name in _RECORDER_FIXTURES for name in getattr(item, "fixturenames", ()))
+        state.hand_over(plain, record, final=not exposed)
     # JUnit writes the properties of the item (copied onto its teardown report), not of this report.
     item.user_properties.extend(record.junit_properties())
     add_sections(report, record)
     if record.judge_failures:
         item.user_properties.append(("researchqa_judge_errors", "; ".join(record.judge_failures)))
+
+
+# The fixtures that give a test the row's recorder (researchqa_case's test may take researchqa_recorder too).
+_RECORDER_FIXTURES = frozenset({"researchqa_recorder", "researchqa_case"})
 
 
 def add_sections(report: pytest.TestReport, record: "RowRecord") -> None:

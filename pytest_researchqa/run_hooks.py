@@ -274,15 +274,17 @@ class RunHooks:
         plain = getattr(report, "researchqa", None)
         text = report.__dict__.pop(RECORD_TEXT, None)  # an xdist worker's record as it came: for the rows file
         if plain is not None:
-            record = self.state.handed_over(plain)  # this process's own row: its record, not read back
-            if record is None:  # from an xdist worker
+            handed = self.state.handed_over(plain)  # this process's own row: its record, not read back
+            if handed is None:  # from an xdist worker
                 from .records import RowRecord
 
-                record = RowRecord.from_plain(plain)
+                record, final = RowRecord.from_plain(plain), False
+            else:
+                record, final = handed
             self.state.session.add(record)
             writer = self._results_writer()
             if writer is not None:  # on disk at once: a killed run keeps its finished rows
-                writer.add(record, plain, text)
+                writer.add(record, plain, text, final=final and not self.state.family.after_answers)
             if self.progress is not None:
                 self.progress.row_done(record)
         elif report.failed:

@@ -15,6 +15,7 @@ killed keeps what it finished; the final files are written atomically at the end
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -24,9 +25,10 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Optional, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
 
 from .records import RecordVersionError, RowRecord
+from .text_safety import utf8
 
 if TYPE_CHECKING:  # pragma: no cover
     from .reporting.compare import Baseline
@@ -37,6 +39,8 @@ MANIFEST_FILE = "manifest.json"
 SUMMARY_FILE = "summary.json"  # the machine-readable summary (docs/json.md)
 DEFAULT_RUNS_DIR = Path(".researchqa") / "runs"
 MANIFEST_VERSION = 1
+# The partial rows file: appended to, without newline translation on Windows (line offsets are kept).
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
 
 
 class RunNotFound(LookupError):
@@ -115,6 +119,13 @@ def record_line(plain: dict[str, Any]) -> str:
     return json.dumps(plain, ensure_ascii=False)
 
 
+def saved_line(plain: dict[str, Any]) -> bytes:
+    """A record's plain data as its line of ``rows.jsonl``, newline and all: what :meth:`RunWriter.finish`
+    writes for it, and what :meth:`RunWriter.add` appends to the partial rows file when it has the plain data
+    itself (so the final file can copy that line instead of making it again)."""
+    return utf8(json.dumps(plain, ensure_ascii=False, sort_keys=True) + "\n")
+
+
 class RunWriter:
     """Streams records into a run folder and finishes it with the sorted rows and the manifest.
 
@@ -124,50 +135,65 @@ class RunWriter:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.failed: Optional[str] = None
-        self._partial: Optional[TextIO] = None
+        self._partial: Optional[int] = None  # the partial rows file, open for appending (a descriptor)
+        self._size = 0  # its length so far
+        # id(record) -> (the record, where its line of rows.jsonl starts in the partial file, its length): the
+        # records whose plain data will not change after it was written (``final``), whose lines finish copies.
+        self._lines: dict[int, tuple[RowRecord, int, int]] = {}
 
-    def add(self, record: RowRecord, plain: Optional[dict[str, Any]] = None, line: Optional[str] = None) -> None:
-        """Append a row to the partial file at once (a killed run keeps its finished rows). ``plain`` is
-        the record's plain data when the caller has it already (a report's), ``line`` its text
-        (:func:`record_line`, made by an xdist worker): neither is made again."""
+    def add(self, record: RowRecord, plain: Optional[dict[str, Any]] = None, line: Optional[str] = None, *,
+            final: bool = False) -> None:
+        """Append a row to the partial file at once, one ``write`` a row (a killed run keeps its finished rows).
+        ``plain`` is the record's plain data when the caller has it already (a report's), ``line`` its text
+        (:func:`record_line`, made by an xdist worker): neither is made again. ``final``: ``plain`` (or, without
+        it, the record) is what the record's ``to_plain()`` will still give when the run finishes, so the line
+        written here is the one ``rows.jsonl`` takes (issue 24 item 2: each record is serialized once)."""
         if self.failed is not None:
             return
         try:
             if self._partial is None:
                 self.folder.mkdir(parents=True, exist_ok=True)
+                self._partial = os.open(self.folder / PARTIAL_FILE, _APPEND, 0o666)  # the umask applies, as open's
+                self._size = os.fstat(self._partial).st_size
+            if line is not None:
                 # As text_safety.utf8 writes a file: a lone surrogate as its escape, never an error.
-                self._partial = open(self.folder / PARTIAL_FILE, "a", encoding="utf-8", errors="backslashreplace")
-            if line is None:
-                line = record_line(record.to_plain() if plain is None else plain)
-            self._partial.write(line + "\n")
-            self._partial.flush()
+                data = utf8(line + "\n")
+                final = False
+            else:
+                data = saved_line(record.to_plain(copy=False) if plain is None else plain)
+            _write_all(self._partial, data)
+            if final:
+                self._lines[id(record)] = (record, self._size, len(data))
+            self._size += len(data)
         except OSError as error:
             self._fail(error)
 
     def _fail(self, error: OSError) -> None:
         self.failed = str(error.strerror or error)
+        self._close_partial()
+
+    def _close_partial(self) -> None:
         if self._partial is not None:
             try:
-                self._partial.close()
+                os.close(self._partial)
             except OSError:
-                pass  # the buffered line that could not be flushed is lost with the disk, not the run
+                pass
             self._partial = None
 
     def finish(self, records: Iterable[RowRecord], manifest: dict[str, Any],
                summary: Optional[dict[str, Any]] = None) -> None:
-        """The final files (nothing more once a write failed; a failure here sets ``failed``)."""
+        """The final files (nothing more once a write failed; a failure here sets ``failed``). A record whose
+        line in the partial file is final is copied from there, the others are serialized again."""
         from .papers import atomic_write
-        from .text_safety import utf8
 
         if self.failed is not None:
             return
         try:
-            if self._partial is not None:
-                self._partial.close()
-                self._partial = None
-            rows = (utf8(json.dumps(r.to_plain(copy=False), ensure_ascii=False, sort_keys=True) + "\n")
-                    for r in sorted(records, key=sort_key))
-            atomic_write(self.folder / ROWS_FILE, rows)  # line by line: at the seed's scale the file is ~40 MB
+            self._close_partial()
+            with self._partial_lines() as copied:
+                rows = (copied(r) or saved_line(r.to_plain(copy=False)) for r in sorted(records, key=sort_key))
+                atomic_write(self.folder / ROWS_FILE, rows)  # line by line: at the seed's scale the file is ~40 MB
+            self._lines.clear()  # the writer holds no record beyond the run's end
             manifest = {"version": MANIFEST_VERSION, **manifest}
             atomic_write(self.folder / MANIFEST_FILE,
                          utf8(json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n"))
@@ -181,6 +207,34 @@ class RunWriter:
             os.unlink(self.folder / PARTIAL_FILE)
         except OSError:
             pass
+
+    @contextlib.contextmanager
+    def _partial_lines(self) -> Iterator[Callable[[RowRecord], Optional[bytes]]]:
+        """A function giving a record's final line as the partial file holds it (None: not kept there)."""
+        try:
+            stream = open(self.folder / PARTIAL_FILE, "rb") if self._lines else None
+        except OSError:  # gone (removed by hand): every record is serialized again
+            stream = None
+        if stream is None:
+            yield lambda record: None
+            return
+        with stream:
+            def copied(record: RowRecord) -> Optional[bytes]:
+                kept = self._lines.get(id(record))
+                if kept is None or kept[0] is not record:
+                    return None
+                stream.seek(kept[1])
+                data = stream.read(kept[2])
+                return data if len(data) == kept[2] else None
+
+            yield copied
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    """All of ``data`` (a write to a regular file writes everything unless the disk is full: then it raises)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view):]
 
 
 @dataclass(frozen=True)

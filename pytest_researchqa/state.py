@@ -42,7 +42,7 @@ class RunState:
         # once a row, however many systems answer it.
         self.row_checks: dict[tuple[str, Optional[str]], Any] = {}
         # id(plain data on a report) -> (that plain data, its record): see hand_over.
-        self._handed: dict[int, tuple[dict[str, Any], RowRecord]] = {}
+        self._handed: dict[int, tuple[dict[str, Any], RowRecord, bool]] = {}
         self.session = ResearchSession(
             self.family, settings.gates, allow_partial=settings.allow_partial, gates_apply=not settings.audit,
             regressions=settings.regressions, compare_map=settings.compare_map,
@@ -198,15 +198,18 @@ class RunState:
             record.question_type, record.domain = row.question_type, row.domain
         return record
 
-    def hand_over(self, plain: dict[str, Any], record: RowRecord) -> None:
+    def hand_over(self, plain: dict[str, Any], record: RowRecord, *, final: bool = False) -> None:
         """The record whose plain data a report carries, in the process that will log the report: the session
-        takes the record itself (``handed_over``) instead of reading the plain data back (issue 24 item 2)."""
-        self._handed[id(plain)] = (plain, record)
+        takes the record itself (``handed_over``) instead of reading the plain data back (issue 24 item 2).
+        ``final``: nothing will change the record after this (no test's fixture holds its recorder), so its
+        line of the partial rows file is its line of ``rows.jsonl`` too."""
+        self._handed[id(plain)] = (plain, record, final)
 
-    def handed_over(self, plain: dict[str, Any]) -> Optional[RowRecord]:
-        """The record handed over with this very plain data (then forgotten), or None: a worker's report."""
+    def handed_over(self, plain: dict[str, Any]) -> Optional[tuple[RowRecord, bool]]:
+        """The record handed over with this very plain data and whether it is final (then forgotten), or None:
+        a worker's report."""
         entry = self._handed.pop(id(plain), None)
-        return entry[1] if entry is not None and entry[0] is plain else None
+        return (entry[1], entry[2]) if entry is not None and entry[0] is plain else None
 
     def recorder(self, record: RowRecord) -> Recorder:
         return Recorder(record, self.family.metric_names)

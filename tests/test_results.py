@@ -296,6 +296,58 @@ def test_two_runs_started_in_the_same_second_keep_two_folders_and_last_is_the_la
     assert first != second and resolve_run("last", tmp_path) == second == resolve_run("ci", tmp_path)
 
 
+def test_the_final_rows_file_copies_final_lines_from_the_partial_file_and_makes_the_others_again(tmp_path):
+    """Each record is serialized once when its line is final (issue 24 item 2); a record added as not final
+    (a test's fixture may still record into it) is saved as it is at the end; the bytes are the same either way."""
+    from pytest_researchqa.records import RowRecord
+    from pytest_researchqa.runs import PARTIAL_FILE, ROWS_FILE, RunWriter, saved_line
+
+    writer = RunWriter(tmp_path / "run")
+    final = RowRecord(row_id="r2", system="oracle", metrics={"citation_accuracy": 1.0}, details={"quote": "ü \ud83d"})
+    later = RowRecord(row_id="r1", system="oracle")
+    writer.add(final, final.to_plain(copy=False), final=True)
+    writer.add(later, later.to_plain(copy=False))
+    later.metrics["citation_accuracy"] = 0.5  # recorded after its line was written (a fixture's teardown)
+    partial = (tmp_path / "run" / PARTIAL_FILE).read_bytes()
+    assert partial == saved_line(final.to_plain()) + saved_line({**later.to_plain(), "metrics": {}})
+    writer.finish([final, later], {"name": "run"})
+    assert (tmp_path / "run" / ROWS_FILE).read_bytes() == saved_line(later.to_plain()) + saved_line(final.to_plain())
+    assert not (tmp_path / "run" / PARTIAL_FILE).exists()
+
+
+def test_the_final_rows_file_is_written_whole_when_the_partial_file_is_gone(tmp_path):
+    from pytest_researchqa.records import RowRecord
+    from pytest_researchqa.runs import PARTIAL_FILE, ROWS_FILE, RunWriter, saved_line
+
+    writer = RunWriter(tmp_path / "run")
+    record = RowRecord(row_id="r1", system="oracle")
+    writer.add(record, record.to_plain(copy=False), final=True)
+    (tmp_path / "run" / PARTIAL_FILE).unlink()
+    writer.finish([record], {"name": "run"})
+    assert writer.failed is None and (tmp_path / "run" / ROWS_FILE).read_bytes() == saved_line(record.to_plain())
+
+
+def test_a_rows_teardown_recording_reaches_the_saved_rows_of_a_test_of_ones_own(pytester, tmp_path):
+    """A project's test whose fixture holds the row's recorder may record after the row's report: the saved
+    rows say what the summary says (its line of the partial file is not taken as final)."""
+    pytester.makeconftest("""
+        import pytest
+
+        @pytest.fixture
+        def late(researchqa_recorder):
+            yield
+            researchqa_recorder.detail("late", "after the report")
+    """)
+    pytester.makepyfile(test_own="""
+        def test_row(researchqa_row, late):
+            assert researchqa_row.row_id
+    """)
+    result = pytester.runpytest("--researchqa-system=oracle", "-k", "edu", f"--researchqa-cache-dir={tmp_path}",
+                                "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=9)
+    assert [row["details"].get("late") for row in rows_of(saved_run(pytester))] == ["after the report"] * 9
+
+
 def test_runs_saving_in_the_same_second_into_one_folder_never_share_a_run_folder(tmp_path):
     """Each run's folder is taken (made) when it is named: runs (separate processes) that name theirs in
     the same second, before any of them has written a row, still get one folder each (issue 22 item 22)."""

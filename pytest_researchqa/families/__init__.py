@@ -151,7 +151,7 @@ class Family:
 
     def case_id(self, row: "FamilyRow", system: Optional[str]) -> str:
         parts = [system, row.question_type, row.row_id] if system else [row.question_type, row.row_id]
-        return "-".join(re.sub(r"\s+", "_", str(p)) for p in parts)
+        return "-".join(_SPACES.sub("_", str(p)) for p in parts)
 
     def keywords(self, row: Any) -> set[str]:
         """Extra words ``-k`` matches on a row's test (besides its id): the citation family's by default."""
@@ -196,6 +196,8 @@ def _row_shape_problem(rows: Any) -> Optional[str]:
                     f"{', '.join(repr(m) for m in missing)} attribute")
     return None
 
+
+_SPACES = re.compile(r"\s+")  # in a test id, each run of white space is one "_"
 
 DEFAULT_FAMILY = "citation"  # a run without a dataset that no family recognizes: the bundled sample's family
 

@@ -25,7 +25,7 @@ sections), never 0: means skip it. docs/metrics.md lists every edge case.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from .answers import Answer, flags_false_premise
 from .matcher import CitationMatch, MatchIndex
@@ -113,6 +113,14 @@ def section_report(
     sections = row.expected_references
     per_citation: list[frozenset[int]] = []
     counted: list[int] = []
+    keys: dict[str, str] = {}  # each text's match key, made once a report (issue 24 item 2: text_key is pure)
+
+    def key(text: str) -> str:
+        found = keys.get(text)
+        if found is None:
+            found = keys[text] = text_key(text)
+        return found
+
     for number, citation in enumerate(citations):
         found = index.match(citation) if index is not None else None
         if found is not None and found.is_evidence and not found.grounded:
@@ -121,12 +129,12 @@ def section_report(
             per_citation.append(frozenset())
             counted.append(number)
             continue
-        substantial = covers_enough(citation)
+        substantial = covers_enough(citation, key)
         hit = frozenset(
             position
             for position, section in enumerate(sections)
-            if any((substantial or text_key(citation) == text_key(alternative))
-                   and _same_passage(citation, alternative, index) for alternative in section.alternatives)
+            if any((substantial or key(citation) == key(alternative))
+                   and _same_passage(citation, alternative, index, key) for alternative in section.alternatives)
         )
         # A citation too short to verify counts only when it is the dataset's own expected text.
         if hit or found is None or found.is_evidence:
@@ -136,13 +144,14 @@ def section_report(
     return SectionReport(tuple(per_citation), covered, tuple(counted))
 
 
-def covers_enough(citation: str) -> bool:
+def covers_enough(citation: str, key: Callable[[str], str] = text_key) -> bool:
     """Long enough to stand for a passage of the paper (the coverage floor; see MIN_COVERING_WORDS)."""
-    return len(citation.split()) >= MIN_COVERING_WORDS and len(text_key(citation)) >= MIN_COVERING_KEY
+    return len(citation.split()) >= MIN_COVERING_WORDS and len(key(citation)) >= MIN_COVERING_KEY
 
 
-def _same_passage(citation: str, alternative: str, index: MatchIndex | None) -> bool:
-    citation_key, alternative_key = text_key(citation), text_key(alternative)
+def _same_passage(citation: str, alternative: str, index: MatchIndex | None,
+                  key: Callable[[str], str] = text_key) -> bool:
+    citation_key, alternative_key = key(citation), key(alternative)
     shorter, longer = sorted((citation_key, alternative_key), key=len)
     if len(shorter) >= MIN_SUBQUOTE_KEY and shorter in longer:
         # One is a verbatim part of the other: the same passage wherever the paper first has
