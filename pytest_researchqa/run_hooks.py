@@ -422,8 +422,13 @@ class RunHooks:
             started_lines = True
             reporter.write_line(line)
 
-        step = resolve(state.family.after_answers)
-        state.session.family_results = step(list(state.session.records), state.services, state.settings, say)
+        try:
+            step = resolve(state.family.after_answers)
+            state.session.family_results = step(list(state.session.records), state.services, state.settings, say)
+        except Exception as error:  # noqa: BLE001 -- a family's code, after every row ran: the reports still come
+            state.session.family_step_error = (
+                f"the {state.family.name} family's end-of-run step ({state.family.after_answers}) raised "
+                f"{type(error).__name__}: {error}; its results are missing")
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if self.progress is not None:

@@ -43,6 +43,7 @@ class ResearchSession:
     missing_baseline: Optional[str] = None  # --researchqa-compare-missing=skip found no such run
     # What the family's end-of-run step found (the rubric family: battles, Elo), plain data for renderers.
     family_results: dict[str, Any] = field(default_factory=dict)
+    family_step_error: Optional[str] = None  # that step raised: the run fails, saying so in every medium
     # What went wrong around the rows, once per process (the answer cache turned off by a full disk).
     run_notes: list[str] = field(default_factory=list)
     # A saved run replayed (show, view): whether its run was gated and the checks it decided.
@@ -103,6 +104,7 @@ class ResearchSession:
             comparison=comparison,
             regressions=tuple(regressions),
             family_results=self.family_results or None,
+            family_step_error=self.family_step_error,
             undecidable_fails=self.undecidable_fails,
             # Only regression gates need the baseline: without them its absence is a note, not a check.
             missing_baseline=self.missing_baseline if gated and self.regressions else None,

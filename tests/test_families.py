@@ -197,6 +197,31 @@ def test_a_loader_returning_rows_of_the_wrong_shape_is_a_usage_error_naming_the_
     assert "has no rows to run" not in result.stderr.str() and "AttributeError" not in result.stdout.str()
 
 
+def test_a_renderer_that_raises_at_the_end_leaves_the_default_tables_and_the_runs_verdict_whole(broken, monkeypatch):
+    monkeypatch.setenv("BROKEN_FAMILY", "renderer_raises")
+    result = broken.runpytest("--researchqa-dataset=shards.jsonl", "--researchqa-system=broken_family.rows:echo",
+                              "--researchqa-json=s.json", "--researchqa-markdown=s.md", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.OK and "Traceback" not in result.stdout.str()
+    warning = ("warning: the broken family's renderer (broken_family.rows:raising_renderer) raised ValueError: the "
+               "renderer of broken_family fell over; its leaderboard is shown in the default tables")
+    result.stdout.fnmatch_lines(["*researchqa leaderboard*", "| system *| score *", "*", "| broken_family.rows:echo *",
+                                 "*", warning])
+    assert json.loads((broken.path / "s.json").read_text())["verdict"] == "report"
+    assert warning in (broken.path / "s.md").read_text()
+
+
+def test_an_end_of_run_step_that_raises_fails_the_run_in_every_medium_and_the_reports_still_come(broken, monkeypatch):
+    monkeypatch.setenv("BROKEN_FAMILY", "after_raises")
+    result = broken.runpytest("--researchqa-dataset=shards.jsonl", "--researchqa-system=broken_family.rows:echo",
+                              "--researchqa-json=s.json", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED and "Traceback" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*the broken family's end-of-run step (broken_family.rows:raising_step) raised "
+                                 "RuntimeError: the end-of-run step of broken_family fell over; its results are missing"])
+    summary = json.loads((broken.path / "s.json").read_text())
+    assert summary["verdict"] == "failed"
+    assert [c["name"] for c in summary["checks"] if c["state"] == "failed"] == ["run::family_step"]
+
+
 def test_a_protocol_module_that_does_not_import_is_a_usage_error_naming_the_family_and_field(broken, monkeypatch):
     monkeypatch.setenv("BROKEN_FAMILY", "protocol_missing")
     result = broken.runpytest("--researchqa-dataset=shards.jsonl", "-p", "no:cacheprovider")

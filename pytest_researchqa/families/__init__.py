@@ -24,7 +24,7 @@ import importlib
 import re
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, cast
+from typing import TYPE_CHECKING, Any, Optional, Sequence, cast
 
 if TYPE_CHECKING:  # pragma: no cover
     import pluggy
@@ -152,6 +152,18 @@ class Family:
     def case_id(self, row: "FamilyRow", system: Optional[str]) -> str:
         parts = [system, row.question_type, row.row_id] if system else [row.question_type, row.row_id]
         return "-".join(_SPACES.sub("_", str(p)) for p in parts)
+
+    def render(self, records: Sequence[Any], results: Optional[dict[str, Any]]) -> tuple[Optional[str], str]:
+        """The family's own leaderboard text (``renderer``), or (None, why) when it has none or it failed: the
+        caller then draws the default tables and says why, so a renderer that raises at the end of a run
+        costs its look, never the run's verdict, JUnit or JSON."""
+        if not self.renderer:
+            return None, ""
+        try:
+            return str(resolve(self.renderer)(records, self, results)), ""
+        except Exception as error:  # noqa: BLE001 -- a third party's code, after every row ran
+            return None, (f"warning: the {self.name} family's renderer ({self.renderer}) raised "
+                          f"{type(error).__name__}: {error}; its leaderboard is shown in the default tables")
 
     def keywords(self, row: Any) -> set[str]:
         """Extra words ``-k`` matches on a row's test (besides its id): the citation family's by default."""

@@ -50,12 +50,11 @@ def render(outcome: "RunOutcome", family: Family, title: str = "researchqa") -> 
     judged = any(r.judge for r in outcome.records)
     notes = [family.scope_note, interval_note(outcome.intervals, judged, family.cluster_unit),
              delta_note(comparison) if comparison is not None else None, outcome.coverage_line]
-    if family.renderer:  # a family that renders its own leaderboard (GitHub tables and lines of text)
-        from ..families import resolve
-
-        text = resolve(family.renderer)(outcome.records, family, outcome.family_results)
+    text, failed = family.render(outcome.records, outcome.family_results)
+    if text is not None:  # a family that renders its own leaderboard (GitHub tables and lines of text)
         parts = [f"## {title}{verdict}", "", _paragraphs(text), ""]
         notes, tables = [outcome.coverage_line], tables[:1]
+    notes.append(failed)
     notes.append(defects_line(outcome.records))
     parts += [f"_{_escape(n)}_  " for n in notes if n] + [""]
     if outcome.gated or outcome.checks:

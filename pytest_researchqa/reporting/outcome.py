@@ -72,6 +72,7 @@ class RunOutcome:
     regressions: tuple[RegressionResult, ...] = ()
     invalid_rows: tuple[RowRecord, ...] = ()  # dataset rows that failed validation (erroring tests)
     family_results: Optional[dict[str, Any]] = None  # the family's end-of-run step (rubric: battles, Elo)
+    family_step_error: Optional[str] = None  # that step raised (its results are missing)
     undecidable_fails: bool = False  # --researchqa-undecidable=fail
     missing_baseline: Optional[str] = None  # --researchqa-compare named a run that does not exist (yet)
 
@@ -108,6 +109,8 @@ class RunOutcome:
         if self.invalid_rows and not self.gated:  # gated, they make the run partial (run::whole)
             found.append(Check("run", "run::valid_rows", "failed",
                                f"{len(self.invalid_rows)} invalid dataset row(s) errored", True))
+        if self.family_step_error:
+            found.append(Check("run", "run::family_step", "failed", self.family_step_error, True))
         if self.foreign_failures:
             why = ": the gates do not excuse them" if self.gated else ""
             found.append(Check("run", "run::other_tests", "failed",

@@ -206,16 +206,14 @@ def leaderboard(records: Sequence[RowRecord], family: Family, intervals: Optiona
     """The leaderboard and its breakdowns as terminal text (a family with its own renderer renders it)."""
     from tabulate import tabulate
 
-    if family.renderer:
-        from ..families import resolve
-
-        rendered: str = resolve(family.renderer)(records, family, results)
+    rendered, failed = family.render(records, results)
+    if rendered is not None:
         return rendered
 
     tables = leaderboard_tables(records, family, intervals, comparison)
     parts = [tabulate(tables[0].rows, headers=tables[0].headers, tablefmt="github", disable_numparse=True)]
     notes = [family.scope_note, interval_note(intervals, any(r.judge for r in records), family.cluster_unit),
-             delta_note(comparison) if comparison is not None else None, defects_line(records)]
+             delta_note(comparison) if comparison is not None else None, defects_line(records), failed]
     parts += [n for n in notes if n]
     for table in tables[1:]:
         parts.append(f"by {table.title}:")

@@ -25,7 +25,9 @@ BROKEN = BrokenFamily(
     metrics=(MetricSpec("score", "score"),), judge_dimensions=(), uses_papers=False,
     loader=LOADERS.get(MODE, "broken_family.rows:load"),
     protocol_module="broken_family.nothere" if MODE == "protocol_missing" else "broken_family.protocol",
-    default_system="broken_family.rows:echo")
+    default_system="broken_family.rows:echo",
+    renderer="broken_family.rows:raising_renderer" if MODE == "renderer_raises" else "",
+    after_answers="broken_family.rows:raising_step" if MODE == "after_raises" else "")
 
 if MODE != "no_hook":
     @pytest.hookimpl

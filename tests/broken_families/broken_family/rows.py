@@ -42,3 +42,11 @@ def load_list(path):
 
 def echo(question, paper, row=None):
     return question
+
+
+def raising_renderer(records, family, results):
+    raise ValueError("the renderer of broken_family fell over")
+
+
+def raising_step(records, services, settings, say):
+    raise RuntimeError("the end-of-run step of broken_family fell over")
