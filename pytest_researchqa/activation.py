@@ -172,12 +172,14 @@ def register_markers(config: pytest.Config, question_types: tuple[str, ...]) -> 
             config.addinivalue_line("markers", f"{question_type}: researchqa rows of question type {question_type}")
 
 
-def register_default_markers(config: pytest.Config) -> None:
-    """The default family's question-type markers, registered at configure under ``--strict-markers``: a
-    project's own test marked ``lookup`` is then accepted whether or not a row test was collected first."""
-    from .families import DEFAULT_FAMILY, get_family
+def register_installed_families_markers(config: pytest.Config) -> None:
+    """Every installed family's question-type markers, registered at configure under ``--strict-markers``: a
+    project's own test marked ``lookup`` (or a third-party family's type) is then accepted whether or not a
+    row test was collected first."""
+    from .families.registry import available_families
 
-    register_markers(config, get_family(DEFAULT_FAMILY, config.pluginmanager).question_types)
+    for family in available_families(config.pluginmanager).values():
+        register_markers(config, family.question_types)
 
 
 def new_state(config: pytest.Config) -> "RunState":

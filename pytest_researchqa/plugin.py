@@ -86,9 +86,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if given_options(config) or _under_xdist(config):
         _activate(config)
     elif _strict_markers(config):
-        from .activation import register_default_markers
+        from .activation import register_installed_families_markers
 
-        register_default_markers(config)  # a project's own `@pytest.mark.lookup` may load before any row test
+        register_installed_families_markers(config)  # a project's own `@pytest.mark.lookup` may load before rows
 
 
 def _activate(config: pytest.Config) -> "Settings":

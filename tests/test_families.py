@@ -47,6 +47,12 @@ def test_its_question_types_are_markers_and_its_name_a_choice(glossary, tmp_path
                                 "choose from citation, glossary, rubric"])
 
 
+def test_under_strict_markers_a_projects_own_test_marked_with_its_type_is_accepted_without_the_benchmark(glossary):
+    glossary.makepyfile(test_words="import pytest\n\n@pytest.mark.definition\ndef test_word():\n    pass\n")
+    result = glossary.runpytest("--strict-markers", "-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(passed=1)
+
+
 def test_without_its_package_the_family_is_unknown(pytester, tmp_path):
     result = pytester.runpytest("--researchqa-family=glossary", f"--researchqa-cache-dir={tmp_path}")
     result.stderr.fnmatch_lines(["*unknown benchmark family 'glossary'; choose from citation, rubric"])
