@@ -34,9 +34,11 @@ def _disk_full(*args, **kwargs):
 
 
 def test_a_claim_on_a_full_disk_returns_at_once_instead_of_recursing(tmp_path, monkeypatch):
-    monkeypatch.setattr(os, "pwrite", _disk_full)  # the lock file is made, writing the owner's pid fails
+    AnswerCache(tmp_path).claim("00" * 32).release()  # the claims file exists (made before the disk filled)
+    monkeypatch.setattr(os, "pwrite", _disk_full)
+    monkeypatch.setattr(os, "write", _disk_full)
     claim = AnswerCache(tmp_path).claim("ab" * 32)
-    assert claim is not None and claim.fd is not None, "the lock holds without the courtesy pid"
+    assert claim is not None and claim.fd is not None, "a claim is a lock: it writes nothing"
     claim.release()
 
 
@@ -95,18 +97,20 @@ def test_a_full_disk_loses_no_row_and_the_leaderboard_still_prints(pytester, ser
 # ------------------------------------------------------------------ item 3: the open-file limit
 
 
-def test_calls_queued_for_a_slot_hold_no_lock_file(tmp_path):
+def test_calls_queued_for_a_slot_hold_no_claim(tmp_path):
+    """A key waiting for one of this run's slots is not claimed: another run with a free slot can ask it."""
     import asyncio
 
     from pytest_researchqa.llm.engine import ModelRunner
     from pytest_researchqa.llm.system import ModelCaller, ModelSpec
 
     runner = ModelRunner(concurrency=2)
-    caller = ModelCaller(ModelSpec("openai/good", {"max_input_tokens": 1000}), runner, AnswerCache(tmp_path))
+    cache = AnswerCache(tmp_path)
+    caller = ModelCaller(ModelSpec("openai/good", {"max_input_tokens": 1000}), runner, cache)
     held: list[int] = []
 
     async def call() -> dict:
-        held.append(len(list(tmp_path.rglob("*.lock"))))  # lock files open right now, this call's included
+        held.append(cache.claims_held())  # claims held right now, this call's included
         await asyncio.sleep(0.02)
         return {"answer": "x", "citations": []}
 
@@ -115,7 +119,7 @@ def test_calls_queued_for_a_slot_hold_no_lock_file(tmp_path):
             future.result(timeout=30)
     finally:
         runner.close()
-    assert len(held) == 40 and max(held) <= 2, f"open lock files bounded by the 2 slots, not the 40 rows: {max(held)}"
+    assert len(held) == 40 and max(held) <= 2, f"claims bounded by the 2 slots, not the 40 rows: {max(held)}"
 
 
 # The user's `ulimit -n 128`, set before any row runs. The run is in-process (a fresh interpreter would
