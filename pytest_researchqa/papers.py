@@ -357,7 +357,7 @@ _TEMPORARY_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC
 _TEMPORARY_TRIES = 100
 
 
-def atomic_write(target: Path, data: bytes | Iterable[bytes]) -> None:
+def atomic_write(target: "Path | str", data: bytes | Iterable[bytes]) -> None:
     """Write via a temporary file and rename: safe with concurrent xdist workers, and a reader (or a run
     killed mid-write) never sees half a file. ``data`` may come in pieces (a saved run's rows, line by
     line: never the whole file in memory at once).
@@ -388,9 +388,9 @@ def atomic_write(target: Path, data: bytes | Iterable[bytes]) -> None:
         raise
 
 
-def _temporary_beside(target: Path) -> tuple[int, str]:
+def _temporary_beside(target: "Path | str") -> tuple[int, str]:
     """A new file in ``target``'s folder (made if missing), open for writing, and its path."""
-    folder = os.fspath(target.parent)
+    folder = os.path.dirname(os.fspath(target))
     for _ in range(_TEMPORARY_TRIES):
         temporary = os.path.join(folder, f".tmp-{os.getpid()}-{next(_TEMPORARIES)}")
         try:
@@ -398,5 +398,5 @@ def _temporary_beside(target: Path) -> tuple[int, str]:
         except FileExistsError:  # left by a killed process that had this id, or one on another machine
             continue
         except FileNotFoundError:  # the folder is not there yet
-            target.parent.mkdir(parents=True, exist_ok=True)
+            os.makedirs(folder or ".", exist_ok=True)
     raise FileExistsError(f"no free temporary file name in {folder} after {_TEMPORARY_TRIES} tries")

@@ -54,20 +54,23 @@ class AnswerCache:
 
     def __init__(self, root: Path) -> None:
         self.root = root / "answers"
+        self._folder = os.fspath(self.root)
         self.invalid = 0
         self.off: Optional[str] = None  # why caching was turned off (the failed write), once it was
         self.stored = 0  # entries written before that
         self.uncached = 0  # entries not written after that
         self._claims: Optional[_ClaimsFile] = None  # opened at the first claim
 
-    def _path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
+    def _path(self, key: str) -> str:
+        """The entry's file (a string: a Path's joins cost more than the read of a missing file)."""
+        return f"{self._folder}{os.sep}{key[:2]}{os.sep}{key}.json"
 
     def get(self, key: str, accept: Optional[Callable[[dict[str, Any]], bool]] = None) -> Optional[dict[str, Any]]:
         """The entry, or None for a miss: absent, unreadable, malformed, or refused by ``accept`` (the
         reader's own check, e.g. a verdict of another plugin version's shape)."""
         try:
-            entry = json.loads(self._path(key).read_text(encoding="utf-8"))
+            with open(self._path(key), "rb") as stream:
+                entry = json.loads(stream.read())
         except OSError:
             return None
         except ValueError:
