@@ -21,6 +21,7 @@ file drops all of the process's locks on it).
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -196,8 +197,9 @@ def _offset(key: str) -> int:
     return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=_OFFSET_BYTES).digest(), "big")
 
 
+@functools.lru_cache(maxsize=1)
 def _fcntl() -> Any:
-    """The ``fcntl`` module, None where there is none (Windows)."""
+    """The ``fcntl`` module, None where there is none (Windows: looked for once, not at every claim)."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover

@@ -58,6 +58,19 @@ def test_a_full_disk_turns_caching_off_after_one_warning(tmp_path, monkeypatch):
     assert "after 1 entries were written" in note and "No space left on device" in note and "2 later" in note
 
 
+def test_without_fcntl_claims_coordinate_nothing_and_answers_are_still_cached(tmp_path, monkeypatch):
+    """Windows has no record locks: every call gets a claim that holds nothing (two runs may pay twice for a
+    key, never lose an answer), with no error at import or at the claim."""
+    monkeypatch.setattr(cache_module, "_fcntl", lambda: None)
+    cache = AnswerCache(tmp_path)
+    first, second = cache.claim("ab" * 32), cache.claim("ab" * 32)
+    assert first is not None and second is not None and first.fd is None and second.fd is None
+    cache.put("ab" * 32, {"answer": "x", "citations": []})
+    first.release()
+    second.release()
+    assert cache.get("ab" * 32) == {"answer": "x", "citations": []} and cache.off is None
+
+
 def test_running_out_of_file_descriptors_does_not_turn_caching_off(tmp_path, monkeypatch):
     cache = AnswerCache(tmp_path)
     monkeypatch.setattr(cache_module, "atomic_write", lambda *a: (_ for _ in ()).throw(OSError(errno.EMFILE, "")))
