@@ -91,6 +91,23 @@ def _by_question(requests: list[dict]) -> collections.Counter:
     return counts
 
 
+def held_claims(claims_file: Path) -> int:
+    """Claims held now on a cache folder's claims file: the file's record locks the kernel lists in
+    /proc/locks ("1: POSIX  ADVISORY  WRITE <pid> <major>:<minor>:<inode> <start> <end>"); 0 where
+    there is no such list (not Linux) or no such file yet."""
+    try:
+        inode = claims_file.stat().st_ino
+        table = Path("/proc/locks").read_text()
+    except OSError:
+        return 0
+    held = 0
+    for line in table.splitlines():
+        fields = line.split()
+        if "->" not in fields and len(fields) >= 6 and fields[1] == "POSIX" and fields[5].endswith(f":{inode}"):
+            held += 1
+    return held
+
+
 def measure(rows: int = ROWS, fault_rate: float = 0.05, workers: int = 2, kill_at: float = 0.5,
             folder: Path | None = None, latency_s: float = 0.0, timeout_s: float = 7200,
             extra: list[str] | None = None) -> Figures:
@@ -117,14 +134,14 @@ def measure(rows: int = ROWS, fault_rate: float = 0.05, workers: int = 2, kill_a
                 if answers.exists() and sum(1 for _ in answers.rglob("*.json")) >= total * kill_at:
                     break
                 time.sleep(0.05)
+            # A call in flight holds a claim: a lock on one byte of answers/claims.lock, counted just before
+            # the kill; the kernel drops the locks with their owners (llm/cache.py).
+            claims = held_claims(answers / "claims.lock")
             if first.poll() is None:
                 os.killpg(first.pid, signal.SIGKILL)
             first.wait()
             log.close()
             wall1 = time.monotonic() - start
-            # A call in flight holds a claim, <key>.lock; the kernel drops the lock with its owner, and the
-            # file stays until a run takes the claim again and releases it (llm/cache.py).
-            claims = sum(1 for _ in (work / "cache").rglob("*.lock"))
             # One file a row's answer (rows asking the same question of a paper each have theirs).
             on_disk = collections.Counter(json.loads(f.read_text())["question"].strip() for f in answers.rglob("*.json"))
             kept = sum(on_disk.values())

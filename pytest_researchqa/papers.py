@@ -17,10 +17,10 @@ from __future__ import annotations
 import bisect
 import functools
 import hashlib
+import itertools
 import json
 import os
 import sys
-import tempfile
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -350,37 +350,53 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-@functools.lru_cache(maxsize=1)
-def _umask() -> int:
-    """The process's umask, read once (Linux says it in /proc; elsewhere set and restored at once)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+# Temporary files of atomic writes: this process's id and a counter name each one, made with O_EXCL so a
+# name another process (or a killed one) left behind is skipped, never shared.
+_TEMPORARIES = itertools.count()
+_TEMPORARY_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_TEMPORARY_TRIES = 100
 
 
-def atomic_write(target: Path, data: bytes | Iterable[bytes]) -> None:
-    """Write via a temporary file and rename: safe with concurrent xdist workers. ``data`` may come in
-    pieces (a saved run's rows, line by line: never the whole file in memory at once)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+def atomic_write(target: "Path | str", data: bytes | Iterable[bytes]) -> None:
+    """Write via a temporary file and rename: safe with concurrent xdist workers, and a reader (or a run
+    killed mid-write) never sees half a file. ``data`` may come in pieces (a saved run's rows, line by
+    line: never the whole file in memory at once).
+
+    Lean, since every model answer is written this way as it arrives: the temporary file is made at mode
+    0666 less the umask (as any new file; no ``fchmod`` after ``mkstemp``'s private 0600), bytes go in one
+    ``write``, and the folder is made only when the first open finds it missing."""
+    handle, temporary = _temporary_beside(target)
     try:
-        if hasattr(os, "fchmod"):  # mkstemp's 0600 would make shared CI artifacts unreadable: honour the umask
-            os.fchmod(handle, 0o666 & ~_umask())
-        with os.fdopen(handle, "wb") as stream:
-            if isinstance(data, bytes):
-                stream.write(data)
-            else:
+        if isinstance(data, bytes):
+            with memoryview(data) as view:
+                written = 0
+                while written < len(view):  # a regular file takes it in one write; a short one continues
+                    written += os.write(handle, view[written:])
+        else:
+            with os.fdopen(os.dup(handle), "wb") as stream:
                 stream.writelines(data)
+        os.close(handle)
+        handle = -1
         os.replace(temporary, target)
     except BaseException:
+        if handle >= 0:
+            os.close(handle)
         try:
             os.unlink(temporary)
         except OSError:
             pass
         raise
+
+
+def _temporary_beside(target: "Path | str") -> tuple[int, str]:
+    """A new file in ``target``'s folder (made if missing), open for writing, and its path."""
+    folder = os.path.dirname(os.fspath(target))
+    for _ in range(_TEMPORARY_TRIES):
+        temporary = os.path.join(folder, f".tmp-{os.getpid()}-{next(_TEMPORARIES)}")
+        try:
+            return os.open(temporary, _TEMPORARY_FLAGS, 0o666), temporary
+        except FileExistsError:  # left by a killed process that had this id, or one on another machine
+            continue
+        except FileNotFoundError:  # the folder is not there yet
+            os.makedirs(folder or ".", exist_ok=True)
+    raise FileExistsError(f"no free temporary file name in {folder} after {_TEMPORARY_TRIES} tries")

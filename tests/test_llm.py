@@ -367,6 +367,50 @@ def test_the_scripted_server_faults_a_stable_share_of_prompts_on_their_first_att
     assert first in (429, 500) and never_status == 401, "faults only when a rate is given"
 
 
+def test_a_result_reaches_its_waiting_test_before_work_the_loop_queued_ahead_of_it():
+    """litellm queues its logging of a reply on the model loop as it returns the reply: the row's test gets
+    the answer as soon as the call has it, not after that work (here, work that waits for the test)."""
+    import asyncio
+    import threading
+
+    from pytest_researchqa.llm.engine import ModelRunner
+
+    runner = ModelRunner()
+    test_has_it = threading.Event()
+
+    async def call() -> str:
+        asyncio.get_running_loop().call_soon(test_has_it.wait, 10)  # queued before the call's own completion
+        return "the answer"
+
+    try:
+        assert runner.run(call).result(timeout=5) == "the answer"
+    finally:
+        test_has_it.set()
+        runner.close()
+
+
+def test_a_call_fails_or_is_cancelled_for_its_waiter_as_it_does_on_the_loop():
+    import asyncio
+    import concurrent.futures
+
+    from pytest_researchqa.llm.engine import ModelRunner, ProviderError
+
+    runner = ModelRunner()
+
+    async def fails() -> None:
+        raise ProviderError("down")
+
+    async def forever() -> None:
+        await asyncio.sleep(3600)
+
+    failing, waiting = runner.run(fails), runner.run(forever)
+    with pytest.raises(ProviderError, match="down"):
+        failing.result(timeout=5)
+    runner.close()
+    with pytest.raises(concurrent.futures.CancelledError):
+        waiting.result(timeout=5)
+
+
 def test_rows_per_minute_spaces_the_starts():
     """The pacer itself, measured where it decides: each start at least 1/rate after the previous
     actual start, however many calls wait at once. (Timestamps taken at the server also include

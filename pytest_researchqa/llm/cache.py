@@ -5,18 +5,27 @@ concurrent xdist workers never see half a file and a run killed with
 ``kill -9`` keeps every answer that had arrived.
 
 Processes that share a cache folder (two runs, xdist workers) never pay twice for
-one key: a call in flight holds an exclusive ``flock`` on ``<key>.lock``, and a
-second process that finds it held waits for the first one's answer instead of
-asking. The kernel drops the lock when its owner exits, however it exits, so a
-crashed run never blocks another.
+one key: a call in flight holds an exclusive lock on one byte of the folder's
+``answers/claims.lock`` (a POSIX record lock, ``fcntl``; the byte's offset comes
+from the key), and a second process that finds it held waits for the first one's
+answer instead of asking. Each process keeps that one file open per cache folder,
+so a claim and its release are two ``fcntl`` calls: no file is made or removed per
+call. The kernel drops a process's locks when it exits, however it exits, so a
+crashed run never blocks another. Record locks belong to a process, not to a
+thread or a file descriptor, so the claims of one process are also kept in a
+table of its own (calls of one process on one key exclude each other too), and
+the file is never closed while the process runs (closing any descriptor of a
+file drops all of the process's locks on it).
 """
 
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import json
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -26,7 +35,10 @@ if TYPE_CHECKING:  # pragma: no cover
 from ..papers import atomic_write
 
 _MOMENTARY = frozenset({errno.EMFILE, errno.ENFILE, errno.EINTR, errno.EAGAIN})
-CLAIM_ATTEMPTS = 5  # a lock file replaced under us this often: ask without a claim
+CLAIMS_FILE = "claims.lock"  # in the answers folder: one byte of it locked per call in flight
+# Two keys whose claimed bytes coincide (one chance in 2**48 a pair) only make one wait for the other's call
+# to end, then claim its own.
+_OFFSET_BYTES = 6
 
 
 def cache_key(**parts: Any) -> str:
@@ -43,19 +55,23 @@ class AnswerCache:
 
     def __init__(self, root: Path) -> None:
         self.root = root / "answers"
+        self._folder = os.fspath(self.root)
         self.invalid = 0
         self.off: Optional[str] = None  # why caching was turned off (the failed write), once it was
         self.stored = 0  # entries written before that
         self.uncached = 0  # entries not written after that
+        self._claims: Optional[_ClaimsFile] = None  # opened at the first claim
 
-    def _path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
+    def _path(self, key: str) -> str:
+        """The entry's file (a string: a Path's joins cost more than the read of a missing file)."""
+        return f"{self._folder}{os.sep}{key[:2]}{os.sep}{key}.json"
 
     def get(self, key: str, accept: Optional[Callable[[dict[str, Any]], bool]] = None) -> Optional[dict[str, Any]]:
         """The entry, or None for a miss: absent, unreadable, malformed, or refused by ``accept`` (the
         reader's own check, e.g. a verdict of another plugin version's shape)."""
         try:
-            entry = json.loads(self._path(key).read_text(encoding="utf-8"))
+            with open(self._path(key), "rb") as stream:
+                entry = json.loads(stream.read())
         except OSError:
             return None
         except ValueError:
@@ -67,50 +83,41 @@ class AnswerCache:
         return entry
 
     def claim(self, key: str) -> Optional["Claim"]:
-        """This process's claim on ``key`` while it asks for it, or None while another process holds one.
+        """This process's claim on ``key`` while it asks for it, or None while another process (or another
+        call of this one) holds one.
 
-        Where claims cannot be taken (no ``fcntl``, an unwritable folder, caching turned off) every
-        caller gets a claim that coordinates nothing: it costs a duplicate call at worst, never an answer.
+        Where claims cannot be taken (no ``fcntl``, an unwritable folder, caching turned off, a file system
+        without record locks) every caller gets a claim that coordinates nothing: it costs a duplicate call
+        at worst, never an answer.
         """
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover -- Windows
-            return Claim(None, None)
-        path = self._path(key).with_suffix(".lock")
-        for _ in range(CLAIM_ATTEMPTS):
-            if self.off is not None:
-                return Claim(None, None)
-            try:
+        if self.off is not None:
+            return Claim(None, 0)
+        claims = self._claims
+        if claims is None:
+            claims = self._claims = self._open_claims()
+            if claims is None:
+                return Claim(None, 0)
+        return claims.take(_offset(key))
+
+    def claims_held(self) -> int:
+        """Claims this process holds on this cache folder now (calls in flight here)."""
+        return 0 if self._claims is None else len(self._claims.held)
+
+    def _open_claims(self) -> Optional["_ClaimsFile"]:
+        """This process's open claims file of the folder, shared by every cache object on it; None where
+        claims cannot be taken (a momentary failure is tried again at the next claim)."""
+        if _fcntl() is None:  # pragma: no cover -- Windows: no record locks, calls are not coordinated
+            return None
+        path = os.path.realpath(self.root / CLAIMS_FILE)
+        with _OPEN_LOCK:
+            claims = _OPEN.get(path)
+            if claims is None:
                 try:
-                    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-                except FileNotFoundError:  # the key's folder is not there yet
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError as error:
-                self._failed(error)
-                return Claim(None, None)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)
-                return None
-            try:
-                # The owner before us may have removed the file between our open and our lock: a lock on
-                # a removed file excludes nobody, so take the claim afresh.
-                same = os.fstat(fd).st_ino == os.stat(path).st_ino
-            except OSError:
-                same = False
-            if not same:
-                os.close(fd)
-                continue
-            try:
-                # Who holds it, for a person looking (never truncate: ext4 flushes a truncated file on close).
-                # Only a courtesy: on a full disk the lock holds without it.
-                os.pwrite(fd, f"{os.getpid():>10}\n".encode(), 0)
-            except OSError:
-                pass
-            return Claim(path, fd)
-        return Claim(None, None)  # the lock file keeps being replaced under us: ask without coordinating
+                    claims = _OPEN[path] = _ClaimsFile(path)
+                except OSError as error:
+                    self._failed(error)
+                    return None
+        return claims
 
     def put(self, key: str, entry: dict[str, Any]) -> None:
         if self.off is not None:
@@ -184,22 +191,99 @@ def valid_entry(entry: Any) -> "TypeGuard[dict[str, Any]]":
     return False
 
 
-class Claim:
-    """A held claim on one key (``path`` and ``fd`` are None where claims are unavailable)."""
+def _offset(key: str) -> int:
+    """The byte of the claims file that stands for ``key``: 48 bits of its hash (keys are hashes already, but
+    not every caller's; within any 64-bit file offset)."""
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=_OFFSET_BYTES).digest(), "big")
 
-    def __init__(self, path: Optional[Path], fd: Optional[int]) -> None:
+
+@functools.lru_cache(maxsize=1)
+def _fcntl() -> Any:
+    """The ``fcntl`` module, None where there is none (Windows: looked for once, not at every claim)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover
+        return None
+    return fcntl
+
+
+class _ClaimsFile:
+    """A cache folder's claims file, open for this process's life, and the claims this process holds on it
+    (by offset). A claim is a lock on one byte, taken without waiting; a release unlocks that byte."""
+
+    def __init__(self, path: str) -> None:
         self.path = path
-        self.fd = fd
+        self.fd = self._open()
+        self.held: set[int] = set()
+        self.lock = threading.Lock()
+        self.pid = os.getpid()
+
+    def _open(self) -> int:
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        try:
+            return os.open(self.path, flags, 0o666)
+        except FileNotFoundError:  # the answers folder is not there yet
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            return os.open(self.path, flags, 0o666)
+
+    def take(self, offset: int) -> Optional["Claim"]:
+        fcntl = _fcntl()
+        with self.lock:
+            if self.pid != os.getpid():  # a forked child holds none of its parent's locks
+                self.held.clear()
+                self.pid = os.getpid()
+            if offset in self.held:
+                return None
+            fd = self._current()
+            if fd is None:
+                return Claim(None, 0)
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
+            except OSError as error:
+                if error.errno in (errno.EACCES, errno.EAGAIN):  # another process holds it
+                    return None
+                return Claim(None, 0)  # no record locks here (ENOLCK): ask without coordinating
+            self.held.add(offset)
+            return Claim(self, offset, fd)
+
+    def _current(self) -> Optional[int]:
+        """The open file's descriptor; a fresh one when the file was removed under us (the cache folder
+        cleared during a run: other processes lock the new file). The old descriptor stays open, so the
+        claims still held on it stay held until they are released."""
+        try:
+            if os.fstat(self.fd).st_nlink > 0:
+                return self.fd
+            self.fd = self._open()
+        except OSError:
+            return None
+        return self.fd
+
+    def release(self, offset: int, fd: int) -> None:
+        fcntl = _fcntl()
+        with self.lock:
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset)
+            except OSError:  # pragma: no cover -- an unlock does not fail on an open descriptor
+                pass
+            self.held.discard(offset)
+
+
+# This process's claims files, by real path: one each, never closed (see the module's docstring).
+_OPEN: dict[str, _ClaimsFile] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+class Claim:
+    """A held claim on one key (``fd`` is None where claims are unavailable: it coordinates nothing)."""
+
+    def __init__(self, claims: Optional[_ClaimsFile], offset: int, fd: Optional[int] = None) -> None:
+        self._claims = claims
+        self.offset = offset
+        self.fd = fd if claims is not None else None
 
     def release(self) -> None:
-        """Remove the lock file, then let go: a waiter that locks the removed file takes a fresh claim."""
-        if self.fd is None:
-            return
-        try:
-            if self.path is not None:
-                self.path.unlink(missing_ok=True)
-        except OSError:
-            pass
-        finally:
-            os.close(self.fd)
-            self.fd = None
+        """Let go of the key: another process's next claim on it succeeds. Once is enough; again, nothing."""
+        claims, self._claims = self._claims, None
+        if claims is not None and self.fd is not None:
+            claims.release(self.offset, self.fd)
+        self.fd = None

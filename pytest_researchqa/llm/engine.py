@@ -235,8 +235,31 @@ class ModelRunner:
         return self.run(lambda: self.bounded(provider, job))
 
     def run(self, job: Callable[[], Coroutine[Any, Any, Any]]) -> concurrent.futures.Future[Any]:
-        """Run a coroutine on the runner's loop, outside any provider's slots."""
-        return asyncio.run_coroutine_threadsafe(job(), self._loop)
+        """Run a coroutine on the runner's loop, outside any provider's slots.
+
+        Its result is handed to the returned future by the coroutine itself, the moment it has one: a task's
+        own completion callback would run only after everything the loop had queued before it, and litellm
+        queues its logging of each reply there as it returns it. A test waiting for its row's answer waited
+        for that logging too (about 3 ms a fresh row on a busy machine, benchmarks/model_pipeline.py)."""
+        delivered: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        async def deliver() -> None:
+            try:
+                result = await job()
+            except asyncio.CancelledError:  # the runner closing: nobody waits any more
+                delivered.cancel()
+                raise
+            except BaseException as error:  # noqa: BLE001 -- handed over as it is, like any failure
+                _settle(delivered, error=error)
+                if not isinstance(error, Exception):
+                    raise
+            else:
+                _settle(delivered, result)
+
+        task = asyncio.run_coroutine_threadsafe(deliver(), self._loop)
+        # A waiter that cancels stops the coroutine (and the reference keeps its task alive while it is awaited).
+        delivered.add_done_callback(lambda done: task.cancel() if done.cancelled() else None)
+        return delivered
 
     async def bounded(self, provider: str, job: Callable[[], Awaitable[Any]]) -> Any:
         """``job()`` holding one of ``provider``'s slots."""
@@ -272,6 +295,18 @@ class ModelRunner:
                 pass
             self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
+
+
+def _settle(future: "concurrent.futures.Future[Any]", result: Any = None,
+            error: Optional[BaseException] = None) -> None:
+    """Hand a result (or failure) to ``future`` unless it was cancelled meanwhile."""
+    try:
+        if error is None:
+            future.set_result(result)
+        else:
+            future.set_exception(error)
+    except concurrent.futures.InvalidStateError:  # cancelled by its waiter
+        pass
 
 
 async def with_retries(

@@ -160,8 +160,9 @@ class ModelCaller:
         """Claim ``key`` and call, inside one of the provider's slots; while another process holds the
         claim, wait outside the slots and reuse the answer it stores.
 
-        The claim (an open lock file) is taken only once a slot is ours, so open files are bounded by
-        the slots, never by the rows queued behind them (10,000 rows under ``ulimit -n 256``)."""
+        The claim (a lock on one byte of the folder's claims file) is taken only once a slot is ours, so
+        claims held are bounded by the slots, never by the rows queued behind them: a key queued here is
+        free for another run with a slot to ask it."""
         CALL_SECRETS.set(self.secrets)  # this task's own context: its errors never carry a key
         waited = False
         give_up = time.monotonic() + self.timeout_s * (self.retries + 2) + 60

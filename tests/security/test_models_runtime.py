@@ -169,7 +169,112 @@ def test_a_claim_is_exclusive_across_processes_and_released_when_its_owner_dies(
     claim = cache.claim("ab" * 32)
     assert claim is not None and claim.fd is not None, "a dead owner's lock is gone with it"
     claim.release()
-    assert not list(tmp_path.rglob("*.lock")), "released claims leave no lock file"
+    assert [p.name for p in tmp_path.rglob("*.lock")] == ["claims.lock"], "one claims file, no file per key"
+
+
+# A process that tries the claims it is given (one a line: the key), prints "held" or "free" for each, and
+# keeps what it took until its standard input closes.
+TRY_CLAIMS = """
+import sys
+from pathlib import Path
+from pytest_researchqa.llm.cache import AnswerCache
+cache = AnswerCache(Path(sys.argv[1]))
+print(" ".join("free" if cache.claim(key) is not None else "held" for key in sys.argv[2:]), flush=True)
+sys.stdin.read()
+"""
+
+
+def _tried_elsewhere(folder: Path, *keys: str) -> list[str]:
+    import subprocess
+
+    other = subprocess.run([sys.executable, "-c", TRY_CLAIMS, str(folder), *keys], input="", capture_output=True,
+                           text=True, timeout=60)
+    assert other.returncode == 0, other.stderr
+    return other.stdout.split()
+
+
+def test_claims_of_one_process_on_one_key_exclude_each_other_and_a_release_frees_only_its_own_key(tmp_path):
+    """Record locks belong to a process: the cache's own table makes a second claim of the same process on a
+    key wait as another process's would, and releasing one key leaves the process's other claims held (an
+    unlock of one byte, never a close of the claims file, which would drop them all)."""
+    from pytest_researchqa.llm.cache import AnswerCache
+
+    first, second = AnswerCache(tmp_path), AnswerCache(tmp_path)  # two callers of one run (a system and a judge)
+    one, two = first.claim("ab" * 32), first.claim("cd" * 32)
+    assert one is not None and two is not None and one.fd is not None
+    assert second.claim("ab" * 32) is None, "held by this process already"
+    assert _tried_elsewhere(tmp_path, "ab" * 32, "cd" * 32) == ["held", "held"]
+    one.release()
+    one.release()  # a second release changes nothing
+    assert _tried_elsewhere(tmp_path, "ab" * 32, "cd" * 32) == ["free", "held"], "only the released key is free"
+    again = second.claim("ab" * 32)
+    assert again is not None and again.fd is not None, "free again in this process too"
+    assert first.claims_held() == second.claims_held() == 2
+    again.release()
+    two.release()
+    assert first.claims_held() == 0
+
+
+def test_claims_open_no_file_per_call(tmp_path):
+    """Fifty calls in flight hold fifty claims on one open file: no descriptor and no file each."""
+    import os
+
+    from pytest_researchqa.llm.cache import AnswerCache
+
+    cache = AnswerCache(tmp_path)
+    cache.claim("00" * 32)  # the claims file is opened at the first claim
+    before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    claims = [cache.claim(f"{i:064x}") for i in range(1, 51)]
+    assert all(c is not None and c.fd is not None for c in claims)
+    if before is not None:
+        assert len(os.listdir("/proc/self/fd")) == before
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == ["claims.lock"]
+    assert _tried_elsewhere(tmp_path, f"{7:064x}", f"{51:064x}") == ["held", "free"]
+
+
+# Two processes ask for one key at the same moment through the model caller's real path (claim in a slot,
+# wait outside the slots, read the other's answer). The job stands for a model call: it records that it ran,
+# takes a while, and stores its answer as a model system's call does.
+ASK_ONE_KEY = """
+import asyncio, json, os, sys, time
+from pathlib import Path
+from pytest_researchqa.llm.cache import AnswerCache
+from pytest_researchqa.llm.engine import ModelRunner
+from pytest_researchqa.llm.system import ModelCaller, ModelSpec
+folder, key = Path(sys.argv[1]), "ef" * 32
+runner = ModelRunner(concurrency=1)
+caller = ModelCaller(ModelSpec("openai/good", {"max_input_tokens": 1000}), runner, AnswerCache(folder))
+caller._ready = True  # nothing is sent to a model: no litellm import
+
+async def call():
+    with open(folder / "calls", "a") as calls:
+        calls.write(f"{os.getpid()}\\n")
+    await asyncio.sleep(1.0)
+    entry = {"answer": f"asked by {os.getpid()}", "citations": []}
+    caller.cache.put(key, entry)
+    return entry
+
+while not (folder / "go").exists():
+    time.sleep(0.005)
+print(json.dumps(caller._start(key, call).result(timeout=60)), flush=True)
+runner.close()
+"""
+
+
+def test_two_processes_asking_one_key_make_one_call_and_the_other_reads_its_answer(tmp_path):
+    import subprocess
+
+    processes = [subprocess.Popen([sys.executable, "-c", ASK_ONE_KEY, str(tmp_path)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    time.sleep(0.5)  # both started (they wait for the signal)
+    (tmp_path / "go").touch()
+    outputs = [p.communicate(timeout=120) for p in processes]
+    assert all(p.returncode == 0 for p in processes), [err for _, err in outputs]
+    results = [json.loads(out) for out, _ in outputs]
+    callers = (tmp_path / "calls").read_text().split()
+    assert len(callers) == 1, f"one call between the two processes, not {len(callers)}"
+    assert {r["answer"] for r in results} == {f"asked by {callers[0]}"}, "both have the one answer"
+    assert sorted(bool(r.get("from_cache")) for r in results) == [False, True], "one asked, the other read it"
 
 
 # ------------------------------------------------------------------ secrets in tracebacks with locals

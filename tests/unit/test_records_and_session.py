@@ -289,6 +289,40 @@ def test_files_written_atomically_get_the_mode_the_umask_gives_not_mkstemps_priv
     assert stat.S_IMODE((tmp_path / "report.html").stat().st_mode) == 0o666 & ~mask
 
 
+def test_an_atomic_write_skips_a_temporary_name_a_killed_process_left_and_makes_a_missing_folder(tmp_path,
+                                                                                                   monkeypatch):
+    import itertools
+    import os
+
+    from pytest_researchqa import papers
+
+    monkeypatch.setattr(papers, "_TEMPORARIES", itertools.count())
+    folder = tmp_path / "ab"
+    folder.mkdir()
+    left = folder / f".tmp-{os.getpid()}-0"  # a killed process with this id was writing here
+    left.write_bytes(b"half")
+    papers.atomic_write(folder / "entry.json", b"{}")
+    papers.atomic_write(tmp_path / "new" / "deeper" / "entry.json", [b"{", b"}"])
+    assert (folder / "entry.json").read_bytes() == b"{}" and left.read_bytes() == b"half", "never shared"
+    assert (tmp_path / "new" / "deeper" / "entry.json").read_bytes() == b"{}"
+    assert sorted(p.name for p in folder.iterdir()) == [left.name, "entry.json"], "no temporary file of its own left"
+
+
+def test_an_atomic_write_that_fails_leaves_the_old_file_and_no_temporary_one(tmp_path):
+    from pytest_researchqa.papers import atomic_write
+
+    target = tmp_path / "rows.jsonl"
+    target.write_bytes(b"old\n")
+
+    def rows():
+        yield b"new\n"
+        raise OSError("the disk filled")
+
+    with pytest.raises(OSError, match="the disk filled"):
+        atomic_write(target, rows())
+    assert target.read_bytes() == b"old\n" and [p.name for p in tmp_path.iterdir()] == ["rows.jsonl"]
+
+
 def test_reading_a_typed_judge_or_citation_as_a_dict_still_works_with_a_deprecation_warning():
     record = RowRecord(row_id="a", citations=[{"verdict": "verbatim", "grounded": True, "pages": [2]}],
                        judge={"by_judge": {"j": {"factual_accuracy": 4}}, "consensus": {"factual_accuracy": 4.0}})
