@@ -15,6 +15,7 @@ killed keeps what it finished; the final files are written atomically at the end
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -24,7 +25,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Optional, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Optional
 
 from .records import RecordVersionError, RowRecord
 
@@ -119,30 +120,43 @@ class RunWriter:
     """Streams records into a run folder and finishes it with the sorted rows and the manifest.
 
     A write that fails (a full disk, a folder that cannot be made) stops the saving, not the run:
-    ``failed`` says why, and the run's summary says the results were not saved."""
+    ``failed`` says why, and the run's summary says the results were not saved.
+
+    With ``spill`` a record's ``details`` (the row's view: question, answer, quotes and their context,
+    most of a record's size) are not kept in memory once its line is on disk: the record keeps an empty
+    ``details`` and :meth:`finish` reads them back from the partial file, line by line, for ``rows.jsonl``
+    (issue 24 item 4: the controller's memory is otherwise every row's view to the end of the run)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.failed: Optional[str] = None
-        self._partial: Optional[TextIO] = None
+        self._partial: Optional[BinaryIO] = None
+        self._spilled: dict[int, int] = {}  # id(record) -> where its line starts in the partial file
 
-    def add(self, record: RowRecord, plain: Optional[dict[str, Any]] = None, line: Optional[str] = None) -> None:
+    def add(self, record: RowRecord, plain: Optional[dict[str, Any]] = None, line: Optional[str] = None,
+            spill: bool = False) -> None:
         """Append a row to the partial file at once (a killed run keeps its finished rows). ``plain`` is
         the record's plain data when the caller has it already (a report's), ``line`` its text
-        (:func:`record_line`, made by an xdist worker): neither is made again."""
+        (:func:`record_line`, made by an xdist worker): neither is made again. ``spill``: once the line
+        is on disk, the record lets go of its ``details`` (see the class); they stay where a write fails."""
         if self.failed is not None:
             return
         try:
             if self._partial is None:
                 self.folder.mkdir(parents=True, exist_ok=True)
-                # As text_safety.utf8 writes a file: a lone surrogate as its escape, never an error.
-                self._partial = open(self.folder / PARTIAL_FILE, "a", encoding="utf-8", errors="backslashreplace")
+                self._partial = open(self.folder / PARTIAL_FILE, "ab")
             if line is None:
                 line = record_line(record.to_plain() if plain is None else plain)
-            self._partial.write(line + "\n")
+            start = self._partial.tell()
+            # As text_safety.utf8 writes a file: a lone surrogate as its escape, never an error.
+            self._partial.write(line.encode("utf-8", "backslashreplace") + b"\n")
             self._partial.flush()
         except OSError as error:
             self._fail(error)
+            return
+        if spill and record.details:
+            self._spilled[id(record)] = start
+            record.details = {}
 
     def _fail(self, error: OSError) -> None:
         self.failed = str(error.strerror or error)
@@ -152,6 +166,15 @@ class RunWriter:
             except OSError:
                 pass  # the buffered line that could not be flushed is lost with the disk, not the run
             self._partial = None
+
+    def _plain(self, record: RowRecord, spilled: Optional[BinaryIO]) -> dict[str, Any]:
+        """A record's plain data for ``rows.jsonl``, its details read back from the partial file if spilled."""
+        plain = record.to_plain(copy=False)
+        start = self._spilled.get(id(record))
+        if start is not None and spilled is not None:
+            spilled.seek(start)
+            plain["details"] = json.loads(spilled.readline()).get("details") or {}
+        return plain
 
     def finish(self, records: Iterable[RowRecord], manifest: dict[str, Any],
                summary: Optional[dict[str, Any]] = None) -> None:
@@ -165,9 +188,11 @@ class RunWriter:
             if self._partial is not None:
                 self._partial.close()
                 self._partial = None
-            rows = (utf8(json.dumps(r.to_plain(copy=False), ensure_ascii=False, sort_keys=True) + "\n")
-                    for r in sorted(records, key=sort_key))
-            atomic_write(self.folder / ROWS_FILE, rows)  # line by line: at the seed's scale the file is ~40 MB
+            with contextlib.ExitStack() as stack:
+                spilled = (stack.enter_context(open(self.folder / PARTIAL_FILE, "rb")) if self._spilled else None)
+                rows = (utf8(json.dumps(self._plain(r, spilled), ensure_ascii=False, sort_keys=True) + "\n")
+                        for r in sorted(records, key=sort_key))
+                atomic_write(self.folder / ROWS_FILE, rows)  # line by line: at the seed's scale the file is ~40 MB
             manifest = {"version": MANIFEST_VERSION, **manifest}
             atomic_write(self.folder / MANIFEST_FILE,
                          utf8(json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n"))
