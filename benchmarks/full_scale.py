@@ -8,7 +8,10 @@ and prints the median of each pair's ratio beside its goal (docs/performance.md 
 
 * collection only, and a whole oracle run, against bare pytest with as many trivial params;
 * a bm25 run against the oracle run, and its peak memory (one process);
-* ``-n 2`` against serial, for bm25 and for oracle (beside bare pytest's own ``-n 2``/serial);
+* ``-n 2`` against serial, for bm25 and for oracle (beside bare pytest's own ``-n 2``/serial), and the
+  CPU of the ``-n 2`` process tree against serial's;
+* the ceiling of ``-n 2`` here (``ceiling``): bare pytest whose rows each burn a bm25 row's CPU, ``-n 2``
+  against serial: what xdist itself allows on this machine, whatever the plugin does;
 * oracle + bm25 in one run against the two single-system runs (CPU);
 * the figures of benchmarks/model_pipeline.py, matcher_accuracy.py and startup_cost.py are
   printed by those scripts (``--with-others`` runs them too).
@@ -33,6 +36,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS, PAPERS = 6211, 494
@@ -41,6 +45,7 @@ SECTIONS = ("Abstract", "Introduction", "Methods", "Results", "Discussion", "Lim
 DOMAINS = ("biology", "physics", "education", "economics", "medicine", "computer_science", "ecology", "chemistry")
 _COMMON = ("the of and in to a with for was were by on that as from at this we these which between than after "
            "all both each more most its their under over during while using across into").split()
+BUSY_ROW_S = 0.005  # CPU a bm25 row costs (about 5 ms): bare pytest's rows in the `-n 2` ceiling figure
 BASE_ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONHASHSEED": "0"}
 BASE_ENV.pop("PYTEST_ADDOPTS", None)
 
@@ -130,6 +135,11 @@ def write_dataset(folder: Path, scale: float, seed: int = 24) -> dict[str, Path]
         "import pytest\n\n\n"
         f"@pytest.mark.parametrize('i', range({len(rows)}))\n"
         "def test_question(i):\n    assert i >= 0\n", encoding="utf-8")
+    (bare / "test_busy.py").write_text(  # the ceiling of `-n 2` (see main): a bm25 row's CPU, nothing else
+        "import time\n\nimport pytest\n\n\n"
+        f"@pytest.mark.parametrize('i', range({len(rows)}))\n"
+        f"def test_busy(i):\n    end = time.thread_time() + {BUSY_ROW_S}\n"
+        "    while time.thread_time() < end:\n        pass\n", encoding="utf-8")
     (folder / "project").mkdir(exist_ok=True)
     return {"grouped": grouped, "shuffled": shuffled, "papers": folder / "papers", "bare": bare,
             "project": folder / "project", "rows": Path(str(len(rows))), "n_papers": Path(str(n_papers))}
@@ -219,7 +229,7 @@ def main() -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the seed's rows and papers")
     parser.add_argument("--pairs", type=int, default=3, help="measured A/B pairs per figure (median quoted)")
     parser.add_argument("--keep", type=Path, help="write the dataset here (and reuse it)")
-    parser.add_argument("--only", default="", help="comma-separated figures to run (collect,oracle,bm25,xdist,two)")
+    parser.add_argument("--only", default="", help="comma-separated figures to run (collect,oracle,bm25,xdist,ceiling,two)")
     args = parser.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="researchqa-full-scale-"))
     made = write_dataset(folder, args.scale)
@@ -237,13 +247,14 @@ def main() -> int:
             options += ["--researchqa-system", system]
         return ([*options, *extra], project)
 
-    def plain(*extra: str) -> tuple:
-        return (["-q", "--tb=no", "-p", "no:randomly", "-p", "no:researchqa", *extra, "test_bare.py"], bare)
+    def plain(*extra: str, tests: str = "test_bare.py") -> tuple:
+        return (["-q", "--tb=no", "-p", "no:randomly", "-p", "no:researchqa", *extra, tests], bare)
 
     lines: list[str] = []
 
-    def report(measure: str, reference: str, value: str, goal: str, met: bool) -> None:
-        line = f"{measure:<38} {reference:<34} {value:<30} {goal:<26} {'MET' if met else 'not met'}"
+    def report(measure: str, reference: str, value: str, goal: str, met: Optional[bool]) -> None:
+        verdict = "" if met is None else "MET" if met else "not met"  # None: a reference, no goal of its own
+        line = f"{measure:<38} {reference:<34} {value:<30} {goal:<26} {verdict}"
         lines.append(line)
         print(line, flush=True)
 
@@ -274,11 +285,19 @@ def main() -> int:
         report("-n 2 vs serial, bm25", f"serial {med(b, 'wall'):.2f} s",
                f"{speedup:.2f}x faster, tree {tree:.2f}x", ">= 1.5x faster; tree <= 1.2x",
                speedup >= 1.5 and tree <= 1.2)
+        print(f"{'  (CPU of the -n 2 tree / serial)':<38} {'serial ' + format(med(b, 'cpu'), '.2f') + ' s CPU':<34} "
+              f"{median_ratio(a, b, 'cpu'):.2f}x", flush=True)
         a, b = interleaved(args.pairs, ours("shuffled", "oracle", extra=("-n", "2")), ours("shuffled", "oracle"))
         c, d = interleaved(args.pairs, plain("-n", "2"), plain())
         ours_ratio, bare_ratio = median_ratio(a, b), median_ratio(c, d)
         report("-n 2 vs serial, oracle", f"bare's -n 2/serial {bare_ratio:.2f}x", f"{ours_ratio:.2f}x",
                "no worse than bare's", ours_ratio <= bare_ratio * 1.05)
+    if not only or "ceiling" in only:
+        # What xdist itself allows on this machine: bare pytest, each row BUSY_ROW_S of CPU and nothing else.
+        a, b = interleaved(args.pairs, plain("-n", "2", tests="test_busy.py"), plain(tests="test_busy.py"))
+        report(f"ceiling: bare -n 2, {BUSY_ROW_S * 1000:.0f} ms CPU rows", f"bare serial {med(b, 'wall'):.2f} s",
+               f"{1 / median_ratio(a, b):.2f}x faster, CPU {median_ratio(a, b, 'cpu'):.2f}x",
+               "(what -n 2 can reach)", None)
     if not only or "two" in only:
         both, single_b = interleaved(args.pairs, ours("shuffled", "oracle", "bm25"), ours("shuffled", "bm25"))
         single_o = [run(*ours("shuffled", "oracle")) for _ in range(args.pairs)]

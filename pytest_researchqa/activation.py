@@ -185,8 +185,11 @@ def register_installed_families_markers(config: pytest.Config) -> None:
 def new_state(config: pytest.Config) -> "RunState":
     """The run's state (``stash.run_state`` builds it on first use)."""
     from .state import RunState
+    from .xdist_compat import handed_whole_papers
 
     selects = bool(config.option.keyword or config.option.markexpr)
-    return RunState(activate(config), sample_after_selection=selects)
+    state = RunState(activate(config), sample_after_selection=selects)
+    state.whole_papers = handed_whole_papers(config)
+    return state
 
 

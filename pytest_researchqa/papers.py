@@ -40,6 +40,9 @@ HOT_PAPERS = 16
 # take about 44 MiB): a dataset of that size never reads or prepares a paper twice, in any row
 # order; a larger one evicts the least recently used, read and prepared again on their next row.
 KEPT_BYTES = 64 * 2**20
+# On an xdist worker handed each paper's rows together, once (xdist_compat.handed_whole_papers): the papers
+# kept whole, none trimmed (a model system's rows read the next papers ahead of their rows).
+WHOLE_PAPERS_HOT = 4
 
 
 class PaperUnavailable(Exception):

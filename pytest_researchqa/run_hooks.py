@@ -56,6 +56,7 @@ class RunHooks:
         self.pipelines: Optional[bool] = None
         self.estimated: Optional[list[str]] = None  # the call estimate's lines, once printed
         self.worker_notes: list[str] = []  # the answer cache turned off on a worker (a full disk)
+        self.spills: Optional[bool] = None  # whether saved records let go of their details (_spills_details)
         self.unwritten: dict[str, str] = {}  # path -> why a full disk (or a bad path) kept it from being written
 
     @property
@@ -284,11 +285,21 @@ class RunHooks:
             self.state.session.add(record)
             writer = self._results_writer()
             if writer is not None:  # on disk at once: a killed run keeps its finished rows
-                writer.add(record, plain, text, final=final and not self.state.family.after_answers)
+                writer.add(record, plain, text, final=final and not self.state.family.after_answers,
+                           spill=self._spills_details())
             if self.progress is not None:
                 self.progress.row_done(record)
         elif report.failed:
             self.foreign_failures += 1
+
+    def _spills_details(self) -> bool:
+        """Whether a saved record's ``details`` can wait on disk (``RunWriter``'s spill) instead of in memory: when
+        nothing of this run reads them before the saved rows are written, i.e. no HTML report and no family
+        renderer or end-of-run step (the rubric family's read the answers). Decided once."""
+        if self.spills is None:
+            family, settings = self.state.family, self.config.stash[SETTINGS]
+            self.spills = not (family.renderer or family.after_answers or settings.html is not None)
+        return self.spills
 
     @pytest.hookimpl(wrapper=True, specname="pytest_runtest_logreport")
     def pytest_runtest_logreport_shed(self, report: pytest.TestReport) -> Generator[None, None, None]:

@@ -130,24 +130,32 @@ class RunWriter:
     """Streams records into a run folder and finishes it with the sorted rows and the manifest.
 
     A write that fails (a full disk, a folder that cannot be made) stops the saving, not the run:
-    ``failed`` says why, and the run's summary says the results were not saved."""
+    ``failed`` says why, and the run's summary says the results were not saved.
+
+    With ``spill`` a record's ``details`` (the row's view: question, answer, quotes and their context,
+    most of a record's size) are not kept in memory once its line is on disk: the record keeps an empty
+    ``details`` and :meth:`finish` reads them back from the partial file, line by line, for ``rows.jsonl``
+    (issue 24 item 4: the controller's memory is otherwise every row's view to the end of the run)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.failed: Optional[str] = None
         self._partial: Optional[int] = None  # the partial rows file, open for appending (a descriptor)
         self._size = 0  # its length so far
-        # id(record) -> (the record, where its line of rows.jsonl starts in the partial file, its length): the
-        # records whose plain data will not change after it was written (``final``), whose lines finish copies.
-        self._lines: dict[int, tuple[RowRecord, int, int]] = {}
+        # id(record) -> (the record, where its line starts in the partial file, its length, whether that line is
+        # the record's line of rows.jsonl): the records whose lines ``finish`` copies (``final``) or reads their
+        # details back from (``spill``).
+        self._lines: dict[int, tuple[RowRecord, int, int, bool]] = {}
 
     def add(self, record: RowRecord, plain: Optional[dict[str, Any]] = None, line: Optional[str] = None, *,
-            final: bool = False) -> None:
+            final: bool = False, spill: bool = False) -> None:
         """Append a row to the partial file at once, one ``write`` a row (a killed run keeps its finished rows).
         ``plain`` is the record's plain data when the caller has it already (a report's), ``line`` its text
         (:func:`record_line`, made by an xdist worker): neither is made again. ``final``: ``plain`` (or, without
         it, the record) is what the record's ``to_plain()`` will still give when the run finishes, so the line
-        written here is the one ``rows.jsonl`` takes (issue 24 item 2: each record is serialized once)."""
+        written here is the one ``rows.jsonl`` takes (issue 24 item 2: each record is serialized once).
+        ``spill``: once the line is on disk, the record lets go of its ``details`` (see the class); they stay
+        where a write fails."""
         if self.failed is not None:
             return
         try:
@@ -161,12 +169,17 @@ class RunWriter:
                 final = False
             else:
                 data = saved_line(record.to_plain(copy=False) if plain is None else plain)
+            start = self._size
             _write_all(self._partial, data)
-            if final:
-                self._lines[id(record)] = (record, self._size, len(data))
             self._size += len(data)
         except OSError as error:
             self._fail(error)
+            return
+        spilled = spill and bool(record.details)
+        if final or spilled:
+            self._lines[id(record)] = (record, start, len(data), final)
+        if spilled:
+            record.details = {}
 
     def _fail(self, error: OSError) -> None:
         self.failed = str(error.strerror or error)
@@ -190,8 +203,8 @@ class RunWriter:
             return
         try:
             self._close_partial()
-            with self._partial_lines() as copied:
-                rows = (copied(r) or saved_line(r.to_plain(copy=False)) for r in sorted(records, key=sort_key))
+            with self._partial_lines() as line_of:
+                rows = (line_of(r) for r in sorted(records, key=sort_key))
                 atomic_write(self.folder / ROWS_FILE, rows)  # line by line: at the seed's scale the file is ~40 MB
             self._lines.clear()  # the writer holds no record beyond the run's end
             manifest = {"version": MANIFEST_VERSION, **manifest}
@@ -209,25 +222,31 @@ class RunWriter:
             pass
 
     @contextlib.contextmanager
-    def _partial_lines(self) -> Iterator[Callable[[RowRecord], Optional[bytes]]]:
-        """A function giving a record's final line as the partial file holds it (None: not kept there)."""
+    def _partial_lines(self) -> Iterator[Callable[[RowRecord], bytes]]:
+        """A function giving a record's line of ``rows.jsonl``: its line in the partial file where that is final,
+        else made again (with the details it let go of read back from there)."""
         try:
             stream = open(self.folder / PARTIAL_FILE, "rb") if self._lines else None
         except OSError:  # gone (removed by hand): every record is serialized again
             stream = None
-        if stream is None:
-            yield lambda record: None
-            return
-        with stream:
-            def copied(record: RowRecord) -> Optional[bytes]:
-                kept = self._lines.get(id(record))
-                if kept is None or kept[0] is not record:
-                    return None
-                stream.seek(kept[1])
-                data = stream.read(kept[2])
-                return data if len(data) == kept[2] else None
+        with contextlib.ExitStack() as stack:
+            if stream is not None:
+                stack.enter_context(stream)
 
-            yield copied
+            def line_of(record: RowRecord) -> bytes:
+                kept = self._lines.get(id(record))
+                if stream is not None and kept is not None and kept[0] is record:
+                    stream.seek(kept[1])
+                    data = stream.read(kept[2])
+                    if len(data) == kept[2]:
+                        if kept[3]:
+                            return data
+                        plain = record.to_plain(copy=False)
+                        plain["details"] = json.loads(data).get("details") or {}
+                        return saved_line(plain)
+                return saved_line(record.to_plain(copy=False))
+
+            yield line_of
 
 
 def _write_all(descriptor: int, data: bytes) -> None:

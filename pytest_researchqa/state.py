@@ -41,6 +41,9 @@ class RunState:
         # (row id, paper id) -> the row's expected passages checked against its paper (row_setup.paper_of):
         # once a row, however many systems answer it.
         self.row_checks: dict[tuple[str, Optional[str]], Any] = {}
+        # An xdist worker handed each paper's rows together, once (xdist_compat.handed_whole_papers): it keeps
+        # only the papers and indexes in use, where a serial run keeps every paper it may meet again.
+        self.whole_papers = False
         # id(plain data on a report) -> (that plain data, its record): see hand_over.
         self._handed: dict[int, tuple[dict[str, Any], RowRecord, bool]] = {}
         self.session = ResearchSession(
@@ -90,7 +93,7 @@ class RunState:
         from .papers import PaperStore, default_cache_dir
 
         dataset = self.dataset
-        return PaperStore(
+        store = PaperStore(
             papers_dir=self.settings.papers or dataset.root / "papers",
             cache_dir=self.settings.cache_dir or default_cache_dir(),
             inline=dataset.inline_papers,
@@ -100,6 +103,13 @@ class RunState:
             # the user names on the command line is theirs to trust.
             confine_to=None if self.settings.papers else dataset.root.resolve() / "papers",
         )
+        if self.whole_papers:  # a paper whose rows are done is not met again: keep those in use, trim none
+            from .papers import WHOLE_PAPERS_HOT
+            from .systems.bm25 import WHOLE_PAPERS_BYTES, shared_cache
+
+            store.hot, store.kept_bytes = WHOLE_PAPERS_HOT, 0
+            shared_cache().budget_bytes = WHOLE_PAPERS_BYTES
+        return store
 
     @functools.cached_property
     def secrets(self) -> list[str]:

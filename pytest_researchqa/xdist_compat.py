@@ -118,6 +118,14 @@ RECORD_TEXT = "researchqa_json"
 REPORT_TEXT = "researchqa_report"
 ROW_NODEIDS = "researchqa::"  # the built-in test's rows (plugin.PROTOCOL_NODEID)
 READS_TEXT = "researchqa_reads_text"  # in a worker's workerinput: its controller unpacks the text
+# In a worker's workerinput: the controller hands it each paper's rows together, once (the by-paper scheduler).
+WHOLE_PAPERS = "researchqa_whole_papers"
+
+
+def handed_whole_papers(config: pytest.Config) -> bool:
+    """Whether this process is an xdist worker handed each paper's rows together and never again: a paper
+    whose rows are done is not needed again here, so there is no point keeping it (or its index)."""
+    return bool(getattr(config, "workerinput", {}).get(WHOLE_PAPERS))
 
 
 class WorkerHooks:
@@ -234,8 +242,11 @@ class ControllerHooks:
         return report
 
     def pytest_configure_node(self, node: Any) -> None:
-        """Tell each worker this controller unpacks reports sent as JSON text."""
+        """Tell each worker this controller unpacks reports sent as JSON text, and whether it hands each paper's
+        rows together (:func:`handed_whole_papers`)."""
         node.workerinput[READS_TEXT] = True
+        if self._papers_by_test_id is not None:
+            node.workerinput[WHOLE_PAPERS] = True
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self._on_collection(ids)

@@ -31,6 +31,9 @@ CITED_PASSAGES = 2
 # recently used go first (an index is rebuilt from the paper's text in a few ms), and memory stays
 # flat in the number of papers. Under xdist each worker keeps the indexes of the papers it is sent.
 KEPT_BYTES = 32 * 2**20
+# The budget on an xdist worker handed each paper's rows together, once (xdist_compat.handed_whole_papers):
+# the index in use and the vocabulary (dropped with it beyond half of this, as under KEPT_BYTES).
+WHOLE_PAPERS_BYTES = 8 * 2**20
 # What a word of the shared vocabulary costs, about: the string, its dict slot and its id.
 VOCABULARY_WORD_BYTES = 120
 # What an index costs beyond its arrays' data: the object and the arrays' headers.

@@ -350,6 +350,24 @@ def test_a_saved_run_keeps_a_lone_surrogate_as_its_escape_and_reads_it_back(tmp_
     assert json.loads(line)["diagnosis"] == record.diagnosis
 
 
+def test_a_spilled_records_details_wait_on_disk_and_are_saved_as_they_were(tmp_path):
+    from pytest_researchqa.runs import PARTIAL_FILE, ROWS_FILE, RunWriter
+
+    details = {"answer": "half an emoji \ud83d and a quote", "citations": [{"quote": "q", "context": ["a", "b"]}]}
+    records = [RowRecord(row_id=f"r{n}", system="mine", paper_id="p", details=dict(details, n=n)) for n in (2, 0, 1)]
+    bare = RowRecord(row_id="r9", system="mine", paper_id="p")  # no details: nothing to spill
+    writer = RunWriter(tmp_path / "run")
+    for record in [*records, bare]:
+        writer.add(record, spill=True)
+    assert [r.details for r in records] == [{}, {}, {}], "in memory: the records without their details"
+    partial = [json.loads(line) for line in (tmp_path / "run" / PARTIAL_FILE).read_text(encoding="utf-8").splitlines()]
+    assert [p["details"]["n"] for p in partial[:3]] == [2, 0, 1], "on disk at once: a killed run keeps them"
+    writer.finish([*records, bare], {"name": "run"})
+    assert writer.failed is None and not (tmp_path / "run" / PARTIAL_FILE).exists()
+    saved = [json.loads(line) for line in (tmp_path / "run" / ROWS_FILE).read_text(encoding="utf-8").splitlines()]
+    assert [s["details"] for s in saved] == [dict(details, n=n) for n in (0, 1, 2)] + [{}]
+
+
 def test_a_run_cut_short_is_shown_as_unfinished_and_its_name_points_at_its_folder(tmp_path, capsys):
     from pytest_researchqa.__main__ import main
     from pytest_researchqa.runs import RunWriter

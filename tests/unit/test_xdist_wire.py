@@ -108,3 +108,34 @@ def test_a_workers_pending_tests_are_counted_as_xdist_counts_them_as_papers_are_
     requeued = workloads.pop()  # a worker that went down: its workload given to another, whole
     workloads[0].update(requeued)
     assert counted._pending_of(workloads[0]) == LoadScopeScheduling._pending_of(counted, workloads[0])
+
+
+def test_a_worker_of_the_by_paper_scheduler_keeps_only_the_papers_and_indexes_in_use(pytester, tmp_path):
+    from types import SimpleNamespace
+
+    from pytest_researchqa.papers import KEPT_BYTES, WHOLE_PAPERS_HOT
+    from pytest_researchqa.state import RunState
+    from pytest_researchqa.systems import bm25
+    from pytest_researchqa.xdist_compat import WHOLE_PAPERS, handed_whole_papers
+
+    by_paper, by_xdist = SimpleNamespace(workerinput={}), SimpleNamespace(workerinput={})
+    ControllerHooks(lambda ids: None, lambda output: None, dict).pytest_configure_node(by_paper)
+    ControllerHooks(lambda ids: None, lambda output: None).pytest_configure_node(by_xdist)  # --dist named
+    assert by_paper.workerinput[WHOLE_PAPERS] and WHOLE_PAPERS not in by_xdist.workerinput
+    assert handed_whole_papers(SimpleNamespace(workerinput=by_paper.workerinput))
+    assert not handed_whole_papers(SimpleNamespace()), "not a worker: a serial run keeps what it may meet again"
+
+    from pytest_researchqa.settings import read_settings
+
+    config = pytester.parseconfig(f"--researchqa-papers={tmp_path}", f"--researchqa-cache-dir={tmp_path}")
+    settings = read_settings(config)
+    serial, worker = RunState(settings), RunState(settings)
+    worker.whole_papers = True
+    for state in (serial, worker):
+        state.__dict__["dataset"] = SimpleNamespace(root=tmp_path, inline_papers={})
+    assert serial.papers.kept_bytes == KEPT_BYTES and bm25.shared_cache().budget_bytes == bm25.KEPT_BYTES
+    try:
+        assert (worker.papers.hot, worker.papers.kept_bytes) == (WHOLE_PAPERS_HOT, 0)
+        assert bm25.shared_cache().budget_bytes == bm25.WHOLE_PAPERS_BYTES
+    finally:
+        bm25.shared_cache().budget_bytes = bm25.KEPT_BYTES  # the process's cache: as other tests expect it
