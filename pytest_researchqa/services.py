@@ -114,7 +114,7 @@ class Services:
     def _declaration_problem(self) -> Optional[str]:
         """A part of the family's declaration this run will use that does not load (a third party's typo), said
         before any row runs instead of failing every row."""
-        from .families import resolve
+        from .families import DeclarationError, resolve
 
         family = self.settings.benchmark_family
         models = bool(self.settings.models or self.settings.judges)
@@ -129,6 +129,10 @@ class Services:
             except Exception as error:  # noqa: BLE001 -- whatever the import raised, said with its field
                 return (f"the {family.name} family's {field} ({target}) cannot be loaded: "
                         f"{type(error).__name__}: {error}")
+        try:  # said here too, where an xdist controller (which collects nothing) checks the run
+            family.protocol_file()
+        except DeclarationError as error:
+            return str(error)
         if self.settings.judges:
             missing = [kind for kind in family.judge_kinds if kind not in self._kinds()]
             if missing:

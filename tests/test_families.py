@@ -230,11 +230,12 @@ def test_an_end_of_run_step_that_raises_fails_the_run_in_every_medium_and_the_re
 
 def test_a_protocol_module_that_does_not_import_is_a_usage_error_naming_the_family_and_field(broken, monkeypatch):
     monkeypatch.setenv("BROKEN_FAMILY", "protocol_missing")
-    result = broken.runpytest("--researchqa-dataset=shards.jsonl", "-p", "no:cacheprovider")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: researchqa: the broken family's protocol_module (broken_family.nothere) "
-                                 "cannot be loaded: ModuleNotFoundError: No module named 'broken_family.nothere'"])
-    assert "has no rows to run" not in result.stderr.str()
+    for extra in ((), ("-n", "2")):  # under xdist too: its controller collects nothing, and said nothing
+        result = broken.runpytest("--researchqa-dataset=shards.jsonl", "-p", "no:cacheprovider", *extra)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, extra
+        result.stderr.fnmatch_lines(["ERROR: researchqa: the broken family's protocol_module (broken_family.nothere) "
+                                     "cannot be loaded: ModuleNotFoundError: No module named 'broken_family.nothere'"])
+        assert "has no rows to run" not in result.stderr.str()
 
 
 def test_the_working_broken_family_runs(broken):  # the seam's control: unset, the family works
