@@ -10,15 +10,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
-import importlib.abc
-import importlib.machinery
+import functools
 import json
 import random
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Coroutine, Optional, Sequence
+from typing import Any, Awaitable, Callable, Coroutine, Optional
 
 # Status codes worth retrying: timeouts, conflicts, rate limits, server errors.
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
@@ -176,25 +174,28 @@ class Activity:
 MODEL_THREAD = "researchqa-models"
 
 
-class _PlainImportsOnModelThread(importlib.abc.MetaPathFinder):
-    """Serves the plugin's own modules, when the model thread imports one first, with Python's own loader.
-
-    pytest rewrites the asserts of every module of an installed plugin, and to do so parses each with
-    :mod:`ast` as it is imported. CPython 3.11's conversion of a parse tree to Python objects is not
-    thread-safe: two parses at once fail with "SystemError: AST constructor recursion depth mismatch".
-    A module first imported on this thread (a lazy import on a call's error path) while the test thread
-    imported another crashed the whole run (INTERNALERROR). The plugin holds no test asserts, so nothing
-    is lost by not rewriting them; every other module, and every import on other threads, is left to the
-    finders after this one."""
-
-    def find_spec(self, fullname: str, path: Optional[Sequence[str]],
-                  target: Any = None) -> Optional[importlib.machinery.ModuleSpec]:
-        if not fullname.startswith("pytest_researchqa.") or threading.current_thread().name != MODEL_THREAD:
-            return None
-        return importlib.machinery.PathFinder.find_spec(fullname, path, target)
+# CPython 3.11 keeps one counter per interpreter while it turns a parse tree into Python objects: two
+# threads parsing at once (pytest rewriting a module it imports, or rendering a traceback, on the test
+# thread; litellm formatting a failed call's traceback, whose carets Python 3.11 finds by parsing the line,
+# on this thread) end in "SystemError: AST constructor recursion depth mismatch", an INTERNALERROR that lost
+# the run (a tester's finding). While a model runner lives, ``ast.parse`` runs one call at a time.
+_ONE_PARSE = threading.RLock()
 
 
-_PLAIN_IMPORTS = _PlainImportsOnModelThread()
+def _parse_one_at_a_time() -> None:
+    import ast
+
+    parse = ast.parse
+    if getattr(parse, "one_at_a_time", False):
+        return
+
+    @functools.wraps(parse)
+    def parse_alone(*args: Any, **kwargs: Any) -> Any:
+        with _ONE_PARSE:
+            return parse(*args, **kwargs)
+
+    parse_alone.one_at_a_time = True  # type: ignore[attr-defined]
+    ast.parse = parse_alone
 
 
 class ModelRunner:
@@ -202,8 +203,7 @@ class ModelRunner:
         self.concurrency = concurrency
         self.rows_per_minute = rows_per_minute
         self._loop = asyncio.new_event_loop()
-        if _PLAIN_IMPORTS not in sys.meta_path:
-            sys.meta_path.insert(0, _PLAIN_IMPORTS)
+        _parse_one_at_a_time()
         self._thread = threading.Thread(target=self._loop.run_forever, name=MODEL_THREAD, daemon=True)
         self._thread.start()
         self._slots: dict[str, asyncio.Semaphore] = {}
