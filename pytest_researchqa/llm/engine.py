@@ -177,8 +177,9 @@ MODEL_THREAD = "researchqa-models"
 # CPython 3.11 keeps one counter per interpreter while it turns a parse tree into Python objects: two
 # threads parsing at once (pytest rewriting a module it imports, or rendering a traceback, on the test
 # thread; litellm formatting a failed call's traceback, whose carets Python 3.11 finds by parsing the line,
-# on this thread) end in "SystemError: AST constructor recursion depth mismatch", an INTERNALERROR that lost
-# the run (a tester's finding). While a model runner lives, ``ast.parse`` runs one call at a time.
+# on the model thread) end in "SystemError: AST constructor recursion depth mismatch", an INTERNALERROR that lost
+# the run (a tester's finding). From the first model runner on, ``ast.parse`` runs one call at a time (a
+# lock around one C call: nothing else waits on it).
 _ONE_PARSE = threading.RLock()
 
 
