@@ -53,6 +53,16 @@ def test_under_strict_markers_a_projects_own_test_marked_with_its_type_is_accept
     result.assert_outcomes(passed=1)
 
 
+def test_a_row_of_a_type_the_family_does_not_declare_errors_alone_even_under_strict_markers(glossary, tmp_path):
+    stray = [*TERMS, {"id": "t4", "term": "kernel", "keywords": ["similarity"], "type": "weird"}]
+    glossary.path.joinpath("terms.jsonl").write_text("\n".join(json.dumps(t) for t in stray) + "\n")
+    result = glossary.runpytest("--researchqa-dataset=terms.jsonl", f"--researchqa-cache-dir={tmp_path}",
+                                "--strict-markers", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, xfailed=1, errors=1)
+    result.stdout.fnmatch_lines(["*terms.jsonl, row 4, field 'question_type': 'weird' is not one of the glossary "
+                                 "family's question types (definition)*"])
+
+
 def test_without_its_package_the_family_is_unknown(pytester, tmp_path):
     result = pytester.runpytest("--researchqa-family=glossary", f"--researchqa-cache-dir={tmp_path}")
     result.stderr.fnmatch_lines(["*unknown benchmark family 'glossary'; choose from citation, rubric"])

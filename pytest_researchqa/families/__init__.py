@@ -130,7 +130,7 @@ class Family:
         if wrong:
             raise DatasetError(f"the {self.name} family's loader ({self.loader}) {wrong} (reading {path}; "
                                "docs/extending.md, section 2)")
-        return _without_repeated_ids(dataset)
+        return _checked_rows(dataset, self)
 
     def protocol_file(self) -> str:
         """The file of the default test module (``protocol_module``); a DeclarationError when it does not load."""
@@ -177,21 +177,29 @@ class Family:
 ROW_FIELDS = ("row_id", "question", "question_type", "domain", "paper_id")  # what FamilyRow promises
 
 
-def _without_repeated_ids(dataset: "Dataset[Any]") -> "Dataset[Any]":
-    """A row id is a row's name in saved runs, comparisons and reports: a second row of one id would be
-    merged with the first when runs are compared. Any loader's repeat is an invalid row (the built-in
-    loaders already report theirs with the file's line)."""
+def _checked_rows(dataset: "Dataset[Any]", family: "Family") -> "Dataset[Any]":
+    """What any loader's rows must be, whatever the family; a row that is not is an invalid row, and the
+    others run (the built-in loaders already report theirs with the file's line):
+
+    * a row id is a row's name in saved runs, comparisons and reports: a second row of one id would be
+      merged with the first when runs are compared;
+    * a question type is a marker: one the family does not declare is an unknown mark (every row lost
+      behind a collection error under ``--strict-markers``)."""
     from ..dataset import RowProblem
 
     first: dict[str, int] = {}
     kept, problems = [], []
     for number, row in enumerate(dataset.rows, 1):
         seen = first.setdefault(str(row.row_id), number)
-        if seen == number:
-            kept.append(row)
-        else:
+        if seen != number:
             problems.append(RowProblem(str(dataset.path), f"row {number}", "row_id",
                                        f"duplicate of row {seen} ({row.row_id!r})", row_id=str(row.row_id)))
+        elif row.question_type not in family.question_types:
+            problems.append(RowProblem(str(dataset.path), f"row {number}", "question_type",
+                                       f"{row.question_type!r} is not one of the {family.name} family's question "
+                                       f"types ({', '.join(family.question_types)})", row_id=str(row.row_id)))
+        else:
+            kept.append(row)
     if not problems:
         return dataset
     return replace(dataset, rows=kept, problems=[*dataset.problems, *problems])

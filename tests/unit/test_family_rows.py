@@ -33,3 +33,17 @@ def test_a_row_id_a_loader_repeats_is_an_invalid_row_naming_the_first_and_the_ot
         f"{tmp_path / 'caps.jsonl'}, row 3, field 'row_id': duplicate of row 2 ('dup')",
         f"{tmp_path / 'caps.jsonl'}, row 5, field 'row_id': duplicate of row 2 ('dup')"]
     assert {p.row_id for p in dataset.problems} == {"dup"}
+
+
+def load_with_a_stray_type(path: Path) -> Dataset[Capital]:
+    return Dataset(path, [Capital("fr", "France?", "weird"), Capital("es", "Spain?")])
+
+
+def test_a_row_of_a_question_type_the_family_does_not_declare_is_an_invalid_row_and_the_others_run(tmp_path):
+    family = Family(name="capitals", description="", question_types=("capital", "trick"), metrics=(),
+                    judge_dimensions=(), protocol_module="capitals.protocol", loader=f"{__name__}:load_with_a_stray_type")
+    dataset = family.load(tmp_path / "caps.jsonl")
+    assert [r.row_id for r in dataset.rows] == ["es"]
+    assert [str(p) for p in dataset.problems] == [
+        f"{tmp_path / 'caps.jsonl'}, row 1, field 'question_type': 'weird' is not one of the capitals family's "
+        "question types (capital, trick)"]

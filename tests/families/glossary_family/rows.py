@@ -32,5 +32,5 @@ def load_terms(path: Path) -> Dataset[Any]:
         if not data.get("keywords"):
             problems.append(RowProblem(path.name, f"line {number}", "keywords", "no keywords", data.get("id")))
             continue
-        rows.append(TermRow(str(data["id"]), data["term"], tuple(data["keywords"])))
+        rows.append(TermRow(str(data["id"]), data["term"], tuple(data["keywords"]), data.get("type", "definition")))
     return Dataset(path, rows, problems)
