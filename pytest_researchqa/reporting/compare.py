@@ -132,8 +132,8 @@ def coverage_lines(comparison: Comparison) -> list[str]:
     lines = []
     for s in comparison.systems:
         if s.baseline_system is None:
-            lines.append(f"{s.system}: {missing_counterpart(s, comparison.baseline)}; {name_rows(s.only_here)} "
-                         "not compared")
+            why = missing_counterpart(s.system, s.wanted, comparison.baseline)
+            lines.append(f"{s.system}: {why}; {name_rows(s.only_here)} not compared")
             continue
         against = "" if s.baseline_system == s.system else f" (as {s.baseline_system})"
         line = f"{s.system}{against}: {len(s.pairs)} row(s) paired"
@@ -147,10 +147,10 @@ def coverage_lines(comparison: Comparison) -> list[str]:
     return lines + list(comparison.notes)
 
 
-def missing_counterpart(system: SystemComparison, baseline: str) -> str:
-    """Why a system has nothing to compare with: the baseline lacks it, or lacks the system it was mapped to."""
-    wanted = system.wanted or system.system
-    if wanted != system.system:
+def missing_counterpart(system: str, wanted: Optional[str], baseline: str) -> str:
+    """Why a system has nothing to compare with: the baseline lacks it, or lacks the system it was mapped to
+    (``wanted``). Said for a live run and for ``python -m pytest_researchqa compare``, each with its option."""
+    if wanted is not None and wanted != system:
         return f"the baseline {baseline} has no system {wanted!r} (the --researchqa-compare-map target)"
-    return (f"the baseline {baseline} has no system {wanted!r} (map it with "
-            f"--researchqa-compare-map={system.system}=BASELINE_SYSTEM)")
+    return (f"the baseline {baseline} has no system {system!r} (map it with "
+            f"--researchqa-compare-map={system}=BASELINE_SYSTEM, or compare's --map {system}=BASELINE_SYSTEM)")

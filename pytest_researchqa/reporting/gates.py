@@ -227,12 +227,9 @@ class RegressionResult:
         prefix = f"{self.gate.question_type}." if self.gate.question_type else ""
         metric = f"{prefix}{self.gate.metric}"
         if self.baseline_system is None:
-            wanted = self.wanted or self.system
-            if wanted != self.system:
-                return (f"{self.system}: {metric} FAILED: the baseline {self.baseline} has no system {wanted!r} "
-                        "(the --researchqa-compare-map target)")
-            return (f"{self.system}: {metric} FAILED: the baseline {self.baseline} has no system {self.system!r} "
-                    f"(name one with --researchqa-compare-map={self.system}=BASELINE_SYSTEM)")
+            from .compare import missing_counterpart
+
+            return f"{self.system}: {metric} FAILED: {missing_counterpart(self.system, self.wanted, self.baseline)}"
         if self.test is None:
             return f"{self.system}: {metric} UNDECIDABLE: no row both runs graded measured it"
         t = self.test

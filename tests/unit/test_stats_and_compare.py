@@ -122,6 +122,7 @@ def test_a_system_the_baseline_lacks_fails_its_gate_and_a_mapping_names_its_coun
     gate = parse_regression_gate("citation_precision", CITATION)
     [unmatched] = evaluate_regressions([gate], compare(new, baseline, CITATION))
     assert not unmatched.passed and "--researchqa-compare-map=bm25-v2=BASELINE_SYSTEM" in unmatched.describe()
+    assert "or compare's --map bm25-v2=BASELINE_SYSTEM" in unmatched.describe(), "the command line's own option too"
     [mapped] = evaluate_regressions([gate], compare(new, baseline, CITATION, parse_mapping(["bm25-v2=bm25"])))
     assert mapped.passed and mapped.baseline_system == "bm25"
 
