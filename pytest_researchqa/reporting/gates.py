@@ -112,7 +112,7 @@ def evaluate(gates: Sequence[Gate], records: Sequence[RowRecord]) -> list[GateRe
     for system, rows in group(records, system_of).items():
         for gate in gates:
             scoped = [r for r in rows if gate.question_type in (None, r.question_type)]
-            graded = sum(r.error is None and r.defect is None and not r.invalid_row for r in scoped)
+            graded = sum(r.graded for r in scoped)
             results.append(GateResult(gate, system, summarize(system, scoped, [gate.metric]).means[gate.metric],
                                       graded))
     return results
