@@ -110,17 +110,21 @@ def _family(saved: SavedRun) -> "Family":
     """The saved run's family: the installed one, else the declaration the run kept (a family a conftest.py
     declares, or a package since uninstalled), said on stderr; a ValueError saying what to do without either."""
     from .families import get_family, resolve, saved_family
-    from .families.registry import FamilyError
+    from .families.registry import FamilyError, broken_plugins, family_plugins
 
     name = str(saved.manifest.get("family") or "citation")
+    manager = family_plugins()
     try:
-        return get_family(name)
+        return get_family(name, manager)
     except FamilyError:
         pass
+    # A family plugin that failed to load may be this family's: "not installed" would send its author astray.
+    broken = "; ".join(map(str, broken_plugins(manager)))
+    why = (f"which is not installed here or failed to load ({broken})" if broken else
+           "which is not installed here (a family a project's conftest.py declares, or a package since uninstalled)")
     kept = saved_family(saved.manifest.get("family_declaration"))
     if kept is None or kept.name != name:
-        raise ValueError(f"{saved.name} is a run of the {name} benchmark family, which is not installed here (a "
-                         "family a project's conftest.py declares, or a package since uninstalled), and the run "
+        raise ValueError(f"{saved.name} is a run of the {name} benchmark family, {why}, and the run "
                          "keeps no copy of its declaration (saved by an earlier version): install the family's "
                          f"package, or compare from the project with pytest --researchqa-compare={saved.name}; "
                          f"'show {saved.name} --json' prints the summary the run saved")
@@ -131,8 +135,8 @@ def _family(saved: SavedRun) -> "Family":
         except Exception:  # noqa: BLE001 -- its module is gone with the family: the default tables stand in
             note = f", in the default tables (its renderer {kept.renderer} does not load)"
             kept = replace(kept, renderer="")
-    print(f"note: the {name} family is not installed here (a conftest.py's, or a package since uninstalled): "
-          f"{saved.name} is shown from the declaration it saved{note}", file=sys.stderr)
+    print(f"note: {saved.name} is a run of the {name} family, {why}: it is shown from the declaration it "
+          f"saved{note}", file=sys.stderr)
     return kept
 
 

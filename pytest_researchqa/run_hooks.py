@@ -253,14 +253,15 @@ class RunHooks:
         """The run's progress lines; ``calls_here``: this process makes the model calls (not xdist's controller),
         so the lines can say what its callers have done."""
         from .llm_params import call_limits
-        from .reporting.progress import Progress
+        from .reporting.progress import Progress, terminal_stream
 
         settings = self.config.stash[SETTINGS]
         slots = min((call_limits(settings.model_params.get(m, {}), concurrency=settings.concurrency,
                                  timeout_s=settings.timeout_s, given=settings.given)[0] for m in settings.models),
                     default=settings.concurrency)
         activity = self.state.services.runner().activity if calls_here else None
-        progress = Progress(self.config.pluginmanager.get_plugin("terminalreporter"), total, slots, activity)
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        progress = Progress(reporter, total, slots, activity, terminal=terminal_stream() if reporter else None)
         progress.start(settings.models)
         return progress
 

@@ -253,6 +253,22 @@ def test_the_working_broken_family_runs(broken):  # the seam's control: unset, t
     result.assert_outcomes(passed=2)
 
 
+def test_a_saved_run_of_a_family_plugin_that_now_fails_to_load_is_shown_saying_so_not_as_uninstalled(
+        broken, monkeypatch, tmp_path):
+    runs = tmp_path / "runs"
+    broken.runpytest("--researchqa-dataset=shards.jsonl", f"--researchqa-results={runs}", "--researchqa-save=before",
+                     "-p", "no:cacheprovider").assert_outcomes(passed=2)
+    monkeypatch.setenv("BROKEN_FAMILY", "hook_raises")
+    status, out, err = cli("--runs", str(runs), "show", "before")
+    assert status == 0, err
+    assert err.startswith(f"note: {next(runs.glob('*before')).name} is a run of the broken family, which is not installed here or failed to "
+                          "load (the benchmark family plugin 'broken' (entry point broken = broken_family in "
+                          "pytest_researchqa.families, package broken-family) has a pytest_researchqa_families "
+                          "hook that raised RuntimeError: the hook of broken_family exploded): it is shown from "
+                          "the declaration it saved"), err
+    assert "score" in out
+
+
 def cli(*argv: str) -> tuple[int, str, str]:
     """``python -m pytest_researchqa ARGV`` in this process: exit status, stdout, stderr."""
     import contextlib
@@ -284,8 +300,9 @@ def test_saved_runs_of_a_family_a_conftest_declares_are_shown_viewed_and_compare
     status, out, err = cli("--runs", str(runs), "show", "base")
     assert status == 0, err
     assert "kw recall" in out and "glossary_family.systems:dictionary" in out
-    assert len(err.splitlines()) == 1 and err.startswith("note: the plain family is not installed here (a "
-                                                          "conftest.py's, or a package since uninstalled): ")
+    assert len(err.splitlines()) == 1 and err.startswith(
+        f"note: {next(runs.glob('*-base')).name} is a run of the plain family, which is not installed here (a family a "
+        "project's conftest.py declares, or a package since uninstalled): "), err
     assert "is shown from the declaration it saved, in the default tables (its renderer plain_board:render" in err
     status, out, err = cli("--runs", str(runs), "compare", "base", "again")
     assert status == 0, err

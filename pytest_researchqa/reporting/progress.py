@@ -14,10 +14,11 @@ rate to mean something.
 
 from __future__ import annotations
 
-import contextlib
+import os
+import sys
 import threading
 import time
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, TextIO
 
 from ..costs import add_cost, spend_text
 from ..records import RowRecord
@@ -36,10 +37,28 @@ def start_line(total: int, models: Sequence[str], slots: int) -> str:
             f"per provider; progress every {REPORT_EVERY_S:.0f}s")
 
 
+def terminal_stream() -> Optional[TextIO]:
+    """The terminal pytest writes to, as it is now, outside any test (capture set aside): a stream of its own.
+
+    The ticker writes while a row's test runs, with pytest's output capture on. Setting capture aside from the
+    ticker's thread raced the test thread's own suspends and resumes (pytest's capture is not thread-safe): a
+    line could land in a passing test's captured output, never seen. A copy of the terminal's descriptor is
+    not redirected by capture, so the lines need no capture toggled at all. None where pytest's output is not a
+    file descriptor (pytester in-process), which capture does not redirect either.
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
+        return None
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    return os.fdopen(os.dup(fd), "w", encoding=encoding, errors="replace")
+
+
 class Progress:
     """Counts model-system rows as their records arrive; writes a line every so often."""
 
-    def __init__(self, reporter: Any, total: int, slots: int = 1, activity: Any = None) -> None:
+    def __init__(self, reporter: Any, total: int, slots: int = 1, activity: Any = None,
+                 terminal: Optional[TextIO] = None) -> None:
         self.reporter = reporter
         self.activity = activity  # the run's engine.Activity (None where no call is made: xdist's controller)
         self.total = total
@@ -54,6 +73,7 @@ class Progress:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._ticker: Optional[threading.Thread] = None
+        self._terminal = terminal  # ``terminal_stream()``, closed by ``stop``; None: through the reporter
 
     def start(self, models: Sequence[str]) -> None:
         """The first line, and a ticker that keeps writing while rows are slow to finish."""
@@ -94,14 +114,15 @@ class Progress:
     def _write(self, text: str) -> None:
         if self.reporter is None:
             return
-        # The ticker writes while a row's test runs: with pytest's output capture on, the line would go into
-        # that test's captured output (seen only if it fails), so capture is set aside for the line.
-        capture = getattr(getattr(self.reporter, "config", None), "pluginmanager", None)
-        manager = capture.get_plugin("capturemanager") if capture is not None else None
-        with manager.global_and_fixture_disabled() if manager is not None else contextlib.nullcontext():
+        if self._terminal is None:  # pytest writes to a stream of its own (pytester in-process): no fd is captured
             self.reporter.write_line("")
             self.reporter.write_line(f"researchqa: {text}")
-
+            return
+        # Past pytest's terminal writer, which does not know the line it is on ended: the next result starts its own.
+        ended = "\n" if self.reporter.config.get_terminal_writer().width_of_current_line else ""
+        self.reporter.currentfspath = None
+        self._terminal.write(f"{ended}\nresearchqa: {text}\n")
+        self._terminal.flush()
     def line(self, now: float) -> str:
         with self._lock:
             elapsed = now - self.started
@@ -151,6 +172,9 @@ class Progress:
         self._stop.set()
         if self._ticker is not None and self._ticker is not threading.current_thread():
             self._ticker.join(timeout=5.0)
+        if self._terminal is not None:
+            self._terminal.close()
+            self._terminal = None
 
     def finish(self, reporter: Any) -> None:
         self.stop()

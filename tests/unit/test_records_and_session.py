@@ -261,6 +261,32 @@ def test_progress_writes_a_line_while_no_row_finishes():
     assert any("0/3 model rows" in line and "ETA estimating" in line for line in reporter.lines), reporter.lines
 
 
+def test_progress_lines_go_to_the_terminal_stream_past_capture_and_end_the_line_pytest_left_open():
+    """The ticker set pytest's capture aside from its own thread, racing the test thread's suspends and resumes:
+    a line could land in a passing test's captured output. Given a stream onto the terminal, the lines go there
+    and the reporter (and its capture) is never touched, but it learns its line ended."""
+    import io
+    from types import SimpleNamespace
+
+    import pytest_researchqa.reporting.progress as progress_module
+
+    writer = SimpleNamespace(width_of_current_line=len("tests/test_x.py .."))
+    reporter = SimpleNamespace(config=SimpleNamespace(get_terminal_writer=lambda: writer),
+                               currentfspath="tests/test_x.py", write_line=None)  # calling it would raise
+    terminal = io.StringIO()
+    terminal.close = lambda: None  # type: ignore[method-assign]  -- read it after stop
+    progress = Progress(reporter=reporter, total=3, terminal=terminal)
+    progress.last_report -= progress_module.REPORT_EVERY_S
+    progress.start(["openai/slow"])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and "0/3 model rows" not in terminal.getvalue():
+        time.sleep(0.05)
+    progress.stop()
+    text = terminal.getvalue()
+    assert text.startswith("\n\nresearchqa: 3 model row(s) queued"), text
+    assert "\n\nresearchqa: 0/3 model rows, 0 errors" in text and reporter.currentfspath is None
+
+
 def test_repeats_give_each_repeats_mean_and_rows_are_paired_once_as_their_mean():
     from pytest_researchqa.reporting.repeats import per_row_means, repeat_spreads
 
