@@ -157,14 +157,20 @@ class RunHooks:
                                 f"({self._selection().slice_description or 'deselected'})")
 
     def _say_why_the_default_test_did_not_load(self) -> None:
-        """The family's default test module, when it did not import, said as collection said it."""
+        """Why a dataset with rows gave no row to run: the family's default test module did not import (said as
+        collection said it), or no test takes a row."""
         from .families import DeclarationError
 
-        if self.state.dataset.rows:
+        rows, family = self.state.dataset.rows, self.state.family
+        if rows:
             try:
-                self.state.family.protocol_file()
+                family.protocol_file()
             except DeclarationError as error:
                 raise pytest.UsageError(f"researchqa: {error}") from None
+            raise pytest.UsageError(
+                f"researchqa: the dataset {self.state.dataset_path} has {len(rows)} row(s), but no collected test "
+                f"takes them: none has a researchqa_row argument (the {family.name} family's default tests, in its "
+                f"protocol_module {family.protocol_module}, have none)")
 
     def _start_rows(self, row_items: list[pytest.Item]) -> None:
         """The family's check before any row, the estimate and progress, and the model calls set in flight."""

@@ -248,6 +248,16 @@ def test_a_protocol_module_that_does_not_import_is_a_usage_error_naming_the_fami
         assert "has no rows to run" not in result.stderr.str()
 
 
+def test_a_protocol_module_without_a_test_that_takes_a_row_is_a_usage_error_saying_so_not_an_empty_dataset(
+        broken, monkeypatch):
+    monkeypatch.setenv("BROKEN_FAMILY", "protocol_empty")
+    result = broken.runpytest("--researchqa-dataset=shards.jsonl", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: researchqa: the dataset *shards.jsonl has 2 row(s), but no collected test "
+                                 "takes them: none has a researchqa_row argument (the broken family's default tests, "
+                                 "in its protocol_module broken_family.rows, have none)"])
+
+
 def test_the_working_broken_family_runs(broken):  # the seam's control: unset, the family works
     result = broken.runpytest("--researchqa-dataset=shards.jsonl", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)

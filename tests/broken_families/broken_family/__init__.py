@@ -24,7 +24,8 @@ BROKEN = BrokenFamily(
     name="broken", description="a family plugin with one defect", question_types=("shard",),
     metrics=(MetricSpec("score", "score"),), judge_dimensions=(), uses_papers=False,
     loader=LOADERS.get(MODE, "broken_family.rows:load"),
-    protocol_module="broken_family.nothere" if MODE == "protocol_missing" else "broken_family.protocol",
+    protocol_module={"protocol_missing": "broken_family.nothere", "protocol_empty": "broken_family.rows"}.get(
+        MODE, "broken_family.protocol"),
     default_system="broken_family.rows:echo",
     renderer="broken_family.rows:raising_renderer" if MODE == "renderer_raises" else "",
     after_answers="broken_family.rows:raising_step" if MODE == "after_raises" else "")
