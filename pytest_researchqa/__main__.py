@@ -14,7 +14,7 @@ calibrated; rows generated.
                                                             expected passage verified verbatim
 
 compare takes --map NEW=OLD, --fail-on-regression METRIC[:MIN_EFFECT] (exit 1 when one fails)
-and --markdown, like the pytest options of the same names.
+and --markdown, like the pytest options of the same names; view --compare takes --map too.
 
 RUN is a run folder, a folder name, its name suffix (``--researchqa-save=NAME``) or ``last``.
 """
@@ -65,6 +65,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                parents=[with_runs])
     view.add_argument("run", nargs="?", default="last")
     view.add_argument("--compare", metavar="OTHER", help="also show the rows whose scores changed against OTHER")
+    view.add_argument("--map", action="append", default=[], metavar="NEW=OLD",
+                      help="with --compare: pair RUN's system NEW with OTHER's system OLD (repeatable)")
     view.add_argument("-o", "--output", type=Path, metavar="FILE",
                       help="where to write it (default: report.html in the run's folder)")
     view.add_argument("--open", action="store_true", help="open it in a browser (only where a display is available)")
@@ -86,7 +88,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "calibrate":
             return _calibrate(args.labels, args.runs, run=args.run, as_json=args.json)
         if args.command == "view":
-            return _view(args.run, args.runs, compare=args.compare, output=args.output, open_it=args.open)
+            return _view(args.run, args.runs, compare=args.compare, output=args.output, open_it=args.open,
+                         mapping=args.map)
         if args.command == "compare":
             return _compare(args.baseline, args.run, args.runs, mapping=args.map, regressions=args.fail_on_regression,
                             markdown=args.markdown)
@@ -253,7 +256,9 @@ def _calibrate(path: Path, runs_dir: Path, *, run: Optional[str], as_json: bool)
     return 0
 
 
-def _view(spec: str, runs_dir: Path, *, compare: Optional[str], output: Optional[Path], open_it: bool) -> int:
+def _view(spec: str, runs_dir: Path, *, compare: Optional[str], output: Optional[Path], open_it: bool,
+          mapping: Sequence[str] = ()) -> int:
+    from .reporting.compare import parse_mapping
     from .reporting.html import render, write_html
 
     saved = load_run(resolve_run(spec, runs_dir))
@@ -263,7 +268,8 @@ def _view(spec: str, runs_dir: Path, *, compare: Optional[str], output: Optional
         baseline = load_run(resolve_run(compare, runs_dir))
         other = (baseline.name, baseline.records)
     target = output or saved.folder / "report.html"
-    write_html(target, render(session.outcome(), session.family, f"researchqa {saved.name}", other=other))
+    write_html(target, render(session.outcome(), session.family, f"researchqa {saved.name}", other=other,
+                              compare_map=parse_mapping(mapping)))
     print(f"researchqa: HTML report of {saved.name} in {target}")
     if open_it and (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or sys.platform == "darwin"):
         import webbrowser

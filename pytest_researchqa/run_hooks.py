@@ -421,7 +421,8 @@ class RunHooks:
             baseline = state.session.baseline  # the rows that changed against it, as `view --compare` shows
             other = (baseline.name, baseline.records) if baseline is not None else None
             self._output("the HTML report", html_path, lambda: write_html(html_path, render(
-                outcome, state.family, f"researchqa {settings.save_name}", figures=self.plots, other=other)))
+                outcome, state.family, f"researchqa {settings.save_name}", figures=self.plots, other=other,
+                compare_map=settings.compare_map)))
 
     def _after_answers(self, state: "RunState") -> None:
         """The family's end-of-run step (the rubric family's pairwise battles), once every row is answered:

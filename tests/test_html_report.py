@@ -159,6 +159,13 @@ def test_view_writes_a_saved_runs_report_and_compare_lists_the_rows_that_changed
     changed = data["compare"]["changed"]
     unpaired = page_data(session.outcome(), CITATION, "t", other=("before", load_run(resolve_run("before", runs)).records))
     assert (unpaired["compare"]["only_here"], unpaired["compare"]["only_baseline"]) == (["bm25"], ["oracle"])
+    capsys.readouterr()  # view --map pairs the renamed system as the rewritten rows did (tester F14)
+    assert main(["--runs", str(runs), "view", "after", "--compare", "before", "--map", "bm25=oracle",
+                 "-o", str(tmp_path / "m.html")]) == 0
+    packed = re.search(r'id="researchqa-data"[^>]*>([^<]+)<', (tmp_path / "m.html").read_text()).group(1)
+    mapped = json.loads(gzip.decompress(base64.b64decode(packed)))["compare"]
+    assert (mapped["only_here"], mapped["only_baseline"]) == ([], [])
+    assert [c["key"] for c in mapped["changed"]] == [c["key"] for c in changed]
     assert changed and changed[0]["size"] >= changed[-1]["size"], "the largest changes first"
     assert {c["key"].split("\u241f")[1] for c in changed} <= {r["row_id"] for r in data["rows"]}
     row = next(r for r in data["rows"] if r["row_id"] == "edu-multihop-1")

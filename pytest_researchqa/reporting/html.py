@@ -17,7 +17,7 @@ import json
 import math
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 from ..families import Family
 from ..records import RowRecord
@@ -95,12 +95,14 @@ def _keyed(records: Sequence[RowRecord]) -> dict[str, RowRecord]:
     return {f"{r.system}\u241f{r.row_id}": r for r in records}
 
 
-def _changes(records: Sequence[RowRecord], other: Sequence[RowRecord], metrics: Sequence[str]) -> list[dict[str, Any]]:
-    """Rows both runs measured whose metrics moved, largest total change first."""
+def _changes(records: Sequence[RowRecord], other: Sequence[RowRecord], metrics: Sequence[str],
+             compare_map: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Rows both runs measured whose metrics moved, largest total change first; ``compare_map``: this run's
+    system -> the other run's system it is paired with (a system not named: the same name)."""
     mine, theirs = _keyed(records), _keyed(other)
     changed = []
     for key, record in mine.items():
-        old = theirs.get(key)
+        old = theirs.get(f"{compare_map.get(record.system or '', record.system)}\u241f{record.row_id}")
         if old is None:
             continue
         deltas = {m: new - was for m in metrics
@@ -114,7 +116,7 @@ def _changes(records: Sequence[RowRecord], other: Sequence[RowRecord], metrics: 
 
 
 def page_data(outcome: "RunOutcome", family: Family, title: str, *,
-              other: Optional[tuple[str, Sequence[RowRecord]]] = None,
+              other: Optional[tuple[str, Sequence[RowRecord]]] = None, compare_map: Optional[Mapping[str, str]] = None,
               figures: Sequence[Path] = ()) -> dict[str, Any]:
     """Everything the page shows, as plain data (tested without a browser)."""
     board = leaderboard_tables(outcome.records, family, outcome.intervals, outcome.comparison)[0]
@@ -136,18 +138,21 @@ def page_data(outcome: "RunOutcome", family: Family, title: str, *,
     }
     if other is not None:
         name, other_records = other
-        mine, theirs = {r.system for r in outcome.records}, {r.system for r in other_records}
+        paired = dict(compare_map or {})  # this run's system -> the other run's (--map NEW=OLD)
+        mine = {r.system: paired.get(r.system or "", r.system) for r in outcome.records}
+        theirs = {r.system for r in other_records}
         data["compare"] = {"baseline": name, "changed": _changes(outcome.records, other_records,
-                                                                 family.metric_names),
+                                                                 family.metric_names, paired),
                            # Systems with no counterpart have no rows to pair: said, not silently empty.
-                           "only_here": sorted(s for s in mine - theirs if s), "only_baseline": sorted(
-                               s for s in theirs - mine if s)}
+                           "only_here": sorted(s for s, there in mine.items() if s and there not in theirs),
+                           "only_baseline": sorted(s for s in theirs - set(mine.values()) if s)}
     return data
 
 
 def render(outcome: "RunOutcome", family: Family, title: str = "researchqa", *,
-           other: Optional[tuple[str, Sequence[RowRecord]]] = None, figures: Sequence[Path] = ()) -> str:
-    data = page_data(outcome, family, title, other=other, figures=figures)
+           other: Optional[tuple[str, Sequence[RowRecord]]] = None, compare_map: Optional[Mapping[str, str]] = None,
+           figures: Sequence[Path] = ()) -> str:
+    data = page_data(outcome, family, title, other=other, compare_map=compare_map, figures=figures)
     packed = base64.b64encode(gzip.compress(utf8(json.dumps(data, ensure_ascii=False)), 6, mtime=0))
     assets = resources.files("pytest_researchqa.reporting") / "html_assets"
     template = (assets / "report.html").read_text(encoding="utf-8")

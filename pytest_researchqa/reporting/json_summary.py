@@ -40,6 +40,9 @@ def summary(outcome: "RunOutcome", family: Family, run: Optional[dict[str, Any]]
                 "mean": _number(item.means.get(metric)),
                 "low": _number(interval.low) if interval is not None else None,
                 "high": _number(interval.high) if interval is not None else None,
+                # The units the interval resampled (``unit``: papers, or queries for a family without papers);
+                # "papers" is the name older readers know, the same number, kept for a release.
+                "units": interval.papers if interval is not None else None,
                 "papers": interval.papers if interval is not None else None,
                 "rows": interval.rows if interval is not None else None,
             }
@@ -60,6 +63,7 @@ def summary(outcome: "RunOutcome", family: Family, run: Optional[dict[str, Any]]
     return {
         "schema": SCHEMA,
         "family": family.name,
+        "unit": family.cluster_unit,
         "verdict": outcome.verdict,
         "gated": outcome.gated,
         "headline": outcome.headline,
