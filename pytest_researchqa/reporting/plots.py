@@ -132,7 +132,7 @@ def question_types(records: Sequence[RowRecord], summaries: Sequence[Summary], f
             if zeros:  # a measured 0 draws no bar: mark it, so it does not read as "not measured"
                 ax.plot(zeros, [0.0] * len(zeros), linestyle="none", marker="_", markersize=14, markeredgewidth=4,
                         clip_on=False, zorder=4, color=colors[k])
-        ax.set_title(spec.label, fontsize=10)
+        ax.set_title(spec.label if spec.higher_is_better else f"{spec.label} (lower is better)", fontsize=10)
         ax.set_xticks(range(len(types)), [t.replace("_", "-") for t in types], rotation=20, ha="right",
                       fontsize=8)
         ax.set_xlim(-0.5, len(types) - 0.5)
@@ -174,7 +174,7 @@ def domains(records: Sequence[RowRecord], summaries: Sequence[Summary], family: 
                 ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=9,
                         color="black" if value > 0.6 else "white")
     figure.colorbar(image, ax=ax, label="quality")
-    ax.set_title("Quality per domain and system\n(mean of the metric means)", fontsize=11)
+    ax.set_title("Quality per domain and system\n(mean of the metric means, each on 0-1, 1 best)", fontsize=11)
     return figure
 
 

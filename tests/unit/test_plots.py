@@ -36,3 +36,23 @@ def test_a_run_whose_every_row_errored_draws_nothing_and_makes_no_empty_folder(t
         session.add(RowRecord(row_id=f"r{n}", system="down", paper_id="p", error="ProviderError: upstream exploded"))
     assert write_plots(session.outcome(), CITATION, tmp_path / "figures") == []
     assert not (tmp_path / "figures").exists()
+
+
+@pytest.mark.slow
+def test_a_metric_where_lower_is_better_says_so_on_its_panel_of_the_question_type_figure():
+    """A tester's family drew its word count (fewer is better) beside its exact-match share with nothing to
+    tell which way each reads."""
+    from dataclasses import replace
+
+    from pytest_researchqa.families import MetricSpec
+    from pytest_researchqa.records import RowRecord
+    from pytest_researchqa.reporting.plots import question_types
+    from pytest_researchqa.reporting.summaries import by_system
+
+    family = replace(CITATION, metrics=(MetricSpec("exact", "exact"),
+                                        MetricSpec("words", "words", low=0, high=100, higher_is_better=False)))
+    records = [RowRecord(row_id=f"r{n}", system="atlas", question_type="lookup", metrics={"exact": 1.0, "words": 9.0})
+               for n in range(2)]
+    figure = question_types(records, by_system(records, family.metrics), family)
+    titles = [ax.get_title() for ax in figure.axes if ax.get_visible()]
+    assert titles == ["exact", "words (lower is better)"]
