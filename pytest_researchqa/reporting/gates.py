@@ -35,6 +35,7 @@ class Gate:
     threshold: float
     question_type: Optional[str] = None
     higher_is_better: bool = True
+    measured_on: str = "all rows"  # the metric's MetricSpec.rows: which rows can have a value
 
     @property
     def label(self) -> str:
@@ -67,7 +68,7 @@ def parse_gate(text: str, family: Family) -> Gate:
         raise GateSpecError(f"{text!r}: {value!r} is not a number") from None
     if not spec.low <= threshold <= spec.high:
         raise GateSpecError(f"{text!r}: thresholds for {metric} are between {spec.low:g} and {spec.high:g}")
-    return Gate(metric, threshold, question_type, spec.higher_is_better)
+    return Gate(metric, threshold, question_type, spec.higher_is_better, spec.rows)
 
 
 @dataclass(frozen=True)
@@ -98,8 +99,9 @@ class GateResult:
     def describe(self) -> str:
         if self.value is None:
             if self.graded:  # e.g. citation precision of a system that stopped citing: said, not hidden
+                scope = f" (it is measured on {self.gate.measured_on})" if self.gate.measured_on != "all rows" else ""
                 return (f"{self.system}: {self.gate.label} UNDECIDABLE: none of its {self.graded} graded row(s) "
-                        f"has a value for {self.gate.metric}")
+                        f"has a value for {self.gate.metric}{scope}")
             return f"{self.system}: {self.gate.label} UNDECIDABLE: no graded row measured it"
         if not math.isfinite(self.value):
             return f"{self.system}: {self.gate.label} UNDECIDABLE: the mean is {self.value}"
@@ -138,6 +140,7 @@ class RegressionGate:
     min_effect: float = 0.0
     question_type: Optional[str] = None
     higher_is_better: bool = True
+    measured_on: str = "all rows"  # the metric's MetricSpec.rows: which rows can have a value
 
     @property
     def label(self) -> str:
