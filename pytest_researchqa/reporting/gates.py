@@ -140,7 +140,6 @@ class RegressionGate:
     min_effect: float = 0.0
     question_type: Optional[str] = None
     higher_is_better: bool = True
-    measured_on: str = "all rows"  # the metric's MetricSpec.rows: which rows can have a value
 
     @property
     def label(self) -> str:
