@@ -74,6 +74,7 @@ class Progress:
         self._stop = threading.Event()
         self._ticker: Optional[threading.Thread] = None
         self._terminal = terminal  # ``terminal_stream()``, closed by ``stop``; None: through the reporter
+        self._writing = threading.Lock()
 
     def start(self, models: Sequence[str]) -> None:
         """The first line, and a ticker that keeps writing while rows are slow to finish."""
@@ -114,15 +115,17 @@ class Progress:
     def _write(self, text: str) -> None:
         if self.reporter is None:
             return
-        if self._terminal is None:  # pytest writes to a stream of its own (pytester in-process): no fd is captured
-            self.reporter.write_line("")
-            self.reporter.write_line(f"researchqa: {text}")
-            return
-        # Past pytest's terminal writer, which does not know the line it is on ended: the next result starts its own.
-        ended = "\n" if self.reporter.config.get_terminal_writer().width_of_current_line else ""
-        self.reporter.currentfspath = None
-        self._terminal.write(f"{ended}\nresearchqa: {text}\n")
-        self._terminal.flush()
+        with self._writing:  # the ticker's thread and the test thread (a row done) share the stream
+            if self._terminal is None:  # pytest writes to a stream of its own (pytester in-process), or stopped
+                self.reporter.write_line("")
+                self.reporter.write_line(f"researchqa: {text}")
+                return
+            # Past pytest's terminal writer, which does not know its line ended: the next result starts its own.
+            ended = "\n" if self.reporter.config.get_terminal_writer().width_of_current_line else ""
+            self.reporter.currentfspath = None
+            self._terminal.write(f"{ended}\nresearchqa: {text}\n")
+            self._terminal.flush()
+
     def line(self, now: float) -> str:
         with self._lock:
             elapsed = now - self.started
@@ -172,9 +175,10 @@ class Progress:
         self._stop.set()
         if self._ticker is not None and self._ticker is not threading.current_thread():
             self._ticker.join(timeout=5.0)
-        if self._terminal is not None:
-            self._terminal.close()
-            self._terminal = None
+        with self._writing:
+            if self._terminal is not None:
+                self._terminal.close()
+                self._terminal = None
 
     def finish(self, reporter: Any) -> None:
         self.stop()
