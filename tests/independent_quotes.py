@@ -380,7 +380,20 @@ def _past_a_caption(page: tuple[Box, ...], following: tuple[Box, ...], allowed: 
     between = [b for b in page[last_at + 1:]] + [b for b in following[:first_at]]
     if not any(_CAPTION.match(b.text) for b in between) or not _continues(last, first):
         return None
+    # The halves end and begin their columns' running text: text of the same column right under the
+    # first half (or right over the second) means the sentence goes on there, not on the next page
+    # (a chat transcript's "I wanted to get a" was paired with the next page's first paragraph).
+    if any(_goes_on_under(last, b) for b in page[last_at + 1:] if id(b) in allowed and not _CAPTION.match(b.text)):
+        return None
+    if any(_goes_on_under(b, first) for b in following[:first_at] if id(b) in allowed and not _CAPTION.match(b.text)):
+        return None
     return last, first
+
+
+def _goes_on_under(upper: Box, lower: Box) -> bool:
+    """``lower`` starts at ``upper``'s left edge within a few of its lines below it: the same column's text."""
+    line = (upper.bottom - upper.top) / (upper.text.count("\n") + 1)
+    return abs(lower.x0 - upper.x0) <= 2 and 0 <= lower.top - upper.bottom <= 4 * line
 
 
 # --------------------------------------------------------------------------- fabrications

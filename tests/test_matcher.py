@@ -452,3 +452,11 @@ def test_a_sentence_broken_by_a_figure_whose_labels_start_in_lower_case_is_groun
     assert index.match(quote).grounded
     stitched = "attention heads with the largest effect on harmful instructions, the rest of the section reports"
     assert not index.match(stitched).grounded
+
+
+@given(st.text(alphabet=st.sampled_from("ab .\u2026[]()\n\t")) | st.text())
+def test_elisions_split_where_the_marks_pattern_splits(text):
+    from pytest_researchqa.families.citation.matcher.quotes import _ELISION, split_elisions
+
+    marked = "\u2026" in text or ".." in text or ". ." in text
+    assert split_elisions(text) == ([part.strip() for part in _ELISION.split(text)] if marked else [text])

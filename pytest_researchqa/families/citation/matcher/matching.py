@@ -32,7 +32,7 @@ from .quotes import (
     split_elisions,
     strip_wrapping,
 )
-from .textkey import ASCII_DROPPED, MARKS_BACK_BYTES, mark_context, part_keys, text_key
+from .textkey import ASCII_DROPPED, KEY_BYTES, mark_context, part_keys, text_key
 from .verdicts import (
     MIN_QUOTE_KEY,
     NOT_EVIDENCE,
@@ -118,7 +118,7 @@ class MatchIndex(PaperIndex):
         if inner.isascii() and not ("0" in inner or "1" in inner or "2" in inner or "3" in inner or "4" in inner
                                     or "5" in inner or "6" in inner or "7" in inner or "8" in inner or "9" in inner):
             # text_key of ASCII text without a digit (most quotes; no point or sign to mark), inline.
-            quote_key = inner.encode("ascii").lower().translate(MARKS_BACK_BYTES, ASCII_DROPPED).decode("ascii")
+            quote_key = inner.encode("ascii").translate(KEY_BYTES, ASCII_DROPPED).decode("ascii")
             digits = False
         else:
             quote_key = text_key(inner)

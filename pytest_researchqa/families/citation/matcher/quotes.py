@@ -94,10 +94,36 @@ LOOKS_LIKE_REFERENCE = re.compile(
 
 
 def split_elisions(quote: str) -> list[str]:
+    """``[part.strip() for part in _ELISION.split(quote)]``: the parts between elision marks."""
     # The regex backtracks on every space; most quotes have no elision at all.
     if "…" not in quote and ".." not in quote and ". ." not in quote:
         return [quote]
-    return [part.strip() for part in _ELISION.split(quote)]
+    # Every mark starts with one of these characters: the pattern is matched only where one stands
+    # (found by C scans). Searched for, it is tried at every character (~50 us on a 700-character quote).
+    places = sorted(at for char in _ELISION_STARTS for at in _places(quote, char))
+    parts, end = [], 0
+    for at in places:
+        if at < end:
+            continue  # inside the last mark
+        found = _ELISION.match(quote, at)
+        if found is not None:
+            parts.append(quote[end:at].strip())
+            end = found.end()
+    parts.append(quote[end:].strip())
+    return parts
+
+
+_ELISION_STARTS = "[(.…"
+
+
+def _places(text: str, char: str) -> list[int]:
+    """Every offset of ``char`` in ``text``."""
+    places = []
+    at = text.find(char)
+    while at >= 0:
+        places.append(at)
+        at = text.find(char, at + 1)
+    return places
 
 
 _WRAPPING = "\"'“”‘’«»„`"

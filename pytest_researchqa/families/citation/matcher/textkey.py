@@ -66,7 +66,6 @@ _FOLD = str.maketrans({
     "\u00d7": " ", "\u00b7": " ",
 })
 _NON_KEY = re.compile(r"[^\w%<>=+\x01\x02]|_")
-_MARKS_BACK = str.maketrans({_DECIMAL_MARK: ".", _SIGN_MARK: "-"})
 
 
 def has_digit(text: str) -> bool:
@@ -114,6 +113,8 @@ def _fold_char(match: re.Match[str]) -> str:
 
 
 MARKS_BACK_BYTES = bytes.maketrans(_DECIMAL_MARK.encode() + _SIGN_MARK.encode(), b".-")
+# One bytes.translate table for a key: ASCII letters lowered and the markers read back as a point and a sign.
+KEY_BYTES = bytes(range(256)).lower().translate(MARKS_BACK_BYTES)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -151,15 +152,21 @@ def text_key(text: str) -> str:
     if ("0" in text or "1" in text or "2" in text or "3" in text or "4" in text
             or "5" in text or "6" in text or "7" in text or "8" in text or "9" in text):
         text = _mark_numbers(text)
-    if not text.isascii():
-        text = _fold_common(text)
+    if text.isascii():
+        # bytes operations run in C: the hot path for English papers and quotes.
+        return text.encode("ascii").translate(KEY_BYTES, ASCII_DROPPED).decode("ascii")
+    return _folded_key(text)
+
+
+def _folded_key(text: str) -> str:
+    """The key of marked text by the encoding handler (the general path for characters with no ASCII reading)."""
+    text = _fold_common(text)
     try:
         # The ASCII codec copies ASCII at C speed and calls the handler for the rest only.
         data = text.encode("ascii", _FOLD_HANDLER)
     except UnicodeEncodeError:
         return _general_key(text)
-    # bytes operations run in C: the hot path for English papers and quotes.
-    return data.lower().translate(MARKS_BACK_BYTES, ASCII_DROPPED).decode("ascii")
+    return data.translate(KEY_BYTES, ASCII_DROPPED).decode("ascii")
 
 
 # The non-ASCII characters quotes carry most (typographic quotes, dashes, ligatures; then the section
@@ -188,13 +195,13 @@ def part_keys(text: str) -> list[str]:
     the same as ``text_key`` of each part, empty ones included."""
     text = text.replace("\u2026", _PART_MARK).replace("...", _PART_MARK)
     marked = mark_context(text)
-    if not marked.isascii():
-        marked = _fold_common(marked)
+    if marked.isascii():
+        return marked.encode("ascii").translate(KEY_BYTES, ASCII_DROPPED_BUT_PARTS).decode("ascii").split(_PART_MARK)
     try:
-        data = marked.encode("ascii", _FOLD_HANDLER)
+        data = _fold_common(marked).encode("ascii", _FOLD_HANDLER)
     except UnicodeEncodeError:
         return [text_key(part) for part in text.split(_PART_MARK)]
-    return data.lower().translate(MARKS_BACK_BYTES, ASCII_DROPPED_BUT_PARTS).decode("ascii").split(_PART_MARK)
+    return data.translate(KEY_BYTES, ASCII_DROPPED_BUT_PARTS).decode("ascii").split(_PART_MARK)
 
 
 def _general_key(text: str) -> str:
@@ -203,7 +210,8 @@ def _general_key(text: str) -> str:
     folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
     key = _NON_KEY.sub("", folded)
     if _DECIMAL_MARK in key or _SIGN_MARK in key:
-        key = key.translate(_MARKS_BACK)
+        # Two replaces (C scans): str.translate looks each character of a text beyond ASCII up in a dict.
+        key = key.replace(_DECIMAL_MARK, ".").replace(_SIGN_MARK, "-")
     return key
 
 
