@@ -9,6 +9,10 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, Field, ValidationError
 
+# Imported here, not in the function: an import inside a function asks the module for ``__path__`` at every call,
+# and ``answers``' module ``__getattr__`` (its moved names) makes that cost more than the check itself.
+from ..answers import placeholder_reason
+
 
 class CitedAnswer(BaseModel):
     """What the model must return under the citation contract."""
@@ -44,8 +48,6 @@ def _schema_text(model: type[BaseModel]) -> str:
 def _without_placeholders(reply: CitedAnswer) -> CitedAnswer:
     """A template copied back (``"answer": "..."``) is no answer: malformed, so it is repaired, never graded.
     Placeholder citations (``"..."``) are dropped: they could never be evidence."""
-    from ..answers import placeholder_reason
-
     reason = placeholder_reason(reply.answer)
     if reason is not None and not (reply.refused and not reply.answer.strip()):
         raise MalformedReply(f"field answer: {reason}")
@@ -60,7 +62,9 @@ def json_object(text: Optional[str], what: str = "reply") -> dict[str, Any]:
     if not text or not text.strip():
         raise MalformedReply(f"the model returned an empty {what}")
     began = f"it began: {text.strip()[:120]!r}"
-    body = _FENCE.sub("", text.strip())
+    body = text.strip()
+    if "```" in body:  # the pattern's search costs more than the rest of the parse; most replies have no fence
+        body = _FENCE.sub("", body)
     start, end = body.find("{"), body.rfind("}")
     if start < 0:
         raise MalformedReply(f"no JSON object in the {what}; {began}")

@@ -27,7 +27,16 @@ from ..llm_params import (
 )
 from .cache import AnswerCache, cache_key
 from .contract import json_schema, parse_reply
-from .engine import CALL_SECRETS, REPAIR_TURN, CallResult, EmptyResponse, ModelRunner, ProviderError, with_retries
+from .engine import (
+    CALL_SECRETS,
+    REPAIR_TURN,
+    CallResult,
+    EmptyResponse,
+    ModelRunner,
+    ProviderError,
+    hand_over,
+    with_retries,
+)
 from .prompts import Prompt
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -268,7 +277,8 @@ class ModelSystem(ModelCaller, Generic[RowT]):
     async def _call(self, row: RowT, paper: "Optional[Paper]", key: str,
                     submitted: Optional[float] = None) -> dict[str, Any]:
         """Ask the model for one row (pacing, retries, one repair of a malformed reply), store the entry under
-        ``key`` the moment it arrives (a killed run keeps it) and return it."""
+        ``key`` the moment it arrives (a killed run keeps it) and return it. The waiting test gets the entry just
+        before it is written (``engine.hand_over``); the key's claim is held until it is."""
         prompt, task = self.render(row, paper)
         kwargs = dict(self.spec.call_params)
         if self.spec.local and self.local_output_tokens and "max_tokens" not in kwargs:
@@ -288,6 +298,7 @@ class ModelSystem(ModelCaller, Generic[RowT]):
             entry.update(answer=parsed.answer, citations=parsed.citations, refused=parsed.refused)
         else:
             entry.update(answer=parsed, citations=[], refused=None)
+        hand_over(entry)  # the test has its answer while the entry is written (still under the key's claim)
         self.cache.put(key, entry)
         return entry
 
@@ -478,7 +489,7 @@ async def _acompletion(model: str, messages: list[Any], timeout_s: float, kwargs
     # its reply a byte at a time never trips it.
     call = (router.acompletion(model=model, messages=messages, timeout=timeout_s, **kwargs) if router is not None
             else litellm.acompletion(model=model, messages=messages, timeout=timeout_s, num_retries=0, **kwargs))
-    response = await asyncio.wait_for(call, timeout_s)
+    response = await _within(call, timeout_s, inline=router is None)
     latency = time.perf_counter() - started
     choices = getattr(response, "choices", None) or []
     if not choices:
@@ -493,6 +504,24 @@ async def _acompletion(model: str, messages: list[Any], timeout_s: float, kwargs
         finish_reason=getattr(choices[0], "finish_reason", None),
         max_tokens=kwargs.get("max_tokens"),
     )
+
+
+async def _within(call: Awaitable[Any], timeout_s: float, inline: bool = True) -> Any:
+    """``await call`` under a deadline (``TimeoutError`` past it); ``inline``: in the awaiting task itself, where
+    Python has ``asyncio.timeout`` (3.11).
+
+    ``asyncio.wait_for`` runs the call as a task of its own, and the caller resumes one turn of the loop after it
+    ends: behind the logging litellm queues on the loop as it returns each reply (its success handler, about as
+    long as the rest of our work on a fresh row), which the test waiting for the answer then waited for too. In
+    the same task the answer is handed over first, and litellm's logging runs after it. Not for a Router's call:
+    its least-busy routing keeps its count of each endpoint's requests in flight in those same handlers, and with
+    the next call let out of our slots before they ran, a server of one slot got two requests at once
+    (tests/test_llm.py, one model on two servers)."""
+    timeout = getattr(asyncio, "timeout", None)
+    if timeout is None or not inline:  # Python 3.10, or a Router's call
+        return await asyncio.wait_for(call, timeout_s)
+    async with timeout(timeout_s):
+        return await call
 
 
 def _price_of_reply(litellm: Any, response: Any) -> Optional[float]:
