@@ -44,9 +44,11 @@ def litellm_loaded():
         import litellm  # noqa: F401
 
         _freeze_long_lived_objects()
+        _LITELLM_FROZEN.append(True)
 
 
 _LITELLM_IMPORTS: list[str] = []
+_LITELLM_FROZEN: list[bool] = []
 
 
 def _note_litellm_imports(event: str, args: tuple) -> None:
@@ -59,13 +61,19 @@ sys.addaudithook(_note_litellm_imports)  # "import" is raised only when a module
 
 @pytest.fixture(autouse=True)
 def _litellm_stays_loaded():
-    """A test whose in-process run imported litellm while this process had not: see ``litellm_loaded``."""
+    """A test whose in-process run imported litellm while this process had not: see ``litellm_loaded``.
+    A test that imported it directly (a unit test of a model caller) keeps it: its objects are frozen, as
+    ``litellm_loaded`` freezes them, so later in-process runs' garbage collections do not walk them."""
     before = len(_LITELLM_IMPORTS)
     yield
-    if len(_LITELLM_IMPORTS) > before and "litellm" not in sys.modules:
-        pytest.fail("litellm was imported inside an in-process pytest run and dropped after it: ask for the "
-                    "litellm_loaded fixture (or the server fixture) in this test or its module's pytestmark",
-                    pytrace=False)
+    if len(_LITELLM_IMPORTS) > before:
+        if "litellm" not in sys.modules:
+            pytest.fail("litellm was imported inside an in-process pytest run and dropped after it: ask for the "
+                        "litellm_loaded fixture (or the server fixture) in this test or its module's pytestmark",
+                        pytrace=False)
+        if not _LITELLM_FROZEN:
+            _freeze_long_lived_objects()
+            _LITELLM_FROZEN.append(True)
 
 
 def pytest_collection_modifyitems(items):
