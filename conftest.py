@@ -7,6 +7,7 @@ in pytest_plugins here (registering it twice is an error); pytester is.
 import fcntl
 import gc
 import os
+import sys
 
 # litellm must never fetch its price map from the network during tests.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -29,13 +30,50 @@ import pytest_researchqa.systems  # noqa: E402,F401
 pytest_plugins = ["pytester"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def litellm_loaded():
-    """Import litellm once per test module that uses models: pytester's in-process runs would
-    otherwise re-import it (seconds each). Modules ask for it with ``pytestmark``."""
-    import litellm  # noqa: F401
+    """litellm, imported in this test process before a test's in-process runs use models.
 
-    _freeze_long_lived_objects()
+    Its import costs about 6 s of CPU, so a test process loads it only for the tests that ask: modules that
+    use models name this fixture in ``pytestmark``, and the scripted ``server`` fixture asks for it. Imported
+    inside an in-process run instead, litellm would be dropped with that run's modules (pytester restores
+    sys.modules), imported again by the next run, and what it leaves behind hides every installed
+    distribution from importlib.metadata, so later in-process runs load no plugin: ``_litellm_stays_loaded``
+    fails such a test, naming this fixture."""
+    if "litellm" not in sys.modules:
+        import litellm  # noqa: F401
+
+        _freeze_long_lived_objects()
+        _LITELLM_FROZEN.append(True)
+
+
+_LITELLM_IMPORTS: list[str] = []
+_LITELLM_FROZEN: list[bool] = []
+
+
+def _note_litellm_imports(event: str, args: tuple) -> None:
+    if event == "import" and args[0] == "litellm":
+        _LITELLM_IMPORTS.append(os.environ.get("PYTEST_CURRENT_TEST", ""))
+
+
+sys.addaudithook(_note_litellm_imports)  # "import" is raised only when a module is loaded, not when found
+
+
+@pytest.fixture(autouse=True)
+def _litellm_stays_loaded():
+    """A test whose in-process run imported litellm while this process had not: see ``litellm_loaded``.
+    A test that imported it directly (a unit test of a model caller) keeps it: its objects are frozen, as
+    ``litellm_loaded`` freezes them, so later in-process runs' garbage collections do not walk them."""
+    before = len(_LITELLM_IMPORTS)
+    yield
+    if len(_LITELLM_IMPORTS) > before:
+        if "litellm" not in sys.modules:
+            pytest.fail("litellm was imported inside an in-process pytest run and dropped after it: ask for the "
+                        "litellm_loaded fixture (or the server fixture) in this test or its module's pytestmark",
+                        pytrace=False)
+        if not _LITELLM_FROZEN:
+            _freeze_long_lived_objects()
+            _LITELLM_FROZEN.append(True)
 
 
 def pytest_collection_modifyitems(items):
@@ -69,14 +107,12 @@ def _load_what_in_process_runs_import():
     """pytester's in-process runs restore sys.modules afterwards: whatever a run imports that this process
     had not loaded yet was imported again by the next run (and its asserts rewritten again where pytest
     marks it): the plugin's own modules, pypdf, pydantic, YAML, tabulate, and Hypothesis's (its pytest plugin
-    imports it at each run's end), 2 s of CPU for a one-row run. Loaded once here, they stay. litellm too:
-    first imported inside a test that uses pytester, it is dropped with that test's modules, and what it leaves
-    behind hides every installed distribution from importlib.metadata, so later in-process runs load no plugin."""
+    imports it at each run's end), 2 s of CPU for a one-row run. Loaded once here, they stay. Not litellm
+    (6 s of CPU): the tests that use models load it (``litellm_loaded``)."""
     import importlib
     import pkgutil
 
     import hypothesis  # noqa: F401
-    import litellm  # noqa: F401
     import pydantic  # noqa: F401
     import pypdf  # noqa: F401
     import tabulate  # noqa: F401
@@ -175,8 +211,9 @@ def read_once(request, tmp_path_factory):
 
 
 @pytest.fixture
-def server():
-    """The scripted OpenAI-compatible server on 127.0.0.1 (tests/llm_server.py), for one test."""
+def server(litellm_loaded):
+    """The scripted OpenAI-compatible server on 127.0.0.1 (tests/llm_server.py), for one test: its callers
+    are models, so litellm is loaded first (``litellm_loaded``)."""
     from llm_server import ScriptedLLM
 
     with ScriptedLLM() as scripted:

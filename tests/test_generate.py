@@ -659,8 +659,8 @@ def test_a_question_or_answer_with_an_unfilled_template_slot_is_rejected_with_th
 @pytest.mark.slow
 def test_on_a_local_server_a_call_past_its_deadline_fails_its_paper_at_once_instead_of_queueing_a_retry(
         generate, tides, tmp_path, server):
-    server.timeout_sleep_s = 12.0
-    status, printed, report = generate(tides, tmp_path / "rows.yaml", "--timeout", "6", *ONE_LOOKUP,
+    server.timeout_sleep_s = 5.0
+    status, printed, report = generate(tides, tmp_path / "rows.yaml", "--timeout", "2", *ONE_LOOKUP,
                                        model="fault-timeout")
     assert status == 1 and server.calls("fault-timeout") == 1, "the server is still busy with the first request"
     entry = paper_report(report, "tides")

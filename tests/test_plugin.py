@@ -408,11 +408,13 @@ START_UP_MODULES = ["pytest_researchqa", "pytest_researchqa.fixtures", "pytest_r
 @pytest.mark.slow
 def test_pytest_start_up_imports_no_heavy_library(pytester):
     pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
+    # One fresh interpreter for the three: --version, a plain run, --help (whose text has the plugin's options).
     probe = textwrap.dedent(
         """
         import sys, pytest
         pytest.main(["--version"])
         pytest.main(["-q", "-p", "no:cacheprovider", "test_plain.py"])
+        pytest.main(["--help"])
         heavy = [m for m in ("litellm", "pydantic", "numpy", "pypdf", "rapidfuzz", "rank_bm25", "yaml") if m in sys.modules]
         print("HEAVY", heavy)
         print("OURS", sorted(m for m in sys.modules if m.startswith("pytest_researchqa")))
@@ -421,14 +423,14 @@ def test_pytest_start_up_imports_no_heavy_library(pytester):
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=pytester.path)
     assert "HEAVY []" in done.stdout, done.stdout + done.stderr
     assert f"OURS {START_UP_MODULES}" in done.stdout, done.stdout + done.stderr
-    help_text = subprocess.run([sys.executable, "-m", "pytest", "--help"], capture_output=True, text=True).stdout
-    assert "--researchqa-fail-under" in help_text
+    assert "--researchqa-fail-under" in done.stdout.split("HEAVY")[0], "pytest --help lists the plugin's options"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("strict", ["filterwarnings =\n    error\n", "addopts = --strict-markers --strict-config -W error\n"])
-def test_a_foreign_project_with_strict_settings_passes_with_the_plugin_installed(pytester, strict):
-    pytester.makeini("[pytest]\n" + strict)
+def test_a_foreign_project_with_strict_settings_passes_with_the_plugin_installed(pytester):
+    # Both strict settings in one fresh interpreter (a warning at import time is raised only there): warnings
+    # as errors from the ini file's filters and from -W, unknown markers and ini keys as errors.
+    pytester.makeini("[pytest]\nfilterwarnings =\n    error\naddopts = --strict-markers --strict-config -W error\n")
     pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
     result = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS)
     result.assert_outcomes(passed=1)
@@ -449,8 +451,9 @@ def test_ini_settings_never_add_the_benchmark_to_a_chosen_test(pytester, tmp_pat
     asked.stdout.fnmatch_lines(["*oracle: citation_accuracy>=0.9: 1.000 ok*"])
 
 
-@pytest.mark.slow  # fresh interpreters (one under -n 2): seconds each
 def test_ini_settings_alone_never_import_the_named_system_in_a_plain_unit_run(pytester, tmp_path):
+    # In-process runs: pytester drops the project's modules after each run, so each run imports heavy_rag
+    # afresh, as a fresh interpreter would, if it imports it at all.
     marker = tmp_path / "imported"
     pytester.makepyfile(heavy_rag=f"import pathlib\npathlib.Path({str(marker)!r}).write_text('yes')\n"
                                   "def answer(question, paper):\n    return {'answer': 'x', 'citations': []}\n")
@@ -458,26 +461,30 @@ def test_ini_settings_alone_never_import_the_named_system_in_a_plain_unit_run(py
                      "researchqa_fail_under = citation_accuracy=0.9\n")
     pytester.makepyfile(test_unit="def test_unit():\n    assert True\n")
     pytester.syspathinsert()
-    plain = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, "-p", "no:cacheprovider")
+    plain = pytester.runpytest("-p", "no:cacheprovider")
     plain.assert_outcomes(passed=1)
     assert not marker.exists(), "a unit run imported the benchmark's system"
     pytester.makeini("[pytest]\nresearchqa_system = no_such_module:answer\n")
-    assert pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, "-p", "no:cacheprovider").ret == 0
+    assert pytester.runpytest("-p", "no:cacheprovider").ret == 0
     # A row test in the project is where the settings are checked: a bad system is a usage error there.
     pytester.makepyfile(test_rows="def test_row(researchqa_case, researchqa_answer):\n    pass\n")
-    with_rows = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, "-p", "no:cacheprovider")
+    with_rows = pytester.runpytest("-p", "no:cacheprovider")
     assert with_rows.ret != 0
     with_rows.stdout.fnmatch_lines(["*researchqa_system in tox.ini: *no_such_module*"])
+    pytester.makepyfile(test_rows="def test_row(researchqa_case, researchqa_answer):\n    pass\n")
+    pytester.makeini(f"[pytest]\nresearchqa_system = heavy_rag:answer\nresearchqa_cache_dir = {tmp_path}\n")
+    pytester.runpytest("-p", "no:cacheprovider", "-k", "edu-lookup-1")
+    assert marker.exists(), "the check above can see an import: a run that answers rows imports the system"
 
 
-@pytest.mark.slow  # fresh interpreters (one under -n 2): seconds each
+@pytest.mark.slow  # a fresh interpreter under -n 2: seconds
 def test_an_ini_baseline_that_does_not_exist_yet_never_breaks_a_plain_unit_run(pytester, tmp_path):
     pytester.makeini(f"[pytest]\nresearchqa_compare = main\nresearchqa_cache_dir = {tmp_path}\n")
     pytester.makepyfile(test_unit="def test_unit():\n    assert True\n")
-    for extra in ((), ("-n", "2")):
-        result = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, "-p", "no:cacheprovider", *extra)
+    for result in (pytester.runpytest("-p", "no:cacheprovider"),  # in-process: only xdist needs a fresh one
+                   pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, "-p", "no:cacheprovider", "-n", "2")):
         result.assert_outcomes(passed=1)
-        assert result.ret == 0, extra
+        assert result.ret == 0
     asked = pytester.runpytest("--researchqa-run", "-p", "no:cacheprovider")
     assert asked.ret == pytest.ExitCode.USAGE_ERROR
     asked.stderr.fnmatch_lines(["*researchqa_compare in tox.ini: no saved run 'main'*"])

@@ -346,14 +346,21 @@ def test_a_priced_judge_gets_a_dollar_estimate_and_re_judgements_are_counted(run
 
 
 @pytest.mark.slow
-def test_a_rubric_run_whose_answers_are_cached_says_so_from_its_first_seconds_while_its_verdicts_arrive(run, server):
+def test_a_rubric_run_whose_answers_are_cached_says_so_from_its_first_seconds_while_its_verdicts_arrive(
+        run, server, monkeypatch):
     """SmolLM2 as the judge showed "0/6 model rows" for minutes while every answer came from the cache: a row
     is done when its verdict is, and the progress line said nothing of the answers or of the call on the wire."""
+    from pytest_researchqa.reporting import progress
+
     args = ("--researchqa-family=rubric", "--researchqa-model=openai/good", "--researchqa-sample=6")
     run(*args).assert_outcomes(skipped=6)  # answered and saved, not graded (no judge)
-    server.latency_s = 1.5  # each verdict takes a while, one at a time (a local server)
-    # In a subprocess, as a user runs it: output capture is on while each row's test waits for its verdict.
-    result = run(*args, "--researchqa-judge=openai/judge-a", subprocess_=True)
+    # The first progress line comes after 1 s, not 5, and each verdict takes 0.6 s, one at a time (a local
+    # server): the line is written while verdicts are on the way, as at 5 s with 1.5 s verdicts, in 4 s not 10.
+    monkeypatch.setattr(progress, "FIRST_REPORT_S", 1.0)
+    server.latency_s = 0.6
+    # In-process, with output capture on (as in a user's run) while each row's test waits for its verdict:
+    # the progress lines go to pytest's terminal, here pytester's captured output.
+    result = run(*args, "--researchqa-judge=openai/judge-a")
     result.assert_outcomes(passed=6)
     lines = [line for line in result.stdout.lines if line.startswith("researchqa: ") and "model rows," in line]
     first, last = lines[0], lines[-1]

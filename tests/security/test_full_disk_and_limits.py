@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import litellm  # noqa: E402,F401  (kept loaded across in-process runs, see test_models_runtime)
 from helpers import run_pytest  # noqa: E402
 
 from pytest_researchqa.llm import cache as cache_module  # noqa: E402

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-# pytester's in-process runs restore sys.modules after each run; litellm, loaded by a first run
-# and unloaded after it, breaks the plugin's loading in a second. Loaded here, it stays.
-import litellm  # noqa: E402,F401
 from helpers import WITHOUT_HYPOTHESIS, run_pytest  # noqa: E402
 from llm_server import ScriptedLLM  # noqa: E402
+
+# pytester's in-process runs restore sys.modules after each run: litellm is loaded first (conftest.py).
+pytestmark = pytest.mark.usefixtures("litellm_loaded")
 
 
 def run(pytester, server, cache, model, *args):
