@@ -384,3 +384,17 @@ def test_an_async_system_of_the_users_answers_research_queries_that_have_no_pape
     pytester.syspathinsert()
     result = run("--researchqa-family=rubric", "--researchqa-system=asyncquery:answer", "--researchqa-sample=3")
     result.assert_outcomes(skipped=3)  # answered and saved, not graded: no judge was named
+
+
+@pytest.mark.parametrize("protocol", ["project", "paper"])
+def test_every_call_to_a_local_server_is_capped_as_its_profile_says_answers_and_verdicts_alike(run, server, protocol):
+    """Only the citation family's answers were capped: a small local judge under the paper protocol (plain-text
+    ratings, no grammar) wrote until its server's window was full, minutes a verdict (a tester's SmolLM2 run)."""
+    common = ("--researchqa-family=rubric", "--researchqa-model=openai/good", "--researchqa-judge=openai/judge-a",
+              "--researchqa-sample=2", f"--researchqa-protocol={protocol}")
+    run(*common)
+    sent = {(r["model"], r.get("max_tokens")) for r in server.requests}
+    assert sent == {("good", 768), ("judge-a", 768)}, sent
+    server.requests.clear()
+    run(*common, "--researchqa-model-param=openai/judge-a:max_tokens=64")  # the user's own cap wins
+    assert {r.get("max_tokens") for r in server.requests if r["model"] == "judge-a"} == {64}

@@ -250,7 +250,9 @@ class ModelSystem(ModelCaller, Generic[RowT]):
     # The reply follows the citation contract (JSON: answer, citations, refused), asked in the provider's
     # structured-output mode and repaired once when malformed; False: plain text (the baseline mode).
     cites: bool = True
-    local_output_tokens: Optional[int] = None  # max_tokens on a local server whose params set none
+    # max_tokens on a local server whose params set none (docs/models.md, the local profile): a small model
+    # that never stops would otherwise write until the server's window is full, minutes a call.
+    local_output_tokens: Optional[int] = LOCAL_OUTPUT_TOKENS
 
     @classmethod
     def for_run(cls, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, settings: Any, *,

@@ -37,8 +37,6 @@ LOCAL_PROMPT_RESERVE_TOKENS = 1400
 class CitedAnswerSystem(ModelSystem[Row]):
     """A litellm model answering a row's question from its paper, citing it verbatim."""
 
-    local_output_tokens = LOCAL_OUTPUT_TOKENS
-
     def __init__(self, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, *, baseline: bool = False,
                  refresh: bool = False, timeout_s: float = 120.0, retries: int = 3) -> None:
         super().__init__(spec, runner, cache, refresh=refresh, timeout_s=timeout_s, retries=retries)
