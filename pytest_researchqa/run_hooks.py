@@ -98,6 +98,7 @@ class RunHooks:
         if not settings.models or not (settings.dry_run or settings.max_cost is not None) or is_worker(config):
             return
         from .budget import plan_calls, plan_lines, total_cost
+        from .costs import spend_text
 
         state = run_state(config)
         cases = [c for i in items if (c := case_of(i)) is not None]
@@ -113,8 +114,8 @@ class RunHooks:
                     reporter.write_line(f"researchqa plan: {line}")
             estimate = total_cost(plans)
         if settings.max_cost is not None and estimate is not None and estimate > settings.max_cost:
-            raise pytest.UsageError(f"researchqa: the run's estimated cost ${estimate:.2f} is above "
-                                    f"--researchqa-max-cost=${settings.max_cost:.2f}: select fewer rows "
+            raise pytest.UsageError(f"researchqa: the run's estimated cost {spend_text(estimate)} is above "
+                                    f"--researchqa-max-cost={spend_text(settings.max_cost)}: select fewer rows "
                                     "(--researchqa-sample, -k) or raise the budget")
         if settings.dry_run:  # every benchmark row is deselected: nothing runs, nothing is called
             rows = [i for i in items if case_of(i) is not None]

@@ -472,8 +472,8 @@ def test_a_budget_below_the_estimate_refuses_to_start_and_an_answered_run_costs_
     priced = ("--researchqa-model=openai/gpt-4o", "--researchqa-model-param=openai/gpt-4o:profile=remote", "-k", "edu")
     refused = run(pytester, server, *priced, "--researchqa-max-cost=0.001", cache=tmp_path)
     assert refused.ret == pytest.ExitCode.USAGE_ERROR and server.calls() == 0
-    refused.stderr.fnmatch_lines(["*the run's estimated cost $0.* is above --researchqa-max-cost=$0.00: select fewer "
-                                  "rows*"])
+    refused.stderr.fnmatch_lines(["*the run's estimated cost $0.* is above --researchqa-max-cost=$0.0010: select "
+                                  "fewer rows*"])  # the budget as given, not rounded to $0.00
     paid = run(pytester, server, *priced, "--researchqa-max-cost=5", cache=tmp_path)
     assert paid.ret == pytest.ExitCode.OK and server.calls() == 9
     paid.stdout.fnmatch_lines(["researchqa plan: answer openai/gpt-4o: 9 call(s) to make, 0 answered already; *"
@@ -501,7 +501,7 @@ def test_a_spent_budget_stops_new_calls_and_no_gate_passes_on_the_run():
         runner.charge(CallResult(content="x", latency_s=0.1, cost_usd=None))  # unpriced: counts nothing
         asyncio.run(runner.pace("openai"))
         runner.charge(CallResult(content="x", latency_s=0.1, cost_usd=0.007))
-        with pytest.raises(BudgetReached, match=r"not run: the run's budget \(\$0.01\) was spent"):
+        with pytest.raises(BudgetReached, match=r"not run: the run's budget \(\$0.0100\) was spent"):
             asyncio.run(runner.pace("openai"))
     finally:
         runner.close()
@@ -510,7 +510,7 @@ def test_a_spent_budget_stops_new_calls_and_no_gate_passes_on_the_run():
                               selection=Selection(rows=2))
     session.add(RowRecord(row_id="a", system="openai/x", model_system=True, metrics={"citation_accuracy": 1.0}))
     session.add(RowRecord(row_id="b", system="openai/x", model_system=True,
-                          error=f"openai/x: {BUDGET_STOP} ($0.01) was spent before this call"))
+                          error=f"openai/x: {BUDGET_STOP} ($0.0100) was spent before this call"))
     outcome = session.outcome()
     assert outcome.partial_reasons == ("gate not decided: 1 row(s) not run because the run's budget "
                                        "(--researchqa-max-cost) was spent",)

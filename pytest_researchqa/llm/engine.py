@@ -88,7 +88,14 @@ ECHO_CHARS = 2000
 REPAIR_MIN_TOKENS = 1024
 
 
+# A provider's SDK that finds no key says so before sending anything, and litellm words it as a server error
+# (500): retrying it only waits (a tester's run without OPENAI_API_KEY retried 4 times every row).
+_NO_CREDENTIALS = ("missing credentials", "api_key client option must be set", "no api key provided")
+
+
 def is_transient(error: BaseException) -> bool:
+    if any(words in str(error).lower() for words in _NO_CREDENTIALS):
+        return False
     status = getattr(error, "status_code", None)
     if isinstance(status, int):
         return status in TRANSIENT_STATUS
@@ -278,9 +285,9 @@ class ModelRunner:
         """Wait for this provider's next start slot; call right before each request is sent.
         A spent budget stops every request from here on (calls already sent finish)."""
         if self.budget_usd is not None and self.spent_usd >= self.budget_usd:
-            from ..costs import BUDGET_STOP
+            from ..costs import BUDGET_STOP, spend_text
 
-            raise BudgetReached(f"{BUDGET_STOP} (${self.budget_usd:.2f}) was spent before this call")
+            raise BudgetReached(f"{BUDGET_STOP} ({spend_text(self.budget_usd)}) was spent before this call")
         if self.rows_per_minute:
             if provider not in self._pacers:
                 self._pacers[provider] = _Pacer(self.rows_per_minute)
@@ -476,4 +483,6 @@ def _redacted(text: str) -> str:
 
 def _short(error: BaseException) -> str:
     text = " ".join(str(error).split())
+    if not text and is_timeout(error):  # asyncio's own deadline says nothing of itself
+        text = "no reply before the call's deadline (--researchqa-timeout)"
     return f"{type(error).__name__}: {text[:300]}"
