@@ -268,7 +268,9 @@ class RunHooks:
                     default=settings.concurrency)
         activity = self.state.services.runner().activity if calls_here else None
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        progress = Progress(reporter, total, slots, activity, terminal=terminal_stream() if reporter else None)
+        workers = 0 if calls_here else getattr(self.config.option, "numprocesses", 0)  # xdist resolves "auto"
+        progress = Progress(reporter, total, slots, activity, terminal=terminal_stream() if reporter else None,
+                            workers=workers if isinstance(workers, int) else 0)
         progress.start(settings.models)
         return progress
 

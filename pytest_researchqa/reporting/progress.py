@@ -30,9 +30,13 @@ FIRST_REPORT_S = 5.0  # the first line after the start: what came from the cache
 MIN_FRESH_FOR_ETA = 3
 
 
-def start_line(total: int, models: Sequence[str], slots: int) -> str:
-    """The line printed as a model run's calls start."""
+def start_line(total: int, models: Sequence[str], slots: int, workers: int = 0) -> str:
+    """The line printed as a model run's calls start; ``workers``: xdist's, each making calls of its own
+    (whose start-up, litellm's import included, comes first)."""
     names = ", ".join(models[:3]) + (f" and {len(models) - 3} more" if len(models) > 3 else "")
+    if workers:
+        return (f"{total} model row(s) queued ({names}); calls start as each of the {workers} workers starts, up "
+                f"to {slots} at a time per provider in each worker; progress every {REPORT_EVERY_S:.0f}s")
     return (f"{total} model row(s) queued ({names}); calls start now, up to {slots} at a time "
             f"per provider; progress every {REPORT_EVERY_S:.0f}s")
 
@@ -58,11 +62,12 @@ class Progress:
     """Counts model-system rows as their records arrive; writes a line every so often."""
 
     def __init__(self, reporter: Any, total: int, slots: int = 1, activity: Any = None,
-                 terminal: Optional[TextIO] = None) -> None:
+                 terminal: Optional[TextIO] = None, workers: int = 0) -> None:
         self.reporter = reporter
         self.activity = activity  # the run's engine.Activity (None where no call is made: xdist's controller)
         self.total = total
         self.slots = max(slots, 1)
+        self.workers = workers  # xdist's workers making the calls (0: this process makes them)
         self.done = self.errors = self.cached = 0
         self.spend: Optional[float] = 0.0
         self.priced = 0  # fresh answers with a known price: none means the spend is unknown, not $0
@@ -80,7 +85,7 @@ class Progress:
         """The first line, and a ticker that keeps writing while rows are slow to finish."""
         if self.reporter is None or self.total == 0:
             return
-        self._write(start_line(self.total, models, self.slots))
+        self._write(start_line(self.total, models, self.slots, self.workers))
         self._ticker = threading.Thread(target=self._tick, name="researchqa-progress", daemon=True)
         self._ticker.start()
 

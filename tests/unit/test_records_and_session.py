@@ -237,6 +237,11 @@ def test_the_first_progress_line_says_what_is_queued_and_how_many_calls_run_at_o
 
     assert start_line(27, ["openai/local"], 1) == ("27 model row(s) queued (openai/local); calls start now, "
                                                      "up to 1 at a time per provider; progress every 15s")
+    # Under -n 2 the workers make the calls, once started, each with its own slots (a tester saw two calls
+    # at once on a one-slot server, and a minute of worker start-up after "calls start now").
+    assert start_line(27, ["openai/local"], 1, workers=2) == (
+        "27 model row(s) queued (openai/local); calls start as each of the 2 workers starts, up to 1 at a time "
+        "per provider in each worker; progress every 15s")
 
 
 def test_progress_writes_a_line_while_no_row_finishes():
