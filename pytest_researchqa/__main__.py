@@ -73,7 +73,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     calibrate = commands.add_parser(
         "calibrate", parents=[with_runs],
         help="how far a judge agrees with human labels (researchqa-labels/1 JSONL, docs/judges.md)")
-    calibrate.add_argument("labels", type=Path, help="the labels file (the HTML report's review marks download it)")
+    calibrate.add_argument("labels", type=Path, help="the labels file (the HTML report's review marks download it), "
+                                                     "or 'sample': the shipped hand-labelled set")
     calibrate.add_argument("--run", metavar="RUN",
                            help="take missing judge values from this saved run's (cached) verdicts")
     calibrate.add_argument("--json", action="store_true", help="the figures as JSON")
@@ -239,6 +240,10 @@ def _show(spec: str, runs_dir: Path, *, markdown: bool, as_json: bool = False) -
 def _calibrate(path: Path, runs_dir: Path, *, run: Optional[str], as_json: bool) -> int:
     from .calibration import fill_from_run, read_labels, render, report
 
+    if str(path) == "sample" and not path.exists():  # the shipped set, wherever pip put it
+        from .bundled import bundled_path
+
+        path = bundled_path("datasets", "sample", "labels.jsonl")
     labels, problems = read_labels(path)
     if run is not None:
         labels = fill_from_run(labels, load_run(resolve_run(run, runs_dir)).records)

@@ -67,7 +67,7 @@ def test_a_bad_label_is_named_by_file_line_and_field_and_the_others_still_count(
     assert "line 4: field 'human': True" in problems[2] and "line 5: not JSON" in problems[3]
 
 
-def test_the_shipped_labels_still_hold_the_matchers_verdicts_and_calibrate_reads_them(capsys, tmp_path):
+def test_the_shipped_labels_still_hold_the_matchers_verdicts_and_calibrate_reads_them(capsys, tmp_path, monkeypatch):
     from pytest_researchqa.__main__ import main
     from pytest_researchqa.bundled import bundled_path
     from pytest_researchqa.families.citation.matcher import match_index
@@ -84,6 +84,10 @@ def test_the_shipped_labels_still_hold_the_matchers_verdicts_and_calibrate_reads
     assert main(["calibrate", str(SHIPPED)]) == 0
     out = capsys.readouterr().out
     assert "citation: 20 label(s)" in out and "accuracy: 0.950" in out and "kappa:" in out
+    # A pip-installed user has no datasets/ folder: the docs' short name finds the set inside the package.
+    monkeypatch.chdir(tmp_path)
+    assert main(["calibrate", "sample"]) == 0
+    assert capsys.readouterr().out == out
 
 
 def test_missing_judge_values_come_from_a_saved_runs_cached_verdicts(pytester, tmp_path, capsys):
