@@ -51,8 +51,6 @@ class _PlainReads:
     """Reading a typed verdict or judge result as the dict it was before 0.2 (``record.judge["consensus"]``)
     still works for one release, with a DeprecationWarning: read the attributes instead."""
 
-    __slots__ = ()  # a verdict kept for every row of a run carries no ``__dict__`` (issue 24 item 2)
-
     def to_plain(self) -> dict[str, Any]:
         raise NotImplementedError
 
@@ -72,7 +70,7 @@ def _warn_plain_read(kind: str, key: str) -> None:
                   "(the dict reads go in the next release)", DeprecationWarning, stacklevel=3)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class CitationVerdict(_PlainReads):
     """How one citation of the answer fared against the paper (the matcher's verdict, in brief)."""
 
@@ -248,9 +246,9 @@ class Usage:
 class RowRecord:
     """The result of one (system, row) pair.
 
-    Slotted, as its usage and citation verdicts: the session keeps every row's record to the end of the run,
-    and each ``__dict__`` is one more object that each of Python's full garbage collections walks (issue 24
-    item 2)."""
+    Slotted, as its usage: the session keeps every row's record to the end of the run, and where an instance's
+    ``__dict__`` is an object of its own (Python 3.10) each of Python's full garbage collections walks it too
+    (issue 24 item 2)."""
 
     row_id: Optional[str]
     system: Optional[str] = None
