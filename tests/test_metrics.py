@@ -493,17 +493,3 @@ def test_each_citations_view_shows_the_sections_the_rows_one_section_report_give
         assert citation_views(matches, index, shown, report) == citation_views(matches, index, shown)
         assert [v["sections"] for v in citation_views(matches, index, shown, report)] == [
             ["Results"], [], [], [], ["Methods"]]
-
-
-def test_a_citations_spans_and_pages_worked_out_once_are_the_matchers_own():
-    """check_answer walks each citation's spans once for its verdict's pages and its view (issue 24 item 2):
-    the same spans and pages the match itself gives, on a paper with pages and on one without."""
-    from pytest_researchqa.families.citation.views import located
-
-    page_two = PAPER.index(METHODS[:20])
-    citations = [RESULTS, METHODS, "We enrolled 900 children from one school in 1999.", "Methods."]
-    for index in (MatchIndex(PAPER), MatchIndex(PAPER, page_starts=(0, page_two))):
-        for found in metrics.match_citations(Answer(text="a", citations=citations), index):
-            spans, pages = located(found, index)
-            assert pages == found.pages
-            assert spans == found.spans or (not found.grounded and not index.page_starts and spans == [])
