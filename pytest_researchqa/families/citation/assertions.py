@@ -278,13 +278,10 @@ def check_answer(answer: Answer, row: Row, paper: PaperLike, *, recorder: Option
     __tracebackhide__ = True
     if not answer.cites:
         return
-    from .views import located
-
     index = match_index(paper)
     matches = metrics.match_citations(answer, index)
-    places = [located(found, index) for found in matches]  # spans and pages, for the verdicts and the views
     _record_nested(recorder, "citations", [
-        CitationVerdict(found.verdict, found.grounded, tuple(pages)) for found, (_, pages) in zip(matches, places)])
+        CitationVerdict(found.verdict, found.grounded, tuple(found.pages)) for found in matches])
     target = current_recorder(recorder)
     refusal = metrics.expects_refusal(row)
     # Which expected sections each citation reaches, worked out once a row: for each citation's view, the
@@ -294,7 +291,7 @@ def check_answer(answer: Answer, row: Row, paper: PaperLike, *, recorder: Option
     if target is not None:  # what the HTML report shows of each citation
         from .views import citation_views
 
-        target.detail("citations", citation_views(matches, index, row, report, places))
+        target.detail("citations", citation_views(matches, index, row, report))
         if report is not None and not refusal:
             target.detail("sections", [{"section": s.section_label, "covered": hit}
                                        for s, hit in zip(row.expected_references, report.covered)])

@@ -13,33 +13,19 @@ from .rows import Row
 CONTEXT_CHARS = 280  # paper text shown on each side of a grounded quote
 
 
-def located(found: "CitationMatch", index: "MatchIndex") -> tuple[list[tuple[int, int]], list[int]]:
-    """A citation's raw spans in the paper and the pages they lie on (``found.spans`` and ``found.pages``), the
-    spans worked out once for both: each is a walk from a key position to a text offset (issue 24 item 2).
-    A paper without pages has none to look up; a quote not in it needs no spans for its view."""
-    if not index.page_starts:
-        return (found.spans if found.grounded else []), []
-    spans = found.spans
-    pages = {index.page_of(offset) for span in spans for offset in span}
-    return spans, sorted(p for p in pages if p is not None)
-
-
 def citation_views(matches: Sequence["CitationMatch"], index: "MatchIndex", row: "Row",
-                   report: Optional[SectionReport] = None,
-                   places: Optional[Sequence[tuple[list[tuple[int, int]], list[int]]]] = None) -> list[dict[str, Any]]:
+                   report: Optional[SectionReport] = None) -> list[dict[str, Any]]:
     """Per citation: verdict, pages, the expected sections it reaches, and why it is not in the paper.
 
     ``report``: the section report of the same citations (``section_report(answer.citations, row, index)``)
-    when the caller has made it; without it, each citation's own is worked out here. ``places``: each
-    citation's :func:`located` when the caller has it.
+    when the caller has made it; without it, each citation's own is worked out here.
     """
     labels = [section.section_label for section in getattr(row, "expected_references", None) or ()]
     reached_by = dict(zip(report.counted, report.sections_per_citation)) if report is not None and labels else None
     views = []
     for number, found in enumerate(matches):
-        spans, pages = places[number] if places is not None else located(found, index)
         view: dict[str, Any] = {"quote": clip(found.citation), "verdict": found.verdict, "grounded": found.grounded,
-                                "pages": pages, "evidence": found.is_evidence}
+                                "pages": found.pages, "evidence": found.is_evidence}
         reached: Sequence[frozenset[int]]
         if reached_by is not None:  # a citation the report left out (too short to verify) reaches nothing
             reached = (reached_by[number],) if number in reached_by else ()
@@ -47,6 +33,7 @@ def citation_views(matches: Sequence["CitationMatch"], index: "MatchIndex", row:
             reached = section_report([found.citation], row, index).sections_per_citation if labels else ()
         view["sections"] = [labels[i] for i in sorted(reached[0])] if reached else []
         if found.grounded:
+            spans = found.spans
             if spans:
                 start, end = spans[0][0], spans[-1][1]
                 text = index.text
