@@ -227,7 +227,7 @@ class JudgeResult(_PlainReads):
                    items=list(items) if items is not None else None, repeats=again, layout=tuple(data))
 
 
-@dataclass
+@dataclass(slots=True)
 class Usage:
     """What answering a row cost: measured by model systems, partly by any system."""
 
@@ -242,9 +242,13 @@ class Usage:
     attempts: Optional[int] = None
 
 
-@dataclass
+@dataclass(slots=True)
 class RowRecord:
-    """The result of one (system, row) pair."""
+    """The result of one (system, row) pair.
+
+    Slotted, as its usage: the session keeps every row's record to the end of the run, and where an instance's
+    ``__dict__`` is an object of its own (Python 3.10) each of Python's full garbage collections walks it too
+    (issue 24 item 2)."""
 
     row_id: Optional[str]
     system: Optional[str] = None

@@ -74,13 +74,14 @@ def paper_of(request: pytest.FixtureRequest, state: "RunState", row: Any) -> "Op
         unavailable = str(cause)
     if unavailable is not None:
         error(request, unavailable)  # outside the except block: said once, not chained
-    # The dataset's own check of the row against its paper: the same for every system and repeat of the row.
+    # The dataset's own check of the row against its paper: the same for every system and repeat of the row,
+    # kept as what the record needs of it (a tuple of strings and numbers, which Python's collector stops walking).
     key = (row.row_id, row.paper_id)
     check = state.row_checks.get(key)
     if check is None:
-        check = state.row_checks[key] = check_expected_passages(row, match_index(paper))
-    record.expected_found, record.expected_total = check.counts
-    missing = check.missing_sections
+        checked = check_expected_passages(row, match_index(paper))
+        check = state.row_checks[key] = (*checked.counts, tuple(checked.missing_sections))
+    record.expected_found, record.expected_total, missing = check
     if missing:
         reason = (f"dataset defect: no expected passage of section(s) {', '.join(map(repr, missing))} "
                   f"is in the text of paper {row.paper_id!r}")
@@ -121,8 +122,12 @@ def answer_of(request: pytest.FixtureRequest, state: "RunState", case: Case, row
     # A model system measures latency around the model call itself, and knows tokens and cost.
     from .records import USAGE_FIELDS, Usage
 
-    measured = {k: v for k, v in answer.meta.items() if k in USAGE_FIELDS and v is not None}
-    record.usage = Usage(**{"latency_s": time.perf_counter() - started, **measured})
+    latency = time.perf_counter() - started
+    if answer.meta:
+        measured = {k: v for k, v in answer.meta.items() if k in USAGE_FIELDS and v is not None}
+        record.usage = Usage(**{"latency_s": latency, **measured})
+    else:  # an offline system measures nothing: the record's own (fresh) usage takes the latency
+        record.usage.latency_s = latency
     record.baseline = not answer.cites
     if state.family.uses_papers:  # the citation family: what the HTML report shows of the row
         from .row_view import answer_view

@@ -142,10 +142,13 @@ class RunWriter:
         self.failed: Optional[str] = None
         self._partial: Optional[int] = None  # the partial rows file, open for appending (a descriptor)
         self._size = 0  # its length so far
-        # id(record) -> (the record, where its line starts in the partial file, its length, whether that line is
-        # the record's line of rows.jsonl): the records whose lines ``finish`` copies (``final``) or reads their
-        # details back from (``spill``).
-        self._lines: dict[int, tuple[RowRecord, int, int, bool]] = {}
+        # id(record) -> where its line starts in the partial file, its length and whether that line is the record's
+        # line of rows.jsonl, packed in one number (_packed): the records whose lines ``finish`` copies (``final``)
+        # or reads their details back from (``spill``). Numbers, not a tuple a row: Python's collector walks every
+        # tuple that holds a record, to the end of the run (issue 24 item 2). ``_kept`` holds those records, so no
+        # id is another record's while they are here.
+        self._lines: dict[int, int] = {}
+        self._kept: list[RowRecord] = []
 
     def add(self, record: RowRecord, plain: Optional[dict[str, Any]] = None, line: Optional[str] = None, *,
             final: bool = False, spill: bool = False) -> None:
@@ -175,9 +178,13 @@ class RunWriter:
         except OSError as error:
             self._fail(error)
             return
+        if len(data) >> 32:  # a line of 4 GiB or more is not kept by place (_packed): made again at the end
+            final = spill = False
         spilled = spill and bool(record.details)
         if final or spilled:
-            self._lines[id(record)] = (record, start, len(data), final)
+            if id(record) not in self._lines:
+                self._kept.append(record)
+            self._lines[id(record)] = _packed(start, len(data), final)
         if spilled:
             record.details = {}
 
@@ -207,6 +214,7 @@ class RunWriter:
                 rows = (line_of(r) for r in sorted(records, key=sort_key))
                 atomic_write(self.folder / ROWS_FILE, rows)  # line by line: at the seed's scale the file is ~40 MB
             self._lines.clear()  # the writer holds no record beyond the run's end
+            self._kept.clear()
             manifest = {"version": MANIFEST_VERSION, **manifest}
             atomic_write(self.folder / MANIFEST_FILE,
                          utf8(json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n"))
@@ -235,11 +243,12 @@ class RunWriter:
 
             def line_of(record: RowRecord) -> bytes:
                 kept = self._lines.get(id(record))
-                if stream is not None and kept is not None and kept[0] is record:
-                    stream.seek(kept[1])
-                    data = stream.read(kept[2])
-                    if len(data) == kept[2]:
-                        if kept[3]:
+                if stream is not None and kept is not None:
+                    start, length, final = _unpacked(kept)
+                    stream.seek(start)
+                    data = stream.read(length)
+                    if len(data) == length:
+                        if final:
                             return data
                         plain = record.to_plain(copy=False)
                         plain["details"] = json.loads(data).get("details") or {}
@@ -247,6 +256,15 @@ class RunWriter:
                 return saved_line(record.to_plain(copy=False))
 
             yield line_of
+
+
+def _packed(start: int, length: int, final: bool) -> int:
+    """Where a line is in the partial file, as one number (Python's numbers have no size limit)."""
+    return (start << 33) | (length << 1) | final
+
+
+def _unpacked(packed: int) -> tuple[int, int, bool]:
+    return packed >> 33, (packed >> 1) & 0xFFFFFFFF, bool(packed & 1)
 
 
 def _write_all(descriptor: int, data: bytes) -> None:

@@ -39,8 +39,9 @@ class RunState:
         self.family: Family = settings.benchmark_family
         self.services = Services(settings)
         # (row id, paper id) -> the row's expected passages checked against its paper (row_setup.paper_of):
-        # once a row, however many systems answer it.
-        self.row_checks: dict[tuple[str, Optional[str]], Any] = {}
+        # once a row, however many systems answer it; kept as (passages found, passages expected, the sections
+        # none of whose passages the paper contains).
+        self.row_checks: dict[tuple[str, Optional[str]], tuple[int, int, tuple[str, ...]]] = {}
         # An xdist worker handed each paper's rows together, once (xdist_compat.handed_whole_papers): it keeps
         # only the papers and indexes in use, where a serial run keeps every paper it may meet again.
         self.whole_papers = False
@@ -221,8 +222,12 @@ class RunState:
         entry = self._handed.pop(id(plain), None)
         return (entry[1], entry[2]) if entry is not None and entry[0] is plain else None
 
+    @functools.cached_property
+    def _metric_names(self) -> tuple[str, ...]:
+        return self.family.metric_names  # made from the family's metrics each time it is read: once a run here
+
     def recorder(self, record: RowRecord) -> Recorder:
-        return Recorder(record, self.family.metric_names)
+        return Recorder(record, self._metric_names)
 
     def close(self) -> None:
         self.services.close()
