@@ -123,6 +123,10 @@ def test_two_models_get_coverage_elo_a_win_matrix_and_the_kind_table_and_a_rerun
     assert main(["show"]) == 0  # in pytester's folder
     shown = capsys.readouterr().out
     assert "| openai/good " in shown and "row beats column" in shown, "a saved run shows its battles and Elo"
+    assert main(["show", "--json"]) == 0  # a dashboard reads the family's headline result too (tester37 F3)
+    results = json.loads(capsys.readouterr().out)["family_results"]
+    assert results["battles"] == SAMPLE_ROWS and results["rules"]["protocol"] == "project"
+    assert round(results["elo"]["openai/good"]["median"]) == float(good["Elo"]) > results["elo"]["openai/sloppy"]["median"]
 
 
 @pytest.mark.slow
