@@ -250,3 +250,28 @@ def _walk(node):
     children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
     for child in children:
         yield from _walk(child)
+
+
+def test_a_small_tournament_under_the_paper_rules_counts_its_resamples_without_a_finite_fit_and_warns_nothing_raw():
+    """12 battles at 54/46 (a tester's run): without a prior, a resample where one system wins every battle has
+    no finite fit, and its clipped strengths made the mean 1137/863 ± 3793 with raw numpy RuntimeWarnings."""
+    import warnings
+
+    from pytest_researchqa.families.rubric import RUBRIC
+    from pytest_researchqa.families.rubric.render import leaderboard
+    from pytest_researchqa.records import RowRecord
+
+    battles = [("a", "b", 1.0)] * 6 + [("a", "b", 0.0)] * 5 + [("a", "b", 0.5)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's own warnings fail the test
+        ratings = bootstrap(["a", "b"], battles, rounds=1000, prior_draws=0.0)
+    diverged = ratings[0].diverged
+    assert 0 < diverged < 50 and all(r.diverged == diverged for r in ratings)
+    steady = bootstrap(["a", "b"], battles, rounds=1000)  # the project's prior keeps every fit finite
+    assert steady[0].diverged == 0 and steady[0].sd < 200
+    records = [RowRecord(row_id="q1", system=s, metrics={"coverage": 0.5}) for s in ("a", "b")]
+    results = {"systems": ["a", "b"], "bootstrap_diverged": diverged, "rules": {"reported": "mean"},
+               "elo": {r.system: {"median": r.median, "mean": r.mean, "sd": r.sd, "point": r.point} for r in ratings}}
+    shown = leaderboard(records, RUBRIC, results)
+    assert f"warning: {diverged} of the bootstrap's resamples have a system winning or losing every battle" in shown
+    assert "Elo: Bradley-Terry on ensemble-judged battles, mean of 1,000 bootstraps ± SD" in shown, "as shown"

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 ELO_SCALE = 400.0
 ELO_MEAN = 1000.0
@@ -35,6 +35,9 @@ class Rating:
     sd: float
     point: float  # the fit on all battles
     mean: float = 0.0  # over the bootstrap (what the seed's Table 3 prints)
+    # Resamples with no finite fit (without a prior, one where a system wins or loses every battle it has: its
+    # strength runs off to 0 or infinity); the same count on every system's rating.
+    diverged: int = 0
 
 
 Battle = tuple[str, str, float]
@@ -139,28 +142,43 @@ def bootstrap(systems: Sequence[str], battles: Sequence[Battle], *, rounds: int 
     start = np.array([10 ** ((point[s] - ELO_MEAN) / ELO_SCALE) for s in systems])
     rng = np.random.default_rng(seed)
     samples = np.empty((rounds, size))
-    for n in range(rounds):
-        counts = rng.multinomial(len(battles), share).astype(float)
-        wins = prior_wins.copy()
-        np.add.at(wins, first, counts * score)
-        np.add.at(wins, second, counts * (1.0 - score))
-        games = prior_games.copy()
-        np.add.at(games, (first, second), counts)
-        np.add.at(games, (second, first), counts)
-        strength = start.copy()
-        for _ in range(5000):
-            denominator = (games / (strength[:, None] + strength[None, :])).sum(axis=1)
-            updated = np.where(denominator > 0, wins / np.where(denominator > 0, denominator, 1.0), strength)
-            updated = updated / np.exp(np.log(np.maximum(updated, 1e-300)).mean())
-            change = np.max(np.abs(updated - strength) / strength)
-            strength = updated
-            if change < 1e-9:
-                break
-        logs = ELO_SCALE * np.log10(np.maximum(strength, 1e-300))
-        samples[n] = logs - logs.mean() + ELO_MEAN
+    diverged = 0
+    # A resample without a finite fit drives strengths to 0: the ratios below then meet 0/0, said by the count.
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for n in range(rounds):
+            samples[n], converged = _refit(np, start, prior_wins, prior_games, first, second, score,
+                                           rng.multinomial(len(battles), share).astype(float))
+            diverged += not converged
     ratings = [Rating(s, float(np.median(samples[:, index[s]])), float(np.std(samples[:, index[s]])), point[s],
-                      float(np.mean(samples[:, index[s]]))) for s in systems]
+                      float(np.mean(samples[:, index[s]])), diverged) for s in systems]
     return sorted(ratings, key=lambda r: (-r.median, r.system))
+
+
+def _refit(np: Any, start: Any, prior_wins: Any, prior_games: Any, first: Any, second: Any, score: Any,
+           counts: Any) -> tuple[Any, bool]:
+    """One resample's Elo scores (:func:`fit`'s iteration on arrays), and whether they are a finite fit."""
+    wins = prior_wins.copy()
+    np.add.at(wins, first, counts * score)
+    np.add.at(wins, second, counts * (1.0 - score))
+    games = prior_games.copy()
+    np.add.at(games, (first, second), counts)
+    np.add.at(games, (second, first), counts)
+    strength = start.copy()
+    for _ in range(5000):
+        denominator = (games / (strength[:, None] + strength[None, :])).sum(axis=1)
+        updated = np.where(denominator > 0, wins / np.where(denominator > 0, denominator, 1.0), strength)
+        updated = updated / np.exp(np.log(np.maximum(updated, 1e-300)).mean())
+        change = np.max(np.abs(updated - strength) / strength)
+        strength = updated
+        if change < 1e-9:
+            break
+    logs = ELO_SCALE * np.log10(np.maximum(strength, 1e-300))
+    finite = bool(np.all(np.isfinite(strength))) and float(strength.min()) > _NO_FIT_STRENGTH
+    return logs - logs.mean() + ELO_MEAN, finite
+
+
+# A strength this small is one a resample drove to 0 (about -100,000 Elo): no finite fit.
+_NO_FIT_STRENGTH = 1e-250
 
 
 def win_rates(battles: Iterable[Battle]) -> dict[str, dict[str, tuple[float, int]]]:

@@ -181,6 +181,32 @@ def audit(records: Sequence[RowRecord]) -> str:
     return "\n".join(lines)
 
 
+def tournament_warnings(results: dict[str, Any]) -> list[str]:
+    """What makes the battles' Elo less than it seems: same-family judges, battles left out, resamples with
+    no finite fit, groups never compared."""
+    from ...llm_params import model_family
+
+    warnings = []
+    for judge in results.get("judges") or []:
+        same = [s for s in results.get("systems") or [] if model_family(s) == model_family(judge)]
+        if same:
+            warnings.append(f"warning: pairwise judge {judge} is of the same family ({model_family(judge)}) as "
+                            f"{', '.join(same)}: same-family judges tend to prefer their own (--researchqa-judge=auto "
+                            "picks another family)")
+    if results.get("errors"):
+        warnings.append(f"warning: {len(results['errors'])} battle(s) left out, their judge failed: "
+                        + "; ".join(results["errors"][:3]))
+    if results.get("bootstrap_diverged"):
+        warnings.append(f"warning: {results['bootstrap_diverged']} of the bootstrap's resamples have a system winning "
+                        "or losing every battle it is in: they have no finite Bradley-Terry fit (without the project "
+                        "protocol's prior draws), so the Elo mean and ± SD are not reliable with this few battles "
+                        "per pair (more queries or --researchqa-battles)")
+    if results.get("connected") is False:
+        warnings.append("warning: the comparison graph is not connected: Elo scores of separate groups are not "
+                        "comparable")
+    return warnings
+
+
 def leaderboard(records: Sequence[RowRecord], family: Family, results: Optional[dict[str, Any]] = None) -> str:
     from tabulate import tabulate
 
@@ -191,7 +217,10 @@ def leaderboard(records: Sequence[RowRecord], family: Family, results: Optional[
     if not grouped:  # --researchqa-audit: what the rows hold; nothing answered
         return audit(records)
     order = system_order(grouped, results)
-    parts = [table(*main_table(records, results)), family.scope_note]
+    note = family.scope_note
+    if _reported(results) != "median":  # the paper protocol shows the bootstrap's mean, as its Table 3 does
+        note = note.replace("median of 1,000 bootstraps", f"{_reported(results)} of 1,000 bootstraps")
+    parts = [table(*main_table(records, results)), note]
     skipped: dict[str, int] = {}
     for record in records:
         reason = record.details.get("not_graded")
@@ -214,20 +243,7 @@ def leaderboard(records: Sequence[RowRecord], family: Family, results: Optional[
         if consistent is not None:
             parts.append(f"the direct judge gave the same verdict in both orders in {100 * consistent:.0f}% of "
                          "battles")
-    from ...llm_params import model_family
-
-    for judge in results.get("judges") or []:
-        same = [s for s in results.get("systems") or [] if model_family(s) == model_family(judge)]
-        if same:
-            parts.append(f"warning: pairwise judge {judge} is of the same family ({model_family(judge)}) as "
-                         f"{', '.join(same)}: same-family judges tend to prefer their own (--researchqa-judge=auto "
-                         "picks another family)")
-    if results.get("errors"):
-        parts.append(f"warning: {len(results['errors'])} battle(s) left out, their judge failed: "
-                     + "; ".join(results["errors"][:3]))
-    if results.get("connected") is False:
-        parts.append("warning: the comparison graph is not connected: Elo scores of separate groups are not "
-                     "comparable")
+    parts += tournament_warnings(results)
     if any(_coverages(rs) for rs in grouped.values()) or any(r.details.get("answer") for r in records):
         parts.append("checks:")
         parts += [f"  {line}" for line in check_lines(records, order)]

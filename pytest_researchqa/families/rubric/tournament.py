@@ -231,6 +231,7 @@ def run_tournament(records: Sequence[RowRecord], services: Any, settings: Any,
         "connected": connected(systems, battles),
         "order_consistent": consistent / len(battles) if battles else None,
         "elo": {r.system: {"median": r.median, "mean": r.mean, "sd": r.sd, "point": r.point} for r in ratings},
+        "bootstrap_diverged": ratings[0].diverged if ratings else 0,  # resamples with no finite fit
         "win_rates": {a: {b: list(v) for b, v in row.items()} for a, row in win_rates(battles).items()},
         "outcomes": [list(b) for b in battles],
     }
