@@ -120,8 +120,8 @@ class ResearchSession:
         if not self.interrupted:
             return []
         selected = self.selection.rows
-        of = f" of {selected}" if selected is not None else ""
-        return [f"{measured}{of} selected rows measured: {INTERRUPTED}"]
+        of = f" of {selected} selected" if selected is not None else ""  # unknown when xdist's workers were stopped
+        return [f"{measured}{of} rows measured: {INTERRUPTED}"]
 
     def _partial_reasons(self, measured: int, invalid: int) -> list[str]:
         from .costs import BUDGET_STOP

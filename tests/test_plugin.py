@@ -612,6 +612,12 @@ class TestPartialRuns:
         assert f"{cut.name} was interrupted: name its folder to read it" in capsys.readouterr().err
         compared = run("--researchqa-system=oracle", "-k", "lookup", "--researchqa-compare=last")
         compared.stdout.fnmatch_lines(["against *-whole:"])
+        gated = pytester.runpytest("-p", "no:cacheprovider", f"--researchqa-cache-dir={run.keywords['cache']}",
+                                   "--researchqa-system=slow_rag:answer", "-k", "lookup",
+                                   "--researchqa-fail-under=citation_accuracy=0.5", no_reraise_ctrlc=True)
+        assert gated.ret == pytest.ExitCode.INTERRUPTED
+        gated.stdout.fnmatch_lines(["*gate evaluated on 2 of 6 rows: the run was interrupted*",
+                                    "researchqa: run INTERRUPTED after 2 of 6 selected rows; gates FAILED: *"])
 
     def test_the_summary_says_how_much_was_measured_and_names_the_slice(self, run):
         result = run("--researchqa-system=oracle", "-k", "lookup")

@@ -146,8 +146,8 @@ class RunOutcome:
         """The verdict in words, the same in every medium; an interrupted run says so first."""
         if not self.interrupted:
             return self._verdict_words
-        of = f" of {self.selection.rows}" if self.selection.rows is not None else ""
-        return f"run INTERRUPTED after {self.measured}{of} selected rows; {self._verdict_words}"
+        of = f" of {self.selection.rows} selected" if self.selection.rows is not None else ""  # unknown: xdist's
+        return f"run INTERRUPTED after {self.measured}{of} rows; {self._verdict_words}"
 
     @property
     def _verdict_words(self) -> str:
