@@ -29,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from .runs import DEFAULT_RUNS_DIR, ROWS_FILE, RunNotFound, SavedRun, load_baseline, load_run, resolve_run
+from .runs import DEFAULT_RUNS_DIR, RunNotFound, SavedRun, cut_short, load_baseline, load_run, resolve_run
 
 if TYPE_CHECKING:  # pragma: no cover
     from .families import Family
@@ -105,8 +105,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _list(runs_dir: Path) -> int:
     for folder in sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []:
-        state = "" if (folder / ROWS_FILE).is_file() else "  (unfinished)"
-        print(f"{folder.name}{state}")
+        state = cut_short(folder)  # `last` skips these
+        print(f"{folder.name}{f'  ({state})' if state else ''}")
     return 0
 
 
@@ -184,6 +184,12 @@ def _replayed(saved: SavedRun, runs_dir: Path) -> "ResearchSession":
     dataset = saved.manifest.get("dataset")
     if isinstance(dataset, dict) and isinstance(dataset.get("sha256"), str):
         options["dataset_sha"] = dataset["sha256"]
+    if saved.cut_short == "interrupted":  # the headline says it, with how much of the selection was measured
+        from .reporting.outcome import Selection
+
+        selection = saved.manifest.get("selection")
+        rows = selection.get("rows") if isinstance(selection, dict) else None
+        options.update(interrupted=True, selection=Selection(rows=rows if isinstance(rows, int) else None))
     session = _session(saved, **options)
     if not saved.finished:
         session.run_notes.append(f"this run did not finish (killed or stopped before its end): the "

@@ -503,7 +503,7 @@ class RunHooks:
             "selection": {"rows": selection.rows, "keyword": selection.keyword, "markexpr": selection.markexpr,
                           "sample": selection.sample, "rerun_subset": selection.rerun_subset},
             "outcome": {"measured": outcome.measured, "errors": outcome.errors, "passed": outcome.passed,
-                        "verdict": outcome.verdict,
+                        "verdict": outcome.verdict, "interrupted": outcome.interrupted,
                         "gates": [{"gate": g.gate.label, "system": g.system, "value": g.value, "passed": g.passed,
                                    "state": g.state}
                                   for g in outcome.gates],

@@ -289,6 +289,25 @@ class SavedRun:
         """False for a run cut short (killed, or stopped before its end): only its partial rows file exists."""
         return (self.folder / ROWS_FILE).is_file()
 
+    @property
+    def cut_short(self) -> Optional[str]:
+        """``"unfinished"`` (killed: only partial rows), ``"interrupted"`` (Ctrl-C: its files written), else None."""
+        return cut_short(self.folder, self.manifest)
+
+
+def cut_short(folder: Path, manifest: Optional[dict[str, Any]] = None) -> Optional[str]:
+    """Why a run folder is not a finished run `last` and a name may stand for: ``"unfinished"`` (killed before
+    its end: only its partial rows file), ``"interrupted"`` (stopped by Ctrl-C: its files say so), or None."""
+    if not (folder / ROWS_FILE).is_file():
+        return "unfinished"
+    if manifest is None:
+        try:
+            manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return None  # no readable manifest (an older run): its rows are whole
+    outcome = manifest.get("outcome") if isinstance(manifest, dict) else None
+    return "interrupted" if isinstance(outcome, dict) and outcome.get("interrupted") is True else None
+
 
 def resolve_run(spec: str, runs_dir: Path) -> Path:
     """A run folder from a path, a folder name, a name suffix (``baseline``) or ``last``."""
@@ -296,18 +315,24 @@ def resolve_run(spec: str, runs_dir: Path) -> Path:
     if candidate.is_dir() and ((candidate / ROWS_FILE).is_file() or (candidate / PARTIAL_FILE).is_file()):
         return candidate
     saved = sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []
-    finished = [p for p in saved if (p / ROWS_FILE).is_file()]
+    # Runs killed (no rows.jsonl) or interrupted (Ctrl-C) are no baseline: only a path names them. Each
+    # manifest is read only when its folder is a candidate.
     if spec == "last":
-        if not finished:
-            raise RunNotFound(f"no saved run in {runs_dir}")
+        written = [p for p in saved if (p / ROWS_FILE).is_file()]
         # The run that finished last: names sort by start second, and two runs of one second by name.
-        return max(finished, key=lambda p: ((p / ROWS_FILE).stat().st_mtime_ns, p.name))
-    matches = [p for p in finished if p.name == spec or saved_name(p.name) == spec]
+        written.sort(key=lambda p: ((p / ROWS_FILE).stat().st_mtime_ns, p.name), reverse=True)
+        found = next((p for p in written if cut_short(p) is None), None)
+        if found is None:
+            raise RunNotFound(f"no saved run in {runs_dir}" + (" (only runs killed or interrupted)" if saved else ""))
+        return found
+    named = [p for p in saved if p.name == spec or saved_name(p.name) == spec]
+    matches = [p for p in named if cut_short(p) is None]
     if not matches:
-        known = ", ".join(p.name for p in finished[-5:]) or "none"
-        cut_short = [p for p in saved if p.name == spec or saved_name(p.name) == spec]
-        unfinished = (f"; {cut_short[-1]} did not finish (only its partial rows): name its folder to read it"
-                      if cut_short else "")
+        latest = [p for p in reversed(saved) if (p / ROWS_FILE).is_file() and cut_short(p) is None]
+        known = ", ".join(p.name for p in reversed(latest[:5])) or "none"
+        why = {"unfinished": "did not finish (only its partial rows)", "interrupted": "was interrupted"}
+        unfinished = (f"; {named[-1]} {why[cut_short(named[-1]) or 'unfinished']}: name its folder to read it"
+                      if named else "")
         raise RunNotFound(f"no saved run {spec!r} in {runs_dir} (latest: {known}){unfinished}")
     return matches[-1]
 

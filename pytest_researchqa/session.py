@@ -24,6 +24,8 @@ from .stats import Interval, bootstrap_mean
 
 __all__ = ["ResearchSession", "RunOutcome", "Selection"]
 
+INTERRUPTED = "the run was interrupted"  # Ctrl-C (pytest's exit status 2): every medium says it in these words
+
 
 @dataclass
 class ResearchSession:
@@ -96,7 +98,8 @@ class ResearchSession:
             errors=errors,
             foreign_failures=self.foreign_failures,
             selection=self.selection,
-            partial_reasons=tuple(self._partial_reasons(measured, len(invalid))) if gated else (),
+            partial_reasons=tuple(self._partial_reasons(measured, len(invalid)) if gated
+                                  else self._cut_short(measured)),
             invalid_rows=invalid,
             gated=gated,
             notes=tuple(notes),
@@ -109,7 +112,16 @@ class ResearchSession:
             # Only regression gates need the baseline: without them its absence is a note, not a check.
             missing_baseline=self.missing_baseline if gated and self.regressions else None,
             recorded_checks=self.recorded[1] if self.recorded is not None else None,
+            interrupted=self.interrupted,
         )
+
+    def _cut_short(self, measured: int) -> list[str]:
+        """Without gates, what a gated run would call partial and every medium still says: an interrupted run."""
+        if not self.interrupted:
+            return []
+        selected = self.selection.rows
+        of = f" of {selected} selected" if selected is not None else ""  # unknown when xdist's workers were stopped
+        return [f"{measured}{of} rows measured: {INTERRUPTED}"]
 
     def _partial_reasons(self, measured: int, invalid: int) -> list[str]:
         from .costs import BUDGET_STOP
@@ -124,7 +136,7 @@ class ResearchSession:
             reasons.append(f"gate evaluated without {invalid} invalid dataset row(s): the dataset is not whole")
         selected = self.selection.rows
         if selected is not None and measured < selected:
-            why = "the run was interrupted" if self.interrupted else "the run stopped early (-x / --maxfail)"
+            why = INTERRUPTED if self.interrupted else "the run stopped early (-x / --maxfail)"
             reasons.append(f"gate evaluated on {measured} of {selected} rows: {why}")
         if self.selection.rerun_subset:
             reasons.append(f"gate evaluated on the subset {self.selection.rerun_subset} selected, "

@@ -572,6 +572,53 @@ class TestPartialRuns:
         result.stdout.fnmatch_lines(["2 of 3 selected rows measured (1 error)"])
         result.stdout.no_fnmatch_line("*gate evaluated on*")
 
+    def test_a_run_stopped_with_ctrl_c_is_said_interrupted_everywhere_and_last_skips_it(self, run, pytester, capsys):
+        from pytest_researchqa.__main__ import main
+        from pytest_researchqa.runs import resolve_run
+
+        # The user's system: its third row takes long enough for the user to press Ctrl-C.
+        pytester.makepyfile(slow_rag="""
+            calls = []
+
+            def answer(question, paper):
+                calls.append(question)
+                if len(calls) == 3:
+                    raise KeyboardInterrupt
+                return {"answer": "See the paper.", "citations": [paper.text.split(".")[0]]}
+            """)
+        pytester.syspathinsert()
+        runs = pytester.path / ".researchqa" / "runs"
+        assert run("--researchqa-system=oracle", "-k", "lookup", "--researchqa-save=whole").ret == 0
+        result = pytester.runpytest("-p", "no:cacheprovider", f"--researchqa-cache-dir={run.keywords['cache']}",
+                                    "--researchqa-system=slow_rag:answer", "-k", "lookup", "--researchqa-save=cut",
+                                    "--researchqa-json=s.json", no_reraise_ctrlc=True)  # this test goes on
+        assert result.ret == pytest.ExitCode.INTERRUPTED, "pytest's own exit status for an interrupt"
+        result.stdout.fnmatch_lines(["researchqa: run INTERRUPTED after 2 of 6 selected rows; report only: *"])
+        data = json.loads((pytester.path / "s.json").read_text(encoding="utf-8"))
+        assert (data["interrupted"], data["verdict"]) == (True, "report")
+        assert data["partial_reasons"] == ["2 of 6 selected rows measured: the run was interrupted"]
+        cut = next(runs.glob("*-cut"))
+        manifest = json.loads((cut / "manifest.json").read_text(encoding="utf-8"))
+        assert manifest["outcome"]["interrupted"] is True and manifest["outcome"]["partial_reasons"]
+
+        assert main(["--runs", str(runs), "list"]) == 0
+        assert f"{cut.name}  (interrupted)" in capsys.readouterr().out.splitlines()
+        assert resolve_run("last", runs).name.endswith("-whole"), "last is the last run that finished"
+        assert main(["--runs", str(runs), "show", "last"]) == 0
+        assert "run INTERRUPTED" not in capsys.readouterr().out
+        assert main(["--runs", str(runs), "show", str(cut)]) == 0
+        assert "researchqa: run INTERRUPTED after 2 of 6 selected rows; report only: " in capsys.readouterr().out
+        assert main(["--runs", str(runs), "show", "cut"]) == 2
+        assert f"{cut.name} was interrupted: name its folder to read it" in capsys.readouterr().err
+        compared = run("--researchqa-system=oracle", "-k", "lookup", "--researchqa-compare=last")
+        compared.stdout.fnmatch_lines(["against *-whole:"])
+        gated = pytester.runpytest("-p", "no:cacheprovider", f"--researchqa-cache-dir={run.keywords['cache']}",
+                                   "--researchqa-system=slow_rag:answer", "-k", "lookup",
+                                   "--researchqa-fail-under=citation_accuracy=0.5", no_reraise_ctrlc=True)
+        assert gated.ret == pytest.ExitCode.INTERRUPTED
+        gated.stdout.fnmatch_lines(["*gate evaluated on 2 of 6 rows: the run was interrupted*",
+                                    "researchqa: run INTERRUPTED after 2 of 6 selected rows; gates FAILED: *"])
+
     def test_the_summary_says_how_much_was_measured_and_names_the_slice(self, run):
         result = run("--researchqa-system=oracle", "-k", "lookup")
         result.stdout.fnmatch_lines(["6 of 6 selected rows measured (0 errors); slice: -k 'lookup'"])

@@ -77,6 +77,7 @@ def summary(outcome: "RunOutcome", family: Family, run: Optional[dict[str, Any]]
         "unit": family.cluster_unit,
         "verdict": outcome.verdict,
         "gated": outcome.gated,
+        "interrupted": outcome.interrupted,
         "headline": outcome.headline,
         "passed": outcome.passed,
         "measured": outcome.measured,

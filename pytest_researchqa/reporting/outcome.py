@@ -76,6 +76,7 @@ class RunOutcome:
     undecidable_fails: bool = False  # --researchqa-undecidable=fail
     missing_baseline: Optional[str] = None  # --researchqa-compare named a run that does not exist (yet)
 
+    interrupted: bool = False  # stopped by Ctrl-C (exit status 2): `last` skips it, every medium says so
     # The checks a run saved (a replayed run shows what its own run decided, not a guess without its gates).
     recorded_checks: Optional[tuple[Check, ...]] = None
 
@@ -142,7 +143,14 @@ class RunOutcome:
 
     @property
     def headline(self) -> str:
-        """The verdict in words, the same in every medium."""
+        """The verdict in words, the same in every medium; an interrupted run says so first."""
+        if not self.interrupted:
+            return self._verdict_words
+        of = f" of {self.selection.rows} selected" if self.selection.rows is not None else ""  # unknown: xdist's
+        return f"run INTERRUPTED after {self.measured}{of} rows; {self._verdict_words}"
+
+    @property
+    def _verdict_words(self) -> str:
         checks = self.checks
         failed = sum(c.fails_run for c in checks)
         undecided = sum(c.state == "undecidable" for c in checks)
