@@ -83,8 +83,9 @@ def paper_of(request: pytest.FixtureRequest, state: "RunState", row: Any) -> "Op
         check = state.row_checks[key] = (*checked.counts, tuple(checked.missing_sections))
     record.expected_found, record.expected_total, missing = check
     if missing:
-        reason = (f"dataset defect: no expected passage of section(s) {', '.join(map(repr, missing))} "
-                  f"is in the text of paper {row.paper_id!r}")
+        from .families.citation.metrics import defect_reason
+
+        reason = defect_reason(row, match_index(paper), missing)
         if state.settings.defect_policy == "xfail":
             record.defect = reason
             pytest.xfail(reason)

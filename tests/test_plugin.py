@@ -327,6 +327,15 @@ def test_a_row_whose_expected_passage_is_not_in_the_paper_is_an_xfailed_dataset_
     graded.assert_outcomes(passed=1, xfailed=1)  # graded: the oracle cites the missing passage, below its bar
 
 
+def test_a_row_whose_expected_passage_is_too_short_to_verify_says_so_in_its_defect(run, pytester):
+    """A one-word passage may well be in the text (a tester's "habibi"): "not in the text" sent them looking."""
+    short = flat_row("r3", expected_references=[{"section_label": "Methods", "alternatives": ["adults"]}])
+    option = write_rows(pytester, [short], {"p1": PAPER})
+    run(option, "--researchqa-system=oracle", "-rx").stdout.fnmatch_lines([
+        "*dataset defect: no expected passage of section(s) 'Methods' is in the text of paper 'p1' (those of "
+        "'Methods' are too short to verify: fewer than 10 letters and digits)*"])
+
+
 def test_audit_prints_the_share_of_expected_passages_found_per_paper(run, pytester):
     broken = flat_row("r2", expected_references=[{"section_label": "Results", "alternatives": ["A sentence the paper never had."]}])
     option = write_rows(pytester, [flat_row("r1"), broken], {"p1": PAPER})

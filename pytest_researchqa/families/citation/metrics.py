@@ -212,3 +212,18 @@ def check_expected_passages(row: Row, index: MatchIndex) -> ExpectedPassageCheck
         ),
         labels=tuple(section.section_label for section in row.expected_references),
     )
+
+
+def defect_reason(row: Row, index: MatchIndex, missing: Sequence[str]) -> str:
+    """Why a row is a dataset defect: the sections none of whose expected passages the paper contains, and
+    those whose passages are all too short to verify (a one-word passage may well be in the text)."""
+    from .matcher.verdicts import MIN_QUOTE_KEY, TOO_SHORT
+
+    short = [section.section_label for section in row.expected_references if section.section_label in missing
+             and section.alternatives and all(index.match(a).verdict == TOO_SHORT for a in section.alternatives)]
+    reason = (f"dataset defect: no expected passage of section(s) {', '.join(map(repr, missing))} "
+              f"is in the text of paper {row.paper_id!r}")
+    if short:
+        reason += (f" (those of {', '.join(map(repr, short))} are too short to verify: fewer than {MIN_QUOTE_KEY} "
+                   "letters and digits)")
+    return reason
