@@ -184,9 +184,10 @@ def _replayed(saved: SavedRun, runs_dir: Path) -> "ResearchSession":
     dataset = saved.manifest.get("dataset")
     if isinstance(dataset, dict) and isinstance(dataset.get("sha256"), str):
         options["dataset_sha"] = dataset["sha256"]
-    if saved.cut_short == "interrupted":  # the headline says it, with how much of the selection was measured
+    if saved.cut_short is not None:  # the headline says it, with how much of the selection was measured
         from .reporting.outcome import Selection
 
+        # A killed run wrote no manifest: how many rows it selected is unknown, not the rows it saved.
         selection = saved.manifest.get("selection")
         rows = selection.get("rows") if isinstance(selection, dict) else None
         options.update(interrupted=True, selection=Selection(rows=rows if isinstance(rows, int) else None))

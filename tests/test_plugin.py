@@ -627,6 +627,16 @@ class TestPartialRuns:
         assert gated.ret == pytest.ExitCode.INTERRUPTED
         gated.stdout.fnmatch_lines(["*gate evaluated on 2 of 6 rows: the run was interrupted*",
                                     "researchqa: run INTERRUPTED after 2 of 6 selected rows; gates FAILED: *"])
+        # Killed (kill -9): only the partial rows file. Its headline says so too, and does not take the rows it
+        # saved for the rows it selected (a tester's "2 selected rows measured" when 4 were).
+        killed = cut.with_name(cut.name.replace("-cut", "-killed"))
+        killed.mkdir()
+        (killed / "rows.partial.jsonl").write_bytes((cut / "rows.jsonl").read_bytes())
+        capsys.readouterr()
+        assert main(["--runs", str(runs), "show", str(killed)]) == 0
+        shown = capsys.readouterr().out
+        assert "researchqa: run INTERRUPTED after 2 rows; report only: " in shown, shown
+        assert "this run did not finish (killed or stopped before its end)" in shown and "2 selected" not in shown
 
     def test_the_summary_says_how_much_was_measured_and_names_the_slice(self, run):
         result = run("--researchqa-system=oracle", "-k", "lookup")
