@@ -51,6 +51,8 @@ class MetricSpec:
     high: float = 1.0
     higher_is_better: bool = True
     rows: str = "all rows"  # which rows it is measured on, for the reader
+    # The question types it is defined on (empty: every type): a gate on another type could never decide.
+    question_types: tuple[str, ...] = ()
 
     def score(self, value: float) -> float:
         """``value`` on one scale for every metric: 0 the worst its range allows, 1 the best."""
@@ -258,7 +260,8 @@ def saved_family(data: Any) -> Optional[Family]:
     try:
         return Family(name=str(data["name"]), description=str(data.get("description", "")),
                       question_types=tuple(str(t) for t in data.get("question_types", ())),
-                      metrics=tuple(MetricSpec(**m) for m in data["metrics"]),
+                      metrics=tuple(MetricSpec(**{**m, "question_types": tuple(m.get("question_types") or ())})
+                                    for m in data["metrics"]),
                       judge_dimensions=tuple(JudgeDimension(**d) for d in data.get("judge_dimensions", ())),
                       protocol_module="", loader="", uses_papers=bool(data.get("uses_papers", True)),
                       scope_note=str(data.get("scope_note", "")), renderer=str(data.get("renderer") or ""))

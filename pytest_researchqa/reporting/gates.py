@@ -53,6 +53,9 @@ def scoped_metric(text: str, name: str, family: Family) -> tuple[Optional[str], 
     if question_type and question_type not in family.question_types:
         raise GateSpecError(
             f"{text!r}: unknown question type {question_type!r}; choose from {', '.join(family.question_types)}")
+    if question_type and spec.question_types and question_type not in spec.question_types:
+        raise GateSpecError(f"{text!r}: {metric} is not measured on {question_type} rows (only on "
+                            f"{', '.join(spec.question_types)}): such a gate could never decide")
     return question_type or None, spec
 
 

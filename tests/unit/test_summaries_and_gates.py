@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pytest_researchqa.families import MetricSpec
 from pytest_researchqa.families.citation import CITATION
 from pytest_researchqa.records import RowRecord
@@ -98,3 +100,15 @@ def test_the_rows_below_their_bar_are_listed_in_the_same_order_whatever_order_th
     assert listed == ["bm25 · r1: r1 missed Methods", "bm25 · r2: r2 missed Methods",
                       "bm25 · r10: r10 missed Methods", "oracle · r1: r1 missed Methods"]
     assert short_list(list(reversed(finished))) == listed
+
+
+def test_a_gate_on_a_question_type_its_metric_is_never_measured_on_is_refused_at_start():
+    """adversarial.section_coverage was accepted, always undecidable, and exited 0 (a tester's CI typo)."""
+    from pytest_researchqa.reporting.gates import GateSpecError, parse_gate, parse_regression_gate
+
+    with pytest.raises(GateSpecError, match=r"section_coverage is not measured on adversarial rows \(only on "
+                                            r"lookup, comprehension, multi_hop\): such a gate could never decide"):
+        parse_gate("adversarial.section_coverage=0.5", CITATION)
+    with pytest.raises(GateSpecError, match="refusal_correctness is not measured on lookup rows"):
+        parse_regression_gate("lookup.refusal_correctness", CITATION)
+    assert parse_gate("adversarial.refusal_correctness=0.5", CITATION).question_type == "adversarial"

@@ -17,12 +17,13 @@ QUESTION_TYPES: tuple[str, ...] = ("lookup", "comprehension", "multi_hop", "adve
 
 _ANSWERABLE = "answerable rows"
 _FALSE_PREMISE = "false-premise rows"
+_ANSWERABLE_TYPES = ("lookup", "comprehension", "multi_hop")
 METRICS: tuple[MetricSpec, ...] = (
-    MetricSpec("citation_precision", "cite prec", rows=_ANSWERABLE),
-    MetricSpec("section_coverage", "sect cov", rows=_ANSWERABLE),
-    MetricSpec("citation_accuracy", "cite acc", rows=_ANSWERABLE),
-    MetricSpec("refusal_correctness", "refusal", rows=_FALSE_PREMISE),
-    MetricSpec("premise_flagged", "flagged", rows=_FALSE_PREMISE),
+    MetricSpec("citation_precision", "cite prec", rows=_ANSWERABLE, question_types=_ANSWERABLE_TYPES),
+    MetricSpec("section_coverage", "sect cov", rows=_ANSWERABLE, question_types=_ANSWERABLE_TYPES),
+    MetricSpec("citation_accuracy", "cite acc", rows=_ANSWERABLE, question_types=_ANSWERABLE_TYPES),
+    MetricSpec("refusal_correctness", "refusal", rows=_FALSE_PREMISE, question_types=("adversarial",)),
+    MetricSpec("premise_flagged", "flagged", rows=_FALSE_PREMISE, question_types=("adversarial",)),
 )
 
 CITATION = Family(
