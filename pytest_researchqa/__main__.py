@@ -29,7 +29,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from .runs import DEFAULT_RUNS_DIR, RunNotFound, SavedRun, cut_short, load_baseline, load_run, resolve_run
+from .runs import (
+    DEFAULT_RUNS_DIR,
+    RunNotFound,
+    SavedRun,
+    cut_short,
+    judging_of,
+    load_baseline,
+    load_run,
+    resolve_run,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .families import Family
@@ -184,6 +193,7 @@ def _replayed(saved: SavedRun, runs_dir: Path) -> "ResearchSession":
     dataset = saved.manifest.get("dataset")
     if isinstance(dataset, dict) and isinstance(dataset.get("sha256"), str):
         options["dataset_sha"] = dataset["sha256"]
+    options["judging"] = judging_of(saved.manifest)
     if saved.cut_short is not None:  # the headline says it, with how much of the selection was measured
         from .reporting.outcome import Selection
 
@@ -380,7 +390,8 @@ def _compare(baseline_spec: str, spec: str, runs_dir: Path, *, mapping: Sequence
     gates = [parse_regression_gate(text, family) for text in regressions]
     dataset = saved.manifest.get("dataset") or {}
     session = _session(saved, family, regressions=gates, baseline=baseline, compare_map=parse_mapping(mapping),
-                       dataset_sha=dataset.get("sha256") if isinstance(dataset, dict) else None)
+                       dataset_sha=dataset.get("sha256") if isinstance(dataset, dict) else None,
+                       judging=judging_of(saved.manifest))
     _print(session, f"researchqa run {saved.name} against {baseline.name}", markdown=markdown)
     passed = session.outcome().passed
     return 1 if passed is False else 0

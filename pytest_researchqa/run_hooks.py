@@ -389,6 +389,7 @@ class RunHooks:
             from .runs import file_sha256
 
             state.session.dataset_sha = file_sha256(state.dataset_path)
+            state.session.judging = self._judging(state)
         outcome = state.session.outcome()
         self._write_files(state, outcome)
         from .row_reports import check_reports
@@ -470,6 +471,13 @@ class RunHooks:
                       unwritten=self.unwritten, plots=self.plots)
 
 
+    def _judging(self, state: "RunState") -> dict[str, Any]:
+        """How this run's judges measure (runs.JUDGING_KEYS), for its manifest and its comparisons."""
+        settings = state.settings
+        return {"judges": list(settings.judges),
+                "judge_mode": state.services.judge_kind() if state.family.judge_kinds else None,
+                "protocol": settings.protocol}
+
     def _manifest(self, outcome: "RunOutcome") -> dict[str, Any]:
         from .bundled import bundled_path
         from .families import declaration_data
@@ -490,8 +498,7 @@ class RunHooks:
             "systems": list(settings.systems),
             "models": list(settings.models),
             "model_params": redact_params(settings.model_params),
-            "judges": list(settings.judges),
-            "judge_mode": state.services.judge_kind() if state.family.judge_kinds else None,
+            **self._judging(state),
             "flagged_judge": settings.flagged_judge,
             "prompt_sha": sorted({r.usage.prompt_sha for r in outcome.records if r.usage.prompt_sha}),
             "judge_prompts": ({**folder_hashes(bundled_path("judges")),

@@ -384,7 +384,17 @@ def load_baseline(spec: str, runs_dir: Path) -> "Baseline":
         raise ValueError(f"the saved run {saved.folder} has no rows to compare with")
     dataset = saved.manifest.get("dataset") or {}
     return Baseline(saved.name, saved.records, dataset.get("sha256") if isinstance(dataset, dict) else None,
-                    str(saved.manifest.get("family") or "citation"))
+                    str(saved.manifest.get("family") or "citation"), judging_of(saved.manifest))
+
+
+JUDGING_KEYS = ("judges", "judge_mode", "protocol")  # what a manifest says of how its judged metrics were measured
+
+
+def judging_of(manifest: Any) -> dict[str, Any]:
+    """How a run's judges measured (``JUDGING_KEYS`` of its manifest; a key an older run did not save is left out)."""
+    if not isinstance(manifest, dict):
+        return {}
+    return {key: manifest[key] for key in JUDGING_KEYS if manifest.get(key) is not None}
 
 
 def environment() -> dict[str, str]:

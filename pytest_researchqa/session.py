@@ -41,6 +41,7 @@ class ResearchSession:
     baseline: Optional[Baseline] = None  # --researchqa-compare's run
     compare_map: Mapping[str, str] = field(default_factory=dict)
     dataset_sha: Optional[str] = None
+    judging: dict[str, Any] = field(default_factory=dict)  # runs.judging_of this run's manifest
     undecidable_fails: bool = False  # --researchqa-undecidable=fail
     missing_baseline: Optional[str] = None  # --researchqa-compare-missing=skip found no such run
     # What the family's end-of-run step found (the rubric family: battles, Elo), plain data for renderers.
@@ -88,7 +89,8 @@ class ResearchSession:
             notes.append(f"no baseline: nothing compared (no saved run matches {self.missing_baseline!r})")
         comparison: Optional[Comparison] = None
         if self.baseline is not None and self.gates_apply:
-            comparison = compare(records, self.baseline, self.family, self.compare_map, self.dataset_sha)
+            comparison = compare(records, self.baseline, self.family, self.compare_map, self.dataset_sha,
+                                 self.judging)
         regressions = evaluate_regressions(self.regressions, comparison) if gated and comparison else []
         return RunOutcome(
             records=records,

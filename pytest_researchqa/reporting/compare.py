@@ -10,7 +10,7 @@ one run has are kept, counted and named (:attr:`SystemComparison.only_here`,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from ..families import Family
 from ..records import RowRecord
@@ -28,6 +28,7 @@ class Baseline:
     records: tuple[RowRecord, ...]
     dataset_sha: Optional[str] = None
     family: str = "citation"
+    judging: Mapping[str, Any] = field(default_factory=dict)  # runs.judging_of its manifest
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,8 @@ def paired_metric_test(pairs: Sequence[tuple[RowRecord, RowRecord]], metric: str
 
 
 def compare(records: Sequence[RowRecord], baseline: Baseline, family: Family,
-            mapping: Optional[Mapping[str, str]] = None, dataset_sha: Optional[str] = None) -> Comparison:
+            mapping: Optional[Mapping[str, str]] = None, dataset_sha: Optional[str] = None,
+            judging: Optional[Mapping[str, Any]] = None) -> Comparison:
     from .repeats import per_row_means
 
     mapping = dict(mapping or {})
@@ -117,7 +119,23 @@ def compare(records: Sequence[RowRecord], baseline: Baseline, family: Family,
     if dataset_sha and baseline.dataset_sha and dataset_sha != baseline.dataset_sha:
         notes.append(f"the baseline {baseline.name} was measured on a different version of the dataset file "
                      "(rows are paired by id: a changed row compares different questions)")
+    differs = judging_differs(judging or {}, baseline.judging)
+    if differs:
+        notes.append(f"the baseline {baseline.name} was judged differently ({differs}): what a judge decides "
+                     "compares two different measurements")
     return Comparison(baseline.name, tuple(systems), unmatched, tuple(notes), family.cluster_unit)
+
+
+def judging_differs(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> str:
+    """How two runs' judging differs where both said it and both were judged ("" when alike)."""
+    if not mine.get("judges") or not theirs.get("judges"):
+        return ""
+    return "; ".join(f"{key} {_said(mine[key])} here, {_said(theirs[key])} there" for key in mine
+                     if key in theirs and mine[key] != theirs[key])
+
+
+def _said(value: Any) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
 def name_rows(row_ids: Sequence[str]) -> str:

@@ -234,3 +234,22 @@ def test_a_map_to_a_system_the_baseline_lacks_names_the_target_and_a_map_of_no_s
     assert any("the map bm2=bm25 names no system of this run" in line for line in lines)
     [result] = evaluate_regressions([parse_regression_gate("citation_precision", CITATION)], comparison)
     assert "has no system 'oracle'" in result.describe() and not result.passed
+
+
+def test_a_baseline_judged_under_another_protocol_or_by_other_judges_is_noted_not_silently_paired():
+    """A tester's rubric run judged with the paper's prompts was compared with one judged with the project's,
+    and the regression gate read "no significant drop, ok" with nothing said."""
+    from pytest_researchqa.runs import judging_of
+
+    new = [record("bm25", f"r{n}", f"p{n}", 0.5) for n in range(6)]
+    baseline = Baseline("main", tuple(record("bm25", f"r{n}", f"p{n}", 0.5) for n in range(6)),
+                        judging=judging_of({"judges": ["openai/j"], "judge_mode": "rubric", "protocol": "paper"}))
+    here = {"judges": ["openai/j"], "judge_mode": "rubric", "protocol": "project"}
+    notes = compare(new, baseline, CITATION, judging=here).notes
+    assert notes == ("the baseline main was judged differently (protocol project here, paper there): what a judge "
+                     "decides compares two different measurements",)
+    assert compare(new, baseline, CITATION, judging={**here, "protocol": "paper"}).notes == ()
+    older = Baseline("old", baseline.records, judging=judging_of({"judges": ["openai/j"]}))  # saved no protocol
+    assert compare(new, older, CITATION, judging=here).notes == ()
+    unjudged = {"judges": [], "protocol": "project"}  # nothing judged here: nothing to say
+    assert compare(new, baseline, CITATION, judging=unjudged).notes == ()
