@@ -197,6 +197,10 @@ def test_xdist_gives_the_same_rubric_leaderboard_as_a_serial_run(run):
     serial = run(*args, "-p", "no:xdist")  # in-process: only the xdist run needs a fresh interpreter
     parallel = run(*args, "-n", "2", subprocess_=True)
     assert "2 workers" in parallel.stdout.str()
+    # The controller's progress, written past pytest's capture to the terminal (a subprocess, as a user runs it).
+    parallel.stdout.fnmatch_lines([f"researchqa: {2 * SAMPLE_ROWS} model row(s) queued (openai/good, openai/sloppy); "
+                                   "calls start as each of the 2 workers starts, up to 1 at a time per provider in "
+                                   "each worker; progress every 15s"])
 
     def stable(result: pytest.RunResult) -> dict:
         return {s: {k: v for k, v in row.items() if k != "latency s"} for s, row in leaderboard_table(result).items()}
