@@ -235,3 +235,37 @@ def test_a_re_check_that_succeeds_after_a_failed_first_verdict_does_not_break_th
         "repeats": {"j": [{"error": "judge j: failed"}, {"factual_accuracy": 4, "completeness": 3}]}})
     guards = judge_guards([record], CITATION)
     assert [g.kind for g in guards] == ["flip_rate"]
+
+
+def test_a_judge_prompts_folder_that_does_not_exist_is_a_usage_error(pytester, tmp_path):
+    result = run_pytest(pytester, f"--researchqa-judge-prompts={tmp_path / 'no-such-folder'}", cache=tmp_path)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--researchqa-judge-prompts: *no-such-folder is not a folder*"])
+
+
+@pytest.mark.parametrize(("name", "text", "missing"), [
+    ("pairwise.md", "Which is better for {query}? A: {first}", "{second}"),
+    ("coverage_paper.md", "Rate the coverage.", "{answer}, {items}"),
+])
+def test_a_judge_prompt_without_a_placeholder_of_the_bundled_one_is_a_usage_error(pytester, tmp_path, name, text,
+                                                                                  missing):
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    (folder / name).write_text(text, encoding="utf-8")
+    result = run_pytest(pytester, f"--researchqa-judge-prompts={folder}", cache=tmp_path)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--researchqa-judge-prompts: *{name} lacks {missing}, which the bundled {name}*"])
+
+
+def test_a_judge_prompt_file_that_replaces_no_prompt_draws_a_warning_naming_the_valid_names(pytester, tmp_path):
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    (folder / "typo.md").write_text("Judge {answer}.", encoding="utf-8")
+    bundled = JudgePrompt("premise").template
+    (folder / "premise.md").write_text(bundled, encoding="utf-8")
+    result = run_pytest(pytester, f"--researchqa-judge-prompts={folder}", "-k", "edu-lookup-1", cache=tmp_path)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*warning: *typo.md replaces no judge prompt and is not read (the names are: "
+                                 "claims.md, coverage.md, coverage_paper.md, pairwise.md, pairwise_paper.md, "
+                                 "premise.md, rubric.md)*"])
+    assert "premise.md replaces" not in result.stdout.str()

@@ -15,7 +15,7 @@ import concurrent.futures
 import hashlib
 import secrets
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Callable, ClassVar, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Callable, ClassVar, Iterable, Optional, Sequence, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
@@ -27,6 +27,7 @@ from .cache import AnswerCache, cache_key
 from .contract import MalformedReply, json_object, schema_of, validation_problem
 from .engine import CallResult, ModelRunner, ProviderError, with_retries
 from .prompts import fill as fill_placeholders
+from .prompts import missing_placeholders
 from .system import ModelCaller, ModelSpec, _acompletion, _structured_output
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,6 +110,37 @@ def judge_prompt_path(mode: str, folder: Optional[Path] = None, own: Optional[Pa
         raise FileNotFoundError(f"no prompt {mode}.md for this judge kind: looked in {looked} and {found.parent} "
                                 "(a family's kind names its folder: ModelJudge.prompts)")
     return found
+
+
+def check_prompt_folder(folder: Path, kinds: Iterable[type["ModelJudge"]]) -> list[str]:
+    """A folder of the user's judge prompts (--researchqa-judge-prompts) checked against the prompts its files
+    replace, before any verdict is asked: a ValueError for a missing folder, or for a file that lacks a
+    placeholder of the prompt it replaces (every verdict would fail); a warning for each ``.md`` file that
+    replaces no prompt of these kinds (a misspelt name is never read)."""
+    if not folder.is_dir():
+        raise ValueError(f"{folder} is not a folder")
+    replaced = {}
+    for kind in kinds:
+        name = kind.prompt_file or kind.kind
+        try:
+            replaced[name] = judge_prompt_path(name, own=kind.prompts)
+        except FileNotFoundError:
+            continue  # a kind without a prompt file fails where it is made, with its own message
+    warnings = []
+    for path in sorted(folder.glob("*.md")):
+        if path.name.lower() == "readme.md":
+            continue
+        if path.stem not in replaced:
+            valid = ", ".join(f"{name}.md" for name in sorted(replaced))
+            warnings.append(f"warning: {path} replaces no judge prompt and is not read (the names are: {valid})")
+            continue
+        missing = missing_placeholders(path.read_text(encoding="utf-8"),
+                                       replaced[path.stem].read_text(encoding="utf-8"))
+        if missing:
+            wanted = ", ".join(f"{{{name}}}" for name in missing)
+            raise ValueError(f"{path} lacks {wanted}, which the bundled {path.name} fills in: every verdict "
+                             "would be asked without it")
+    return warnings
 
 
 class JudgePrompt:
