@@ -74,6 +74,20 @@ def test_a_malformed_verdict_is_rejected_not_scored(reply):
         parse_verdict(reply, "rubric")
 
 
+@pytest.mark.parametrize("filler", ["...", "…", "<justification>", "[reason]", "  "])
+def test_a_rubric_verdict_whose_justification_is_template_filler_is_malformed(filler):
+    reply = json.dumps({"factual_accuracy": {"justification": filler, "score": 4},
+                        "completeness": {"justification": "Covers the main result.", "score": 3}})
+    with pytest.raises(MalformedReply, match="factual_accuracy.justification"):
+        parse_verdict(reply, "rubric")
+
+
+def test_a_rubric_verdict_with_real_justifications_is_scored():
+    reply = json.dumps({"factual_accuracy": {"justification": "The 6 mmHg figure matches [Table 2].", "score": 4},
+                        "completeness": {"justification": "Misses the follow-up.", "score": 3}})
+    assert parse_verdict(reply, "rubric")["factual_accuracy"] == 4
+
+
 def test_model_families():
     assert [model_family(m) for m in ("gpt-5.4", "anthropic/claude-opus-4-7", "gemini/gemini-3.1-pro-preview",
                                       "cerebras/zai-glm-4.7", "openai/good", "openai/gemini-proxy")] == [
@@ -133,7 +147,7 @@ def test_a_same_family_judge_draws_a_warning_and_auto_avoids_it(pytester, server
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("judge", ["openai/judge-broken", "openai/judge-refuses"])
+@pytest.mark.parametrize("judge", ["openai/judge-broken", "openai/judge-refuses", "openai/judge-filler"])
 def test_a_judge_that_never_gives_a_verdict_is_an_error_not_a_zero(pytester, server, tmp_path, judge):
     result = run(pytester, server, tmp_path, "--researchqa-system=oracle", f"--researchqa-judge={judge}",
                  "--researchqa-retries=1", "-k", "edu-lookup", "-rA")

@@ -17,8 +17,9 @@ import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Callable, ClassVar, Iterable, Optional, Sequence, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, ValidationError
 
+from ..answers import placeholder_reason
 from ..bundled import bundled_path
 from ..dataset import FamilyRow
 from ..llm_params import model_family  # noqa: F401  (re-exported)
@@ -46,6 +47,18 @@ def _not_a_boolean(value: Any) -> Any:
 
 
 Score = Annotated[int, BeforeValidator(_not_a_boolean)]
+
+
+def _own_words(value: str) -> str:
+    # The judge writes its reason before its score (docs/judges.md): "..." or "<reason>" is a template
+    # copied back, as it is in an answer, and a score resting on no reason is no verdict.
+    reason = placeholder_reason(value)
+    if reason is not None:
+        raise ValueError(f"a justification must be the judge's own words: {reason}")
+    return value
+
+
+Justification = Annotated[str, Field(min_length=1), AfterValidator(_own_words)]
 
 
 _Verdict = TypeVar("_Verdict", bound=BaseModel)

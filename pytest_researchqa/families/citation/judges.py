@@ -12,6 +12,7 @@ from ...answers import Answer
 from ...llm.contract import MalformedReply, json_object, schema_of, validation_problem
 from ...llm.judges import (
     JudgePrompt,
+    Justification,
     ModelJudge,
     Score,
     answer_as_data,
@@ -27,7 +28,7 @@ DIMENSIONS = ("factual_accuracy", "completeness")
 
 
 class Graded(BaseModel):
-    justification: str = Field(min_length=1)
+    justification: Justification
     score: Score = Field(ge=1, le=5)
 
 
@@ -170,7 +171,7 @@ _PREMISE_REASON_CHARS = 400
 
 
 class PremiseVerdict(BaseModel):
-    reason: str = Field(min_length=1, max_length=_PREMISE_REASON_CHARS)
+    reason: Justification = Field(max_length=_PREMISE_REASON_CHARS)
     flagged: bool
 
 

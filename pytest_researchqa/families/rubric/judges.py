@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from ...answers import Answer
 from ...bundled import bundled_path
 from ...llm.contract import MalformedReply
-from ...llm.judges import ModelJudge, Score, fill, is_score, neutralize, validated_verdict
+from ...llm.judges import Justification, ModelJudge, Score, fill, is_score, neutralize, validated_verdict
 from .rows import ResearchRow
 
 # ---- rubric-item coverage (0-4) -----------------------------------------------------
@@ -39,7 +39,7 @@ COVERAGE_MAX = 4
 
 class ItemCoverage(BaseModel):
     item: int = Field(ge=1)
-    justification: str = Field(min_length=1)
+    justification: Justification
     coverage: Score = Field(ge=0, le=COVERAGE_MAX)
 
 
@@ -134,7 +134,7 @@ _PAIR_BLOCKS = ("RESPONSE_A", "RESPONSE_B")
 
 
 class PairwiseVerdict(BaseModel):
-    justification: str = Field(min_length=1)
+    justification: Justification
     preferred: Literal["A", "B", "tie"]
 
 
