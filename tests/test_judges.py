@@ -82,6 +82,16 @@ def test_a_rubric_verdict_whose_justification_is_template_filler_is_malformed(fi
         parse_verdict(reply, "rubric")
 
 
+@pytest.mark.parametrize(("reply", "field"), [
+    ('{"claims": [{"claim": "...", "status": "verified"}], "missed_points": []}', "claims.0.claim"),
+    ('{"claims": [{"claim": "The trial had 250 patients.", "status": "verified"}], "missed_points": ["..."]}',
+     "missed_points.0"),
+])
+def test_a_claims_verdict_whose_claim_or_missed_point_is_template_filler_is_malformed(reply, field):
+    with pytest.raises(MalformedReply, match=field.replace(".", r"\.")):
+        parse_verdict(reply, "claims")
+
+
 def test_a_rubric_verdict_with_real_justifications_is_scored():
     reply = json.dumps({"factual_accuracy": {"justification": "The 6 mmHg figure matches [Table 2].", "score": 4},
                         "completeness": {"justification": "Misses the follow-up.", "score": 3}})

@@ -54,10 +54,11 @@ def _own_words(value: str) -> str:
     # copied back, as it is in an answer, and a score resting on no reason is no verdict.
     reason = placeholder_reason(value)
     if reason is not None:
-        raise ValueError(f"a justification must be the judge's own words: {reason}")
+        raise ValueError(f"must be the judge's own words: {reason}")
     return value
 
 
+# Text a verdict's scores rest on (a justification, a reason, a claim): never empty, never template filler.
 Justification = Annotated[str, Field(min_length=1), AfterValidator(_own_words)]
 
 

@@ -41,13 +41,13 @@ CLAIM_STATUSES = ("verified", "extra", "contradicted", "fabricated")
 
 
 class Claim(BaseModel):
-    claim: str
+    claim: Justification
     status: Literal["verified", "extra", "contradicted", "fabricated"]
 
 
 class ClaimsVerdict(BaseModel):
     claims: list[Claim]
-    missed_points: list[str] = Field(default_factory=list)
+    missed_points: list[Justification] = Field(default_factory=list)
 
 
 def claims_scores(verdict: ClaimsVerdict) -> dict[str, int]:
