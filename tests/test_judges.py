@@ -293,3 +293,27 @@ def test_a_judge_prompt_file_that_replaces_no_prompt_draws_a_warning_naming_the_
                                  "claims.md, coverage.md, coverage_paper.md, pairwise.md, pairwise_paper.md, "
                                  "premise.md, rubric.md)*"])
     assert "premise.md replaces" not in result.stdout.str()
+
+
+def test_a_cached_verdict_whose_justification_is_template_filler_is_a_miss_judged_again():
+    """Verdicts cached before filler was refused are not reused: the cache key has no plugin version."""
+    from pytest_researchqa.families.citation.judges import AnchoredRubricJudge, PremiseJudge
+    from pytest_researchqa.families.rubric.judges import PairwiseJudge, PaperPairwiseJudge, RubricCoverageJudge
+
+    def kind(cls):
+        return cls.__new__(cls)  # only its check of cached scores is used
+
+    rubric = {"factual_accuracy": 4, "completeness": 3}
+    assert kind(AnchoredRubricJudge).reusable({**rubric, "justifications": {"factual_accuracy": "Matches.",
+                                                                              "completeness": "Misses one."}})
+    assert not kind(AnchoredRubricJudge).reusable({**rubric, "justifications": {"factual_accuracy": "...",
+                                                                                  "completeness": "..."}})
+    assert kind(PremiseJudge).reusable({"flagged": True, "reason": "It says there was no placebo arm."})
+    assert not kind(PremiseJudge).reusable({"flagged": True, "reason": "..."})
+    subject = ("query", ("item one", "item two"), "answer")
+    assert kind(RubricCoverageJudge).reusable({"items": [4, 3], "justifications": ["Named.", "Dated."]}, *subject)
+    assert not kind(RubricCoverageJudge).reusable({"items": [4, 3], "justifications": ["Named.", "<reason>"]},
+                                                  *subject)
+    assert kind(PairwiseJudge).reusable({"preferred": "A", "justifications": "A names the trial."})
+    assert not kind(PairwiseJudge).reusable({"preferred": "A", "justifications": "..."})
+    assert kind(PaperPairwiseJudge).reusable({"preferred": "A", "justifications": "..."}), "released format: free text"

@@ -62,6 +62,12 @@ def _own_words(value: str) -> str:
 Justification = Annotated[str, Field(min_length=1), AfterValidator(_own_words)]
 
 
+def own_words(text: Any) -> bool:
+    """Whether a cached verdict's justification is one :data:`Justification` admits (an entry saved before
+    filler was refused is a miss: judged again, never reused)."""
+    return isinstance(text, str) and placeholder_reason(text) is None
+
+
 _Verdict = TypeVar("_Verdict", bound=BaseModel)
 
 

@@ -19,6 +19,7 @@ from ...llm.judges import (
     fill,
     is_score,
     neutralize,
+    own_words,
     small_model_schema,
     validated_verdict,
 )
@@ -141,7 +142,8 @@ class CitationJudge(ModelJudge):
 
     def reusable(self, scores: dict[str, Any], *subject: Any) -> bool:
         reasons = scores.get("justifications", {})
-        return all(is_score(scores.get(d), 1, 5) for d in DIMENSIONS) and isinstance(reasons, dict)
+        return (all(is_score(scores.get(d), 1, 5) for d in DIMENSIONS) and isinstance(reasons, dict)
+                and all(map(own_words, reasons.values())))
 
     def schema(self, *subject: Any) -> dict[str, Any]:
         return verdict_schema(self.kind)
@@ -212,7 +214,7 @@ class PremiseJudge(ModelJudge):
         return parse_premise(text)
 
     def reusable(self, scores: dict[str, Any], *subject: Any) -> bool:
-        return isinstance(scores.get("flagged"), bool) and isinstance(scores.get("reason"), str)
+        return isinstance(scores.get("flagged"), bool) and own_words(scores.get("reason"))
 
 
 def consensus(by_judge: dict[str, dict[str, Any]]) -> dict[str, Any]:
