@@ -59,7 +59,11 @@ def _own_words(value: str) -> str:
 
 
 # Text a verdict's scores rest on (a justification, a reason, a claim): never empty, never template filler.
-Justification = Annotated[str, Field(min_length=1), AfterValidator(_own_words)]
+# In the verdict's schema (not its validation) it opens on a letter or digit: a grammar-constrained model
+# (llama.cpp) then cannot write "..." or "<reason>" at all, instead of needing the repair turn for it.
+OWN_WORDS_PATTERN = r'^[A-Za-z0-9][^"\\\n]*$'
+Justification = Annotated[str, Field(min_length=1, json_schema_extra={"pattern": OWN_WORDS_PATTERN}),
+                          AfterValidator(_own_words)]
 
 
 def own_words(text: Any) -> bool:
