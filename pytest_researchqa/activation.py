@@ -75,6 +75,7 @@ def check_settings(config: pytest.Config, settings: "Settings") -> None:
         raise pytest.UsageError(f"{setting_name(config, 'researchqa_dataset')}: {settings.dataset} is not a file")
     if settings.papers is not None and not settings.papers.is_dir():
         raise pytest.UsageError(f"{setting_name(config, 'researchqa_papers')}: {settings.papers} is not a folder")
+    prompt_notes = _judge_prompt_notes(config, settings) if settings.judge_prompts is not None else []
     family = settings.benchmark_family
     if settings.audit and not family.uses_papers and not family.audits:
         raise pytest.UsageError(f"--researchqa-audit: the {family.name} family's rows have no papers to check "
@@ -82,6 +83,7 @@ def check_settings(config: pytest.Config, settings: "Settings") -> None:
                                 "with a system instead")
     state = run_state(config)
     state.session.run_notes.extend(_family_notes(config, settings))
+    state.session.run_notes.extend(prompt_notes)
     _ = state.dataset  # a file that cannot be read is a usage error now, before any hook collects its rows
     for spec in settings.systems:
         try:
@@ -100,6 +102,21 @@ def check_settings(config: pytest.Config, settings: "Settings") -> None:
         from .reporting.plots import require_matplotlib
 
         require_matplotlib()
+
+
+def _judge_prompt_notes(config: pytest.Config, settings: "Settings") -> list[str]:
+    """--researchqa-judge-prompts checked against the judge kinds of every installed family: a usage error for a
+    missing folder or a file without a placeholder its bundled prompt has; a warning for a file that replaces none."""
+    from .families.registry import available_families, judge_kinds
+    from .llm.judges import check_prompt_folder
+    from .settings import setting_name
+
+    assert settings.judge_prompts is not None
+    kinds = judge_kinds(available_families(config.pluginmanager).values())
+    try:
+        return check_prompt_folder(settings.judge_prompts, kinds.values())
+    except ValueError as error:
+        raise pytest.UsageError(f"{setting_name(config, 'researchqa_judge_prompts')}: {error}") from None
 
 
 def _family_notes(config: pytest.Config, settings: "Settings") -> list[str]:

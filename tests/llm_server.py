@@ -23,9 +23,9 @@ Judge prompts (they hold ``<<<ANSWER``) get verdicts: ``judge-*`` aliases score 
 overlap with the expected answer; ``judge-saturated`` gives 5 to everything;
 ``judge-flaky`` changes its mind between calls; ``judge-broken`` returns an invalid
 verdict; ``judge-refuses`` returns prose; ``judge-repairable`` prose until repaired, as
-``repairable``. ``fault-*`` aliases fault first, then judge. A premise prompt (``THE FALSE
-PREMISE``) gets a yes/no verdict: ``judge-yes`` always flagged, ``judge-no`` never, any other
-alias flagged when the answer contains "no", "not", "never" or "only" (a crude reader, unlike the
+``repairable``; ``judge-filler`` scores (or flags) with "..." for every justification (or
+reason). ``fault-*`` aliases fault first, then judge. A premise prompt (``THE FALSE PREMISE``)
+gets a yes/no verdict: ``judge-yes`` always flagged, ``judge-no`` never, any other alias flagged when the answer contains "no", "not", "never" or "only" (a crude reader, unlike the
 plugin's heuristic, so tests can tell who decided).
 
 Generation prompts (they ask for ``"multi_hop_questions"``) get benchmark rows built from the
@@ -85,6 +85,8 @@ def premise_reply(model: str, prompt: str) -> str:
     else:
         flagged = bool(re.search(r"\b(?:no|not|never|only)\b", answer, re.IGNORECASE))
     reason = "The answer says the premise does not hold." if flagged else "The answer takes the premise as given."
+    if model == "judge-filler":
+        reason = "..."
     return json.dumps({"reason": reason, "flagged": flagged})
 
 
@@ -106,6 +108,9 @@ def verdict_reply(model: str, prompt: str, attempt: int) -> str:
     else:
         score = 1 + round(4 * min(1.0, _overlap(answer, expected) * 1.5))
         factual, complete = score, max(1, score - 1)
+    if model == "judge-filler":
+        return json.dumps({"factual_accuracy": {"justification": "...", "score": factual},
+                           "completeness": {"justification": "...", "score": complete}})
     return json.dumps({"factual_accuracy": {"justification": "Checked the stated figures.", "score": factual},
                        "completeness": {"justification": "Compared the key points.", "score": complete}})
 

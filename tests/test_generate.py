@@ -713,6 +713,8 @@ def test_the_same_question_asked_again_in_another_question_type_of_a_paper_is_dr
                                           "whole statement of what is false"),
     ("The authors trained the model because of", "the false premise 'The authors trained the model because of' "
                                                  "is cut off, not a whole statement of what is false"),
+    ("You are a [AI model] that uses [mental operations] in the analysis of [data].",
+     "the false premise is no content: '[AI model]' is a template slot, not content"),
 ])
 def test_a_false_premise_that_is_no_statement_drops_its_question_with_the_reason(premise, reason):
     from pytest_researchqa.generation import checking
@@ -724,6 +726,23 @@ def test_a_false_premise_that_is_no_statement_drops_its_question_with_the_reason
     assert candidate.dropped == reason
 
 
+@pytest.mark.parametrize(("text", "slot"), [
+    ("You are a [AI model] that uses [mental operations].", "[AI model]"),
+    ("Compare [Author Name] with [Paper_Title].", "[Author Name]"),
+    ("What does <Method Name> do?", "<Method Name>"),
+    ("How does [X] affect [Y]?", "[X]"),
+    ("Based on [relation].", "[relation]"),
+    ("The survey [12] and [1, 2] agree.", None),
+    ("As [Smith et al., 2020] and [Smith 2020] report.", None),
+    ("The [CLS] token and [NaCl] in Table [3].", None),
+])
+def test_a_template_slot_is_found_in_any_case_and_a_bracketed_citation_is_not_one(text, slot):
+    from pytest_researchqa.generation import checking
+
+    found = checking.TEMPLATE_SLOT.search(text)
+    assert (found.group() if found else None) == slot
+
+
 def test_a_false_premise_that_repeats_its_question_is_a_question_and_a_stated_premise_is_kept():
     from pytest_researchqa.generation import checking
 
@@ -732,7 +751,8 @@ def test_a_false_premise_that_repeats_its_question_is_a_question_and_a_stated_pr
         "the false premise 'Why did the authors include a placebo arm.' is a question, not a statement of what is "
         "false")
     for stated in ("The paper describes no placebo arm.", "The authors state it; they do not deny it.",
-                   "Growth was measured in three estuaries"):
+                   "Growth was measured in three estuaries", "The survey [12] reports a placebo arm.",
+                   "As [Smith et al., 2020] report, the trial had a placebo arm."):
         assert checking.premise_problem(stated, "Why did the authors include a placebo arm?") is None, stated
 
 

@@ -74,6 +74,30 @@ def test_a_malformed_verdict_is_rejected_not_scored(reply):
         parse_verdict(reply, "rubric")
 
 
+@pytest.mark.parametrize("filler", ["...", "…", "<justification>", "[reason]", "  "])
+def test_a_rubric_verdict_whose_justification_is_template_filler_is_malformed(filler):
+    reply = json.dumps({"factual_accuracy": {"justification": filler, "score": 4},
+                        "completeness": {"justification": "Covers the main result.", "score": 3}})
+    with pytest.raises(MalformedReply, match="factual_accuracy.justification"):
+        parse_verdict(reply, "rubric")
+
+
+@pytest.mark.parametrize(("reply", "field"), [
+    ('{"claims": [{"claim": "...", "status": "verified"}], "missed_points": []}', "claims.0.claim"),
+    ('{"claims": [{"claim": "The trial had 250 patients.", "status": "verified"}], "missed_points": ["..."]}',
+     "missed_points.0"),
+])
+def test_a_claims_verdict_whose_claim_or_missed_point_is_template_filler_is_malformed(reply, field):
+    with pytest.raises(MalformedReply, match=field.replace(".", r"\.")):
+        parse_verdict(reply, "claims")
+
+
+def test_a_rubric_verdict_with_real_justifications_is_scored():
+    reply = json.dumps({"factual_accuracy": {"justification": "The 6 mmHg figure matches [Table 2].", "score": 4},
+                        "completeness": {"justification": "Misses the follow-up.", "score": 3}})
+    assert parse_verdict(reply, "rubric")["factual_accuracy"] == 4
+
+
 def test_model_families():
     assert [model_family(m) for m in ("gpt-5.4", "anthropic/claude-opus-4-7", "gemini/gemini-3.1-pro-preview",
                                       "cerebras/zai-glm-4.7", "openai/good", "openai/gemini-proxy")] == [
@@ -133,7 +157,7 @@ def test_a_same_family_judge_draws_a_warning_and_auto_avoids_it(pytester, server
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("judge", ["openai/judge-broken", "openai/judge-refuses"])
+@pytest.mark.parametrize("judge", ["openai/judge-broken", "openai/judge-refuses", "openai/judge-filler"])
 def test_a_judge_that_never_gives_a_verdict_is_an_error_not_a_zero(pytester, server, tmp_path, judge):
     result = run(pytester, server, tmp_path, "--researchqa-system=oracle", f"--researchqa-judge={judge}",
                  "--researchqa-retries=1", "-k", "edu-lookup", "-rA")
@@ -235,3 +259,61 @@ def test_a_re_check_that_succeeds_after_a_failed_first_verdict_does_not_break_th
         "repeats": {"j": [{"error": "judge j: failed"}, {"factual_accuracy": 4, "completeness": 3}]}})
     guards = judge_guards([record], CITATION)
     assert [g.kind for g in guards] == ["flip_rate"]
+
+
+def test_a_judge_prompts_folder_that_does_not_exist_is_a_usage_error(pytester, tmp_path):
+    result = run_pytest(pytester, f"--researchqa-judge-prompts={tmp_path / 'no-such-folder'}", cache=tmp_path)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--researchqa-judge-prompts: *no-such-folder is not a folder*"])
+
+
+@pytest.mark.parametrize(("name", "text", "missing"), [
+    ("pairwise.md", "Which is better for {query}? A: {first}", "{second}"),
+    ("coverage_paper.md", "Rate the coverage.", "{answer}, {items}"),
+])
+def test_a_judge_prompt_without_a_placeholder_of_the_bundled_one_is_a_usage_error(pytester, tmp_path, name, text,
+                                                                                  missing):
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    (folder / name).write_text(text, encoding="utf-8")
+    result = run_pytest(pytester, f"--researchqa-judge-prompts={folder}", cache=tmp_path)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--researchqa-judge-prompts: *{name} lacks {missing}, which the bundled {name}*"])
+
+
+def test_a_judge_prompt_file_that_replaces_no_prompt_draws_a_warning_naming_the_valid_names(pytester, tmp_path):
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    (folder / "typo.md").write_text("Judge {answer}.", encoding="utf-8")
+    bundled = JudgePrompt("premise").template
+    (folder / "premise.md").write_text(bundled, encoding="utf-8")
+    result = run_pytest(pytester, f"--researchqa-judge-prompts={folder}", "-k", "edu-lookup-1", cache=tmp_path)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*warning: *typo.md replaces no judge prompt and is not read (the names are: "
+                                 "claims.md, coverage.md, coverage_paper.md, pairwise.md, pairwise_paper.md, "
+                                 "premise.md, rubric.md)*"])
+    assert "premise.md replaces" not in result.stdout.str()
+
+
+def test_a_cached_verdict_whose_justification_is_template_filler_is_a_miss_judged_again():
+    """Verdicts cached before filler was refused are not reused: the cache key has no plugin version."""
+    from pytest_researchqa.families.citation.judges import AnchoredRubricJudge, PremiseJudge
+    from pytest_researchqa.families.rubric.judges import PairwiseJudge, PaperPairwiseJudge, RubricCoverageJudge
+
+    def kind(cls):
+        return cls.__new__(cls)  # only its check of cached scores is used
+
+    rubric = {"factual_accuracy": 4, "completeness": 3}
+    assert kind(AnchoredRubricJudge).reusable({**rubric, "justifications": {"factual_accuracy": "Matches.",
+                                                                              "completeness": "Misses one."}})
+    assert not kind(AnchoredRubricJudge).reusable({**rubric, "justifications": {"factual_accuracy": "...",
+                                                                                  "completeness": "..."}})
+    assert kind(PremiseJudge).reusable({"flagged": True, "reason": "It says there was no placebo arm."})
+    assert not kind(PremiseJudge).reusable({"flagged": True, "reason": "..."})
+    subject = ("query", ("item one", "item two"), "answer")
+    assert kind(RubricCoverageJudge).reusable({"items": [4, 3], "justifications": ["Named.", "Dated."]}, *subject)
+    assert not kind(RubricCoverageJudge).reusable({"items": [4, 3], "justifications": ["Named.", "<reason>"]},
+                                                  *subject)
+    assert kind(PairwiseJudge).reusable({"preferred": "A", "justifications": "A names the trial."})
+    assert not kind(PairwiseJudge).reusable({"preferred": "A", "justifications": "..."})
+    assert kind(PaperPairwiseJudge).reusable({"preferred": "A", "justifications": "..."}), "released format: free text"

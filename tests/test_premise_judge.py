@@ -39,6 +39,7 @@ def test_a_verdict_is_a_yes_or_no_with_a_reason():
 
 
 @pytest.mark.parametrize("reply", ['{"flagged": true}', '{"reason": "", "flagged": false}',
+                                   '{"flagged": true, "reason": "..."}', '{"flagged": false, "reason": "<reason>"}',
                                    '{"reason": "unsure", "flagged": "perhaps"}', "I think it does.",
                                    '{"factual_accuracy": {"justification": "ok", "score": 7}}'])
 def test_a_verdict_without_a_yes_or_no_and_a_reason_is_malformed(reply):
@@ -125,7 +126,7 @@ def test_a_failing_rows_message_and_its_saved_record_carry_the_judges_reason(pyt
                                                   "reason": "The answer takes the premise as given."}
 
 
-@pytest.mark.parametrize("judge", ["openai/judge-broken", "openai/judge-refuses"])
+@pytest.mark.parametrize("judge", ["openai/judge-broken", "openai/judge-refuses", "openai/judge-filler"])
 def test_a_judge_that_never_gives_a_verdict_errors_the_row_never_a_zero(pytester, server, tmp_path, judge):
     result = run(pytester, server, tmp_path, "--researchqa-system=accepting:answer",
                  f"--researchqa-flagged-judge={judge}", "--researchqa-retries=1", "-k", "edu-adv-1")

@@ -21,9 +21,12 @@ from ..families.citation.matcher.textkey import text_key
 from ..families.citation.rows import reasoning_text
 from .reply import AdversarialItem, ComprehensionItem, EvidenceBlock, LookupItem, MultiHopItem, ParsedGeneration
 
-# A slot of a template left unfilled inside a question or answer ("How does [X] affect [Y]?",
-# "<answer>", "{method}"): one capital letter or lower-case words in brackets. "[CLS]" or "[12]" are not.
-TEMPLATE_SLOT = re.compile(r"\[(?:[A-Z]|[a-z][a-z_ ]{1,23})\]|<[a-z][a-z_ ]{1,23}>|\{[a-z][a-z_]{1,23}\}")
+# A slot of a template left unfilled inside a question, answer or false premise ("How does [X] affect [Y]?",
+# "<answer>", "{method}", "You are a [AI model]"): one capital letter, lower-case words, or two to four words of
+# letters alone in any case, in brackets. A single token ("[CLS]", "[NaCl]") or anything with a digit or other
+# punctuation ("[12]", "[Smith et al., 2020]") is not.
+_SLOT_WORDS = r"[a-z][a-z_ ]{1,23}|[A-Za-z]{1,15}(?:[ _][A-Za-z]{1,15}){1,3}"
+TEMPLATE_SLOT = re.compile(rf"\[(?:[A-Z]|{_SLOT_WORDS})\]|<(?:{_SLOT_WORDS})>|\{{[a-z][a-z_]{{1,23}}\}}")
 DEFAULT_COUNTS = {"lookup": 4, "comprehension": 4, "multi_hop": 2, "adversarial": 2}
 # An expected passage must be plain verbatim text (elisions allowed): a quote with the
 # model's own comment appended is grounded for an answer, but is no passage to expect.
@@ -177,12 +180,16 @@ _QUESTION_OPENING = re.compile(r"^(?:why|what|how|when|where|which|who|whom|whos
 def premise_problem(premise: Optional[str], question: str = "", template: str = "") -> Optional[str]:
     """Why a false-premise question's stated premise is no statement of what is false (None: it is one).
 
-    Empty, template filler, a question (it ends in "?", opens like one and has no full stop, or repeats the
-    question), fewer than ``PREMISE_MIN_WORDS`` words, or cut off (ending on "...", a comma, "the", "because")."""
+    Empty, template filler or a template slot ("a [AI model]"), a question (it ends in "?", opens like one and
+    has no full stop, or repeats the question), fewer than ``PREMISE_MIN_WORDS`` words, or cut off (ending on
+    "...", a comma, "the", "because")."""
     flat = " ".join((premise or "").split())
     if not flat:
         return "an adversarial question needs its false premise stated"
     filler = placeholder_reason(flat, template)
+    slot = TEMPLATE_SLOT.search(flat)
+    if filler is None and slot is not None:
+        filler = f"{slot.group()!r} is a template slot, not content"
     if filler is not None:
         return f"the false premise is no content: {filler}"
     if flat.endswith("?") or (_QUESTION_OPENING.match(flat) and "." not in flat) or (

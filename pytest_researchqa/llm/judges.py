@@ -15,10 +15,11 @@ import concurrent.futures
 import hashlib
 import secrets
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Callable, ClassVar, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Callable, ClassVar, Iterable, Optional, Sequence, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, ValidationError
 
+from ..answers import placeholder_reason
 from ..bundled import bundled_path
 from ..dataset import FamilyRow
 from ..llm_params import model_family  # noqa: F401  (re-exported)
@@ -27,6 +28,7 @@ from .cache import AnswerCache, cache_key
 from .contract import MalformedReply, json_object, schema_of, validation_problem
 from .engine import CallResult, ModelRunner, ProviderError, with_retries
 from .prompts import fill as fill_placeholders
+from .prompts import missing_placeholders
 from .system import LOCAL_OUTPUT_TOKENS, ModelCaller, ModelSpec, _acompletion, _structured_output
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,6 +47,29 @@ def _not_a_boolean(value: Any) -> Any:
 
 
 Score = Annotated[int, BeforeValidator(_not_a_boolean)]
+
+
+def _own_words(value: str) -> str:
+    # The judge writes its reason before its score (docs/judges.md): "..." or "<reason>" is a template
+    # copied back, as it is in an answer, and a score resting on no reason is no verdict.
+    reason = placeholder_reason(value)
+    if reason is not None:
+        raise ValueError(f"must be the judge's own words: {reason}")
+    return value
+
+
+# Text a verdict's scores rest on (a justification, a reason, a claim): never empty, never template filler.
+# In the verdict's schema (not its validation) it opens on a letter or digit: a grammar-constrained model
+# (llama.cpp) then cannot write "..." or "<reason>" at all, instead of needing the repair turn for it.
+OWN_WORDS_PATTERN = r'^[A-Za-z0-9][^"\\\n]*$'
+Justification = Annotated[str, Field(min_length=1, json_schema_extra={"pattern": OWN_WORDS_PATTERN}),
+                          AfterValidator(_own_words)]
+
+
+def own_words(text: Any) -> bool:
+    """Whether a cached verdict's justification is one :data:`Justification` admits (an entry saved before
+    filler was refused is a miss: judged again, never reused)."""
+    return isinstance(text, str) and placeholder_reason(text) is None
 
 
 _Verdict = TypeVar("_Verdict", bound=BaseModel)
@@ -109,6 +134,37 @@ def judge_prompt_path(mode: str, folder: Optional[Path] = None, own: Optional[Pa
         raise FileNotFoundError(f"no prompt {mode}.md for this judge kind: looked in {looked} and {found.parent} "
                                 "(a family's kind names its folder: ModelJudge.prompts)")
     return found
+
+
+def check_prompt_folder(folder: Path, kinds: Iterable[type["ModelJudge"]]) -> list[str]:
+    """A folder of the user's judge prompts (--researchqa-judge-prompts) checked against the prompts its files
+    replace, before any verdict is asked: a ValueError for a missing folder, or for a file that lacks a
+    placeholder of the prompt it replaces (every verdict would fail); a warning for each ``.md`` file that
+    replaces no prompt of these kinds (a misspelt name is never read)."""
+    if not folder.is_dir():
+        raise ValueError(f"{folder} is not a folder")
+    replaced = {}
+    for kind in kinds:
+        name = kind.prompt_file or kind.kind
+        try:
+            replaced[name] = judge_prompt_path(name, own=kind.prompts)
+        except FileNotFoundError:
+            continue  # a kind without a prompt file fails where it is made, with its own message
+    warnings = []
+    for path in sorted(folder.glob("*.md")):
+        if path.name.lower() == "readme.md":
+            continue
+        if path.stem not in replaced:
+            valid = ", ".join(f"{name}.md" for name in sorted(replaced))
+            warnings.append(f"warning: {path} replaces no judge prompt and is not read (the names are: {valid})")
+            continue
+        missing = missing_placeholders(path.read_text(encoding="utf-8"),
+                                       replaced[path.stem].read_text(encoding="utf-8"))
+        if missing:
+            wanted = ", ".join(f"{{{name}}}" for name in missing)
+            raise ValueError(f"{path} lacks {wanted}, which the bundled {path.name} fills in: every verdict "
+                             "would be asked without it")
+    return warnings
 
 
 class JudgePrompt:

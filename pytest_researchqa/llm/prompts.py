@@ -39,6 +39,13 @@ def fill(template: str, values: Mapping[str, str]) -> str:
     return pattern.sub(lambda m: values[m.group(1)], template)
 
 
+def missing_placeholders(template: str, reference: str) -> list[str]:
+    """The ``{name}`` placeholders of ``reference`` that :func:`fill` would find nowhere in ``template``
+    (a user's prompt file against the bundled one it replaces), sorted."""
+    names = sorted(set(re.findall(r"\{(\w+)\}", reference)))
+    return [name for name in names if fill(template, {name: ""}) == template]
+
+
 @functools.lru_cache(maxsize=None)
 def load_prompt(folder: Path, name: str) -> Prompt:
     """The prompt ``name`` of a folder (``<folder>/<name>.md``), read once per process."""

@@ -239,6 +239,19 @@ def test_a_citation_violates_the_cutoff_when_its_year_is_later():
     assert violates_cutoff("Smith. A study with no date.", 2020) is None
 
 
+@pytest.mark.parametrize("filler", ["...", "<justification>", "[why]"])
+def test_coverage_and_pairwise_verdicts_whose_justification_is_template_filler_are_malformed(filler):
+    from pytest_researchqa.families.rubric.judges import parse_coverage, parse_preference
+    from pytest_researchqa.llm.contract import MalformedReply
+
+    coverage = json.dumps({"items": [{"item": 1, "justification": "Names the trial and its size.", "coverage": 4},
+                                     {"item": 2, "justification": filler, "coverage": 3}]})
+    with pytest.raises(MalformedReply, match=r"items\.1\.justification"):
+        parse_coverage(coverage, 2)
+    with pytest.raises(MalformedReply, match="justification"):
+        parse_preference(json.dumps({"justification": filler, "preferred": "A"}))
+
+
 def test_coverage_and_pairwise_verdicts_are_validated():
     from pytest_researchqa.families.rubric.judges import parse_coverage, parse_preference
     from pytest_researchqa.llm.cache import valid_entry

@@ -12,12 +12,14 @@ from ...answers import Answer
 from ...llm.contract import MalformedReply, json_object, schema_of, validation_problem
 from ...llm.judges import (
     JudgePrompt,
+    Justification,
     ModelJudge,
     Score,
     answer_as_data,
     fill,
     is_score,
     neutralize,
+    own_words,
     small_model_schema,
     validated_verdict,
 )
@@ -27,7 +29,7 @@ DIMENSIONS = ("factual_accuracy", "completeness")
 
 
 class Graded(BaseModel):
-    justification: str = Field(min_length=1)
+    justification: Justification
     score: Score = Field(ge=1, le=5)
 
 
@@ -40,13 +42,13 @@ CLAIM_STATUSES = ("verified", "extra", "contradicted", "fabricated")
 
 
 class Claim(BaseModel):
-    claim: str
+    claim: Justification
     status: Literal["verified", "extra", "contradicted", "fabricated"]
 
 
 class ClaimsVerdict(BaseModel):
     claims: list[Claim]
-    missed_points: list[str] = Field(default_factory=list)
+    missed_points: list[Justification] = Field(default_factory=list)
 
 
 def claims_scores(verdict: ClaimsVerdict) -> dict[str, int]:
@@ -140,7 +142,8 @@ class CitationJudge(ModelJudge):
 
     def reusable(self, scores: dict[str, Any], *subject: Any) -> bool:
         reasons = scores.get("justifications", {})
-        return all(is_score(scores.get(d), 1, 5) for d in DIMENSIONS) and isinstance(reasons, dict)
+        return (all(is_score(scores.get(d), 1, 5) for d in DIMENSIONS) and isinstance(reasons, dict)
+                and all(map(own_words, reasons.values())))
 
     def schema(self, *subject: Any) -> dict[str, Any]:
         return verdict_schema(self.kind)
@@ -170,7 +173,7 @@ _PREMISE_REASON_CHARS = 400
 
 
 class PremiseVerdict(BaseModel):
-    reason: str = Field(min_length=1, max_length=_PREMISE_REASON_CHARS)
+    reason: Justification = Field(max_length=_PREMISE_REASON_CHARS)
     flagged: bool
 
 
@@ -211,7 +214,7 @@ class PremiseJudge(ModelJudge):
         return parse_premise(text)
 
     def reusable(self, scores: dict[str, Any], *subject: Any) -> bool:
-        return isinstance(scores.get("flagged"), bool) and isinstance(scores.get("reason"), str)
+        return isinstance(scores.get("flagged"), bool) and own_words(scores.get("reason"))
 
 
 def consensus(by_judge: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from ...answers import Answer
 from ...bundled import bundled_path
 from ...llm.contract import MalformedReply
-from ...llm.judges import ModelJudge, Score, fill, is_score, neutralize, validated_verdict
+from ...llm.judges import Justification, ModelJudge, Score, fill, is_score, neutralize, own_words, validated_verdict
 from .rows import ResearchRow
 
 # ---- rubric-item coverage (0-4) -----------------------------------------------------
@@ -39,7 +39,7 @@ COVERAGE_MAX = 4
 
 class ItemCoverage(BaseModel):
     item: int = Field(ge=1)
-    justification: str = Field(min_length=1)
+    justification: Justification
     coverage: Score = Field(ge=0, le=COVERAGE_MAX)
 
 
@@ -102,7 +102,7 @@ class RubricCoverageJudge(ModelJudge):
     def reusable(self, scores: dict[str, Any], *subject: Any) -> bool:
         items, reasons = scores.get("items"), scores.get("justifications", [])
         return (isinstance(items, list) and len(items) == len(subject[1]) and all(is_score(v, 0, 4) for v in items)
-                and isinstance(reasons, list))
+                and isinstance(reasons, list) and all(map(own_words, reasons)))
 
     def schema(self, *subject: Any) -> dict[str, Any]:
         """Exactly one entry per rubric item (numbered 1-N), each coverage one of 0-4: the verdict's whole
@@ -134,7 +134,7 @@ _PAIR_BLOCKS = ("RESPONSE_A", "RESPONSE_B")
 
 
 class PairwiseVerdict(BaseModel):
-    justification: str = Field(min_length=1)
+    justification: Justification
     preferred: Literal["A", "B", "tie"]
 
 
@@ -166,7 +166,8 @@ class PairwiseJudge(ModelJudge):
         return parse_preference(text)
 
     def reusable(self, scores: dict[str, Any], *subject: Any) -> bool:
-        return scores.get("preferred") in ("A", "B", "tie")
+        reason = scores.get("justifications")
+        return scores.get("preferred") in ("A", "B", "tie") and (reason is None or own_words(reason))
 
 
 # ---- the rubric seed's own judges, as released (--researchqa-protocol=paper) ---------------------
@@ -237,6 +238,9 @@ class PaperPairwiseJudge(PairwiseJudge):
 
     def parse(self, text: Optional[str], *subject: Any) -> dict[str, Any]:
         return parse_paper_preference(text)
+
+    def reusable(self, scores: dict[str, Any], *subject: Any) -> bool:
+        return scores.get("preferred") in ("A", "B", "tie")  # the released format's text after the label is free
 
     def schema(self, *subject: Any) -> dict[str, Any]:
         return {}
