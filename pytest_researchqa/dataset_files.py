@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from .dataset import DatasetError
 
@@ -150,9 +150,34 @@ def yaml_records(path: Path) -> Iterator[tuple[str, Any]]:
         try:  # built from the node composed above: neither written out nor parsed again (a fresh builder a row)
             record = _loader()("").construct_document(node)
         except (yaml.YAMLError, RecursionError, ValueError) as error:  # ValueError: a date like 2018-13-45
-            yield location, Unparsable(f"not a row: {getattr(error, 'problem', None) or error}")
+            field, row_id = _failing_field(node)
+            yield location, Unparsable(f"not a row: {getattr(error, 'problem', None) or error}", field, row_id)
             continue
         yield location, record
+
+
+_ID_KEYS = ("id", "row_id", "task_id")
+
+
+def _failing_field(node: Any) -> tuple[str, Optional[str]]:
+    """A YAML row that could not be built: the key whose value failed (a date like 2025-13-45), and the row's id
+    where it is a plain scalar, so the error names the field and the test keeps the row's id."""
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
+        return "(row)", None
+    field = "(row)"
+    row_id = None
+    for key, value in node.value:
+        name = key.value if isinstance(key, yaml.ScalarNode) else None
+        if name in _ID_KEYS and isinstance(value, yaml.ScalarNode) and row_id is None:
+            row_id = str(value.value)
+        if field == "(row)":
+            try:
+                _loader()("").construct_document(value)
+            except (yaml.YAMLError, RecursionError, ValueError):
+                field = str(name)
+    return field, row_id
 
 
 def _loader() -> type:
@@ -171,5 +196,7 @@ def _loader() -> type:
 
 
 class Unparsable:
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, field: str = "(row)", row_id: Optional[str] = None) -> None:
         self.message = message
+        self.field = field  # the key whose value could not be read, where known
+        self.row_id = row_id

@@ -406,3 +406,17 @@ def test_every_call_to_a_local_server_is_capped_as_its_profile_says_answers_and_
     server.requests.clear()
     run(*common, "--researchqa-model-param=openai/judge-a:max_tokens=64")  # the user's own cap wins
     assert {r.get("max_tokens") for r in server.requests if r["model"] == "judge-a"} == {64}
+
+
+def test_a_yaml_row_with_an_impossible_date_names_the_date_field_and_keeps_its_id(run, pytester):
+    """YAML reads 2025-13-45 as a date and fails building the whole row: it was "field '(row)'" and the test
+    lost the row's id (a tester's rows.yaml)."""
+    (pytester.path / "rows.yaml").write_text(
+        "- id: q1\n  field: Ecology\n  general_domain: Life & Earth Sciences\n  subdomain: Ecology\n"
+        "  query: How do fires shape savannas?\n  date: 2020-01-01\n"
+        "  rubric:\n    - rubric_item: Does the response name grazing?\n"
+        "- id: q3\n  query: Something?\n  date: 2025-13-45\n  rubric:\n    - rubric_item: Does it cite work?\n")
+    result = run("--researchqa-family=rubric", "--researchqa-dataset=rows.yaml", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*invalid-q3*"])
+    errors = run("--researchqa-family=rubric", "--researchqa-dataset=rows.yaml", "-rE")
+    errors.stdout.fnmatch_lines(["*rows.yaml, row 2 (line 9), field 'date': not a row: month must be in 1..12*"])

@@ -71,7 +71,7 @@ def _from_records(path: Path, records: Iterable[tuple[str, Any]], flat: bool) ->
     unknown: dict[str, str] = {}  # key -> where it was first seen
     for location, record in records:
         if isinstance(record, Unparsable):
-            problems.append(RowProblem(str(path), location, "(row)", record.message))
+            problems.append(RowProblem(str(path), location, record.field, record.message, record.row_id))
             continue
         if not isinstance(record, dict):
             found = type(record).__name__

@@ -101,7 +101,7 @@ def load_queries(path: str | Path) -> "Dataset[ResearchRow]":
     seen: dict[str, str] = {}
     for location, record in records:
         if isinstance(record, dataset_files.Unparsable):
-            problems.append(RowProblem(path.name, location, "(row)", record.message))
+            problems.append(RowProblem(path.name, location, record.field, record.message, record.row_id))
             continue
         row_id = _text(record.get("id", record.get("task_id", record.get("row_id")))) if isinstance(
             record, dict) else None
