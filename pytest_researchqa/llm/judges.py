@@ -29,7 +29,7 @@ from .contract import MalformedReply, json_object, schema_of, validation_problem
 from .engine import CallResult, ModelRunner, ProviderError, with_retries
 from .prompts import fill as fill_placeholders
 from .prompts import missing_placeholders
-from .system import LOCAL_OUTPUT_TOKENS, ModelCaller, ModelSpec, _acompletion, _structured_output
+from .system import ModelCaller, ModelSpec, _acompletion, _structured_output
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..answers import Answer
@@ -285,11 +285,7 @@ class ModelJudge(ModelCaller):
 
     async def _call(self, subject: tuple[Any, ...], key: str) -> dict[str, Any]:
         messages = [{"role": "user", "content": self.render(*subject)}]
-        params = {**JUDGE_CALL_PARAMS, **self.spec.call_params}
-        if self.spec.local and "max_tokens" not in params:
-            # The local profile's cap, as for answers: a small judge that never stops (plain-text ratings
-            # under the paper protocol) otherwise writes until the server's window is full.
-            params["max_tokens"] = LOCAL_OUTPUT_TOKENS
+        params = self.output_capped({**JUDGE_CALL_PARAMS, **self.spec.call_params})
         schema = self.schema(*subject)
         if "response_format" not in params and schema:
             # The same structured_output parameter as systems: JSON-schema mode where supported.

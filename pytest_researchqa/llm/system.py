@@ -121,6 +121,14 @@ class ModelCaller:
         _ = self.router, self.context_tokens
         self._ready = True
 
+    def output_capped(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` with the local profile's output cap where they set none (docs/models.md): a small model on
+        a local server that never stops would otherwise write until the server's window is full, minutes a
+        call. Every call of a system or a judge goes through here."""
+        if self.spec.local and "max_tokens" not in params:
+            params["max_tokens"] = LOCAL_OUTPUT_TOKENS
+        return params
+
     @functools.cached_property
     def router(self) -> Any:
         """litellm's Router over several endpoints of one model (None for one endpoint)."""
@@ -250,9 +258,6 @@ class ModelSystem(ModelCaller, Generic[RowT]):
     # The reply follows the citation contract (JSON: answer, citations, refused), asked in the provider's
     # structured-output mode and repaired once when malformed; False: plain text (the baseline mode).
     cites: bool = True
-    # max_tokens on a local server whose params set none (docs/models.md, the local profile): a small model
-    # that never stops would otherwise write until the server's window is full, minutes a call.
-    local_output_tokens: Optional[int] = LOCAL_OUTPUT_TOKENS
 
     @classmethod
     def for_run(cls, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, settings: Any, *,
@@ -282,9 +287,7 @@ class ModelSystem(ModelCaller, Generic[RowT]):
         ``key`` the moment it arrives (a killed run keeps it) and return it. The waiting test gets the entry just
         before it is written (``engine.hand_over``); the key's claim is held until it is."""
         prompt, task = self.render(row, paper)
-        kwargs = dict(self.spec.call_params)
-        if self.spec.local and self.local_output_tokens and "max_tokens" not in kwargs:
-            kwargs["max_tokens"] = self.local_output_tokens
+        kwargs = self.output_capped(dict(self.spec.call_params))
         if self.cites and "response_format" not in kwargs:
             kwargs.update(_structured_output(self.spec))
 
