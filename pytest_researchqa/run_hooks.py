@@ -470,7 +470,6 @@ class RunHooks:
         write_summary(terminalreporter, outcome, state.family, state.settings, writer=self.writer,
                       unwritten=self.unwritten, plots=self.plots)
 
-
     def _judging(self, state: "RunState") -> dict[str, Any]:
         """How this run's judges measure (runs.JUDGING_KEYS), for its manifest and its comparisons."""
         settings = state.settings

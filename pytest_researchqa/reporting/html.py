@@ -14,7 +14,6 @@ import base64
 import difflib
 import gzip
 import json
-import math
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 from ..families import Family
 from ..records import RowRecord
 from ..text_safety import utf8
+from .json_summary import json_safe
 from .terminal import delta_note, leaderboard_tables
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,10 +53,6 @@ def word_diff(quote: str, paper: str) -> list[list[str]]:
     return ops
 
 
-def _number(value: Any) -> Any:
-    return value if not isinstance(value, float) or math.isfinite(value) else None
-
-
 def _citations(details: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for view in details.get("citations") or []:
@@ -82,9 +78,9 @@ def _row(record: RowRecord, key: str) -> dict[str, Any]:
     return {
         "key": key, "row_id": record.row_id, "system": record.system or "(dataset)", "paper": record.paper_id,
         "type": record.question_type, "domain": record.domain, "outcome": record.outcome or "",
-        "metrics": {k: _number(v) for k, v in record.metrics.items()},
+        "metrics": {k: json_safe(v) for k, v in record.metrics.items()},
         "diagnosis": record.diagnosis, "error": record.error, "defect": record.defect,
-        "latency_s": _number(record.usage.latency_s), "cost_usd": _number(record.usage.cost_usd),
+        "latency_s": json_safe(record.usage.latency_s), "cost_usd": json_safe(record.usage.cost_usd),
         "tokens": [record.usage.prompt_tokens, record.usage.completion_tokens],
         "judge": record.judge.to_plain() if record.judge is not None else None, "citations": citations,
         "details": details,

@@ -27,14 +27,15 @@ def _number(value: Optional[float]) -> Optional[float]:
     return value if value is not None and math.isfinite(value) else None
 
 
-def _finite(data: Any) -> Any:
-    """``data`` (plain lists, dicts and scalars) with each NaN or infinity made null (``_number``)."""
+def json_safe(data: Any) -> Any:
+    """``data`` (plain lists, dicts and scalars) with each NaN or infinity made null (``_number``): what JSON
+    readers (and the HTML page's script) accept."""
     if isinstance(data, float):
         return _number(data)
     if isinstance(data, dict):
-        return {key: _finite(value) for key, value in data.items()}
+        return {key: json_safe(value) for key, value in data.items()}
     if isinstance(data, (list, tuple)):
-        return [_finite(value) for value in data]
+        return [json_safe(value) for value in data]
     return data
 
 
@@ -109,7 +110,7 @@ def summary(outcome: "RunOutcome", family: Family, run: Optional[dict[str, Any]]
                      "run_sd": _number(s.run_sd), "row_sd": _number(s.row_sd)}
                     for s in repeat_spreads(outcome.records, family.metric_names)],
         # The family's end-of-run results as it keeps them (the rubric family: battles, Elo, win rates).
-        "family_results": _finite(outcome.family_results or {}),
+        "family_results": json_safe(outcome.family_results or {}),
         "run": {k: (run or {}).get(k) for k in ("name", "started", "ended", "git_commit", "dataset")},
     }
 
