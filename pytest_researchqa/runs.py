@@ -142,12 +142,12 @@ class RunWriter:
         self.failed: Optional[str] = None
         self._partial: Optional[int] = None  # the partial rows file, open for appending (a descriptor)
         self._size = 0  # its length so far
-        # id(record) -> where its line starts in the partial file, its length and whether that line is the record's
-        # line of rows.jsonl, packed in one number (_packed): the records whose lines ``finish`` copies (``final``)
-        # or reads their details back from (``spill``). Numbers, not a tuple a row: Python's collector walks every
-        # tuple that holds a record, to the end of the run (issue 24 item 2). ``_kept`` holds those records, so no
-        # id is another record's while they are here.
-        self._lines: dict[int, int] = {}
+        # id(record) -> (where its line starts in the partial file, its length, whether that line is the record's
+        # line of rows.jsonl): the records whose lines ``finish`` copies (``final``) or reads their details back
+        # from (``spill``). A tuple of numbers only, not one holding the record: Python's collector stops walking
+        # such a tuple, where it walked one that holds a record to the end of the run (issue 24 item 2). ``_kept``
+        # holds those records, so no id is another record's while they are here.
+        self._lines: dict[int, tuple[int, int, bool]] = {}
         self._kept: list[RowRecord] = []
 
     def add(self, record: RowRecord, plain: Optional[dict[str, Any]] = None, line: Optional[str] = None, *,
@@ -178,13 +178,11 @@ class RunWriter:
         except OSError as error:
             self._fail(error)
             return
-        if len(data) >> 32:  # a line of 4 GiB or more is not kept by place (_packed): made again at the end
-            final = spill = False
         spilled = spill and bool(record.details)
         if final or spilled:
             if id(record) not in self._lines:
                 self._kept.append(record)
-            self._lines[id(record)] = _packed(start, len(data), final)
+            self._lines[id(record)] = (start, len(data), final)
         if spilled:
             record.details = {}
 
@@ -244,7 +242,7 @@ class RunWriter:
             def line_of(record: RowRecord) -> bytes:
                 kept = self._lines.get(id(record))
                 if stream is not None and kept is not None:
-                    start, length, final = _unpacked(kept)
+                    start, length, final = kept
                     stream.seek(start)
                     data = stream.read(length)
                     if len(data) == length:
@@ -256,15 +254,6 @@ class RunWriter:
                 return saved_line(record.to_plain(copy=False))
 
             yield line_of
-
-
-def _packed(start: int, length: int, final: bool) -> int:
-    """Where a line is in the partial file, as one number (Python's numbers have no size limit)."""
-    return (start << 33) | (length << 1) | final
-
-
-def _unpacked(packed: int) -> tuple[int, int, bool]:
-    return packed >> 33, (packed >> 1) & 0xFFFFFFFF, bool(packed & 1)
 
 
 def _write_all(descriptor: int, data: bytes) -> None:
