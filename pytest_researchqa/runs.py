@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -317,8 +318,8 @@ def resolve_run(spec: str, runs_dir: Path) -> Path:
     named = [p for p in saved if p.name == spec or saved_name(p.name) == spec]
     matches = [p for p in named if cut_short(p) is None]
     if not matches:
-        latest = [p for p in reversed(saved) if (p / ROWS_FILE).is_file() and cut_short(p) is None]
-        known = ", ".join(p.name for p in reversed(latest[:5])) or "none"
+        latest = itertools.islice((p for p in reversed(saved) if cut_short(p) is None), 5)  # reads 5 manifests or so
+        known = ", ".join(p.name for p in reversed(list(latest))) or "none"
         why = {"unfinished": "did not finish (only its partial rows)", "interrupted": "was interrupted"}
         unfinished = (f"; {named[-1]} {why[cut_short(named[-1]) or 'unfinished']}: name its folder to read it"
                       if named else "")
