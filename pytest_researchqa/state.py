@@ -222,12 +222,8 @@ class RunState:
         entry = self._handed.pop(id(plain), None)
         return (entry[1], entry[2]) if entry is not None and entry[0] is plain else None
 
-    @functools.cached_property
-    def _metric_names(self) -> tuple[str, ...]:
-        return self.family.metric_names  # made from the family's metrics each time it is read: once a run here
-
     def recorder(self, record: RowRecord) -> Recorder:
-        return Recorder(record, self._metric_names)
+        return Recorder(record, self.family.metric_names)
 
     def close(self) -> None:
         self.services.close()

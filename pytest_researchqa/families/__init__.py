@@ -20,6 +20,7 @@ rewriting it (docs/architecture.md).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from dataclasses import asdict, dataclass, replace
@@ -112,9 +113,9 @@ class Family:
         """What intervals and paired tests resample together: a paper's rows, or (no papers) each query."""
         return "papers" if self.uses_papers else "queries"
 
-    @property
+    @functools.cached_property
     def metric_names(self) -> tuple[str, ...]:
-        return tuple(m.name for m in self.metrics)
+        return tuple(m.name for m in self.metrics)  # read once a row: made once a family
 
     def metric(self, name: str) -> Optional[MetricSpec]:
         return next((m for m in self.metrics if m.name == name), None)
