@@ -386,10 +386,10 @@ class RunHooks:
         if state.session.records:
             self.baseline_after_rows()
         if state.session.baseline is not None:
-            from .runs import file_sha256
+            from .runs import file_sha256, judging_of
 
             state.session.dataset_sha = file_sha256(state.dataset_path)
-            state.session.judging = self._judging(state)
+            state.session.judging = judging_of(self._judging(state))
         outcome = state.session.outcome()
         self._write_files(state, outcome)
         from .row_reports import check_reports
@@ -475,7 +475,7 @@ class RunHooks:
         settings = state.settings
         return {"judges": list(settings.judges),
                 "judge_mode": state.services.judge_kind() if state.family.judge_kinds else None,
-                "protocol": settings.protocol}
+                "protocol": settings.protocol, "flagged_judge": settings.flagged_judge}
 
     def _manifest(self, outcome: "RunOutcome") -> dict[str, Any]:
         from .bundled import bundled_path
@@ -498,7 +498,6 @@ class RunHooks:
             "models": list(settings.models),
             "model_params": redact_params(settings.model_params),
             **self._judging(state),
-            "flagged_judge": settings.flagged_judge,
             "prompt_sha": sorted({r.usage.prompt_sha for r in outcome.records if r.usage.prompt_sha}),
             "judge_prompts": ({**folder_hashes(bundled_path("judges")),
                                **(folder_hashes(settings.judge_prompts) if settings.judge_prompts else {})}

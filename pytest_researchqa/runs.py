@@ -377,14 +377,20 @@ def load_baseline(spec: str, runs_dir: Path) -> "Baseline":
                     str(saved.manifest.get("family") or "citation"), judging_of(saved.manifest))
 
 
-JUDGING_KEYS = ("judges", "judge_mode", "protocol")  # what a manifest says of how its judged metrics were measured
+# What a manifest says of how its judged metrics were measured (a metric names those it depends on:
+# families.MetricSpec.measured_by).
+JUDGING_KEYS = ("judges", "judge_mode", "protocol", "flagged_judge")
 
 
 def judging_of(manifest: Any) -> dict[str, Any]:
-    """How a run's judges measured (``JUDGING_KEYS`` of its manifest; a key an older run did not save is left out)."""
+    """How a run's judges measured (``JUDGING_KEYS`` of its manifest; a key an older run did not save is left
+    out). A run whose premise_flagged the heuristic decided saved ``flagged_judge: null``: "heuristic"."""
     if not isinstance(manifest, dict):
         return {}
-    return {key: manifest[key] for key in JUDGING_KEYS if manifest.get(key) is not None}
+    said = {key: manifest[key] for key in JUDGING_KEYS if manifest.get(key) is not None}
+    if "flagged_judge" in manifest and manifest["flagged_judge"] is None:
+        said["flagged_judge"] = "heuristic"
+    return said
 
 
 def environment() -> dict[str, str]:

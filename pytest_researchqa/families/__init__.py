@@ -54,6 +54,10 @@ class MetricSpec:
     rows: str = "all rows"  # which rows it is measured on, for the reader
     # The question types it is defined on (empty: every type): a gate on another type could never decide.
     question_types: tuple[str, ...] = ()
+    # What of a run's judging its value depends on (manifest keys among runs.JUDGING_KEYS: judges, judge_mode,
+    # protocol, flagged_judge): a baseline that differs in one measured something else, so a regression gate
+    # against it is undecidable. Empty: the metric is deterministic.
+    measured_by: tuple[str, ...] = ()
 
     def score(self, value: float) -> float:
         """``value`` on one scale for every metric: 0 the worst its range allows, 1 the best."""
@@ -261,7 +265,8 @@ def saved_family(data: Any) -> Optional[Family]:
     try:
         return Family(name=str(data["name"]), description=str(data.get("description", "")),
                       question_types=tuple(str(t) for t in data.get("question_types", ())),
-                      metrics=tuple(MetricSpec(**{**m, "question_types": tuple(m.get("question_types") or ())})
+                      metrics=tuple(MetricSpec(**{**m, "question_types": tuple(m.get("question_types") or ()),
+                                                  "measured_by": tuple(m.get("measured_by") or ())})
                                     for m in data["metrics"]),
                       judge_dimensions=tuple(JudgeDimension(**d) for d in data.get("judge_dimensions", ())),
                       protocol_module="", loader="", uses_papers=bool(data.get("uses_papers", True)),

@@ -52,6 +52,8 @@ class Comparison:
     unmatched_baseline_systems: tuple[str, ...] = ()  # baseline systems nothing here was compared with
     notes: tuple[str, ...] = ()
     unit: str = "papers"  # what the paired test resamples together (the family's cluster unit)
+    # metric -> how the baseline measured it differently (MetricSpec.measured_by): its gates cannot decide
+    measured_differently: Mapping[str, str] = field(default_factory=dict)
 
     def of(self, system: str) -> Optional[SystemComparison]:
         return next((s for s in self.systems if s.system == system), None)
@@ -123,15 +125,23 @@ def compare(records: Sequence[RowRecord], baseline: Baseline, family: Family,
     if differs:
         notes.append(f"the baseline {baseline.name} was judged differently ({differs}): what a judge decides "
                      "compares two different measurements")
-    return Comparison(baseline.name, tuple(systems), unmatched, tuple(notes), family.cluster_unit)
+    measured_differently = {m.name: why for m in family.metrics
+                            if (why := judging_differs(judging or {}, baseline.judging, m.measured_by))}
+    return Comparison(baseline.name, tuple(systems), unmatched, tuple(notes), family.cluster_unit,
+                      measured_differently)
 
 
-def judging_differs(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> str:
-    """How two runs' judging differs where both said it and both were judged ("" when alike)."""
-    if not mine.get("judges") or not theirs.get("judges"):
-        return ""
-    return "; ".join(f"{key} {_said(mine[key])} here, {_said(theirs[key])} there" for key in mine
-                     if key in theirs and mine[key] != theirs[key])
+_JUDGES_OWN_KEYS = ("judges", "judge_mode", "protocol")  # said of a run's judges: alike when either ran none
+
+
+def judging_differs(mine: Mapping[str, Any], theirs: Mapping[str, Any], keys: Optional[Sequence[str]] = None) -> str:
+    """How two runs' judging (``runs.judging_of``) differs in ``keys`` (all it says by default) where both said
+    it ("" when alike); the judges' own keys count only when both runs were judged."""
+    keys = list(mine) if keys is None else keys
+    both_judged = bool(mine.get("judges")) and bool(theirs.get("judges"))
+    return "; ".join(f"{key} {_said(mine[key])} here, {_said(theirs[key])} there" for key in keys
+                     if key in mine and key in theirs and mine[key] != theirs[key]
+                     and (both_judged or key not in _JUDGES_OWN_KEYS))
 
 
 def _said(value: Any) -> str:

@@ -175,6 +175,7 @@ class RegressionResult:
     test: Optional["PairedTest"]
     wanted: Optional[str] = None  # the baseline system looked for, when a map named another
     unit: str = "papers"  # what the test resampled together
+    incomparable: str = ""  # how the baseline measured the metric differently (compare.judging_differs)
 
     @property
     def worse_by(self) -> Optional[float]:
@@ -199,6 +200,8 @@ class RegressionResult:
     def state(self) -> GateState:
         if self.baseline_system is None:
             return "failed"  # a configuration error, named in the description
+        if self.incomparable:
+            return "undecidable"  # two different measurements: their difference is not a regression
         worse_by = self.worse_by
         if self.test is None or worse_by is None or not all(
                 math.isfinite(x) for x in (self.test.delta, self.test.new_mean, self.test.old_mean)):
@@ -235,6 +238,9 @@ class RegressionResult:
             from .compare import missing_counterpart
 
             return f"{self.system}: {metric} FAILED: {missing_counterpart(self.system, self.wanted, self.baseline)}"
+        if self.incomparable:
+            return (f"{self.system}: {metric} UNDECIDABLE: the baseline {self.baseline} measured it differently "
+                    f"({self.incomparable}), so a difference would not be a regression")
         if self.test is None:
             return f"{self.system}: {metric} UNDECIDABLE: no row both runs graded measured it"
         t = self.test
@@ -274,5 +280,6 @@ def evaluate_regressions(gates: Sequence[RegressionGate], comparison: "Compariso
             test = (paired_metric_test(system.scoped_pairs(gate.question_type), gate.metric)
                     if system.baseline_system is not None else None)
             results.append(RegressionResult(gate, system.system, comparison.baseline, system.baseline_system, test,
-                                            wanted=system.wanted, unit=comparison.unit))
+                                            wanted=system.wanted, unit=comparison.unit,
+                                            incomparable=comparison.measured_differently.get(gate.metric, "")))
     return results

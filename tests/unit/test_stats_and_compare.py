@@ -253,3 +253,52 @@ def test_a_baseline_judged_under_another_protocol_or_by_other_judges_is_noted_no
     assert compare(new, older, CITATION, judging=here).notes == ()
     unjudged = {"judges": [], "protocol": "project"}  # nothing judged here: nothing to say
     assert compare(new, baseline, CITATION, judging=unjudged).notes == ()
+
+
+def test_a_regression_gate_on_a_metric_the_baseline_measured_differently_is_undecidable_and_says_why():
+    """A tester's baseline decided premise_flagged with the heuristic and the new run with a judge: the gate
+    compared the two and passed. A metric names what of the judging it depends on (MetricSpec.measured_by);
+    a deterministic metric's gate still decides."""
+    from dataclasses import replace
+
+    from pytest_researchqa.runs import judging_of
+
+    def flagged(system, n, value):
+        return replace(record(system, f"r{n}", f"p{n}", 0.5, "adversarial"),
+                       metrics={"citation_precision": 0.5, "premise_flagged": value})
+
+    new = [flagged("bm25", n, 0.0) for n in range(12)]
+    baseline = Baseline("main", tuple(flagged("bm25", n, 1.0) for n in range(12)),
+                        judging=judging_of({"judges": [], "flagged_judge": "openai/j"}))
+    here = judging_of({"judges": [], "flagged_judge": None})  # this run's heuristic decided
+    comparison = compare(new, baseline, CITATION, judging=here)
+    assert comparison.notes == ("the baseline main was judged differently (flagged_judge heuristic here, openai/j "
+                                "there): what a judge decides compares two different measurements",)
+    gates = [parse_regression_gate("premise_flagged", CITATION), parse_regression_gate("citation_precision", CITATION)]
+    flagged_gate, precision_gate = evaluate_regressions(gates, comparison)
+    assert flagged_gate.state == "undecidable"
+    assert flagged_gate.describe() == (
+        "bm25: premise_flagged UNDECIDABLE: the baseline main measured it differently (flagged_judge heuristic "
+        "here, openai/j there), so a difference would not be a regression")
+    assert precision_gate.state == "passed"
+    same = compare(new, baseline, CITATION, judging=judging_of({"flagged_judge": "openai/j"}))
+    assert evaluate_regressions(gates[:1], same)[0].state == "failed"  # alike: the drop decides
+    older = Baseline("old", baseline.records, judging=judging_of({"judges": []}))  # saved no flagged_judge
+    assert evaluate_regressions(gates[:1], compare(new, older, CITATION, judging=here))[0].state == "failed"
+
+
+def test_the_rubric_coverage_gate_is_undecidable_against_a_baseline_judged_by_other_judges():
+    from dataclasses import replace
+
+    from pytest_researchqa.families.rubric import RUBRIC
+    from pytest_researchqa.runs import judging_of
+
+    def covered(n, value):
+        return replace(record("bm25", f"q{n}", None, 0.0, "rubric"), metrics={"coverage": value})
+
+    new = [covered(n, 0.2) for n in range(12)]
+    baseline = Baseline("main", tuple(covered(n, 0.9) for n in range(12)),
+                        judging=judging_of({"judges": ["openai/a"], "protocol": "project"}))
+    [gate] = evaluate_regressions([parse_regression_gate("coverage", RUBRIC)],
+                                  compare(new, baseline, RUBRIC, judging={"judges": ["openai/b"], "protocol": "project"}))
+    assert gate.state == "undecidable" and "judges openai/b here, openai/a there" in gate.describe()

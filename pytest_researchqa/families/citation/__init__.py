@@ -23,7 +23,8 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("section_coverage", "sect cov", rows=_ANSWERABLE, question_types=_ANSWERABLE_TYPES),
     MetricSpec("citation_accuracy", "cite acc", rows=_ANSWERABLE, question_types=_ANSWERABLE_TYPES),
     MetricSpec("refusal_correctness", "refusal", rows=_FALSE_PREMISE, question_types=("adversarial",)),
-    MetricSpec("premise_flagged", "flagged", rows=_FALSE_PREMISE, question_types=("adversarial",)),
+    MetricSpec("premise_flagged", "flagged", rows=_FALSE_PREMISE, question_types=("adversarial",),
+               measured_by=("flagged_judge",)),
 )
 
 CITATION = Family(

@@ -51,7 +51,8 @@ def domain_marker(general_domain: Optional[str]) -> str:
 
 
 METRICS: tuple[MetricSpec, ...] = (
-    MetricSpec("coverage", "coverage (0-1)", rows="rows with rubric items, judged"),  # x100 = Coverage %
+    MetricSpec("coverage", "coverage (0-1)", rows="rows with rubric items, judged",
+               measured_by=("judges", "judge_mode", "protocol")),  # x100 = Coverage %
 )
 
 
