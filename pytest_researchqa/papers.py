@@ -24,7 +24,10 @@ import sys
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .dataset import FamilyRow
 
 T = TypeVar("T")
 
@@ -158,6 +161,11 @@ class PaperStore:
         self._trimmed: dict[str, int] = {}  # the others, with their size when trimmed
         self._trimmed_bytes = 0
         self._unavailable: dict[str, PaperUnavailable] = {}  # small, and never worth asking again
+
+    def for_row(self, row: "FamilyRow") -> Paper:
+        """The paper a row is about; a row may also name where to download it (the citation family's
+        ``paper_s3_url``), a third party's need not."""
+        return self.get(str(row.paper_id), getattr(row, "paper_s3_url", None))
 
     def get(self, paper_id: str, url: str | None = None) -> Paper:
         """The paper, or raise :class:`PaperUnavailable` with the cause."""

@@ -16,6 +16,7 @@ from .stash import RECORD, RECORDER, Case, run_state
 
 if TYPE_CHECKING:  # pragma: no cover
     from .answers import Answer
+    from .dataset import FamilyRow
     from .papers import Paper
     from .state import RunState
     from .systems import System
@@ -59,9 +60,7 @@ def row_of(request: pytest.FixtureRequest, state: "RunState", case: Case) -> Any
     return state.dataset.rows[case.position]
 
 
-def paper_of(request: pytest.FixtureRequest, state: "RunState", row: Any) -> "Optional[Paper]":
-    from .families.citation.matcher import match_index
-    from .families.citation.metrics import check_expected_passages
+def paper_of(request: pytest.FixtureRequest, state: "RunState", row: "FamilyRow") -> "Optional[Paper]":
     from .papers import PaperUnavailable
 
     if not state.family.uses_papers:
@@ -69,24 +68,20 @@ def paper_of(request: pytest.FixtureRequest, state: "RunState", row: Any) -> "Op
     record = request.node.stash[RECORD]
     unavailable = None
     try:
-        paper = state.papers.get(row.paper_id, row.paper_s3_url)
+        paper = state.papers.for_row(row)
     except PaperUnavailable as cause:
         unavailable = str(cause)
     if unavailable is not None:
         error(request, unavailable)  # outside the except block: said once, not chained
-    # The dataset's own check of the row against its paper: the same for every system and repeat of the row,
-    # kept as what the record needs of it (a tuple of strings and numbers, which Python's collector stops walking).
+    # The family's check of the row against its paper: the same for every system and repeat of the row, kept
+    # as a tuple of strings and numbers (which Python's collector stops walking).
     key = (row.row_id, row.paper_id)
     check = state.row_checks.get(key)
     if check is None:
-        checked = check_expected_passages(row, match_index(paper))
-        check = state.row_checks[key] = (*checked.counts, tuple(checked.missing_sections))
-    record.expected_found, record.expected_total, missing = check
-    if missing:
-        from .families.citation.metrics import defect_reason
-
-        reason = defect_reason(row, match_index(paper), missing)
-        if state.settings.defect_policy == "xfail":
+        check = state.row_checks[key] = state.family.check_paper(row, paper)
+    if check is not None:
+        record.expected_found, record.expected_total, _, reason = check
+        if reason and state.settings.defect_policy == "xfail":
             record.defect = reason
             pytest.xfail(reason)
     return paper

@@ -567,7 +567,7 @@ def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:
         assert case.system is not None
         row = state.dataset.rows[case.position]
         try:
-            paper = state.papers.get(row.paper_id, row.paper_s3_url) if state.family.uses_papers else None
+            paper = state.papers.for_row(row) if state.family.uses_papers else None
         except PaperUnavailable:
             continue  # the row's own setup reports it
         system: Any = state.services.system(case.system)

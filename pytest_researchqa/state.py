@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import pytest
 
-from .families import Family
+from .families import Family, PaperCheck
 from .records import Recorder, RowRecord
 from .services import Services
 from .session import ResearchSession
@@ -41,7 +41,7 @@ class RunState:
         # (row id, paper id) -> the row's expected passages checked against its paper (row_setup.paper_of):
         # once a row, however many systems answer it; kept as (passages found, passages expected, the sections
         # none of whose passages the paper contains).
-        self.row_checks: dict[tuple[str, Optional[str]], tuple[int, int, tuple[str, ...]]] = {}
+        self.row_checks: dict[tuple[str, Optional[str]], Optional[PaperCheck]] = {}  # Family.check_paper, once a row
         # An xdist worker handed each paper's rows together, once (xdist_compat.handed_whole_papers): it keeps
         # only the papers and indexes in use, where a serial run keeps every paper it may meet again.
         self.whole_papers = False

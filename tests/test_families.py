@@ -390,3 +390,71 @@ def test_an_audit_of_a_family_without_papers_that_does_not_audit_is_a_usage_erro
     result.stderr.fnmatch_lines(["ERROR: --researchqa-audit: the glossary family's rows have no papers to check and "
                                  "its test does not describe rows without an answer (Family.audits); run it with a "
                                  "system instead"])
+
+
+PAPER_FAMILY = '''
+import json
+from dataclasses import dataclass
+from typing import Optional
+
+import pytest
+from pytest_researchqa.dataset import Dataset
+from pytest_researchqa.families import Family, MetricSpec
+
+
+@dataclass(frozen=True)
+class NoteRow:
+    row_id: str
+    question: str
+    paper_id: str
+    word: str
+    question_type: str = "mention"
+    domain: Optional[str] = None
+
+
+def load_notes(path):
+    rows = [NoteRow(d["id"], d["question"], d["paper"], d["word"]) for d in map(json.loads, path.read_text().splitlines())]
+    return Dataset(path, rows, [])
+
+
+def echo(question, paper, row=None):
+    from pytest_researchqa import Answer
+
+    return Answer(paper.text)
+
+
+@pytest.hookimpl
+def pytest_researchqa_families():
+    return [Family(name="notes", description="does the paper mention a word", question_types=("mention",),
+                   metrics=(MetricSpec("mentioned", "mentioned"),), judge_dimensions=(), loader="conftest:load_notes",
+                   protocol_module="notes_protocol", default_system="conftest:echo")]
+'''
+
+PAPER_PROTOCOL = '''
+def test_mention(researchqa_row, researchqa_paper, researchqa_answer, researchqa_recorder):
+    assert researchqa_paper.paper_id == researchqa_row.paper_id
+    found = researchqa_row.word in researchqa_answer.text
+    researchqa_recorder.metric("mentioned", float(found))
+    assert found, f"{researchqa_row.word!r} is not in {researchqa_row.paper_id}"
+'''
+
+
+def test_a_third_party_family_whose_rows_are_about_papers_reads_them_without_the_citation_familys_fields(
+        pytester, tmp_path):
+    """A family with papers (the default) got the citation family's check of expected evidence and its
+    download field on its own rows: AttributeError on every row."""
+    pytester.makeconftest(PAPER_FAMILY)
+    pytester.makepyfile(notes_protocol=PAPER_PROTOCOL)
+    pytester.syspathinsert()
+    papers = pytester.mkdir("papers")
+    papers.joinpath("p1.txt").write_text("Transformers attend to every token of the input.\n")
+    pytester.path.joinpath("notes.jsonl").write_text("\n".join(json.dumps(n) for n in [
+        {"id": "n1", "question": "Attention?", "paper": "p1", "word": "attend"},
+        {"id": "n2", "question": "Convolution?", "paper": "p1", "word": "convolve"},
+        {"id": "n3", "question": "Missing paper?", "paper": "p9", "word": "any"}]) + "\n")
+    result = pytester.runpytest("--researchqa-family=notes", "--researchqa-dataset=notes.jsonl",
+                                "--researchqa-papers=papers", f"--researchqa-cache-dir={tmp_path}",
+                                "-p", "no:cacheprovider", "-rA")
+    result.assert_outcomes(passed=1, xfailed=1, errors=1)
+    result.stdout.fnmatch_lines(["*paper 'p9' not found*", "*'convolve' is not in p1*"])
+    assert "AttributeError" not in result.stdout.str()

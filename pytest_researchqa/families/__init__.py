@@ -25,13 +25,19 @@ import importlib
 import re
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, cast
 
 if TYPE_CHECKING:  # pragma: no cover
     import pluggy
 
     from ..dataset import Dataset, FamilyRow
+    from ..papers import Paper
     from .protocols import RowLoader
+
+
+# A family's check of a row against its paper (Family.paper_check): expected passages found in the text, of
+# how many, the sections none of whose passages are there, and why that makes the row a dataset defect ("" if not).
+PaperCheck = tuple[int, int, tuple[str, ...], str]
 
 
 class DeclarationError(ValueError):
@@ -111,6 +117,9 @@ class Family:
     # estimated cost), given ([(system, row), ...], services, settings); empty: nothing printed.
     call_estimate: str = ""
     default_system: str = "bm25"  # the system a run without --researchqa-system/--researchqa-model answers with
+    # "module:function" checking a row against its paper once, given (row, paper): a PaperCheck (the citation
+    # family's: are the expected passages in the text?). Empty: rows are not checked against their papers.
+    paper_check: str = ""
 
     @property
     def cluster_unit(self) -> str:
@@ -120,6 +129,14 @@ class Family:
     @functools.cached_property
     def metric_names(self) -> tuple[str, ...]:
         return tuple(m.name for m in self.metrics)  # read once a row: made once a family
+
+    def check_paper(self, row: "FamilyRow", paper: "Paper") -> Optional["PaperCheck"]:
+        """The family's check of a row against its paper (``paper_check``), or None when it declares none."""
+        return self._paper_checker(row, paper) if self._paper_checker is not None else None
+
+    @functools.cached_property
+    def _paper_checker(self) -> "Optional[Callable[[FamilyRow, Paper], PaperCheck]]":
+        return cast("Callable[[FamilyRow, Paper], PaperCheck]", resolve(self.paper_check)) if self.paper_check else None
 
     def metric(self, name: str) -> Optional[MetricSpec]:
         return next((m for m in self.metrics if m.name == name), None)

@@ -39,6 +39,7 @@ CITATION = Family(
     protocol_module="pytest_researchqa.families.citation.protocol",
     loader="pytest_researchqa.families.citation.loaders:load_dataset",
     model_system="pytest_researchqa.families.citation.model_system:CitedAnswerSystem",
+    paper_check="pytest_researchqa.families.citation.metrics:paper_check",
     scope_note=("cite prec, sect cov, cite acc: means over answerable rows; refusal, flagged: over false-premise "
                 "rows (adversarial, unless expected_refusal is false)"),
 )

@@ -25,12 +25,16 @@ sections), never 0: means skip it. docs/metrics.md lists every edge case.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from .answers import Answer, flags_false_premise
 from .matcher import CitationMatch, MatchIndex
 from .matcher.textkey import text_key
 from .rows import Row
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...families import PaperCheck
+    from ...papers import Paper
 
 # A citation and an alternative are the same passage when their overlap is at
 # least this share of the shorter of the two.
@@ -212,6 +216,18 @@ def check_expected_passages(row: Row, index: MatchIndex) -> ExpectedPassageCheck
         ),
         labels=tuple(section.section_label for section in row.expected_references),
     )
+
+
+def paper_check(row: Row, paper: "Paper") -> "PaperCheck":
+    """The citation family's check of a row against its paper (``Family.paper_check``): its expected passages
+    found in the text, of how many, the sections none of whose passages the paper contains, and, when there
+    are such sections, why the row is a dataset defect."""
+    from .matcher import match_index
+
+    index = match_index(paper)
+    checked = check_expected_passages(row, index)
+    missing = tuple(checked.missing_sections)
+    return (*checked.counts, missing, defect_reason(row, index, missing) if missing else "")
 
 
 def defect_reason(row: Row, index: MatchIndex, missing: Sequence[str]) -> str:
