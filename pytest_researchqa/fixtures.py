@@ -53,7 +53,7 @@ def researchqa_row(request: pytest.FixtureRequest, researchqa_case: Case) -> "Fa
 
 
 @pytest.fixture
-def researchqa_paper(request: pytest.FixtureRequest, researchqa_row: Any) -> "Optional[Paper]":
+def researchqa_paper(request: pytest.FixtureRequest, researchqa_row: "FamilyRow") -> "Optional[Paper]":
     """The row's paper (:class:`~pytest_researchqa.papers.Paper`), checked against the row.
 
     A paper that cannot be read makes the row error. A row with a required

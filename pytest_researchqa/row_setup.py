@@ -26,7 +26,7 @@ class Answered(NamedTuple):
     """What the built-in test needs of its row, made by one fixture (``researchqa_answered``)."""
 
     case: Case
-    row: Any
+    row: "FamilyRow"
     paper: "Optional[Paper]"
     answer: "Optional[Answer]"
     state: "RunState"  # the run's state: its judges (``judges_of``, ``services.premise_judge()``)
@@ -94,7 +94,7 @@ def system_of(state: "RunState", case: Case) -> "Optional[System]":
     return system
 
 
-def answer_of(request: pytest.FixtureRequest, state: "RunState", case: Case, row: Any, paper: "Optional[Paper]",
+def answer_of(request: pytest.FixtureRequest, state: "RunState", case: Case, row: "FamilyRow", paper: "Optional[Paper]",
             system: "Optional[System]") -> "Optional[Answer]":
     if system is None:
         return None

@@ -189,12 +189,12 @@ class Family:
             return None, (f"warning: the {self.name} family's renderer ({self.renderer}) raised "
                           f"{type(error).__name__}: {error}; its leaderboard is shown in the default tables")
 
-    def keywords(self, row: Any) -> set[str]:
+    def keywords(self, row: "FamilyRow") -> set[str]:
         """Extra words ``-k`` matches on a row's test (besides its id): the citation family's by default."""
         words = {row.paper_id, row.row_id, row.domain, (row.domain or "").replace(" ", "_")}
         return {w for w in words if w}
 
-    def marks(self, row: Any) -> list[str]:
+    def marks(self, row: "FamilyRow") -> list[str]:
         return [row.question_type]
 
 

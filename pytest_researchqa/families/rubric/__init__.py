@@ -16,11 +16,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional, cast
 
 import pytest
 
 from .. import Family, JudgeDimension, MetricSpec, first_row_keys
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...dataset import FamilyRow
+    from .rows import ResearchRow
+
+
+def _research(row: "FamilyRow") -> "ResearchRow":
+    return cast("ResearchRow", row)  # this family's loader made it (declarations import no row module)
 
 # The benchmark's seven general domains, as marker names (-m health_sciences_medicine).
 GENERAL_DOMAINS: dict[str, str] = {
@@ -60,18 +68,20 @@ METRICS: tuple[MetricSpec, ...] = (
 class RubricFamily(Family):
     """Cases are named ``<system>-<field>-<id>``; -k matches field, subdomain and general domain."""
 
-    def case_id(self, row: Any, system: Optional[str]) -> str:
+    def case_id(self, row: "FamilyRow", system: Optional[str]) -> str:
+        row = _research(row)
         parts = [system, slug(row.field) or "unknown_field", row.row_id] if system else [
             slug(row.field) or "unknown_field", row.row_id]
         return "-".join(re.sub(r"\s+", "_", str(p)) for p in parts)
 
-    def keywords(self, row: Any) -> set[str]:
+    def keywords(self, row: "FamilyRow") -> set[str]:
+        row = _research(row)
         words = {row.row_id, slug(row.field), slug(row.subdomain), slug(row.general_domain),
                  domain_marker(row.general_domain)}
         return {w for w in words if w}
 
-    def marks(self, row: Any) -> list[str]:
-        return [domain_marker(row.general_domain)]
+    def marks(self, row: "FamilyRow") -> list[str]:
+        return [domain_marker(_research(row).general_domain)]
 
     def recognizes(self, path: Path, head: str) -> bool:
         """Rubric rows carry a ``query`` or ``rubric`` (or, in the 50-query JSONL shape, a ``task_id`` with

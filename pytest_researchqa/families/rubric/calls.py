@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from ...llm.system import CHARS_PER_TOKEN
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .rows import ResearchRow
 
 TOKENS_PER_WORD = 4 / 3
 ASSUMED_ANSWER_WORDS = 250  # the seed's length guidance; used when the task sets none
@@ -140,7 +143,7 @@ def plan(answers: Sequence[tuple[str, Any]], services: Any, settings: Any) -> Ca
     placeholder = Answer(text=" ".join(["word"] * words), citations=[_REFERENCE] * ASSUMED_REFERENCES)
     generic = len(generic_rubric()) if settings.generic_rubric else 0
 
-    def graded(row: Any) -> int:
+    def graded(row: "ResearchRow") -> int:
         return len(row.rubric) or generic
 
     judges: dict[str, Any] = {}  # each judge the run uses, by name: the prompt it renders
@@ -157,13 +160,13 @@ def plan(answers: Sequence[tuple[str, Any]], services: Any, settings: Any) -> Ca
 
     sizes: dict[tuple[str, str, str], int] = {}  # a row's prompt is the same in all of its battles
 
-    def size(kind: str, model: str, row: Any) -> int:
+    def size(kind: str, model: str, row: "ResearchRow") -> int:
         key = (kind, model, row.row_id)
         if key not in sizes:
             sizes[key] = rendered_size(kind, model, row)
         return sizes[key]
 
-    def rendered_size(kind: str, model: str, row: Any) -> int:
+    def rendered_size(kind: str, model: str, row: "ResearchRow") -> int:
         """A prompt's characters as the run renders it (with its JSON schema, when one is sent) / 4."""
         if kind == "answer":
             return len(task_prompt(row, options)) // CHARS_PER_TOKEN

@@ -29,7 +29,8 @@ class JudgesFailed(Exception):
     """No judge gave a verdict for this answer."""
 
 
-def record_answer(answer: Answer, row: Any, options: TaskOptions, *, recorder: Optional[Recorder] = None) -> None:
+def record_answer(answer: Answer, row: "ResearchRow", options: TaskOptions, *,
+                  recorder: Optional[Recorder] = None) -> None:
     target = current_recorder(recorder)
     if target is None:
         return

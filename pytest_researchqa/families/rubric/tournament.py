@@ -24,10 +24,13 @@ from __future__ import annotations
 import itertools
 import random
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from ...records import RowRecord
 from .bradley_terry import PRIOR_DRAWS, Battle, bootstrap, connected, win_rates
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .rows import ResearchRow
 
 DIRECT_WIN_POINTS = 4.0  # Eq. 1 of the seed
 ENSEMBLE_POINTS = {"eq1": DIRECT_WIN_POINTS, "notebook": 5.0}  # the notebook behind Table 3 adds 5 per vote
@@ -151,7 +154,7 @@ def judge_calls_refusal(calls: int, cap: int) -> Optional[str]:
             "per pair with --researchqa-battles=N")
 
 
-def schedule_refusal(rows: Sequence[Any], settings: Any) -> Optional[str]:
+def schedule_refusal(rows: "Sequence[ResearchRow]", settings: Any) -> Optional[str]:
     """Before any row runs: the battles the selected rows would bring, if every system answers every row,
     against ``--researchqa-max-judge-calls``."""
     systems = len(settings.all_systems)
