@@ -3,15 +3,20 @@ models and judges served by the local scripted server)."""
 
 from __future__ import annotations
 
+import base64
 import functools
+import gzip
 import json
 import re
+import shutil
+import urllib.parse
 
 import pytest
 from helpers import leaderboard_table, needs_shared, run_pytest, shared_path
 
 REAL_QUERIES = ("external-datasets", "penn-researchqa-partial", "researchqa_med_med.jsonl")
 SAMPLE_ROWS = 12
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 pytestmark = pytest.mark.usefixtures("litellm_loaded")
@@ -90,7 +95,8 @@ def test_the_bundled_sample_with_the_rubric_oracle_covers_every_item(run, server
 
 @pytest.mark.slow
 def test_two_models_get_coverage_elo_a_win_matrix_and_the_kind_table_and_a_rerun_calls_nobody(run, server,
-                                                                                              capsys):
+                                                                                              capsys, pytester,
+                                                                                              tmp_path):
     args = ("--researchqa-model=openai/good", "--researchqa-model=openai/sloppy", "--researchqa-judge=openai/judge-a",
             "--researchqa-family=rubric")
     first = run(*args)
@@ -127,6 +133,27 @@ def test_two_models_get_coverage_elo_a_win_matrix_and_the_kind_table_and_a_rerun
     results = json.loads(capsys.readouterr().out)["family_results"]
     assert results["battles"] == SAMPLE_ROWS and results["rules"]["protocol"] == "project"
     assert round(results["elo"]["openai/good"]["median"]) == float(good["Elo"]) > results["elo"]["openai/sloppy"]["median"]
+    # The HTML report draws the board the terminal prints (tester37 F3): Elo, battles, the win matrix ...
+    report = pytester.path / "rub.html"
+    assert main(["view", "-o", str(report)]) == 0
+    packed = re.search(r'id="researchqa-data"[^>]*>([^<]+)<', report.read_text()).group(1)
+    page = json.loads(gzip.decompress(base64.b64decode(packed)))
+    tables = {t["title"] or t["headers"][0]: t for t in page["board"] if "headers" in t}
+    assert tables["system"]["headers"][:6] == ["system", "Coverage %", "95% CI", "Elo", "± SD", "battles"]
+    assert tables["system"]["rows"][0][:6] == ["openai/good", good["Coverage %"], good["95% CI"], good["Elo"],
+                                               good["± SD"], good["battles"]]
+    assert tables["row beats column"]["rows"][0] == ["openai/good", "·", "100% (12)"]
+    assert {"by general domain (Coverage %)", "rubric items not completely covered (coverage < 4), by kind"} <= set(tables)
+    assert any("Elo: Bradley-Terry" in p.get("text", "") for p in page["board"]), "the board's own notes"
+    if CHROMIUM is not None:  # ... and a row page each rubric item's score with the judge's justification
+        from test_html_report import dump
+
+        dom = dump(report, "row=" + urllib.parse.quote("openai/good\u241fai-dense-retrieval"), tmp_path,
+                   screenshot="report-rubric-row.png")
+        aside = dom.split('<aside id="row-page">', 1)[1]
+        assert re.search(r'<p class="justification"><strong>openai/judge-a: \d</strong> \d+ of \d+ key words', aside)
+        assert aside.count('class="justification"') == 8, "one per rubric item of the row"
+        assert 'id="leaderboard"' in dom and "row beats column" in dom
 
 
 @pytest.mark.slow
