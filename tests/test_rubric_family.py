@@ -178,13 +178,18 @@ def test_a_position_biased_judge_is_reported_and_its_votes_cancel(run):
     assert float(board["openai/good"]["Elo"]) > float(board["openai/sloppy"]["Elo"]), "coverage decides"
 
 
-def test_a_judge_that_never_gives_a_verdict_makes_the_row_an_error_not_a_zero(run):
+def test_a_judge_that_never_gives_a_verdict_makes_the_row_an_error_not_a_zero(run, pytester):
     result = run("--researchqa-family=rubric", "--researchqa-judge=openai/judge-broken", "--researchqa-retries=0",
-                 "-k", "Ecology")
-    result.assert_outcomes(failed=2)
+                 "-k", "Ecology", "--junitxml=rubric.xml")
+    # An error (E), as a row whose system raised, and as the summary counts it (tester37 F9); not a failed test.
+    result.assert_outcomes(errors=2)
+    assert result.ret == 1
     board = leaderboard_table(result)["rubric-oracle"]
     assert board["Coverage %"] == "—" and board["errors"] == "2" and board["judge err"] == "2"
-    result.stdout.fnmatch_lines(["*no coverage verdict for this answer (openai/judge-broken: judge *"])
+    result.stdout.fnmatch_lines(["*no coverage verdict for this answer (openai/judge-broken: judge *",
+                                 "*run FAILED: 2 row(s) errored*"])
+    junit = (pytester.path / "rubric.xml").read_text()
+    assert junit.count("<error ") == 2 and "<failure" not in junit
 
 
 def test_the_task_options_are_switchable_and_recorded_per_row(run, server, pytester):
