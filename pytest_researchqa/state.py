@@ -47,10 +47,15 @@ class RunState:
         self.whole_papers = False
         # id(plain data on a report) -> (that plain data, its record): see hand_over.
         self._handed: dict[int, tuple[dict[str, Any], RowRecord, bool]] = {}
+        local: frozenset[str] = frozenset()
+        if settings.model_params:  # a run without models never loads llm_params
+            from .llm_params import local_models
+
+            local = local_models(settings.model_params)
         self.session = ResearchSession(
             self.family, settings.gates, allow_partial=settings.allow_partial, gates_apply=not settings.audit,
             regressions=settings.regressions, compare_map=settings.compare_map,
-            undecidable_fails=settings.undecidable_fails)
+            undecidable_fails=settings.undecidable_fails, local_models=local)
 
     @property
     def dataset_path(self) -> Path:

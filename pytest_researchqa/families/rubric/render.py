@@ -185,13 +185,18 @@ def audit(records: Sequence[RowRecord]) -> str:
 def tournament_warnings(results: dict[str, Any]) -> list[str]:
     """What makes the battles' Elo less than it seems: same-family judges, battles left out, resamples with
     no finite fit, groups never compared."""
-    from ...llm_params import model_family
+    from ...llm_params import model_family, same_family
+
+    known = results.get("families")  # the run's own (None: unknown, served on this machine); older runs: the names'
+
+    def family(name: str) -> Optional[str]:
+        return known.get(name) if isinstance(known, dict) else model_family(name)
 
     warnings = []
     for judge in results.get("judges") or []:
-        same = [s for s in results.get("systems") or [] if model_family(s) == model_family(judge)]
+        same = [s for s in results.get("systems") or [] if same_family(family(s), family(judge))]
         if same:
-            warnings.append(f"warning: pairwise judge {judge} is of the same family ({model_family(judge)}) as "
+            warnings.append(f"warning: pairwise judge {judge} is of the same family ({family(judge)}) as "
                             f"{', '.join(same)}: same-family judges tend to prefer their own (--researchqa-judge=auto "
                             "picks another family)")
     if results.get("errors"):
