@@ -145,6 +145,7 @@ def test_two_models_get_coverage_elo_a_win_matrix_and_the_kind_table_and_a_rerun
     assert tables["row beats column"]["rows"][0] == ["openai/good", "·", "100% (12)"]
     assert {"by general domain (Coverage %)", "rubric items not completely covered (coverage < 4), by kind"} <= set(tables)
     assert any("Elo: Bradley-Terry" in p.get("text", "") for p in page["board"]), "the board's own notes"
+    assert page["guards"] == [], "no same-family guard for aliases on a local server"
     if CHROMIUM is not None:  # ... and a row page each rubric item's score with the judge's justification
         from test_html_report import dump
 
@@ -243,14 +244,17 @@ def test_xdist_gives_the_same_rubric_leaderboard_as_a_serial_run(run):
 
 
 @pytest.mark.slow
-def test_the_existing_judge_guards_apply_to_the_coverage_judge(run):
+def test_the_existing_judge_guards_apply_to_the_coverage_judge(run, pytester):
     # Served remotely (profile=remote), 'openai/' is the model's family, as for a hosted model.
     result = run("--researchqa-model=openai/good", "--researchqa-family=rubric", "--researchqa-judge=openai/judge-flaky",
                  "--researchqa-judge-repeats=2", "--researchqa-model-param=openai/good:profile=remote",
-                 "--researchqa-model-param=openai/judge-flaky:profile=remote")
+                 "--researchqa-model-param=openai/judge-flaky:profile=remote", "--researchqa-html=r.html")
     result.stdout.fnmatch_lines([
         "*warning: judge openai/judge-flaky grades openai/good, a model of the same family (openai)*",
         "flip rate: */* judge scores (*) changed when * sampled verdicts were re-judged 2 more time(s)"])
+    packed = re.search(r'id="researchqa-data"[^>]*>([^<]+)<', (pytester.path / "r.html").read_text()).group(1)
+    guards = [g["message"] for g in json.loads(gzip.decompress(base64.b64decode(packed)))["guards"]]
+    assert [g.split(":")[0] for g in guards] == ["warning", "flip rate"], "the HTML report shows the guards too"
 
 
 def test_a_projects_own_test_grades_coverage_and_a_failing_row_shows_each_items_reason(run, pytester):

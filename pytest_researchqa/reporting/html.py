@@ -22,7 +22,7 @@ from ..families import Family, Table
 from ..records import RowRecord
 from ..text_safety import utf8
 from .json_summary import json_safe
-from .terminal import delta_note, leaderboard_tables
+from .terminal import defects_line, delta_note, interval_note, leaderboard_tables
 
 if TYPE_CHECKING:  # pragma: no cover
     from .outcome import RunOutcome
@@ -118,8 +118,10 @@ def page_data(outcome: "RunOutcome", family: Family, title: str, *,
     # A family with its own leaderboard (the rubric family's Elo, battles and win matrix) gives the page the
     # board the terminal and the Markdown draw, in order; the others, the default leaderboard table.
     own, failed = family.board(outcome.records, outcome.family_results)
-    board = own if own is not None else [
-        leaderboard_tables(outcome.records, family, outcome.intervals, outcome.comparison)[0], family.scope_note]
+    board = own if own is not None else [  # the table and the notes the terminal prints under it
+        leaderboard_tables(outcome.records, family, outcome.intervals, outcome.comparison)[0], family.scope_note,
+        interval_note(outcome.intervals, any(r.judge for r in outcome.records), family.cluster_unit),
+        defects_line(outcome.records)]
     rows = [_row(r, key) for key, r in _keyed(list(outcome.records) + list(outcome.invalid_rows)).items()]
     data: dict[str, Any] = {
         "title": title, "family": family.name, "verdict": outcome.verdict, "gated": outcome.gated,
@@ -131,8 +133,9 @@ def page_data(outcome: "RunOutcome", family: Family, title: str, *,
                               *outcome.notes) if n],
         "board": [{"title": part.title, "headers": [str(h) for h in part.headers],
                    "rows": [[str(c) for c in row] for row in part.rows]} if isinstance(part, Table)
-                  else {"text": part} for part in board if part],
+                  else {"text": part} for part in board if part is not None and part != ""],
         "judge_scales": {d.name: [d.low, d.high] for d in family.judge_dimensions},
+        "guards": [{"severity": g.severity, "message": g.message} for g in outcome.guards],  # as the terminal's
         "checks": [{"state": c.state, "fails_run": c.fails_run, "mark": c.mark, "message": c.message}
                    for c in outcome.checks],
         "metrics": [{"name": m.name, "label": m.label} for m in family.metrics],

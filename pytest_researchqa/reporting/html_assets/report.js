@@ -71,6 +71,10 @@
     });
     box.append(el("p", { class: "muted", text: data.coverage }));
     for (const note of data.notes) box.append(el("p", { class: "muted", text: note }));
+    if (data.guards.length) {
+      box.append(el("h2", { text: "Judge guards" }));
+      for (const g of data.guards) box.append(el("p", { class: g.severity === "warning" ? "note" : "muted", text: g.message }));
+    }
     if (data.checks.length) {
       box.append(el("h2", { text: data.gated ? "Gates" : "Verdict" }));  // as the Markdown heads it
       box.append(el("ul", { class: "checks" }, ...data.checks.map((c) => el("li", { class: c.state, text: `${CHECK_SYMBOL[c.fails_run ? "failed" : c.state] || c.mark} ${c.message}` }))));
