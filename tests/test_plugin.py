@@ -101,6 +101,8 @@ def test_sample_picks_every_question_type_evenly_spaced_and_deterministically(ru
     four = run("--researchqa-system=oracle", "--researchqa-sample=4", "--collect-only", "-q")
     rows = [l.split("-", 2)[2] for l in four.stdout.lines if l.startswith("researchqa::")]
     assert len(rows) == 4 and {r.split("-")[0] for r in rows} == {"edu", "env", "ml"}, rows
+    ran = run("--researchqa-system=oracle", "--researchqa-sample=4")
+    ran.stdout.fnmatch_lines(["4 of 4 selected rows measured (0 errors); slice: --researchqa-sample=4 (rows of 3 papers)"])
 
 
 def test_sample_is_drawn_from_the_rows_k_and_m_keep(run):
