@@ -155,10 +155,12 @@ def _family(saved: SavedRun) -> "Family":
 
 def _session(saved: SavedRun, family: "Optional[Family]" = None, **options: Any) -> "ResearchSession":
     """A saved run's records replayed into a session: the same outcome, the same renderers as a live run."""
+    from .llm_params import local_models
     from .session import ResearchSession
 
-    session = ResearchSession(family or _family(saved),
-                              family_results=saved.manifest.get("family_results") or {}, **options)
+    params = saved.manifest.get("model_params")
+    session = ResearchSession(family or _family(saved), family_results=saved.manifest.get("family_results") or {},
+                              local_models=local_models(params if isinstance(params, dict) else {}), **options)
     for record in saved.records:
         session.add(record)
     return session

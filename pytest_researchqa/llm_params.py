@@ -96,6 +96,11 @@ def is_local(params: dict[str, Any]) -> bool:
     return is_loopback_url(bases) if bases else False
 
 
+def local_models(model_params: dict[str, Any]) -> frozenset[str]:
+    """The models of ``{model: params}`` served on this machine (``is_local``)."""
+    return frozenset(name for name, params in model_params.items() if isinstance(params, dict) and is_local(params))
+
+
 def endpoints(params: dict[str, Any]) -> list[dict[str, Any]]:
     """The endpoints of a model served several times over: ``api_base`` and/or ``api_key`` given as lists
     (several servers, several keys; a single value is shared by all). Empty for a model with one endpoint."""
@@ -147,16 +152,27 @@ _FAMILY_PATTERNS = (
 )
 
 
-def model_family(model: str) -> str:
-    """The model family of a litellm model string (its provider prefix when unknown)."""
+def model_family(model: str, *, local: bool = False) -> Optional[str]:
+    """The model family of a litellm model string (its provider prefix when the name says nothing); None
+    (unknown) for a model served on this machine (``local``: ``is_local`` of its params) whose served name
+    says nothing: ``openai/<alias>`` on a local server is whatever model the server loaded, not OpenAI's."""
     lowered = model.lower()
     # The model's own name decides ("openai/gemini-x" served by a proxy is Gemini); the
     # provider prefix only when the name says nothing.
-    for text in (lowered.rsplit("/", 1)[-1], lowered):
-        for family, pattern in _FAMILY_PATTERNS:
-            if re.search(pattern, text):
-                return family
+    for family, pattern in _FAMILY_PATTERNS:
+        if re.search(pattern, lowered.rsplit("/", 1)[-1]):
+            return family
+    if local:
+        return None
+    for family, pattern in _FAMILY_PATTERNS:
+        if re.search(pattern, lowered):
+            return family
     return lowered.split("/", 1)[0] if "/" in lowered else lowered
+
+
+def same_family(first: Optional[str], second: Optional[str]) -> bool:
+    """Two families known to be the same (an unknown family is never the same as another)."""
+    return first is not None and first == second
 
 
 # A parameter (or header, at any depth) whose name says it holds a credential: api_key, x-api-key,

@@ -109,7 +109,8 @@ OPTIONS: tuple[Option, ...] = (
            "Rubric family: judge rows without rubric items against eight generic criteria instead of skipping them."),
     Option("--researchqa-sample", "int",
            "Run a sample of N rows: stratified by question type (every type present at least once, shares "
-           "proportional), evenly spaced within a type; under --researchqa-protocol=paper, row int(i*n/N) for "
+           "proportional), evenly spaced within a type and spread over the papers (each row from the paper "
+           "sampled least so far); under --researchqa-protocol=paper, row int(i*n/N) for "
            "i < N (the citation seed's sample). The same on every run and worker.", minimum=1),
     Option("--researchqa-fail-under", "append",
            "Gate: METRIC=VALUE or TYPE.METRIC=VALUE (e.g. multi_hop.section_coverage=0.7). "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Hashable, Optional, Sequence
 
 
 def evenly_spaced(total: int, count: int) -> list[int]:
@@ -15,13 +15,19 @@ def centred(total: int, count: int) -> list[int]:
     return [(2 * i + 1) * total // (2 * count) for i in range(count)]
 
 
-def stratified_sample(strata: Sequence[str], size: Optional[int]) -> list[int]:
-    """Positions of a sample that represents every stratum (question type) present.
+def stratified_sample(strata: Sequence[str], size: Optional[int],
+                      clusters: Optional[Sequence[Hashable]] = None) -> list[int]:
+    """Positions of a sample that represents every stratum (question type) present and, given each row's
+    cluster (its paper), as many clusters as it can.
 
     Each stratum gets a share proportional to its size (largest remainders settle the
     rounding), at least one row while the sample can afford one per stratum; within
     a stratum the rows are evenly spaced, each in the middle of its share (so one row of
-    six is the fourth, not always the first paper's). Returned in file order.
+    six is the fourth, not always the first paper's). With ``clusters``, each row taken is of the cluster
+    the sample has taken fewest rows of so far (strata in first-seen order, so the second type's row comes
+    from another paper than the first's), the nearest to that middle among them: a sample of one row per type
+    spreads over the papers instead of taking the same paper for every type (a dataset lays each type out
+    paper by paper). Returned in file order.
     """
     total = len(strata)
     if size is None or size >= total:
@@ -44,7 +50,19 @@ def stratified_sample(strata: Sequence[str], size: Optional[int]) -> list[int]:
         room = [n for n in names if quotas[n] < len(groups[n])]
         under = max(room, key=lambda n: (exact[n] - quotas[n], -names.index(n)))
         quotas[under] += 1
-    chosen = [groups[name][i] for name in names for i in centred(len(groups[name]), quotas[name])]
+    if clusters is None:
+        chosen = [groups[name][i] for name in names for i in centred(len(groups[name]), quotas[name])]
+        return sorted(chosen)
+    taken: dict[Hashable, int] = {}
+    chosen = []
+    for name in names:
+        rows = groups[name]
+        left = set(range(len(rows)))
+        for target in centred(len(rows), quotas[name]):
+            pick = min(left, key=lambda i: (taken.get(clusters[rows[i]], 0), abs(i - target), i))
+            left.discard(pick)
+            chosen.append(rows[pick])
+            taken[clusters[rows[pick]]] = taken.get(clusters[rows[pick]], 0) + 1
     return sorted(chosen)
 
 

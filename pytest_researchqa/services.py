@@ -9,7 +9,7 @@ policy (``auto`` picks a judge of another model family than the system).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Optional, cast
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, cast
 
 if TYPE_CHECKING:  # pragma: no cover
     from .llm.cache import AnswerCache
@@ -30,6 +30,21 @@ class Services:
 
     def is_model(self, name: Optional[str]) -> bool:
         return name is not None and name in self.settings.models
+
+    def other_family(self, pool: Sequence[str], systems: Iterable[str]) -> str:
+        """The pool's first model of a family none of ``systems`` (the models among them) is known to belong to;
+        the pool's first when there is none."""
+        from .llm_params import same_family
+
+        families = [self.family_of(s) for s in systems if self.is_model(s)]
+        return next((c for c in pool if not any(same_family(self.family_of(c), f) for f in families)), pool[0])
+
+    def family_of(self, name: str) -> Optional[str]:
+        """A model's family (``llm_params.model_family``); None (unknown) for a model served on this machine whose
+        served name says nothing: an ``openai/<alias>`` on a local server is not OpenAI's."""
+        from .llm_params import is_local, model_family
+
+        return model_family(name, local=is_local(self.settings.model_params.get(name) or {}))
 
     def system(self, name: str) -> "System":
         """The system a spec names (raises SystemSpecError for a bad spec)."""
@@ -164,16 +179,13 @@ class Services:
         so no system's Coverage % comes from a different judge than another's.
         """
         from .llm.judges import DEFAULT_POOL
-        from .llm_params import model_family
 
         names = []
         one_for_all = self._kinds()[self.judge_kind()].same_judge_for_every_system
         for name in self.settings.judges:
             if name == "auto":
                 graded = self.settings.all_systems if one_for_all else (system,)
-                families = {model_family(s) for s in graded if self.is_model(s)}
-                pool = self.settings.judge_pool or DEFAULT_POOL
-                name = next((c for c in pool if model_family(c) not in families), pool[0])
+                name = self.other_family(self.settings.judge_pool or DEFAULT_POOL, graded)
             names.append(name)
         return list(dict.fromkeys(names))
 
@@ -225,13 +237,10 @@ class Services:
         """The direct pairwise judge of a battle: the first configured judge, with 'auto' resolved to a
         model of a family neither system belongs to where the pool has one."""
         from .llm.judges import DEFAULT_POOL
-        from .llm_params import model_family
 
         name = self.settings.judges[0]
         if name == "auto":
-            families = {model_family(s) for s in (first, second) if self.is_model(s)}
-            pool = self.settings.judge_pool or DEFAULT_POOL
-            name = next((c for c in pool if model_family(c) not in families), pool[0])
+            name = self.other_family(self.settings.judge_pool or DEFAULT_POOL, (first, second))
         return self._judge(name, self._protocol_kind("pairwise"))
 
     def ready_models(self) -> None:

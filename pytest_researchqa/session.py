@@ -44,6 +44,8 @@ class ResearchSession:
     judging: dict[str, Any] = field(default_factory=dict)  # runs.judging_of this run's manifest
     undecidable_fails: bool = False  # --researchqa-undecidable=fail
     missing_baseline: Optional[str] = None  # --researchqa-compare-missing=skip found no such run
+    # The run's models served on this machine (llm_params.is_local): their family is unknown to the guards.
+    local_models: frozenset[str] = frozenset()
     # What the family's end-of-run step found (the rubric family: battles, Elo), plain data for renderers.
     family_results: dict[str, Any] = field(default_factory=dict)
     family_step_error: Optional[str] = None  # that step raised: the run fails, saying so in every medium
@@ -95,7 +97,7 @@ class ResearchSession:
         return RunOutcome(
             records=records,
             gates=tuple(evaluate(self.gates, records)) if gated else (),
-            guards=tuple(judge_guards(records, self.family)),
+            guards=tuple(judge_guards(records, self.family, self.local_models)),
             measured=measured,
             errors=errors,
             foreign_failures=self.foreign_failures,

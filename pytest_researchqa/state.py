@@ -47,10 +47,15 @@ class RunState:
         self.whole_papers = False
         # id(plain data on a report) -> (that plain data, its record): see hand_over.
         self._handed: dict[int, tuple[dict[str, Any], RowRecord, bool]] = {}
+        local: frozenset[str] = frozenset()
+        if settings.model_params:  # a run without models never loads llm_params
+            from .llm_params import local_models
+
+            local = local_models(settings.model_params)
         self.session = ResearchSession(
             self.family, settings.gates, allow_partial=settings.allow_partial, gates_apply=not settings.audit,
             regressions=settings.regressions, compare_map=settings.compare_map,
-            undecidable_fails=settings.undecidable_fails)
+            undecidable_fails=settings.undecidable_fails, local_models=local)
 
     @property
     def dataset_path(self) -> Path:
@@ -150,19 +155,23 @@ class RunState:
         rows = self.dataset.rows
         if self.sample_after_selection:
             return list(range(len(rows)))
-        return self._sample([row.question_type for row in rows])
+        return self._sample(list(range(len(rows))))
 
-    def _sample(self, strata: list[str]) -> list[int]:
+    def _sample(self, positions: list[int]) -> list[int]:
+        """Indexes into ``positions`` (row positions) of the sample: stratified by question type and spread
+        over the rows' papers (a family without papers: by type alone)."""
         from .sampling import paper_sample, stratified_sample
 
         if self.settings.protocol == "paper" and self.settings.sample is not None:
-            return paper_sample(len(strata), self.settings.sample)
-        return stratified_sample(strata, self.settings.sample)
+            return paper_sample(len(positions), self.settings.sample)
+        rows = [self.dataset.rows[p] for p in positions]
+        papers = [row.paper_id for row in rows] if self.family.uses_papers else None
+        return stratified_sample([row.question_type for row in rows], self.settings.sample, papers)
 
     def sample_leaves_out(self, cases: list[Case]) -> set[int]:
         """Row positions outside the sample when it is drawn from the rows -k / -m kept."""
         positions = sorted({case.position for case in cases if case.kind == "row"})
-        kept = self._sample([self.dataset.rows[p].question_type for p in positions])
+        kept = self._sample(positions)
         return set(positions) - {positions[i] for i in kept}
 
     def cases(self, with_systems: bool) -> list[tuple[Case, str, list[str]]]:

@@ -104,6 +104,13 @@ def test_model_families():
         "openai", "anthropic", "google", "zhipu", "openai", "google"]
 
 
+def test_a_model_served_on_this_machine_has_an_unknown_family_unless_its_served_name_says_one():
+    """tester37 F8: on a local server 'openai/' names the protocol, not the model's maker."""
+    assert [model_family(m, local=True) for m in ("openai/smollm2", "openai/judge", "openai/gpt-4o-mini",
+                                                  "openai/qwen2.5-7b", "openai/gemini-proxy")] == [
+        None, None, "openai", "qwen", "google"]
+
+
 # ------------------------------------------------------------------ the plugin
 
 
@@ -145,15 +152,23 @@ def test_a_fabricated_citation_judged_accurate_is_listed_as_a_contradiction(pyte
 
 @pytest.mark.slow
 def test_a_same_family_judge_draws_a_warning_and_auto_avoids_it(pytester, server, tmp_path):
-    same = run(pytester, server, tmp_path, "--researchqa-model=openai/good", "--researchqa-judge=openai/judge-a",
+    # Served on this machine, 'openai/<alias>' says nothing of the model: no warning (tester37 F8) ...
+    local = run(pytester, server, tmp_path, "--researchqa-model=openai/good", "--researchqa-judge=openai/judge-a",
+                "-k", "edu-lookup-1")
+    assert "same family" not in local.stdout.str()
+    # ... a served name that says its family does, as a hosted model's name does.
+    same = run(pytester, server, tmp_path, "--researchqa-model=openai/gpt-good", "--researchqa-judge=openai/gpt-judge",
                "-k", "edu-lookup-1")
-    same.stdout.fnmatch_lines(["warning: judge openai/judge-a grades openai/good, a model of the same family (openai)*"])
-    auto = run(pytester, server, tmp_path, "--researchqa-model=openai/good", "--researchqa-judge=auto",
-               "--researchqa-judge-pool=openai/judge-alt", "--researchqa-judge-pool=openai/gemini-judge",
+    same.stdout.fnmatch_lines(["warning: judge openai/gpt-judge grades openai/gpt-good, a model of the same family "
+                               "(openai)*"])
+    auto = run(pytester, server, tmp_path, "--researchqa-model=openai/gpt-good", "--researchqa-judge=auto",
+               "--researchqa-judge-pool=openai/gpt-judge-alt", "--researchqa-judge-pool=openai/gemini-judge",
                "--researchqa-model-param=openai/gemini-judge:api_base=" + server.url,
-               "--researchqa-model-param=openai/gemini-judge:api_key=t", "-k", "edu-lookup-1")
+               "--researchqa-model-param=openai/gemini-judge:api_key=t",
+               "--researchqa-model-param=openai/gpt-judge-alt:api_base=" + server.url,
+               "--researchqa-model-param=openai/gpt-judge-alt:api_key=t", "-k", "edu-lookup-1")
     assert "same family" not in auto.stdout.str()
-    assert server.calls("gemini-judge") == 1 and server.calls("judge-alt") == 0, "a google-family judge was picked"
+    assert server.calls("gemini-judge") == 1 and server.calls("gpt-judge-alt") == 0, "a google-family judge was picked"
 
 
 @pytest.mark.slow

@@ -3,15 +3,20 @@ models and judges served by the local scripted server)."""
 
 from __future__ import annotations
 
+import base64
 import functools
+import gzip
 import json
 import re
+import shutil
+import urllib.parse
 
 import pytest
 from helpers import leaderboard_table, needs_shared, run_pytest, shared_path
 
 REAL_QUERIES = ("external-datasets", "penn-researchqa-partial", "researchqa_med_med.jsonl")
 SAMPLE_ROWS = 12
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 pytestmark = pytest.mark.usefixtures("litellm_loaded")
@@ -90,7 +95,8 @@ def test_the_bundled_sample_with_the_rubric_oracle_covers_every_item(run, server
 
 @pytest.mark.slow
 def test_two_models_get_coverage_elo_a_win_matrix_and_the_kind_table_and_a_rerun_calls_nobody(run, server,
-                                                                                              capsys):
+                                                                                              capsys, pytester,
+                                                                                              tmp_path):
     args = ("--researchqa-model=openai/good", "--researchqa-model=openai/sloppy", "--researchqa-judge=openai/judge-a",
             "--researchqa-family=rubric")
     first = run(*args)
@@ -109,7 +115,7 @@ def test_two_models_get_coverage_elo_a_win_matrix_and_the_kind_table_and_a_rerun
     assert section(first, "rubric items not completely covered")
     assert section(first, "by general domain")
     text = first.stdout.str()
-    assert "warning: pairwise judge openai/judge-a is of the same family (openai) as openai/good, openai/sloppy" in text
+    assert "same family" not in text, "aliases on a local server are of unknown families (tester37 F8)"
     assert "openai/sloppy: date cutoff: 12/12 dated citations after the cutoff (100%)" in text
     assert "openai/good: date cutoff: 0/24 dated citations after the cutoff (0%)" in text
     calls = server.calls()
@@ -127,6 +133,28 @@ def test_two_models_get_coverage_elo_a_win_matrix_and_the_kind_table_and_a_rerun
     results = json.loads(capsys.readouterr().out)["family_results"]
     assert results["battles"] == SAMPLE_ROWS and results["rules"]["protocol"] == "project"
     assert round(results["elo"]["openai/good"]["median"]) == float(good["Elo"]) > results["elo"]["openai/sloppy"]["median"]
+    # The HTML report draws the board the terminal prints (tester37 F3): Elo, battles, the win matrix ...
+    report = pytester.path / "rub.html"
+    assert main(["view", "-o", str(report)]) == 0
+    packed = re.search(r'id="researchqa-data"[^>]*>([^<]+)<', report.read_text()).group(1)
+    page = json.loads(gzip.decompress(base64.b64decode(packed)))
+    tables = {t["title"] or t["headers"][0]: t for t in page["board"] if "headers" in t}
+    assert tables["system"]["headers"][:6] == ["system", "Coverage %", "95% CI", "Elo", "± SD", "battles"]
+    assert tables["system"]["rows"][0][:6] == ["openai/good", good["Coverage %"], good["95% CI"], good["Elo"],
+                                               good["± SD"], good["battles"]]
+    assert tables["row beats column"]["rows"][0] == ["openai/good", "·", "100% (12)"]
+    assert {"by general domain (Coverage %)", "rubric items not completely covered (coverage < 4), by kind"} <= set(tables)
+    assert any("Elo: Bradley-Terry" in p.get("text", "") for p in page["board"]), "the board's own notes"
+    assert page["guards"] == [], "no same-family guard for aliases on a local server"
+    if CHROMIUM is not None:  # ... and a row page each rubric item's score with the judge's justification
+        from test_html_report import dump
+
+        dom = dump(report, "row=" + urllib.parse.quote("openai/good\u241fai-dense-retrieval"), tmp_path,
+                   screenshot="report-rubric-row.png")
+        aside = dom.split('<aside id="row-page">', 1)[1]
+        assert re.search(r'<p class="justification"><strong>openai/judge-a: \d</strong> \d+ of \d+ key words', aside)
+        assert aside.count('class="justification"') == 8, "one per rubric item of the row"
+        assert 'id="leaderboard"' in dom and "row beats column" in dom
 
 
 @pytest.mark.slow
@@ -151,13 +179,18 @@ def test_a_position_biased_judge_is_reported_and_its_votes_cancel(run):
     assert float(board["openai/good"]["Elo"]) > float(board["openai/sloppy"]["Elo"]), "coverage decides"
 
 
-def test_a_judge_that_never_gives_a_verdict_makes_the_row_an_error_not_a_zero(run):
+def test_a_judge_that_never_gives_a_verdict_makes_the_row_an_error_not_a_zero(run, pytester):
     result = run("--researchqa-family=rubric", "--researchqa-judge=openai/judge-broken", "--researchqa-retries=0",
-                 "-k", "Ecology")
-    result.assert_outcomes(failed=2)
+                 "-k", "Ecology", "--junitxml=rubric.xml")
+    # An error (E), as a row whose system raised, and as the summary counts it (tester37 F9); not a failed test.
+    result.assert_outcomes(errors=2)
+    assert result.ret == 1
     board = leaderboard_table(result)["rubric-oracle"]
     assert board["Coverage %"] == "—" and board["errors"] == "2" and board["judge err"] == "2"
-    result.stdout.fnmatch_lines(["*no coverage verdict for this answer (openai/judge-broken: judge *"])
+    result.stdout.fnmatch_lines(["*no coverage verdict for this answer (openai/judge-broken: judge *",
+                                 "*run FAILED: 2 row(s) errored*"])
+    junit = (pytester.path / "rubric.xml").read_text()
+    assert junit.count("<error ") == 2 and "<failure" not in junit
 
 
 def test_the_task_options_are_switchable_and_recorded_per_row(run, server, pytester):
@@ -211,12 +244,17 @@ def test_xdist_gives_the_same_rubric_leaderboard_as_a_serial_run(run):
 
 
 @pytest.mark.slow
-def test_the_existing_judge_guards_apply_to_the_coverage_judge(run):
+def test_the_existing_judge_guards_apply_to_the_coverage_judge(run, pytester):
+    # Served remotely (profile=remote), 'openai/' is the model's family, as for a hosted model.
     result = run("--researchqa-model=openai/good", "--researchqa-family=rubric", "--researchqa-judge=openai/judge-flaky",
-                 "--researchqa-judge-repeats=2")
+                 "--researchqa-judge-repeats=2", "--researchqa-model-param=openai/good:profile=remote",
+                 "--researchqa-model-param=openai/judge-flaky:profile=remote", "--researchqa-html=r.html")
     result.stdout.fnmatch_lines([
         "*warning: judge openai/judge-flaky grades openai/good, a model of the same family (openai)*",
         "flip rate: */* judge scores (*) changed when * sampled verdicts were re-judged 2 more time(s)"])
+    packed = re.search(r'id="researchqa-data"[^>]*>([^<]+)<', (pytester.path / "r.html").read_text()).group(1)
+    guards = [g["message"] for g in json.loads(gzip.decompress(base64.b64decode(packed)))["guards"]]
+    assert [g.split(":")[0] for g in guards] == ["warning", "flip rate"], "the HTML report shows the guards too"
 
 
 def test_a_projects_own_test_grades_coverage_and_a_failing_row_shows_each_items_reason(run, pytester):

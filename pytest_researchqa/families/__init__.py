@@ -25,7 +25,7 @@ import importlib
 import re
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union, cast
 
 if TYPE_CHECKING:  # pragma: no cover
     import pluggy
@@ -69,6 +69,21 @@ class MetricSpec:
         """``value`` on one scale for every metric: 0 the worst its range allows, 1 the best."""
         scaled = (value - self.low) / (self.high - self.low) if self.high > self.low else 0.0
         return scaled if self.higher_is_better else 1.0 - scaled
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of a leaderboard: what a family's renderer returns among its lines of text, and what the
+    default leaderboard is made of. Each medium draws it its own way (terminal and Markdown as GitHub
+    tables, the HTML report as a table)."""
+
+    title: str  # its heading ("" for none); the default breakdowns are headed "by <title>"
+    headers: Sequence[str]
+    rows: Sequence[Sequence[object]]
+
+
+# What a family's renderer returns: lines of text and tables, in order (or one text, drawn as it is).
+Board = list[Union[str, Table]]
 
 
 @dataclass(frozen=True)
@@ -177,17 +192,40 @@ class Family:
         parts = [system, row.question_type, row.row_id] if system else [row.question_type, row.row_id]
         return "-".join(_SPACES.sub("_", str(p)) for p in parts)
 
-    def render(self, records: Sequence[Any], results: Optional[dict[str, Any]]) -> tuple[Optional[str], str]:
-        """The family's own leaderboard text (``renderer``), or (None, why) when it has none or it failed: the
-        caller then draws the default tables and says why, so a renderer that raises at the end of a run
-        costs its look, never the run's verdict, JUnit or JSON."""
+    def board(self, records: Sequence[Any], results: Optional[dict[str, Any]]) -> tuple[Optional[Board], str]:
+        """The family's own leaderboard (``renderer``) as lines of text and tables, or (None, why) when it has
+        none or it failed: the caller then draws the default tables and says why, so a renderer that raises at
+        the end of a run costs its look, never the run's verdict, JUnit or JSON. A renderer returning one text
+        gives a board of that text alone."""
         if not self.renderer:
             return None, ""
         try:
-            return str(resolve(self.renderer)(records, self, results)), ""
+            made = resolve(self.renderer)(records, self, results)
+            if isinstance(made, str):
+                return [made], ""
+            board: Board = [part if isinstance(part, Table) else str(part) for part in made]
+            return board, ""
         except Exception as error:  # noqa: BLE001 -- a third party's code, after every row ran
             return None, (f"warning: the {self.name} family's renderer ({self.renderer}) raised "
                           f"{type(error).__name__}: {error}; its leaderboard is shown in the default tables")
+
+    def render(self, records: Sequence[Any], results: Optional[dict[str, Any]]) -> tuple[Optional[str], str]:
+        """The family's own leaderboard as text (terminal, Markdown): ``board`` with each table as a GitHub
+        table under its heading; (None, why) as ``board``."""
+        board, failed = self.board(records, results)
+        if board is None:
+            return None, failed
+        from tabulate import tabulate
+
+        parts: list[str] = []
+        for part in board:
+            if isinstance(part, Table):
+                if part.title:
+                    parts.append(f"{part.title}:")
+                parts.append(str(tabulate(part.rows, headers=part.headers, tablefmt="github", disable_numparse=True)))
+            elif part:
+                parts.append(part)
+        return "\n".join(parts), ""
 
     def keywords(self, row: "FamilyRow") -> set[str]:
         """Extra words ``-k`` matches on a row's test (besides its id): the citation family's by default."""

@@ -18,7 +18,7 @@ A family provides (docs/extending.md walks through a small one):
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol, Sequence, Union
 
 from ..dataset import FamilyRow as FamilyRow  # part of a family's interface, defined beside Dataset
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..llm.engine import ModelRunner
     from ..llm.system import ModelSpec
     from ..records import RowRecord
-    from . import Family
+    from . import Board, Family
 
 # The run's settings (settings.Settings) and services (services.Services) are typed loosely here: those
 # modules sit above the families, which must not import upwards.
@@ -57,10 +57,12 @@ class AfterAnswers(Protocol):
 
 
 class LeaderboardRenderer(Protocol):
-    """The family's leaderboard as text (terminal and Markdown), given the records and the end-of-run data."""
+    """The family's leaderboard, given the records and the end-of-run data: lines of text and
+    :class:`~.Table` s in reading order, which the terminal, the Markdown and the HTML report each draw
+    (``Family.board``); or one text, which every medium shows as it is."""
 
     def __call__(self, records: "Sequence[RowRecord]", family: "Family",
-                 results: Optional[Mapping[str, Any]]) -> str: ...
+                 results: Optional[Mapping[str, Any]]) -> "Union[str, Board]": ...
 
 
 class CallEstimate(Protocol):

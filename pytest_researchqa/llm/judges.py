@@ -22,7 +22,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, Validati
 from ..answers import placeholder_reason
 from ..bundled import bundled_path
 from ..dataset import FamilyRow
-from ..llm_params import model_family  # noqa: F401  (re-exported)
+from ..llm_params import is_local, model_family  # model_family re-exported
 from ..records import JudgeResult, JudgeScores
 from .cache import AnswerCache, cache_key
 from .contract import MalformedReply, json_object, schema_of, validation_problem
@@ -219,7 +219,7 @@ class ModelJudge(ModelCaller):
                  timeout_s: float = 120.0, retries: int = 3, prompt_folder: Optional[Path] = None) -> None:
         super().__init__(spec, runner, cache, timeout_s=timeout_s, retries=retries)
         self.prompt = JudgePrompt(self.prompt_file or self.kind, prompt_folder, self.prompts)
-        self.family = model_family(spec.name)
+        self.family = model_family(spec.name, local=is_local(spec.params))  # None: unknown
 
     @property
     def mode(self) -> str:

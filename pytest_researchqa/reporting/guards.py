@@ -9,7 +9,7 @@ row with a fabricated citation).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import AbstractSet, Sequence
 
 from ..families import Family
 from ..records import RowRecord
@@ -27,8 +27,11 @@ class Guard:
     message: str
 
 
-def judge_guards(records: Sequence[RowRecord], family: Family) -> list[Guard]:
-    from ..llm_params import model_family
+def judge_guards(records: Sequence[RowRecord], family: Family, local_models: AbstractSet[str] = frozenset()
+                 ) -> list[Guard]:
+    """``local_models``: the run's models served on this machine, whose family is unknown unless their served
+    name says it (``llm_params.model_family``): no same-family warning for them."""
+    from ..llm_params import model_family, same_family
 
     judged = [r for r in records if r.judge and r.graded]
     if not judged:
@@ -37,10 +40,11 @@ def judge_guards(records: Sequence[RowRecord], family: Family) -> list[Guard]:
     guards = []
     pairs = sorted({(r.system or "", judge) for r in judged if r.judge for judge in r.judge.by_judge})
     for system, judge in pairs:
-        if model_family(system) == model_family(judge):
+        judge_family = model_family(judge, local=judge in local_models)
+        if same_family(model_family(system, local=system in local_models), judge_family):
             guards.append(Guard("same_family", "warning",
                                 f"warning: judge {judge} grades {system}, a model of the same family "
-                                f"({model_family(judge)}): same-family judges tend to over-rate their own"))
+                                f"({judge_family}): same-family judges tend to over-rate their own"))
     probes = [verdicts for r in judged if r.judge and r.judge.repeats for verdicts in r.judge.repeats.values()
               if verdicts]
     if probes:

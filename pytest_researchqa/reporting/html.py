@@ -18,11 +18,11 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
-from ..families import Family
+from ..families import Family, Table
 from ..records import RowRecord
 from ..text_safety import utf8
 from .json_summary import json_safe
-from .terminal import delta_note, leaderboard_tables
+from .terminal import defects_line, delta_note, interval_note, leaderboard_tables
 
 if TYPE_CHECKING:  # pragma: no cover
     from .outcome import RunOutcome
@@ -115,7 +115,13 @@ def page_data(outcome: "RunOutcome", family: Family, title: str, *,
               other: Optional[tuple[str, Sequence[RowRecord]]] = None, compare_map: Optional[Mapping[str, str]] = None,
               figures: Sequence[Path] = ()) -> dict[str, Any]:
     """Everything the page shows, as plain data (tested without a browser)."""
-    board = leaderboard_tables(outcome.records, family, outcome.intervals, outcome.comparison)[0]
+    # A family with its own leaderboard (the rubric family's Elo, battles and win matrix) gives the page the
+    # board the terminal and the Markdown draw, in order; the others, the default leaderboard table.
+    own, failed = family.board(outcome.records, outcome.family_results)
+    board = own if own is not None else [  # the table and the notes the terminal prints under it
+        leaderboard_tables(outcome.records, family, outcome.intervals, outcome.comparison)[0], family.scope_note,
+        interval_note(outcome.intervals, any(r.judge for r in outcome.records), family.cluster_unit),
+        defects_line(outcome.records)]
     rows = [_row(r, key) for key, r in _keyed(list(outcome.records) + list(outcome.invalid_rows)).items()]
     data: dict[str, Any] = {
         "title": title, "family": family.name, "verdict": outcome.verdict, "gated": outcome.gated,
@@ -123,9 +129,13 @@ def page_data(outcome: "RunOutcome", family: Family, title: str, *,
         "coverage": outcome.coverage_line,
         # The leaderboard's Δ columns and regression gates are against the run's own baseline: named, as the
         # terminal and Markdown name it, even where the page also compares with another run (`view --compare`).
-        "notes": [n for n in (family.scope_note, delta_note(outcome.comparison) if outcome.comparison else None,
+        "notes": [n for n in (failed, delta_note(outcome.comparison) if outcome.comparison else None,
                               *outcome.notes) if n],
-        "leaderboard": {"headers": board.headers, "rows": [[str(c) for c in row] for row in board.rows]},
+        "board": [{"title": part.title, "headers": [str(h) for h in part.headers],
+                   "rows": [[str(c) for c in row] for row in part.rows]} if isinstance(part, Table)
+                  else {"text": part} for part in board if part is not None and part != ""],
+        "judge_scales": {d.name: [d.low, d.high] for d in family.judge_dimensions},
+        "guards": [{"severity": g.severity, "message": g.message} for g in outcome.guards],  # as the terminal's
         "checks": [{"state": c.state, "fails_run": c.fails_run, "mark": c.mark, "message": c.message}
                    for c in outcome.checks],
         "metrics": [{"name": m.name, "label": m.label} for m in family.metrics],

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from ..families import Family
+from ..families import Family, Table
 from ..text_safety import for_markdown, printable
 from .compare import coverage_lines
-from .terminal import Table, comparison_table, defects_line, delta_note, interval_note, leaderboard_tables
+from .terminal import comparison_table, defects_line, delta_note, interval_note, leaderboard_tables
 
 if TYPE_CHECKING:  # pragma: no cover
     from .outcome import RunOutcome

@@ -186,4 +186,7 @@ class RunOutcome:
             line += f"; {len(self.invalid_rows)} invalid dataset row(s) not run"
         if self.selection.slice_description:
             line += f"; slice: {self.selection.slice_description}"
+            papers = {r.paper_id for r in self.records if r.paper_id}
+            if self.selection.sample and papers:  # what the intervals over papers rest on
+                line += f" (rows of {len(papers)} paper{'' if len(papers) == 1 else 's'})"
         return line

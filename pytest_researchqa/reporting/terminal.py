@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
-from ..families import Family
+from ..families import Family, Table
 from ..records import RowRecord
 from ..stats import CONFIDENCE, RESAMPLES, Interval, PairedTest, describe_p
 from .compare import Comparison, coverage_lines
@@ -63,13 +62,6 @@ def _tokens(summary: Summary) -> str:
     if summary.prompt_tokens is None and summary.completion_tokens is None:
         return "—"
     return f"{summary.prompt_tokens or 0:,}/{summary.completion_tokens or 0:,}"
-
-
-@dataclass(frozen=True)
-class Table:
-    title: str  # "" for the leaderboard itself
-    headers: list[str]
-    rows: list[list[object]]
 
 
 def leaderboard_tables(records: Sequence[RowRecord], family: Family, intervals: Optional[Intervals] = None,

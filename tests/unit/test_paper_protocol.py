@@ -258,7 +258,6 @@ def test_a_small_tournament_under_the_paper_rules_counts_its_resamples_without_a
     import warnings
 
     from pytest_researchqa.families.rubric import RUBRIC
-    from pytest_researchqa.families.rubric.render import leaderboard
     from pytest_researchqa.records import RowRecord
 
     battles = [("a", "b", 1.0)] * 6 + [("a", "b", 0.0)] * 5 + [("a", "b", 0.5)]
@@ -272,6 +271,6 @@ def test_a_small_tournament_under_the_paper_rules_counts_its_resamples_without_a
     records = [RowRecord(row_id="q1", system=s, metrics={"coverage": 0.5}) for s in ("a", "b")]
     results = {"systems": ["a", "b"], "bootstrap_diverged": diverged, "rules": {"reported": "mean"},
                "elo": {r.system: {"median": r.median, "mean": r.mean, "sd": r.sd, "point": r.point} for r in ratings}}
-    shown = leaderboard(records, RUBRIC, results)
+    shown = RUBRIC.render(records, results)[0] or ""
     assert f"warning: {diverged} of the bootstrap's resamples have a system winning or losing every battle" in shown
     assert "Elo: Bradley-Terry on ensemble-judged battles, mean of 1,000 bootstraps ± SD" in shown, "as shown"

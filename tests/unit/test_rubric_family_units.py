@@ -299,3 +299,27 @@ def _template(name: str) -> str:
     from pytest_researchqa.bundled import bundled_path
 
     return bundled_path("judges", f"{name}.md").read_text(encoding="utf-8")
+
+
+def test_the_pairwise_same_family_warning_reads_the_runs_own_families_and_an_unknown_one_never_matches():
+    """tester37 F8: the run records each system's and judge's family (None: a model served on this machine whose
+    name says nothing); a run saved before it is read by the names alone."""
+    from pytest_researchqa.families.rubric.render import tournament_warnings
+
+    local = {"systems": ["openai/schema"], "judges": ["openai/judge"],
+             "families": {"openai/schema": None, "openai/judge": None}}
+    assert not [w for w in tournament_warnings(local) if "same family" in w]
+    named = {**local, "families": {"openai/schema": "openai", "openai/judge": "openai"}}
+    assert [w for w in tournament_warnings(named) if "same family (openai)" in w]
+    older = {"systems": ["openai/schema"], "judges": ["openai/judge"]}
+    assert [w for w in tournament_warnings(older) if "same family (openai)" in w]
+
+
+def test_without_its_renderer_the_rubric_leaderboard_labels_the_judges_0_to_4_mean_apart_from_coverage():
+    """tester37 F3: the default table (a renderer that failed, an old viewer) had two columns named coverage."""
+    from pytest_researchqa.families.rubric import RUBRIC
+    from pytest_researchqa.records import RowRecord
+    from pytest_researchqa.reporting.terminal import leaderboard_tables
+
+    headers = leaderboard_tables([RowRecord(row_id="q1", system="s", metrics={"coverage": 0.5})], RUBRIC)[0].headers
+    assert [h for h in headers if h.startswith("coverage")] == ["coverage (0-1)", "coverage (0-4)"]

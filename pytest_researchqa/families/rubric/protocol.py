@@ -2,9 +2,13 @@
 
 Collected under the node id ``researchqa``:
 ``researchqa::test_query[rubric-oracle-Biochemistry-<id>]``.
+
+The answer and its grading are made in the test's setup (``graded``), as the answer is for the citation
+family: a row whose system raised or whose judges gave no verdict is a pytest error (``E``), as the summary
+counts it, never a failure of the answer.
 """
 
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
@@ -12,27 +16,37 @@ from pytest_researchqa.families.rubric.grading import JudgesFailed, NotGraded, g
 from pytest_researchqa.families.rubric.task import TaskOptions
 
 
-def test_query(researchqa_row: Any, researchqa_answer: Any, researchqa_judge: Any, researchqa_recorder: Any,
-               researchqa_settings: Any) -> None:
+@pytest.fixture
+def graded(researchqa_row: Any, researchqa_answer: Any, researchqa_judge: Any, researchqa_recorder: Any,
+           researchqa_settings: Any) -> Optional[str]:
+    """The row answered, recorded and judged; why it is not graded (None: graded, or audited). Judges that
+    all fail make the row's setup fail: an error naming them."""
     if researchqa_answer is None:  # --researchqa-audit: describe the row, answer nothing
         researchqa_recorder.detail("items", [{"text": i.text, "kind": i.kind, "coverage": None}
                                              for i in researchqa_row.rubric])
         researchqa_recorder.detail("date", researchqa_row.date)
         researchqa_recorder.detail("survey_title", researchqa_row.survey_title)
-        return
-    settings = researchqa_settings
-    record_answer(researchqa_answer, researchqa_row, TaskOptions(settings.date_cutoff, settings.length_words))
+        return None
+    settings, recorder = researchqa_settings, researchqa_recorder  # in setup, no recorder is current: named
+    record_answer(researchqa_answer, researchqa_row, TaskOptions(settings.date_cutoff, settings.length_words),
+                  recorder=recorder)
     not_graded = failed = None
     try:
-        grade_coverage(researchqa_answer, researchqa_row, researchqa_judge, generic_rubric=settings.generic_rubric)
+        grade_coverage(researchqa_answer, researchqa_row, researchqa_judge, generic_rubric=settings.generic_rubric,
+                       recorder=recorder)
     except NotGraded as reason:
         not_graded = str(reason)
     except JudgesFailed as failure:
         failed = str(failure)
     # Outside the except blocks: the reason is said once, not chained to the exception it came from.
-    if not_graded is not None:
-        researchqa_recorder.detail("not_graded", not_graded)
-        pytest.skip(not_graded)
     if failed is not None:
         researchqa_recorder.record.error = failed  # a row error (never a zero coverage)
         pytest.fail(failed, pytrace=False)
+    if not_graded is not None:
+        researchqa_recorder.detail("not_graded", not_graded)
+    return not_graded
+
+
+def test_query(graded: Optional[str]) -> None:
+    if graded is not None:
+        pytest.skip(graded)

@@ -1,5 +1,6 @@
-"""The rubric family's leaderboard as terminal text: Coverage % with its interval, Elo, the win-rate
-matrix, coverage per general domain, the rubric-kind error table and the bias checks. Renders only."""
+"""The rubric family's leaderboard: Coverage % with its interval, Elo, the win-rate matrix, coverage per
+general domain, the rubric-kind error table and the bias checks, as lines of text and tables that the
+terminal, the Markdown and the HTML report each draw (``Family.board``). Renders only."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any, Optional, Sequence
 
 from ...records import RowRecord
 from ...stats import bootstrap_mean
-from .. import Family
+from .. import Board, Family, Table
 from . import GENERAL_DOMAINS, domain_marker
 from .checks import system_checks
 from .kinds import ITEM_KINDS
@@ -184,13 +185,18 @@ def audit(records: Sequence[RowRecord]) -> str:
 def tournament_warnings(results: dict[str, Any]) -> list[str]:
     """What makes the battles' Elo less than it seems: same-family judges, battles left out, resamples with
     no finite fit, groups never compared."""
-    from ...llm_params import model_family
+    from ...llm_params import model_family, same_family
+
+    known = results.get("families")  # the run's own (None: unknown, served on this machine); older runs: the names'
+
+    def family(name: str) -> Optional[str]:
+        return known.get(name) if isinstance(known, dict) else model_family(name)
 
     warnings = []
     for judge in results.get("judges") or []:
-        same = [s for s in results.get("systems") or [] if model_family(s) == model_family(judge)]
+        same = [s for s in results.get("systems") or [] if same_family(family(s), family(judge))]
         if same:
-            warnings.append(f"warning: pairwise judge {judge} is of the same family ({model_family(judge)}) as "
+            warnings.append(f"warning: pairwise judge {judge} is of the same family ({family(judge)}) as "
                             f"{', '.join(same)}: same-family judges tend to prefer their own (--researchqa-judge=auto "
                             "picks another family)")
     if results.get("errors"):
@@ -207,20 +213,17 @@ def tournament_warnings(results: dict[str, Any]) -> list[str]:
     return warnings
 
 
-def leaderboard(records: Sequence[RowRecord], family: Family, results: Optional[dict[str, Any]] = None) -> str:
-    from tabulate import tabulate
-
-    def table(headers: list[str], rows: list[list[str]]) -> str:
-        return str(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
-
+def leaderboard(records: Sequence[RowRecord], family: Family, results: Optional[dict[str, Any]] = None) -> Board:
+    """The leaderboard as lines of text and tables, in reading order: each medium (terminal, Markdown, the
+    HTML report) draws the same board."""
     grouped = _by_system(records)
     if not grouped:  # --researchqa-audit: what the rows hold; nothing answered
-        return audit(records)
+        return [audit(records)]
     order = system_order(grouped, results)
     note = family.scope_note
     if _reported(results) != "median":  # the paper protocol shows the bootstrap's mean, as its Table 3 does
         note = note.replace("median of 1,000 bootstraps", f"{_reported(results)} of 1,000 bootstraps")
-    parts = [table(*main_table(records, results)), note]
+    parts: Board = [Table("", *main_table(records, results)), note]
     skipped: dict[str, int] = {}
     for record in records:
         reason = record.details.get("not_graded")
@@ -228,8 +231,8 @@ def leaderboard(records: Sequence[RowRecord], family: Family, results: Optional[
             skipped[reason] = skipped.get(reason, 0) + 1
     parts += [f"{count} row(s) not graded: {reason}" for reason, count in skipped.items()]
     if any(_coverages(rs) for rs in grouped.values()):
-        parts += ["by general domain (Coverage %):", table(*domain_table(records, order)),
-                  "rubric items not completely covered (coverage < 4), by kind:", table(*kind_table(records, order))]
+        parts += [Table("by general domain (Coverage %)", *domain_table(records, order)),
+                  Table("rubric items not completely covered (coverage < 4), by kind", *kind_table(records, order))]
     results = results or {}
     if results.get("note"):
         parts.append(str(results["note"]))
@@ -238,7 +241,7 @@ def leaderboard(records: Sequence[RowRecord], family: Family, results: Optional[
         parts += [f"pairwise: {results['battles']} battle(s) ({'all shared queries' if per_pair is None else per_pair}"
                   f" per pair), judged by {', '.join(results.get('judges') or [])} in both orders "
                   "(ensemble: 4 points per direct win + the sum of item coverages)",
-                  table(*win_table(results, order))]
+                  Table("", *win_table(results, order))]
         consistent = results.get("order_consistent")
         if consistent is not None:
             parts.append(f"the direct judge gave the same verdict in both orders in {100 * consistent:.0f}% of "
@@ -247,4 +250,4 @@ def leaderboard(records: Sequence[RowRecord], family: Family, results: Optional[
     if any(_coverages(rs) for rs in grouped.values()) or any(r.details.get("answer") for r in records):
         parts.append("checks:")
         parts += [f"  {line}" for line in check_lines(records, order)]
-    return "\n".join(p for p in parts if p)
+    return [p for p in parts if p]

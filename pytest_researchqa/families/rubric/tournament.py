@@ -225,6 +225,9 @@ def run_tournament(records: Sequence[RowRecord], services: Any, settings: Any,
     return {
         "systems": systems,
         "judges": judges,
+        # Each system's and judge's family as the run knows it (None: unknown, a model served on this machine).
+        "families": {name: services.family_of(name) if services.is_model(name) or name in judges else None
+                     for name in (*systems, *judges)},
         "battles": len(battles),
         "scheduled": len(planned),
         "per_pair": None if rules.by_domain else settings.battles,

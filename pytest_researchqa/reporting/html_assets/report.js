@@ -47,13 +47,34 @@
     verdict.className = "verdict " + data.verdict;
     const box = $("summary");
     box.append(el("h2", { text: "Leaderboard" }));
-    const table = el("table", { id: "leaderboard" });
-    table.append(el("thead", {}, el("tr", {}, ...data.leaderboard.headers.map((h) => el("th", { text: h })))));
-    const body = el("tbody");
-    for (const row of data.leaderboard.rows) body.append(el("tr", {}, ...row.map((c, i) => el("td", { class: i ? "num" : "", text: c }))));
-    table.append(body);
-    box.append(table, el("p", { class: "muted", text: data.coverage }));
+    // The board the terminal and the Markdown draw, in their order: tables (the first is the leaderboard
+    // itself) and lines of text; indented lines are the items of the line before them.
+    let list = null;
+    data.board.forEach((part, n) => {
+      if (part.text !== undefined) {
+        const text = part.text;
+        if (text.includes("\n")) { box.append(el("pre", { class: "muted", text })); list = null; return; }
+        if (text.startsWith("  ") && list) { list.append(el("li", { text: text.trim() })); return; }
+        if (text.startsWith("  ")) { list = el("ul", { class: "muted" }, el("li", { text: text.trim() })); box.append(list); return; }
+        box.append(el("p", { class: text.startsWith("warning") ? "note" : "muted", text }));
+        list = null;
+        return;
+      }
+      list = null;
+      if (part.title) box.append(el("h3", { text: part.title }));
+      const table = el("table", { id: n === 0 ? "leaderboard" : null, class: "board" });
+      table.append(el("thead", {}, el("tr", {}, ...part.headers.map((h) => el("th", { text: h })))));
+      const body = el("tbody");
+      for (const row of part.rows) body.append(el("tr", {}, ...row.map((c, i) => el("td", { class: i ? "num" : "", text: c }))));
+      table.append(body);
+      box.append(table);
+    });
+    box.append(el("p", { class: "muted", text: data.coverage }));
     for (const note of data.notes) box.append(el("p", { class: "muted", text: note }));
+    if (data.guards.length) {
+      box.append(el("h2", { text: "Judge guards" }));
+      for (const g of data.guards) box.append(el("p", { class: g.severity === "warning" ? "note" : "muted", text: g.message }));
+    }
     if (data.checks.length) {
       box.append(el("h2", { text: data.gated ? "Gates" : "Verdict" }));  // as the Markdown heads it
       box.append(el("ul", { class: "checks" }, ...data.checks.map((c) => el("li", { class: c.state, text: `${CHECK_SYMBOL[c.fails_run ? "failed" : c.state] || c.mark} ${c.message}` }))));
@@ -231,26 +252,35 @@
       page.append(el("div", { class: "label", text: "expected evidence" }));
       for (const e of d.expected) page.append(el("div", { class: "block" }, el("strong", { text: e.section }), ...e.alternatives.map((a) => el("pre", { text: a }))));
     }
+    const judge = r.judge || {};
+    const byJudge = judge.by_judge || {};
     if (Array.isArray(d.items)) {
-      page.append(el("div", { class: "label", text: "rubric items (coverage 0–4)" }));
+      page.append(el("div", { class: "label", text: "rubric items (coverage 0–4), with each judge's score and justification" }));
       d.items.forEach((item, n) => {
         const line = el("div", { class: "block" }, el("strong", { text: `${item.coverage ?? "—"} · ${item.kind || ""}` }), el("p", { text: item.text || "" }));
+        for (const [name, scores] of Object.entries(byJudge)) {
+          if (!scores || !Array.isArray(scores.items)) continue;
+          const why = Array.isArray(scores.justifications) ? scores.justifications[n] : null;
+          line.append(el("p", { class: "justification" }, el("strong", { text: `${name}: ${scores.items[n] ?? "—"}` }), " ", why || "(no justification)"));
+        }
         if (item.coverage !== null && item.coverage !== undefined) review(line, { kind: "coverage", system: r.system, row_id: r.row_id, item_index: n, item: item.text, judge: item.coverage, values: [0, 1, 2, 3, 4] });
         page.append(line);
       });
     }
-    const judge = r.judge || {};
-    const byJudge = judge.by_judge || {};
     if (Object.keys(byJudge).length) {
       page.append(el("div", { class: "label", text: "judges" }));
       for (const [name, scores] of Object.entries(byJudge)) {
         const box = el("div", { class: "block" }, el("strong", { text: name }));
         if (scores && scores.error) box.append(el("pre", { text: scores.error }));
-        const why = (scores && scores.justifications) || {};
+        const why = (scores && !Array.isArray(scores.justifications) && scores.justifications) || {};
+        const items = scores && Array.isArray(scores.items) ? scores.items.length : 0;
         for (const [dim, value] of Object.entries(scores || {})) {
           if (typeof value !== "number") continue;
-          box.append(el("p", {}, el("strong", { text: `${dim}: ${value}` }), " ", why[dim] || ""));
-          review(box, { kind: "judge", system: r.system, row_id: r.row_id, dimension: dim, judge: value, values: [1, 2, 3, 4, 5] });
+          const [lo, hi] = data.judge_scales[dim] || [1, 5];
+          // A score over rubric items is their mean: each item is reviewed above, with its justification.
+          const scale = items ? ` (the mean of ${items} items' ${lo}–${hi} scores; each is listed above)` : ` (${lo}–${hi})`;
+          box.append(el("p", {}, el("strong", { text: `${dim}: ${items ? fmt(value, 2) : value}` }), scale, " ", why[dim] || ""));
+          if (!items && Number.isInteger(value)) review(box, { kind: "judge", system: r.system, row_id: r.row_id, dimension: dim, judge: value, values: Array.from({ length: hi - lo + 1 }, (_, k) => lo + k) });
         }
         page.append(box);
       }
