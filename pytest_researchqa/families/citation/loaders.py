@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from ...dataset import Dataset, DatasetError, DatasetWarning, RowProblem
 from ...dataset_files import Unparsable, jsonl_records, read_json, read_text, wrapper_records, yaml_records
-from .rows import METADATA_FIELDS, Row
+from .rows import METADATA_FIELDS, Row, RowMetadata
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pydantic import BaseModel
 
 __all__ = ["Dataset", "DatasetError", "DatasetWarning", "RowProblem", "load_dataset"]
 
@@ -68,6 +71,7 @@ def _from_records(path: Path, records: Iterable[tuple[str, Any]], flat: bool) ->
     rows: list[Row] = []
     problems: list[RowProblem] = []
     seen: dict[str, str] = {}
+    shared = _Shared()
     unknown: dict[str, str] = {}  # key -> where it was first seen
     for location, record in records:
         if isinstance(record, Unparsable):
@@ -100,13 +104,51 @@ def _from_records(path: Path, records: Iterable[tuple[str, Any]], flat: bool) ->
             )
             continue
         seen[row.row_id] = location
-        rows.append(row)
+        rows.append(shared.lighter(row))
     if unknown:
         import warnings
 
         listed = ", ".join(f"{key!r} (first at {where})" for key, where in sorted(unknown.items()))
         warnings.warn(DatasetWarning(f"{path}: ignored keys the row schema does not have: {listed}"), stacklevel=2)
     return Dataset(path=path, rows=rows, problems=problems)
+
+
+class _Shared:
+    """What the rows of one file can share instead of holding a copy each (issue 24 item 2).
+
+    Every row is kept for the whole run, and Python's collector walks each container object it holds at
+    every full collection: about a dozen a row as pydantic validates it (the model, its ``__dict__`` and
+    its set of the fields given, the same for its metadata and each section, the lists). Rows given the
+    same fields get one set of field names between them (``model_fields_set``; pydantic copies it when a
+    row is copied, and a frozen row never changes it), and rows with equal metadata one ``RowMetadata``
+    (frozen: equal is the same). What a row says, dumps, compares and copies is unchanged.
+    """
+
+    def __init__(self) -> None:
+        self._fields: dict[frozenset[str], set[str]] = {}
+        self._metadata: dict[tuple[frozenset[str], tuple[tuple[str, Any], ...]], RowMetadata] = {}
+
+    def _fields_of(self, model: BaseModel) -> None:
+        given = model.__pydantic_fields_set__
+        kept = self._fields.setdefault(frozenset(given), given)
+        if kept is not given:
+            object.__setattr__(model, "__pydantic_fields_set__", kept)
+
+    def lighter(self, row: Row) -> Row:
+        self._fields_of(row)
+        metadata = row.metadata
+        key = (frozenset(metadata.__pydantic_fields_set__), tuple(metadata.__dict__.items()))
+        try:
+            kept = self._metadata.setdefault(key, metadata)
+        except TypeError:  # a list among its values (required_sections): not shared
+            kept = metadata
+        if kept is metadata:
+            self._fields_of(metadata)
+        else:
+            row.__dict__["metadata"] = kept  # frozen: set in place, as pydantic sets it
+        for section in row.expected_references:
+            self._fields_of(section)
+        return row
 
 
 _ROW_FIELDS = frozenset(Row.model_fields)
