@@ -157,35 +157,36 @@ _METADATA_KEYS = frozenset(METADATA_FIELDS)
 
 def _normalize(record: dict[str, Any]) -> dict[str, Any]:
     """One row in the schema's shape, whichever file shape it came in (see the module docstring)."""
-    # One pass over the keys (issue 24 item 2: a row of the seed's 6,211 is normalized at every collection).
+    # One pass over the keys, and nothing made that a row does not need (issue 24 item 2: a row of the
+    # seed's 6,211 is normalized at every collection).
     nested: dict[str, Any] = {}
-    flat: dict[str, Any] = {}
-    top: dict[str, Any] = {}
+    given: list[tuple[str, Any]] = []  # metadata_* keys, then the sparse fields at the top of a row
+    top: list[tuple[str, Any]] = []
     for k, v in record.items():
         if k.startswith("metadata_"):
-            flat[k[9:]] = v
+            given.append((k[9:], v))
         elif k in _METADATA_KEYS:
-            top[k] = v
+            top.append((k, v))
         else:
-            nested[k] = v
-    metadata = dict(record["metadata"]) if isinstance(record.get("metadata"), dict) else {}
-    if "metadata" in record and not isinstance(record["metadata"], dict) and record["metadata"] is not None:
-        nested["metadata"] = record["metadata"]  # not a mapping: validation names the field
-    for source in (flat, top):
-        for key, value in source.items():
-            # The flat file writes absent sparse fields as null or empty strings.
-            if value in (None, "") and key in METADATA_FIELDS:
-                continue
-            metadata.setdefault(key, value)
-    for key in set(metadata) - set(METADATA_FIELDS):
-        nested[f"metadata_{key}"] = metadata.pop(key)  # unknown: dropped and reported by the caller
-    if metadata or isinstance(record.get("metadata"), dict):
+            nested[k] = v  # a "metadata" that is not a mapping stays: validation names the field
+    raw = record.get("metadata")
+    metadata: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
+    for key, value in given + top if top else given:
+        # The flat file writes absent sparse fields as null or empty strings.
+        if (value is None or value == "") and key in _METADATA_KEYS:
+            continue
+        metadata.setdefault(key, value)
+    if metadata:
+        for key in [k for k in metadata if k not in _METADATA_KEYS]:
+            nested[f"metadata_{key}"] = metadata.pop(key)  # unknown: dropped and reported by the caller
+    if metadata or isinstance(raw, dict):
         nested["metadata"] = metadata
-    elif record.get("metadata") is None:
+    elif raw is None:
         nested.pop("metadata", None)
-    if isinstance(nested.get("expected_references"), str):
+    references = nested.get("expected_references")
+    if isinstance(references, str):
         try:
-            nested["expected_references"] = json.loads(nested["expected_references"])
+            nested["expected_references"] = json.loads(references)
         except json.JSONDecodeError:
             pass  # validation reports the field
     return nested
