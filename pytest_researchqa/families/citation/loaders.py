@@ -125,32 +125,38 @@ class _Shared:
     """
 
     def __init__(self) -> None:
-        self._fields: dict[frozenset[str], set[str]] = {}
-        self._metadata: dict[tuple[frozenset[str], tuple[tuple[str, Any], ...]], RowMetadata] = {}
+        self._fields: list[set[str]] = []  # the distinct sets of field names met (few: compared, not hashed)
+        self._metadata: dict[tuple[Any, ...], RowMetadata] = {}
 
-    def _fields_of(self, model: BaseModel) -> None:
+    def _fields_of(self, model: BaseModel) -> set[str]:
         given = model.__pydantic_fields_set__
-        kept = self._fields.setdefault(frozenset(given), given)
-        if kept is not given:
-            object.__setattr__(model, "__pydantic_fields_set__", kept)
+        for kept in self._fields:
+            if kept == given:
+                if kept is not given:
+                    object.__setattr__(model, "__pydantic_fields_set__", kept)
+                return kept
+        if len(self._fields) < _DISTINCT_FIELD_SETS:
+            self._fields.append(given)
+        return given
 
     def lighter(self, row: Row) -> Row:
         self._fields_of(row)
         metadata = row.metadata
-        key = (frozenset(metadata.__pydantic_fields_set__), tuple(metadata.__dict__.items()))
+        # Equal metadata: the same values and the same fields given (what ``exclude_unset`` dumps). The set is
+        # kept alive by the metadata filed under its id, so no other set takes that id meanwhile.
+        key = (id(self._fields_of(metadata)), *metadata.__dict__.values())
         try:
             kept = self._metadata.setdefault(key, metadata)
         except TypeError:  # a list among its values (required_sections): not shared
             kept = metadata
-        if kept is metadata:
-            self._fields_of(metadata)
-        else:
+        if kept is not metadata:
             row.__dict__["metadata"] = kept  # frozen: set in place, as pydantic sets it
         for section in row.expected_references:
             self._fields_of(section)
         return row
 
 
+_DISTINCT_FIELD_SETS = 64  # beyond that many distinct sets in one file, the others are not shared
 _ROW_FIELDS = frozenset(Row.model_fields)
 _METADATA_KEYS = frozenset(METADATA_FIELDS)
 
