@@ -82,6 +82,20 @@ class CitationVerdict(_PlainReads):
         return {"verdict": self.verdict, "grounded": self.grounded, "pages": list(self.pages)}
 
     @classmethod
+    def of(cls, verdict: str, grounded: bool, pages: tuple[int, ...] = ()) -> "CitationVerdict":
+        """The verdict, the same object as every equal one made this way before (frozen: equal is the same).
+        A run keeps every row's verdicts to its end and Python's collector walks each at every full
+        collection; most are one of a few (``verbatim``, grounded, no pages), so they are shared (issue 24
+        item 2). At most ``_SHARED_VERDICTS`` distinct ones are kept for sharing."""
+        key = (verdict, grounded, pages)
+        found = _verdicts.get(key)
+        if found is None:
+            found = cls(verdict, grounded, pages)
+            if cls is CitationVerdict and len(_verdicts) < _SHARED_VERDICTS:
+                _verdicts[key] = found
+        return found
+
+    @classmethod
     def from_plain(cls, data: Any, where: str = "citations") -> "CitationVerdict":
         """A verdict from plain data; the wrong shape is a ValueError naming the field (``citations[2].pages``)."""
         if isinstance(data, CitationVerdict):
@@ -94,7 +108,11 @@ class CitationVerdict(_PlainReads):
             raise ValueError(f"field '{where}.grounded': {grounded!r}, not true or false")
         if not isinstance(pages, (list, tuple)) or not all(_whole(p) for p in pages):
             raise ValueError(f"field '{where}.pages': {pages!r}, not a list of page numbers")
-        return cls(verdict, grounded, tuple(pages))
+        return cls.of(verdict, grounded, tuple(pages))
+
+
+_SHARED_VERDICTS = 4096
+_verdicts: dict[tuple[str, bool, tuple[int, ...]], CitationVerdict] = {}
 
 
 @dataclass(frozen=True)

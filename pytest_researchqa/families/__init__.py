@@ -190,7 +190,7 @@ class Family:
 
     def case_id(self, row: "FamilyRow", system: Optional[str]) -> str:
         parts = [system, row.question_type, row.row_id] if system else [row.question_type, row.row_id]
-        return "-".join(_SPACES.sub("_", str(p)) for p in parts)
+        return "-".join(_id_part(str(p)) for p in parts)
 
     def board(self, records: Sequence[Any], results: Optional[dict[str, Any]]) -> tuple[Optional[Board], str]:
         """The family's own leaderboard (``renderer``) as lines of text and tables, or (None, why) when it has
@@ -280,6 +280,12 @@ def _row_shape_problem(rows: Any) -> Optional[str]:
 
 
 _SPACES = re.compile(r"\s+")  # in a test id, each run of white space is one "_"
+
+
+def _id_part(text: str) -> str:
+    """``text`` with each run of white space as one "_". Text without a space that is all printable has no
+    white space (every other character ``\\s`` matches is not printable): most ids, kept without a regex."""
+    return text if " " not in text and text.isprintable() else _SPACES.sub("_", text)
 
 DEFAULT_FAMILY = "citation"  # a run without a dataset that no family recognizes: the bundled sample's family
 

@@ -47,3 +47,13 @@ def test_a_row_of_a_question_type_the_family_does_not_declare_is_an_invalid_row_
     assert [str(p) for p in dataset.problems] == [
         f"{tmp_path / 'caps.jsonl'}, row 1, field 'question_type': 'weird' is not one of the capitals family's "
         "question types (capital, trick)"]
+
+
+def test_a_case_id_has_each_run_of_white_space_as_one_underscore_and_other_text_as_it_is():
+    from types import SimpleNamespace
+
+    from pytest_researchqa.families.citation import CITATION
+
+    row = SimpleNamespace(question_type="lookup", row_id="paper 1\t\u00a0q\u20282")
+    assert CITATION.case_id(row, "bm25") == "bm25-lookup-paper_1_q_2"
+    assert CITATION.case_id(SimpleNamespace(question_type="lookup", row_id="r-1_é"), None) == "lookup-r-1_é"

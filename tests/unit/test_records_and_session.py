@@ -412,3 +412,22 @@ def test_a_run_cut_short_is_shown_as_unfinished_and_its_name_points_at_its_folde
     assert main(["--runs", str(runs), "show", str(runs / "20261127-120601-k")]) == 0
     shown = capsys.readouterr().out
     assert "this run did not finish (killed or stopped before its end): the 3 row(s) it saved are shown" in shown
+
+
+def test_equal_citation_verdicts_are_one_object_and_read_back_as_written():
+    from pytest_researchqa.records import CitationVerdict
+
+    made = CitationVerdict.of("verbatim", True, ())
+    assert CitationVerdict.of("verbatim", True, ()) is made
+    assert CitationVerdict.from_plain({"verdict": "verbatim", "grounded": True, "pages": []}) is made
+    assert CitationVerdict.of("verbatim", True, (2,)) is not made
+    assert made == CitationVerdict("verbatim", True, ()) and made.to_plain() == {
+        "verdict": "verbatim", "grounded": True, "pages": []}
+
+
+def test_a_rows_file_line_is_what_json_dumps_writes():
+    from pytest_researchqa.runs import record_line, saved_line
+
+    plain = RowRecord(row_id="r1", system="é s", metrics={"b": 1.5, "a": None}).to_plain()
+    assert record_line(plain) == json.dumps(plain, ensure_ascii=False)
+    assert saved_line(plain) == (json.dumps(plain, ensure_ascii=False, sort_keys=True) + "\n").encode()

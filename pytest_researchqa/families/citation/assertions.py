@@ -281,7 +281,7 @@ def check_answer(answer: Answer, row: Row, paper: PaperLike, *, recorder: Option
     index = match_index(paper)
     matches = metrics.match_citations(answer, index)
     _record_nested(recorder, "citations", [
-        CitationVerdict(found.verdict, found.grounded, tuple(found.pages)) for found in matches])
+        CitationVerdict.of(found.verdict, found.grounded, tuple(found.pages)) for found in matches])
     target = current_recorder(recorder)
     refusal = metrics.expects_refusal(row)
     # Which expected sections each citation reaches, worked out once a row: for each citation's view, the

@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from ...dataset import Dataset, DatasetError, DatasetWarning, RowProblem
 from ...dataset_files import Unparsable, jsonl_records, read_json, read_text, wrapper_records, yaml_records
-from .rows import METADATA_FIELDS, Row
+from .rows import METADATA_FIELDS, Row, RowMetadata
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pydantic import BaseModel
 
 __all__ = ["Dataset", "DatasetError", "DatasetWarning", "RowProblem", "load_dataset"]
 
@@ -68,6 +71,7 @@ def _from_records(path: Path, records: Iterable[tuple[str, Any]], flat: bool) ->
     rows: list[Row] = []
     problems: list[RowProblem] = []
     seen: dict[str, str] = {}
+    shared = _Shared()
     unknown: dict[str, str] = {}  # key -> where it was first seen
     for location, record in records:
         if isinstance(record, Unparsable):
@@ -100,7 +104,7 @@ def _from_records(path: Path, records: Iterable[tuple[str, Any]], flat: bool) ->
             )
             continue
         seen[row.row_id] = location
-        rows.append(row)
+        rows.append(shared.lighter(row))
     if unknown:
         import warnings
 
@@ -109,41 +113,86 @@ def _from_records(path: Path, records: Iterable[tuple[str, Any]], flat: bool) ->
     return Dataset(path=path, rows=rows, problems=problems)
 
 
+class _Shared:
+    """What the rows of one file can share instead of holding a copy each (issue 24 item 2).
+
+    Every row is kept for the whole run, and Python's collector walks each container object it holds at
+    every full collection: about a dozen a row as pydantic validates it (the model, its ``__dict__`` and
+    its set of the fields given, the same for its metadata and each section, the lists). Rows given the
+    same fields get one set of field names between them (``model_fields_set``; pydantic copies it when a
+    row is copied, and a frozen row never changes it), and rows with equal metadata one ``RowMetadata``
+    (frozen: equal is the same). What a row says, dumps, compares and copies is unchanged.
+    """
+
+    def __init__(self) -> None:
+        self._fields: list[set[str]] = []  # the distinct sets of field names met (few: compared, not hashed)
+        self._metadata: dict[tuple[Any, ...], RowMetadata] = {}
+
+    def _fields_of(self, model: BaseModel) -> set[str]:
+        given = model.__pydantic_fields_set__
+        for kept in self._fields:
+            if kept == given:
+                if kept is not given:
+                    object.__setattr__(model, "__pydantic_fields_set__", kept)
+                return kept
+        if len(self._fields) < _DISTINCT_FIELD_SETS:
+            self._fields.append(given)
+        return given
+
+    def lighter(self, row: Row) -> Row:
+        self._fields_of(row)
+        metadata = row.metadata
+        # Equal metadata: the same values and the same fields given (what ``exclude_unset`` dumps). The set is
+        # kept alive by the metadata filed under its id, so no other set takes that id meanwhile.
+        key = (id(self._fields_of(metadata)), *metadata.__dict__.values())
+        try:
+            kept = self._metadata.setdefault(key, metadata)
+        except TypeError:  # a list among its values (required_sections): not shared
+            kept = metadata
+        if kept is not metadata:
+            row.__dict__["metadata"] = kept  # frozen: set in place, as pydantic sets it
+        for section in row.expected_references:
+            self._fields_of(section)
+        return row
+
+
+_DISTINCT_FIELD_SETS = 64  # beyond that many distinct sets in one file, the others are not shared
 _ROW_FIELDS = frozenset(Row.model_fields)
 _METADATA_KEYS = frozenset(METADATA_FIELDS)
 
 
 def _normalize(record: dict[str, Any]) -> dict[str, Any]:
     """One row in the schema's shape, whichever file shape it came in (see the module docstring)."""
-    # One pass over the keys (issue 24 item 2: a row of the seed's 6,211 is normalized at every collection).
+    # One pass over the keys, and nothing made that a row does not need (issue 24 item 2: a row of the
+    # seed's 6,211 is normalized at every collection).
     nested: dict[str, Any] = {}
-    flat: dict[str, Any] = {}
-    top: dict[str, Any] = {}
+    given: list[tuple[str, Any]] = []  # metadata_* keys, then the sparse fields at the top of a row
+    top: list[tuple[str, Any]] = []
     for k, v in record.items():
         if k.startswith("metadata_"):
-            flat[k[9:]] = v
+            given.append((k[9:], v))
         elif k in _METADATA_KEYS:
-            top[k] = v
+            top.append((k, v))
         else:
-            nested[k] = v
-    metadata = dict(record["metadata"]) if isinstance(record.get("metadata"), dict) else {}
-    if "metadata" in record and not isinstance(record["metadata"], dict) and record["metadata"] is not None:
-        nested["metadata"] = record["metadata"]  # not a mapping: validation names the field
-    for source in (flat, top):
-        for key, value in source.items():
-            # The flat file writes absent sparse fields as null or empty strings.
-            if value in (None, "") and key in METADATA_FIELDS:
-                continue
-            metadata.setdefault(key, value)
-    for key in set(metadata) - set(METADATA_FIELDS):
-        nested[f"metadata_{key}"] = metadata.pop(key)  # unknown: dropped and reported by the caller
-    if metadata or isinstance(record.get("metadata"), dict):
+            nested[k] = v  # a "metadata" that is not a mapping stays: validation names the field
+    raw = record.get("metadata")
+    metadata: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
+    for key, value in given + top if top else given:
+        # The flat file writes absent sparse fields as null or empty strings.
+        if (value is None or value == "") and key in _METADATA_KEYS:
+            continue
+        metadata.setdefault(key, value)
+    if metadata:
+        for key in [k for k in metadata if k not in _METADATA_KEYS]:
+            nested[f"metadata_{key}"] = metadata.pop(key)  # unknown: dropped and reported by the caller
+    if metadata or isinstance(raw, dict):
         nested["metadata"] = metadata
-    elif record.get("metadata") is None:
+    elif raw is None:
         nested.pop("metadata", None)
-    if isinstance(nested.get("expected_references"), str):
+    references = nested.get("expected_references")
+    if isinstance(references, str):
         try:
-            nested["expected_references"] = json.loads(nested["expected_references"])
+            nested["expected_references"] = json.loads(references)
         except json.JSONDecodeError:
             pass  # validation reports the field
     return nested
