@@ -17,7 +17,16 @@ import functools
 from typing import Any, Callable, Protocol, Sequence, TypeVar, Union
 
 from . import diagnosis
-from .alignment import ELISION_WINDOW, MIN_ANCHOR, anchored_prefix, around_anchor, locate, similarity, stuck_prefix
+from .alignment import (
+    ELISION_WINDOW,
+    MIN_ANCHOR,
+    MIN_GAPPED_ANCHOR,
+    anchored_prefix,
+    around_anchor,
+    locate,
+    similarity,
+    stuck_prefix,
+)
 from .grams import GramIndex
 from .index import PaperIndex
 from .quotes import (
@@ -88,6 +97,8 @@ class MatchIndex(PaperIndex):
         self._memo: dict[str, CitationMatch] = {}
         self._span_memo: dict[str, tuple[tuple[int, int], ...] | None] = {}
         self._last_key = ("", "")  # the last text _exact_hit made a key of, and its key
+        # The last key _exact_hit did not find, and every start of its first MIN_GAPPED_ANCHOR characters (or None).
+        self._stuck_starts: tuple[str, list[int] | None] = ("", None)
 
     def release(self) -> None:
         """Forget the answered citations. Each remembers this index (its diagnosis is worked out when read),
@@ -126,8 +137,9 @@ class MatchIndex(PaperIndex):
         self._last_key = (inner, quote_key)  # the full path reads the same text, mostly: one key
         if len(quote_key) < MIN_QUOTE_KEY:
             return None
-        at = self.grams.find(quote_key)
+        at, starts = self.grams.find_or_starts(quote_key, MIN_GAPPED_ANCHOR)
         if at < 0:
+            self._stuck_starts = (quote_key, starts)  # where the full path reads on from (its stuck point)
             return None
         end = at + len(quote_key)
         if digits and (quote_key[0].isdigit() or quote_key[-1].isdigit()) and self._cuts_a_number(
@@ -206,7 +218,11 @@ class MatchIndex(PaperIndex):
         # neither a number nor a new line: then no search can get past that point (stuck_prefix
         # says so with one look-up; it gives the masked key's anchored prefix too).
         runs: list[tuple[int, int]] = []
-        stuck = stuck_prefix(self.key, self.grams, self._flow, keys[0], runs=runs) if len(keys) == 1 else None
+        stuck = None
+        if len(keys) == 1:
+            known, starts = self._stuck_starts
+            stuck = stuck_prefix(self.key, self.grams, self._flow, keys[0], runs=runs,
+                                 starts=starts if known is keys[0] else None)
         found = self._verbatim(citation, keys, stuck, runs)
         if found is not None:
             return found
