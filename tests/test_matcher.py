@@ -96,12 +96,19 @@ def _answer(found):
             found.spans, found.explain())
 
 
+@pytest.mark.parametrize("built", [False, True], ids=["scanned", "indexed"])
 @pytest.mark.parametrize("quote", [*ACCEPTED.values(), *(quote for quote, _ in REJECTED.values()),
+                                   *("..." + quote for quote, _ in REJECTED.values()),
+                                   "\u201c...Systolic blood pressure fell by 6.2 mmHg in the intervention group "
+                                   "\u2014 this shows the programme worked.\u201d",
                                    "5.1 mmHg, 95% CI", "[Smith et al., 2020]", "doi.org/10.1000/182 reported"])
-def test_the_exact_paths_answer_is_the_full_paths(paper, quote):
+def test_the_exact_paths_answer_is_the_full_paths(paper, quote, built):
     # The exact path builds its answer without CitationMatch's constructor (and its key inline for
-    # ASCII text without a digit): what it answers is what the full path answers, field by field.
+    # ASCII text without a digit), and answers most fabrications itself once the key's index is built
+    # (_stuck_here): what it answers is what the full path answers, field by field.
     fresh = MatchIndex(paper.text, paper.page_starts)
+    if built:
+        fresh.grams.build()
     exact = fresh._exact_hit(quote)
     full = MatchIndex(paper.text, paper.page_starts)._match(quote)
     if exact is not None:
