@@ -1,7 +1,8 @@
 """Matching a citation against a paper: the decision, and the entry points.
 
 :class:`MatchIndex` is a prepared paper (:class:`~.index.PaperIndex`) that answers citations.
-The common case costs a key and one indexed look-up (:meth:`MatchIndex._exact_hit`). The rest
+The common case costs a key and one indexed look-up (:meth:`MatchIndex._exact_hit`); the common
+fabrication is answered from what that look-up read (:meth:`MatchIndex._stuck_here`). The rest
 take the full path: a citation that only points somewhere, or is too short, is no evidence;
 then the quote is located with the gaps :mod:`.alignment` allows, in the paper with its
 furniture blanked and then as it stands (every search a look-up in the key's
