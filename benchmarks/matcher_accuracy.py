@@ -121,7 +121,8 @@ def main() -> int:
         index.match("warm up the index and the filter of its stretches")
         for built_once in ("_gram_filter", "_flow", "_unmasked_flow", "unmasked_grams", "_furniture_zones"):
             getattr(index, built_once, None)
-        for grams in (getattr(index, "grams", None), getattr(index, "unmasked_grams", None)):
+        for grams in (getattr(index, "grams", None), getattr(index, "unmasked_grams", None),
+                      getattr(index, "_furniture_grams", None)):
             getattr(grams, "build", lambda: None)()  # stretch indexes built on demand (a run builds them once)
     built = time.perf_counter() - started
     import rapidfuzz.distance.Levenshtein  # noqa: F401

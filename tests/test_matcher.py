@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 from helpers import SAMPLE, needs_shared, shared_path
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from quotes import FABRICATIONS, NOISES, SYMBOL_FABRICATIONS, as_a_model_quotes_it, elided, fabricated, noisy, window
 
@@ -96,12 +96,19 @@ def _answer(found):
             found.spans, found.explain())
 
 
+@pytest.mark.parametrize("built", [False, True], ids=["scanned", "indexed"])
 @pytest.mark.parametrize("quote", [*ACCEPTED.values(), *(quote for quote, _ in REJECTED.values()),
+                                   *("..." + quote for quote, _ in REJECTED.values()),
+                                   "\u201c...Systolic blood pressure fell by 6.2 mmHg in the intervention group "
+                                   "\u2014 this shows the programme worked.\u201d",
                                    "5.1 mmHg, 95% CI", "[Smith et al., 2020]", "doi.org/10.1000/182 reported"])
-def test_the_exact_paths_answer_is_the_full_paths(paper, quote):
+def test_the_exact_paths_answer_is_the_full_paths(paper, quote, built):
     # The exact path builds its answer without CitationMatch's constructor (and its key inline for
-    # ASCII text without a digit): what it answers is what the full path answers, field by field.
+    # ASCII text without a digit), and answers most fabrications itself once the key's index is built
+    # (_stuck_here): what it answers is what the full path answers, field by field.
     fresh = MatchIndex(paper.text, paper.page_starts)
+    if built:
+        fresh.grams.build()
     exact = fresh._exact_hit(quote)
     full = MatchIndex(paper.text, paper.page_starts)._match(quote)
     if exact is not None:
@@ -460,3 +467,27 @@ def test_elisions_split_where_the_marks_pattern_splits(text):
 
     marked = "\u2026" in text or ".." in text or ". ." in text
     assert split_elisions(text) == ([part.strip() for part in _ELISION.split(text)] if marked else [text])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab Tt .!?\u2014\u2013-()[]:;\"'\u201d\u2019\n")) | st.text())
+def test_comment_boundaries_are_where_the_separator_and_sentence_end_patterns_find_them(text):
+    from pytest_researchqa.families.citation.matcher import quotes
+
+    # The patterns run over the whole quote, as comment_boundaries did before it matched them at their characters only.
+    separators = []
+    end = 0
+    for mark in quotes._SEPARATOR_CHAR.finditer(text):
+        at = mark.start()
+        if at < end:
+            continue
+        spaces = at
+        while spaces > end and text[spaces - 1].isspace():
+            spaces -= 1
+        found = quotes._HARD_SEPARATOR.match(text, spaces) or quotes._HARD_SEPARATOR.match(text, at)
+        if found is not None:
+            end = found.end()
+            separators.append(found.span())
+    assert [found.span() for found in quotes._separators(text)] == separators
+    assert [found.span() for found in quotes._sentence_ends(text)] == [
+        found.span() for found in quotes._SENTENCE_END.finditer(text)]

@@ -46,6 +46,29 @@ def test_a_look_up_agrees_with_str_find_on_random_keys_and_bounds(key: str, data
     assert index.starts(text, most) == _all_starts(key, text, 0, len(key))[:most]
 
 
+@settings(max_examples=300, deadline=None)
+@given(key=st.one_of(_keys, st.text(alphabet=_WIDE, max_size=200)), data=st.data())
+def test_a_look_up_that_misses_gives_every_start_of_the_strings_head_as_str_find_finds_them(
+        key: str, data: st.DataObject) -> None:
+    index = GramIndex(key)
+    alphabet = _WIDE if not set(key) <= set(_ALPHABET) else _ALPHABET
+    if key and data.draw(st.booleans()):
+        start = data.draw(st.integers(0, len(key) - 1))
+        text = key[start : start + data.draw(st.integers(GRAM, 40))] + data.draw(st.text(alphabet=alphabet, max_size=4))
+    else:
+        text = data.draw(st.text(alphabet=alphabet, min_size=GRAM, max_size=40))
+    if len(text) < GRAM:
+        return
+    anchor = data.draw(st.integers(GRAM, 14))
+    found, starts = index.find_or_starts(text, anchor)
+    assert found == key.find(text)
+    if found >= 0:
+        assert starts is None
+    elif starts is not None:  # (None: a crowded bucket, left to starts())
+        assert starts == _all_starts(key, text[:anchor], 0, len(key))
+    assert index.find(text) == key.find(text)  # what it remembered of the look-up agrees too
+
+
 @settings(max_examples=150, deadline=None)
 @given(key=st.text(alphabet=_WIDE, max_size=200), data=st.data())
 def test_stretches_with_characters_beyond_latin_1_are_found_as_str_find_finds_them(key: str, data: st.DataObject) -> None:

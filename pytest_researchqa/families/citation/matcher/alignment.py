@@ -176,8 +176,8 @@ STUCK_OCCURRENCES = 24
 STUCK_LOOK_ON = 24
 
 
-def stuck_prefix(key: str, grams: "GramIndex", flow: "Flow", quote_key: str,
-                 tries: int = 8, runs: list[tuple[int, int]] | None = None) -> tuple[int, int] | None:
+def stuck_prefix(key: str, grams: "GramIndex", flow: "Flow", quote_key: str, tries: int = 8,
+                 runs: list[tuple[int, int]] | None = None, starts: list[int] | None = None) -> tuple[int, int] | None:
     """When ``locate(key, pages, quote_key, 0, len(key), flow, grams)`` surely finds nothing, what
     ``anchored_prefix(key, quote_key, 0, len(key), tries)`` answers (length, position); None when it
     may find something (the caller then asks locate).
@@ -191,12 +191,16 @@ def stuck_prefix(key: str, grams: "GramIndex", flow: "Flow", quote_key: str,
     then the walk has no way on, and locate returns nothing. (Bounds are the whole key: a window
     would cut runs short.) ``runs``, when given, gets each occurrence read and the length of the
     verbatim run from it: what the answer was read from, with the STUCK_LOOK_ON key characters after each
-    (``PaperIndex.furniture_apart`` tells from them whether the unmasked key would answer alike).
+    (``PaperIndex.furniture_apart`` tells from them whether the unmasked key would answer alike). ``starts``,
+    when given, are every start of the quote's first MIN_GAPPED_ANCHOR key characters (fewer than
+    STUCK_OCCURRENCES), as :meth:`~.grams.GramIndex.find_or_starts` read them.
     """
     length_of_quote = len(quote_key)
     quote_code = _latin1_code(quote_key)  # the quote's half of each comparison, done once
     best, best_at, anchored, gapped, seen = 0, -1, 0, False, 0
-    for found in grams.starts(quote_key[:MIN_GAPPED_ANCHOR], STUCK_OCCURRENCES + 1):
+    if starts is None:
+        starts = grams.starts(quote_key[:MIN_GAPPED_ANCHOR], STUCK_OCCURRENCES + 1)
+    for found in starts:
         seen += 1
         if seen > STUCK_OCCURRENCES:
             return None

@@ -163,6 +163,33 @@ class GramIndex:
             return starts[0] if starts else -1
         return next(self.occurrences(text, low, high), -1)
 
+    def find_or_starts(self, text: str, anchor: int) -> tuple[int, list[int] | None]:
+        """``(find(text), None)`` where ``text`` (at least GRAM characters) is in the whole key; else ``(-1,
+        starts)``: every start of ``text[:anchor]`` (``anchor`` at least GRAM), ascending, as :meth:`starts` gives
+        them, read from the bucket the look-up has just compared (every start of ``text``'s first stretch is
+        there), or None where that bucket is crowded or the table is not built (then ask :meth:`starts`).
+        A quote not found as it is is read on from where it stops (its stuck point) without a second look-up."""
+        table = self._starts
+        if table is None:
+            return self.find(text), None
+        try:
+            code = int.from_bytes(text[:GRAM].encode("latin-1"), "little")
+        except UnicodeEncodeError:
+            code = gram_code(text)
+        bucket = ((code * BUCKET_MULTIPLIER) & UINT64) >> self._shift
+        first, last = self._bounds[bucket], self._bounds[bucket + 1]
+        if last - first > _CROWDED:
+            return self.find(text), None
+        key = self.key
+        candidates = table[first:last]
+        for start in candidates:
+            if key.startswith(text, start):
+                self._last = (text, start)
+                return start, None
+        self._last = (text, -1)
+        head = text[:anchor]
+        return -1, [start for start in candidates if key.startswith(head, start)]
+
     def starts(self, text: str, most: int) -> list[int]:
         """The first ``most`` starts of ``text`` in the whole key, ascending: what the first ``most``
         of ``occurrences(text)`` are, in one call (no generator, no bounds to apply). The candidates

@@ -1,7 +1,8 @@
 """Matching a citation against a paper: the decision, and the entry points.
 
 :class:`MatchIndex` is a prepared paper (:class:`~.index.PaperIndex`) that answers citations.
-The common case costs a key and one indexed look-up (:meth:`MatchIndex._exact_hit`). The rest
+The common case costs a key and one indexed look-up (:meth:`MatchIndex._exact_hit`); the common
+fabrication is answered from what that look-up read (:meth:`MatchIndex._stuck_here`). The rest
 take the full path: a citation that only points somewhere, or is too short, is no evidence;
 then the quote is located with the gaps :mod:`.alignment` allows, in the paper with its
 furniture blanked and then as it stands (every search a look-up in the key's
@@ -17,7 +18,16 @@ import functools
 from typing import Any, Callable, Protocol, Sequence, TypeVar, Union
 
 from . import diagnosis
-from .alignment import ELISION_WINDOW, MIN_ANCHOR, anchored_prefix, around_anchor, locate, similarity, stuck_prefix
+from .alignment import (
+    ELISION_WINDOW,
+    MIN_ANCHOR,
+    MIN_GAPPED_ANCHOR,
+    anchored_prefix,
+    around_anchor,
+    locate,
+    similarity,
+    stuck_prefix,
+)
 from .grams import GramIndex
 from .index import PaperIndex
 from .quotes import (
@@ -88,6 +98,10 @@ class MatchIndex(PaperIndex):
         self._memo: dict[str, CitationMatch] = {}
         self._span_memo: dict[str, tuple[tuple[int, int], ...] | None] = {}
         self._last_key = ("", "")  # the last text _exact_hit made a key of, and its key
+        # The last key _exact_hit did not find, and every start of its first MIN_GAPPED_ANCHOR characters (or None).
+        self._stuck_starts: tuple[str, list[int] | None] = ("", None)
+        # The last key _stuck_here read the stuck point of: what stuck_prefix answered, and the runs it read.
+        self._stuck_read: tuple[str, tuple[int, int] | None, list[tuple[int, int]]] = ("", None, [])
 
     def release(self) -> None:
         """Forget the answered citations. Each remembers this index (its diagnosis is worked out when read),
@@ -126,9 +140,10 @@ class MatchIndex(PaperIndex):
         self._last_key = (inner, quote_key)  # the full path reads the same text, mostly: one key
         if len(quote_key) < MIN_QUOTE_KEY:
             return None
-        at = self.grams.find(quote_key)
+        at, starts = self.grams.find_or_starts(quote_key, MIN_GAPPED_ANCHOR)
         if at < 0:
-            return None
+            self._stuck_starts = (quote_key, starts)  # where the full path reads on from (its stuck point)
+            return None if starts is None else self._stuck_here(citation, inner, quote_key, starts)
         end = at + len(quote_key)
         if digits and (quote_key[0].isdigit() or quote_key[-1].isdigit()) and self._cuts_a_number(
                 [quote_key], ((at, end),), False):
@@ -140,6 +155,32 @@ class MatchIndex(PaperIndex):
                                                      or "doi" in quote_key) and is_pointer(citation, (quote_key,)):
             return None  # (is_pointer's own first tests, for a key without a digit, inline)
         return verbatim_hit(citation, self, at, end)
+
+    def _stuck_here(self, citation: str, inner: str, quote_key: str, starts: list[int]) -> "CitationMatch | None":
+        """What :meth:`_match` answers for most fabrications, in fewer steps: a quote of one part (elision marks
+        at its edges only), not a pointer, stuck in the masked key (:func:`~.alignment.stuck_prefix`, from the
+        ``starts`` the exact look-up has read) and so in the key as the paper stands. None where the citation
+        is not such a quote: the full path answers it (alike where it is)."""
+        quote = strip_wrapping(citation)
+        if "\u2026" in quote or ".." in quote or ". ." in quote:  # _parts_and_keys' parts, where one has a key
+            parts = [part for part in split_elisions(quote) if part.strip(EDGES) == inner or text_key(part)]
+            if len(parts) != 1:
+                return None
+            quote = parts[0]
+        if quote.strip(EDGES) != inner or (len(citation) < REFERENCE_MAX_LENGTH and is_pointer(citation, (quote_key,))):
+            return None
+        runs: list[tuple[int, int]] = []
+        stuck = stuck_prefix(self.key, self.grams, self._flow, quote_key, runs=runs, starts=starts)
+        self._stuck_read = (quote_key, stuck, runs)  # the full path, where it takes over, reads it again
+        if stuck is None or not (self.unmasked_key is self.key or self.furniture_apart(quote_key, runs) or stuck_prefix(
+                self.unmasked_key, self.unmasked_grams, self._unmasked_flow, quote_key) is not None):
+            return None  # (as _verbatim asks: found nowhere in either key when stuck in both)
+        if stuck[0] >= MIN_ANCHOR and stuck[0] * 2 >= len(quote_key):
+            commented = self._split_commentary(quote, quote_key, stuck)
+            if commented is not None:
+                return CitationMatch(citation, self, True, VERBATIM_WITH_COMMENTARY, commented[0],
+                                     commentary=commented[1])
+        return not_grounded(citation, self, (quote,))
 
     def _exact_elided(self, citation: str, inner: str) -> "CitationMatch | None":
         """An elided quote whose parts occur as they are: its longest part looked up, each other
@@ -206,7 +247,7 @@ class MatchIndex(PaperIndex):
         # neither a number nor a new line: then no search can get past that point (stuck_prefix
         # says so with one look-up; it gives the masked key's anchored prefix too).
         runs: list[tuple[int, int]] = []
-        stuck = stuck_prefix(self.key, self.grams, self._flow, keys[0], runs=runs) if len(keys) == 1 else None
+        stuck = self._stuck_in_masked(keys[0], runs) if len(keys) == 1 else None
         found = self._verbatim(citation, keys, stuck, runs)
         if found is not None:
             return found
@@ -219,6 +260,17 @@ class MatchIndex(PaperIndex):
                     citation, self, True, VERBATIM_WITH_COMMENTARY, spans, commentary=comment
                 )
         return not_grounded(citation, self, tuple(parts))
+
+    def _stuck_in_masked(self, quote_key: str, runs: list[tuple[int, int]]) -> tuple[int, int] | None:
+        """:func:`~.alignment.stuck_prefix` in the masked key, its runs added to ``runs``: as :meth:`_stuck_here`
+        read it for this key, or from the starts the exact look-up read, or from a look-up of its own."""
+        read_key, stuck, read = self._stuck_read
+        if read_key is quote_key:
+            runs.extend(read)
+            return stuck
+        known, starts = self._stuck_starts
+        return stuck_prefix(self.key, self.grams, self._flow, quote_key, runs=runs,
+                            starts=starts if known is quote_key else None)
 
     def _parts_and_keys(self, citation: str) -> tuple[list[str], list[str]]:
         """The citation's parts between elision marks, wrapping stripped, and their keys (parts without

@@ -144,9 +144,29 @@ def comment_boundaries(quote: str) -> Iterable[int]:
     for found in _separators(quote):
         if _COMMENT_OPENER.match(quote, found.end()):
             yield found.start()
-    for found in _SENTENCE_END.finditer(quote):
+    for found in _sentence_ends(quote):
         if _COMMENT_OPENER.match(quote, found.end()):
             yield found.start() + 1
+
+
+# Every match of _SEPARATOR_CHAR and _SENTENCE_END starts with one of these: they are found by C scans
+# and the patterns matched there only (a pattern led by a character class is tried at every
+# character: the two cost ~60 us on a 400-character quote).
+_SEPARATOR_CHARS = "\u2014\u2013([:;-"
+_SENTENCE_END_CHARS = ".!?"
+
+
+def _sentence_ends(quote: str) -> Iterable[re.Match[str]]:
+    """What ``_SENTENCE_END.finditer(quote)`` finds: matched where a full stop, ``!`` or ``?`` stands, each
+    from the end of the last match on."""
+    end = 0
+    for at in sorted(at for char in _SENTENCE_END_CHARS for at in _places(quote, char)):
+        if at < end:
+            continue
+        found = _SENTENCE_END.match(quote, at)
+        if found is not None:
+            end = found.end()
+            yield found
 
 
 def _separators(quote: str) -> Iterable[re.Match[str]]:
@@ -157,8 +177,7 @@ def _separators(quote: str) -> Iterable[re.Match[str]]:
     semicolon, no spaces) at the character itself; the spaces after it are taken, so the next
     match starts beyond them."""
     end = 0
-    for mark in _SEPARATOR_CHAR.finditer(quote):
-        at = mark.start()
+    for at in sorted(at for char in _SEPARATOR_CHARS for at in _places(quote, char)):
         if at < end:
             continue
         spaces = at
