@@ -83,10 +83,39 @@ def pytest_collection_modifyitems(items):
     Slow tests run first: under xdist a long test dealt out last keeps one worker busy while the other
     idles (longest first is the classic rule for two machines). The order is the same in every worker,
     as xdist requires."""
+    unlisted = set()
     for item in items:
-        if "read_once" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if "read_once" in fixtures:
             item.add_marker(pytest.mark.slow)
+        if "litellm_loaded" in fixtures and item.nodeid.split("::", 1)[0] not in MODEL_MODULES:
+            unlisted.add(item.nodeid.split("::", 1)[0])
+    if unlisted:
+        raise pytest.UsageError(f"tests using models in {sorted(unlisted)}: add them to MODEL_MODULES in conftest.py")
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+# The test modules with tests that use models (the ``litellm_loaded`` fixture): collection checks the list.
+MODEL_MODULES = frozenset({
+    "tests/security/test_full_disk_and_limits.py", "tests/security/test_models_runtime.py", "tests/test_families.py",
+    "tests/test_generate.py", "tests/test_judges.py", "tests/test_llm.py", "tests/test_premise_judge.py",
+    "tests/test_rubric_family.py", "tests/unit/test_rubric_calls.py"})
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``-n`` without ``--dist`` (xdist's ``load``), the modules that use models go to one worker as one
+    unit, the other tests one at a time to whichever worker is free: one worker pays litellm's import (about
+    6 s of CPU), not both, a fifth of the inner loop's (``-m "not slow"``). An explicit ``--dist`` (CI's
+    ``worksteal``) is left as it is."""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModelsInOneWorker(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "models" if nodeid.split("::", 1)[0] in MODEL_MODULES else nodeid
+
+    return ModelsInOneWorker(config, log)
 
 
 def pytest_sessionstart(session):

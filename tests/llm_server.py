@@ -26,7 +26,8 @@ verdict; ``judge-refuses`` returns prose; ``judge-repairable`` prose until repai
 ``repairable``; ``judge-filler`` scores (or flags) with "..." for every justification (or
 reason). ``fault-*`` aliases fault first, then judge. A premise prompt (``THE FALSE PREMISE``)
 gets a yes/no verdict: ``judge-yes`` always flagged, ``judge-no`` never, any other alias flagged when the answer contains "no", "not", "never" or "only" (a crude reader, unlike the
-plugin's heuristic, so tests can tell who decided).
+plugin's heuristic, so tests can tell who decided). The rubric family's paper-protocol prompts get plain
+text as its released formats say: a rating per line (``Ratings:``), a ``"judgement": "Response 1"`` line.
 
 Generation prompts (they ask for ``"multi_hop_questions"``) get benchmark rows built from the
 paper's own sentences: ``gen-mixed`` writes a verbatim quote, a paraphrased one, one with a word
@@ -164,6 +165,30 @@ def pairwise_reply(model: str, prompt: str) -> str:
         a, b = len(first.split()), len(second.split())
         choice = "A" if a > b else "B" if b > a else "tie"
     return json.dumps({"justification": "Compared how much each answer says.", "preferred": choice})
+
+
+# The rubric family's paper protocol (judges/coverage_paper.md, judges/pairwise_paper.md): plain-text replies.
+_PAPER_RATINGS = ("Not at all", "Barely", "Moderately", "Mostly", "Completely")
+
+
+def paper_coverage_reply(prompt: str) -> str:
+    """One rating a question, by the share of its content words the response contains."""
+    answer_text = prompt.split("\nResponse: ", 1)[1].split("\nQuestions:", 1)[0]
+    block = prompt.split("\nQuestions:\n", 1)[1].rsplit("\nRatings:", 1)[0]
+    answer = _content_words(answer_text)
+    ratings = []
+    for item in (line for line in block.splitlines() if line.strip()):
+        words = _content_words(item)
+        ratings.append(_PAPER_RATINGS[min(4, round(4 * len(words & answer) / max(1, len(words)) * 1.25))])
+    return "\n".join(ratings)
+
+
+def paper_pairwise_reply(prompt: str) -> str:
+    """The longer response wins (binary: a tie goes to the first)."""
+    first = prompt.split("\nResponse 1: ", 1)[1].split("\nResponse 2: ", 1)[0]
+    second = prompt.split("\nResponse 2: ", 1)[1]
+    choice = "2" if len(second.split()) > len(first.split()) else "1"
+    return f'**output: {{"judgement": "Response {choice}"}}** It says more.'
 
 
 def good_reply(prompt: str) -> dict:
@@ -457,6 +482,10 @@ class ScriptedLLM:
                              "usage": {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1}}, 0.0
         if "RUBRIC ITEMS:" in prompt:
             return 200, completion(model, coverage_reply(model, prompt, len(self.requests))), delay
+        if prompt.rstrip().endswith("Ratings:") and "\nQuestions:\n" in prompt:
+            return 200, completion(model, paper_coverage_reply(prompt)), delay
+        if "\nResponse 1: " in prompt and "\nResponse 2: " in prompt:
+            return 200, completion(model, paper_pairwise_reply(prompt)), delay
         if "<<<RESPONSE_A" in prompt:
             return 200, completion(model, pairwise_reply(model, prompt)), delay
         if judging and "THE FALSE PREMISE" in prompt:

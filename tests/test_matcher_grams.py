@@ -27,7 +27,7 @@ def _all_starts(key: str, text: str, low: int, high: int) -> list[int]:
     return starts
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(key=_keys, data=st.data())
 def test_a_look_up_agrees_with_str_find_on_random_keys_and_bounds(key: str, data: st.DataObject) -> None:
     index = GramIndex(key)
@@ -106,7 +106,7 @@ def test_the_index_holds_about_five_or_six_bytes_a_key_character() -> None:
     assert 0 < GramIndex(key).nbytes() <= 6 * len(key)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(a=st.text(alphabet="ab\xe9\u03b1", max_size=40), b=st.text(alphabet="ab\xe9\u03b1", max_size=40),
        i=st.integers(0, 45), j=st.integers(0, 45))
 def test_the_common_prefix_of_two_keys_agrees_with_a_comparison_character_by_character(a: str, b: str, i: int, j: int) -> None:
@@ -119,14 +119,14 @@ def test_the_common_prefix_of_two_keys_agrees_with_a_comparison_character_by_cha
 _QUOTE_CHARACTERS = "aZ5 .,-\u2212\u2013\u00b7%\u2264\ufb01\u03b1\u00e9\u2019\n"
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(text=st.text(alphabet=_QUOTE_CHARACTERS, max_size=40), data=st.data())
 def test_the_key_of_a_marked_texts_start_is_as_long_as_the_key_offsets_before_it_say(text: str, data: st.DataObject) -> None:
     cut = data.draw(st.integers(0, len(text)))
     assert len(text_key(mark_context(text)[:cut])) == int(key_offsets(text).searchsorted(cut))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(key=_keys, data=st.data())
 def test_a_lazy_index_answers_by_scans_as_the_built_one_does_and_builds_once_they_have_read_enough(
         key: str, data: st.DataObject) -> None:

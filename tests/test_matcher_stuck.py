@@ -27,7 +27,7 @@ _WORDS = ["the", "model", "is", "trained", "on", "data", "and", "12", "3.5", "no
 _lines = st.lists(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8).map(" ".join), min_size=1, max_size=30)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(lines=_lines, data=st.data())
 def test_a_quote_stuck_in_the_paper_is_found_nowhere_by_locate_and_its_anchored_prefix_is_locates(
         lines: list[str], data: st.DataObject) -> None:
@@ -70,7 +70,7 @@ def _pages(seed: int) -> list[list[str]]:
             for _ in range(chosen.randint(4, 6))]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(pages=st.integers(0, 2**32).map(_pages), header=st.sampled_from(_HEADERS), data=st.data())
 def test_a_quote_stuck_away_from_page_furniture_is_stuck_in_the_unmasked_key_too(
         pages: list[list[str]], header: str, data: st.DataObject) -> None:
@@ -114,7 +114,7 @@ def test_a_changed_word_is_stuck_at_once_and_a_run_that_stops_at_a_new_line_or_a
     assert match_citation("as the accuracy of on the held-out split shows", index).grounded
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(citation=st.one_of(
     st.text(alphabet="abdoiwDOIW.:/ ()[]0123456789\uff12\u0661\u0130\u0131,;&-", max_size=40),
     st.text(alphabet="FigureTablqEsctonApdxAlrhmXv\u017f\u0131\u0130 .:019", max_size=24),
@@ -140,7 +140,7 @@ _OPENER_WORDS = ["this", "these", "that", "those", "which", "i.e.", "ie", "i.e",
                  "as shown", "as noted", "as stated"]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(word=st.sampled_from(_OPENER_WORDS), cases=st.lists(st.booleans(), min_size=20, max_size=20),
        tail=st.text(alphabet="abs ,.\u0131\u0130\u017f", max_size=12))
 def test_every_comment_openers_key_starts_as_the_opener_keys_pattern_says(word: str, cases: list[bool], tail: str) -> None:
@@ -149,14 +149,14 @@ def test_every_comment_openers_key_starts_as_the_opener_keys_pattern_says(word: 
         assert COMMENT_OPENER_KEY.match(text_key(text))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(text=st.text(alphabet="thisewcdgnorkmaulybfp .\u0131\u0130\u017f", min_size=2, max_size=16))
 def test_no_text_the_comment_opener_matches_has_a_key_the_opener_keys_pattern_misses(text: str) -> None:
     if COMMENT_OPENER.match(text) and text_key(text).isascii():
         assert COMMENT_OPENER_KEY.match(text_key(text))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(key=st.text(alphabet="thisewcdgnorkmaulybfp", max_size=60), first=st.integers(0, 60), last=st.integers(0, 60))
 def test_one_search_for_an_opener_key_finds_one_where_a_match_at_each_place_would(key: str, first: int, last: int) -> None:
     from pytest_researchqa.families.citation.matcher.quotes import COMMENT_OPENER_KEY_LONGEST

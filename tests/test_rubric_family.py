@@ -438,11 +438,12 @@ def test_every_call_to_a_local_server_is_capped_as_its_profile_says_answers_and_
     ratings, no grammar) wrote until its server's window was full, minutes a verdict (a tester's SmolLM2 run)."""
     common = ("--researchqa-family=rubric", "--researchqa-model=openai/good", "--researchqa-judge=openai/judge-a",
               "--researchqa-sample=2", f"--researchqa-protocol={protocol}")
-    run(*common)
+    run(*common).stdout.fnmatch_lines(["researchqa: 2/2 model rows, 0 errors, *verdicts 2 of 2 asked*"])
     sent = {(r["model"], r.get("max_tokens")) for r in server.requests}
     assert sent == {("good", 768), ("judge-a", 768)}, sent
     server.requests.clear()
-    run(*common, "--researchqa-model-param=openai/judge-a:max_tokens=64")  # the user's own cap wins
+    capped = run(*common, "--researchqa-model-param=openai/judge-a:max_tokens=64")  # the user's own cap wins
+    capped.stdout.fnmatch_lines(["researchqa: 2/2 model rows, 0 errors, *verdicts 2 of 2 asked*"])
     assert {r.get("max_tokens") for r in server.requests if r["model"] == "judge-a"} == {64}
 
 
