@@ -5,11 +5,6 @@ from __future__ import annotations
 from typing import Hashable, Optional, Sequence
 
 
-def evenly_spaced(total: int, count: int) -> list[int]:
-    """``count`` positions spread evenly over ``range(total)`` (row ``i * total // count``)."""
-    return [i * total // count for i in range(count)]
-
-
 def centred(total: int, count: int) -> list[int]:
     """``count`` positions spread evenly over ``range(total)``, each in the middle of its share."""
     return [(2 * i + 1) * total // (2 * count) for i in range(count)]
@@ -21,7 +16,8 @@ def stratified_sample(strata: Sequence[str], size: Optional[int],
     cluster (its paper), as many clusters as it can.
 
     Each stratum gets a share proportional to its size (largest remainders settle the
-    rounding), at least one row while the sample can afford one per stratum; within
+    rounding), at least one row while the sample can afford one per stratum (a smaller sample takes one row
+    of each of the largest strata); within
     a stratum the rows are evenly spaced, each in the middle of its share (so one row of
     six is the fourth, not always the first paper's). With ``clusters``, each row taken is of the cluster
     the sample has taken fewest rows of so far (strata in first-seen order, so the second type's row comes
@@ -36,20 +32,12 @@ def stratified_sample(strata: Sequence[str], size: Optional[int],
     for position, stratum in enumerate(strata):
         groups.setdefault(stratum, []).append(position)
     names = list(groups)  # first-seen order: deterministic
-    if size < len(names):  # too small for one row per stratum: plain even spacing
-        return evenly_spaced(total, size)
-    # Hamilton's method on the whole sample: floor of each exact share (at least one row),
-    # then the largest remainders; a stratum lifted to one row is paid for by the stratum
-    # furthest over its exact share.
-    exact = {name: size * len(groups[name]) / total for name in names}
-    quotas = {name: max(1, int(exact[name])) for name in names}
-    while sum(quotas.values()) > size:
-        over = max((n for n in names if quotas[n] > 1), key=lambda n: (quotas[n] - exact[n], -names.index(n)))
-        quotas[over] -= 1
-    while sum(quotas.values()) < size:
-        room = [n for n in names if quotas[n] < len(groups[n])]
-        under = max(room, key=lambda n: (exact[n] - quotas[n], -names.index(n)))
-        quotas[under] += 1
+    if size < len(names):  # too small for one row per stratum: one row of each of the largest strata
+        largest = sorted(names, key=lambda n: -len(groups[n]))[:size]  # stable: first seen among equals
+        names = [n for n in names if n in largest]
+        quotas = dict.fromkeys(names, 1)
+    else:
+        quotas = _shares(groups, names, size, total)
     if clusters is None:
         chosen = [groups[name][i] for name in names for i in centred(len(groups[name]), quotas[name])]
         return sorted(chosen)
@@ -64,6 +52,21 @@ def stratified_sample(strata: Sequence[str], size: Optional[int],
             chosen.append(rows[pick])
             taken[clusters[rows[pick]]] = taken.get(clusters[rows[pick]], 0) + 1
     return sorted(chosen)
+
+
+def _shares(groups: dict[str, list[int]], names: list[str], size: int, total: int) -> dict[str, int]:
+    """Hamilton's method on the whole sample: floor of each exact share (at least one row), then the largest
+    remainders; a stratum lifted to one row is paid for by the stratum furthest over its exact share."""
+    exact = {name: size * len(groups[name]) / total for name in names}
+    quotas = {name: max(1, int(exact[name])) for name in names}
+    while sum(quotas.values()) > size:
+        over = max((n for n in names if quotas[n] > 1), key=lambda n: (quotas[n] - exact[n], -names.index(n)))
+        quotas[over] -= 1
+    while sum(quotas.values()) < size:
+        room = [n for n in names if quotas[n] < len(groups[n])]
+        under = max(room, key=lambda n: (exact[n] - quotas[n], -names.index(n)))
+        quotas[under] += 1
+    return quotas
 
 
 def paper_sample(total: int, count: int) -> list[int]:

@@ -29,6 +29,8 @@ def test_a_sample_has_the_requested_size_distinct_rows_in_file_order_and_every_t
     assert picked == sorted(set(picked)) and len(picked) == min(size, len(strata))
     if size >= len(set(strata)):
         assert {strata[p] for p in picked} == set(strata)
+    else:  # fewer rows than types: each of another type
+        assert len({strata[p] for p in picked}) == size
     assert picked == stratified_sample(strata, size), "deterministic"
 
 
@@ -68,3 +70,10 @@ def test_shares_follow_each_question_types_size_with_largest_remainders():
                            (100, {"lookup": 55, "comprehension": 18, "multi_hop": 17, "adversarial": 10})]:
         chosen = [strata[i] for i in stratified_sample(strata, size)]
         assert {name: chosen.count(name) for name in expected} == expected
+
+
+def test_a_sample_smaller_than_the_number_of_types_takes_one_row_of_each_of_the_largest_types_over_the_papers():
+    """tester38 F8: --researchqa-sample=3 of the bundled rows took the three papers' lookup rows."""
+    picked = stratified_sample(BUNDLED_TYPES, 3, BUNDLED_PAPERS)
+    assert [BUNDLED_TYPES[p] for p in picked] == ["lookup", "comprehension", "adversarial"]
+    assert {BUNDLED_PAPERS[p] for p in picked} == {"edu", "env", "ml"}
