@@ -102,7 +102,7 @@ class ResearchSession:
             errors=errors,
             foreign_failures=self.foreign_failures,
             selection=self.selection,
-            partial_reasons=tuple(self._partial_reasons(measured, len(invalid)) if gated
+            partial_reasons=tuple(self._partial_reasons(measured) if gated
                                   else self._cut_short(measured)),
             invalid_rows=invalid,
             gated=gated,
@@ -127,7 +127,7 @@ class ResearchSession:
         of = f" of {selected} selected" if selected is not None else ""  # unknown when xdist's workers were stopped
         return [f"{measured}{of} rows measured: {INTERRUPTED}"]
 
-    def _partial_reasons(self, measured: int, invalid: int) -> list[str]:
+    def _partial_reasons(self, measured: int) -> list[str]:
         from .costs import BUDGET_STOP
 
         stopped = sum(1 for r in self.records if r.error and BUDGET_STOP in r.error)
@@ -135,9 +135,7 @@ class ResearchSession:
                   "(--researchqa-max-cost) was spent"] if stopped else []
         if self.allow_partial:
             return budget  # a budget-stopped run is never a pass, partial runs allowed or not
-        reasons = budget
-        if invalid:
-            reasons.append(f"gate evaluated without {invalid} invalid dataset row(s): the dataset is not whole")
+        reasons = budget  # invalid rows fail the run on their own (run::valid_rows), allowed partial or not
         selected = self.selection.rows
         if selected is not None and measured < selected:
             why = INTERRUPTED if self.interrupted else "the run stopped early (-x / --maxfail)"

@@ -295,8 +295,13 @@ def test_invalid_rows_are_counted_apart_not_as_a_system_and_a_gate_does_not_pass
     result = run(option, "--researchqa-system=oracle", "--researchqa-fail-under=citation_accuracy=0.5")
     assert set(leaderboard_table(result)) == {"oracle"}
     result.stdout.fnmatch_lines(["2 of 2 selected rows measured (0 errors); 1 invalid dataset row(s) not run",
-                                 "*gate evaluated without 1 invalid dataset row(s)*"])
+                                 "*1 invalid dataset row(s) errored: the gates do not excuse them*"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # tester38 F17: --researchqa-allow-partial let the gate pass (exit 0, ✅) while pytest counted the errors.
+    allowed = run(option, "--researchqa-system=oracle", "--researchqa-fail-under=citation_accuracy=0.5",
+                  "--researchqa-allow-partial")
+    allowed.stdout.fnmatch_lines(["*1 invalid dataset row(s) errored: the gates do not excuse them*"])
+    assert allowed.ret == pytest.ExitCode.TESTS_FAILED and "gates passed" not in allowed.stdout.str()
 
 
 def test_a_dataset_warning_made_an_error_by_the_projects_filters_stops_the_run_with_its_words(run, pytester):

@@ -107,9 +107,10 @@ class RunOutcome:
         if self.errors:
             why = ": the gates cannot pass while rows error" if self.gated else ""
             found.append(Check("run", "run::no_errors", "failed", f"{self.errors} row(s) errored{why}", True))
-        if self.invalid_rows and not self.gated:  # gated, they make the run partial (run::whole)
+        if self.invalid_rows:  # erroring tests: no gate or --researchqa-allow-partial excuses them
+            why = ": the gates do not excuse them (fix or remove the rows)" if self.gated else ""
             found.append(Check("run", "run::valid_rows", "failed",
-                               f"{len(self.invalid_rows)} invalid dataset row(s) errored", True))
+                               f"{len(self.invalid_rows)} invalid dataset row(s) errored{why}", True))
         if self.family_step_error:
             found.append(Check("run", "run::family_step", "failed", self.family_step_error, True))
         if self.foreign_failures:
