@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
@@ -456,6 +457,10 @@ class Recorder:
     def metric(self, name: str, value: Optional[float]) -> None:
         if name not in self._metric_names:
             raise ValueError(f"unknown metric {name!r}; this family measures {', '.join(self._metric_names)}")
+        if value is not None and (not isinstance(value, (int, float)) or not math.isfinite(value)):
+            # One row's NaN would make every mean over it NaN, and a failing gate undecidable.
+            raise ValueError(f"metric {name!r}: {value!r} is not a finite number (record None for a row the "
+                             "metric does not apply to)")
         self.record.metrics[name] = value
 
     def detail(self, key: str, value: Any) -> None:

@@ -39,6 +39,17 @@ def test_a_recorder_refuses_a_metric_the_family_does_not_declare():
         recorder.metric("bleu", 0.3)
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), "0.5"])
+def test_a_recorder_refuses_a_metric_value_that_is_not_a_finite_number_and_keeps_none_and_numbers(value):
+    """tester38 F20: one row's NaN made the mean NaN and a failing threshold gate undecidable (exit 0)."""
+    recorder = Recorder(RowRecord(row_id="r"), CITATION.metric_names)
+    with pytest.raises(ValueError, match="metric 'citation_precision': .* is not a finite number"):
+        recorder.metric("citation_precision", value)
+    recorder.metric("citation_precision", None)
+    recorder.metric("citation_accuracy", 1)
+    assert recorder.record.metrics == {"citation_precision": None, "citation_accuracy": 1}
+
+
 def test_the_current_recorder_is_the_explicit_one_else_the_running_tests():
     mine, running = (Recorder(RowRecord(row_id=n), CITATION.metric_names) for n in ("a", "b"))
     assert current_recorder() is None
