@@ -176,6 +176,7 @@ class RegressionResult:
     wanted: Optional[str] = None  # the baseline system looked for, when a map named another
     unit: str = "papers"  # what the test resampled together
     incomparable: str = ""  # how the baseline measured the metric differently (compare.judging_differs)
+    no_pairs_why: str = ""  # with no test: why no row both runs graded measured it (unmeasured_why)
 
     @property
     def worse_by(self) -> Optional[float]:
@@ -242,7 +243,8 @@ class RegressionResult:
             return (f"{self.system}: {metric} UNDECIDABLE: the baseline {self.baseline} measured it differently "
                     f"({self.incomparable}), so a difference would not be a regression")
         if self.test is None:
-            return f"{self.system}: {metric} UNDECIDABLE: no row both runs graded measured it"
+            why = f" ({self.no_pairs_why})" if self.no_pairs_why else ""
+            return f"{self.system}: {metric} UNDECIDABLE: no row both runs graded measured it{why}"
         t = self.test
         state = self.state
         if state == "undecidable" and not all(math.isfinite(x) for x in (t.delta, t.new_mean, t.old_mean)):
@@ -281,5 +283,23 @@ def evaluate_regressions(gates: Sequence[RegressionGate], comparison: "Compariso
                     if system.baseline_system is not None else None)
             results.append(RegressionResult(gate, system.system, comparison.baseline, system.baseline_system, test,
                                             wanted=system.wanted, unit=comparison.unit,
-                                            incomparable=comparison.measured_differently.get(gate.metric, "")))
+                                            incomparable=comparison.measured_differently.get(gate.metric, ""),
+                                            no_pairs_why=unmeasured_why(system.scoped_pairs(gate.question_type),
+                                                                        comparison.baseline)
+                                            if test is None else ""))
     return results
+
+
+def unmeasured_why(pairs: "Sequence[tuple[RowRecord, RowRecord]]", baseline: str) -> str:
+    """Why no paired row has the metric in both runs: no row id in both, or one run graded none of them
+    (a baseline whose every row errored), as far as the records tell."""
+    if not pairs:
+        return f"no row it covers is in both this run and the baseline {baseline}: another dataset or selection?"
+    for run, records in (("this run", [new for new, _ in pairs]),
+                         (f"the baseline {baseline}", [old for _, old in pairs])):
+        if not any(r.graded for r in records):
+            errored = sum(1 for r in records if r.error)
+            defects = sum(1 for r in records if r.defect and not r.error)
+            parts = [f"{errored} errored" if errored else "", f"{defects} dataset defect(s)" if defects else ""]
+            return f"{run} graded none of the {len(pairs)} paired rows: {', '.join(p for p in parts if p)}"
+    return ""

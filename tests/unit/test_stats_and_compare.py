@@ -302,3 +302,18 @@ def test_the_rubric_coverage_gate_is_undecidable_against_a_baseline_judged_by_ot
     [gate] = evaluate_regressions([parse_regression_gate("coverage", RUBRIC)],
                                   compare(new, baseline, RUBRIC, judging={"judges": ["openai/b"], "protocol": "project"}))
     assert gate.state == "undecidable" and "judges openai/b here, openai/a there" in gate.describe()
+
+
+def test_an_undecidable_regression_gate_says_when_the_baseline_graded_no_row_or_shares_none():
+    """tester38 F12/F10: a main push whose every row errored became the baseline, and a collapsed pull request
+    read only "no row both runs graded measured it"."""
+    new = [record("bm25", f"r{n}", f"p{n}", 0.0) for n in range(6)]
+    errored = Baseline("main", tuple(record("bm25", f"r{n}", f"p{n}", None, error="boom") for n in range(6)))
+    [gate] = evaluate_regressions([parse_regression_gate("citation_precision", CITATION)],
+                                  compare(new, errored, CITATION))
+    assert gate.state == "undecidable"
+    assert gate.describe().endswith("no row both runs graded measured it (the baseline main graded none of the 6 "
+                                    "paired rows: 6 errored)")
+    other = Baseline("main", tuple(record("bm25", f"x{n}", f"p{n}", 0.5) for n in range(6)))
+    [gate] = evaluate_regressions([parse_regression_gate("citation_precision", CITATION)], compare(new, other, CITATION))
+    assert "(no row it covers is in both this run and the baseline main" in gate.describe()
