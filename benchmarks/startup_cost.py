@@ -47,7 +47,9 @@ def forget_rewritten(python: Path) -> None:
     """Delete pytest's own caches of the plugin's rewritten modules: without byte-code caches pytest
     would never have written them (Python's own, which pip writes at install, stay)."""
     code = "import pytest_researchqa, os; print(os.path.dirname(pytest_researchqa.__file__))"
-    site = subprocess.run([str(python), "-c", code],
+    # Run outside the checkout: with it as the working directory, ``-c`` would import the checkout's package
+    # and delete its caches, not the measured environment's (tester38 F15).
+    site = subprocess.run([str(python), "-c", code], cwd=tempfile.gettempdir(),
                           capture_output=True, text=True, check=True).stdout.strip()
     for cached in Path(site).rglob("*-pytest-*.pyc"):
         cached.unlink()
