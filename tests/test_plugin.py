@@ -611,9 +611,14 @@ class TestPartialRuns:
         assert run("--researchqa-system=oracle", "-k", "lookup", "--researchqa-save=whole").ret == 0
         result = pytester.runpytest("-p", "no:cacheprovider", f"--researchqa-cache-dir={run.keywords['cache']}",
                                     "--researchqa-system=slow_rag:answer", "-k", "lookup", "--researchqa-save=cut",
-                                    "--researchqa-json=s.json", no_reraise_ctrlc=True)  # this test goes on
+                                    "--researchqa-json=s.json", "--researchqa-markdown=s.md",
+                                    no_reraise_ctrlc=True)  # this test goes on
         assert result.ret == pytest.ExitCode.INTERRUPTED, "pytest's own exit status for an interrupt"
         result.stdout.fnmatch_lines(["researchqa: run INTERRUPTED after 2 of 6 selected rows; report only: *"])
+        # tester38 F9: without gates the Markdown (a PR comment) read as a whole run's report.
+        markdown = (pytester.path / "s.md").read_text(encoding="utf-8")
+        assert markdown.startswith("## researchqa — INTERRUPTED — report (no gate)")
+        assert "**run INTERRUPTED after 2 of 6 selected rows; report only: " in markdown
         data = json.loads((pytester.path / "s.json").read_text(encoding="utf-8"))
         assert (data["interrupted"], data["verdict"]) == (True, "report")
         assert data["partial_reasons"] == ["2 of 6 selected rows measured: the run was interrupted"]

@@ -46,6 +46,8 @@ def render(outcome: "RunOutcome", family: Family, title: str = "researchqa") -> 
     tables = leaderboard_tables(outcome.records, family, outcome.intervals, comparison)
     verdict = {"passed": " — gates passed ✅", "failed": " — gates FAILED ❌" if outcome.gated else " — FAILED ❌",
                "undecidable": " — gates UNDECIDED ⚠️", "report": " — report (no gate)"}[outcome.verdict]
+    if outcome.interrupted:  # said first, gated or not: a PR comment must not read as a whole run's report
+        verdict = f" — INTERRUPTED{verdict}"
     parts = [f"## {title}{verdict}", "", table(tables[0].headers, tables[0].rows), ""]
     judged = any(r.judge for r in outcome.records)
     notes = [family.scope_note, interval_note(outcome.intervals, judged, family.cluster_unit),
@@ -57,7 +59,7 @@ def render(outcome: "RunOutcome", family: Family, title: str = "researchqa") -> 
     notes.append(failed)
     notes.append(defects_line(outcome.records))
     parts += [f"_{_escape(n)}_  " for n in notes if n] + [""]
-    if outcome.gated or outcome.checks:
+    if outcome.gated or outcome.checks or outcome.interrupted:
         parts += ["### Gates" if outcome.gated else "### Verdict", "", f"**{_escape(outcome.headline)}**", ""]
         parts += [f"- {check.mark} {_escape(check.message)}" for check in outcome.checks]
         parts.append("")
