@@ -193,9 +193,14 @@ def register_installed_families_markers(config: pytest.Config) -> None:
     """Every installed family's question-type markers, registered at configure under ``--strict-markers``: a
     project's own test marked ``lookup`` (or a third-party family's type) is then accepted whether or not a
     row test was collected first."""
-    from .families.registry import available_families
+    from .families.registry import FamilyError, available_families
 
-    for family in available_families(config.pluginmanager).values():
+    try:
+        families = available_families(config.pluginmanager)
+    except FamilyError as clash:  # a run that uses no benchmark must not die of it; one that does says so
+        config.issue_config_time_warning(pytest.PytestConfigWarning(f"researchqa: {clash}"), stacklevel=2)
+        return
+    for family in families.values():
         register_markers(config, family.question_types)
 
 

@@ -458,3 +458,19 @@ def test_a_third_party_family_whose_rows_are_about_papers_reads_them_without_the
     result.assert_outcomes(passed=1, xfailed=1, errors=1)
     result.stdout.fnmatch_lines(["*paper 'p9' not found*", "*'convolve' is not in p1*"])
     assert "AttributeError" not in result.stdout.str()
+
+
+def test_two_plugins_giving_one_family_name_warn_a_plain_strict_markers_run_and_name_both_for_a_benchmark_run(
+        glossary, tmp_path):
+    """tester38 F11: a project that declared its family in conftest.py, then installed it as a package, got an
+    INTERNALERROR on every `pytest --strict-markers`, even of tests that never use the benchmark."""
+    glossary.makeconftest(PLAIN_FAMILY.replace('name="plain"', 'name="glossary"').replace("{extra}", "{}"))
+    glossary.makepyfile(test_unit="def test_unit():\n    pass\n")
+    plain = glossary.runpytest("--strict-markers", "-p", "no:cacheprovider", "test_unit.py")
+    plain.assert_outcomes(passed=1, warnings=1)
+    plain.stdout.fnmatch_lines(["*researchqa: two plugins provide a benchmark family named 'glossary': * and *"])
+    benchmark = glossary.runpytest("--researchqa-dataset=terms.jsonl", f"--researchqa-cache-dir={tmp_path}",
+                                   "-p", "no:cacheprovider")
+    assert benchmark.ret == pytest.ExitCode.USAGE_ERROR
+    benchmark.stderr.fnmatch_lines(["*two plugins provide a benchmark family named 'glossary': hook in *conftest.py "
+                                    "and entry point glossary = glossary_family*"])

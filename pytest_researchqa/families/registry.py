@@ -117,6 +117,7 @@ def available_families(pluginmanager: Optional[pluggy.PluginManager] = None) -> 
     manager = family_plugins(pluginmanager)
     found = _discovery(manager)
     families: dict[str, Family] = {}
+    providers: dict[str, str] = {}  # each family's plugin, named in a clash
     for impl in manager.hook.pytest_researchqa_families.get_hookimpls():
         if impl.hookwrapper or getattr(impl, "wrapper", False):
             continue
@@ -134,11 +135,13 @@ def available_families(pluginmanager: Optional[pluggy.PluginManager] = None) -> 
             problem = str(error) if isinstance(error, FamilyError) else f"raised {type(error).__name__}: {error}"
             found.broken[name] = BrokenPlugin(name, origin, f"has a pytest_researchqa_families hook that {problem}")
             continue
+        origin = found.origins.get(name) or _origin(impl.plugin, name)
         for family in provided:
             known = families.get(family.name)
             if known is not None and known is not family:
-                raise FamilyError(f"two plugins provide a benchmark family named {family.name!r}")
-            families[family.name] = family
+                raise FamilyError(f"two plugins provide a benchmark family named {family.name!r}: "
+                                  f"{providers[family.name]} and {origin}")
+            families[family.name], providers[family.name] = family, origin
     return dict(sorted(families.items()))
 
 
