@@ -145,12 +145,7 @@ class GramIndex:
             # The whole key (most look-ups), its first stretch's bucket inline: the hot path of every exact hit.
             if text is self._last[0]:
                 return self._last[1]  # the same key object again (a quote not found as it is, searched for again)
-            try:
-                code = int.from_bytes(text[:GRAM].encode("latin-1"), "little")
-            except UnicodeEncodeError:
-                code = gram_code(text)
-            bucket = ((code * BUCKET_MULTIPLIER) & UINT64) >> self._shift
-            first, last = self._bounds[bucket], self._bounds[bucket + 1]
+            first, last = self._bucket_bounds(text)
             if last - first <= _CROWDED:
                 found = -1
                 for start in table[first:last]:
@@ -163,6 +158,15 @@ class GramIndex:
             return starts[0] if starts else -1
         return next(self.occurrences(text, low, high), -1)
 
+    def _bucket_bounds(self, text: str) -> tuple[int, int]:
+        """Where the starts of ``text``'s first stretch lie in the table: its bucket's slice."""
+        try:
+            code = int.from_bytes(text[:GRAM].encode("latin-1"), "little")
+        except UnicodeEncodeError:
+            code = gram_code(text)
+        bucket = ((code * BUCKET_MULTIPLIER) & UINT64) >> self._shift
+        return self._bounds[bucket], self._bounds[bucket + 1]
+
     def find_or_starts(self, text: str, anchor: int) -> tuple[int, list[int] | None]:
         """``(find(text), None)`` where ``text`` (at least GRAM characters) is in the whole key; else ``(-1,
         starts)``: every start of ``text[:anchor]`` (``anchor`` at least GRAM), ascending, as :meth:`starts` gives
@@ -172,12 +176,7 @@ class GramIndex:
         table = self._starts
         if table is None:
             return self.find(text), None
-        try:
-            code = int.from_bytes(text[:GRAM].encode("latin-1"), "little")
-        except UnicodeEncodeError:
-            code = gram_code(text)
-        bucket = ((code * BUCKET_MULTIPLIER) & UINT64) >> self._shift
-        first, last = self._bounds[bucket], self._bounds[bucket + 1]
+        first, last = self._bucket_bounds(text)
         if last - first > _CROWDED:
             return self.find(text), None
         key = self.key
