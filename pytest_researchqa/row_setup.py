@@ -110,10 +110,9 @@ def answer_of(request: pytest.FixtureRequest, state: "RunState", case: Case, row
         where = user_frames(raised)
         crash = f"system {system.name!r} raised {type(raised).__name__}: {raised}" + (f"\n{where}" if where else "")
     if crash is not None:
-        if state.family.uses_papers:  # the report still shows what the row asked
-            from .row_view import question_view
+        from .row_view import question_view
 
-            record.details.update(question_view(row))
+        record.details.update(question_view(row))  # the report still shows what the row asked
         error(request, crash)  # outside the except block: the user's error is shown once, not chained
     # A model system measures latency around the model call itself, and knows tokens and cost.
     from .records import USAGE_FIELDS, Usage
@@ -125,8 +124,9 @@ def answer_of(request: pytest.FixtureRequest, state: "RunState", case: Case, row
     else:  # an offline system measures nothing: the record's own (fresh) usage takes the latency
         record.usage.latency_s = latency
     record.baseline = not answer.cites
-    if state.family.uses_papers:  # the citation family: what the HTML report shows of the row
-        from .row_view import answer_view
+    from .row_view import answer_view
 
-        record.details.update(answer_view(row, answer))
+    # What the HTML report shows of any family's row (the question every FamilyRow has, and the answer); a
+    # family's test may add its own details after.
+    record.details.update(answer_view(row, answer))
     return answer

@@ -35,6 +35,11 @@ def test_a_family_installed_as_its_own_package_runs_with_its_rows_test_system_an
     assert "measured no answer quality" not in result.stdout.str()
     result.stdout.fnmatch_lines(["*bootstrap interval over queries (each query resampled*over only 3 queries*"])
     assert "domain" not in leaderboard_tables_titles(result), "no row has a domain: no table of '?'"
+    # tester38 F5: a family without papers saved no question or answer, so its HTML row pages showed neither.
+    [rows] = glossary.path.glob(".researchqa/runs/*/rows.jsonl")
+    saved = {r["row_id"]: r["details"] for r in map(json.loads, rows.read_text().splitlines())}
+    assert saved["t1"]["question"] == "What is entropy?"
+    assert saved["t1"]["answer"] == "the expected surprise of a random variable, in bits"
 
 
 def test_its_question_types_are_markers_and_its_name_a_choice(glossary, tmp_path):
