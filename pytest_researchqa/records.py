@@ -457,7 +457,7 @@ class Recorder:
     def metric(self, name: str, value: Optional[float]) -> None:
         if name not in self._metric_names:
             raise ValueError(f"unknown metric {name!r}; this family measures {', '.join(self._metric_names)}")
-        if value is not None and (not isinstance(value, (int, float)) or not math.isfinite(value)):
+        if value is not None and not _finite(value):
             # One row's NaN would make every mean over it NaN, and a failing gate undecidable.
             raise ValueError(f"metric {name!r}: {value!r} is not a finite number (record None for a row the "
                              "metric does not apply to)")
@@ -474,6 +474,14 @@ class Recorder:
     def judge(self, result: Union[JudgeResult, dict[str, Any]]) -> None:
         """Keep the judges' result (its plain form, as ``judged`` returns it, is accepted)."""
         self.record.judge = JudgeResult.from_plain(result)
+
+
+def _finite(value: Any) -> bool:
+    """A finite real number: int, float, or any number type (numpy's) that Python's math reads as one."""
+    try:
+        return math.isfinite(value)
+    except TypeError:  # a string, a list: not a number at all
+        return False
 
 
 _CURRENT: contextvars.ContextVar[Optional[Recorder]] = contextvars.ContextVar("researchqa_recorder", default=None)
