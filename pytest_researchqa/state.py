@@ -38,10 +38,9 @@ class RunState:
         self.sample_after_selection = sample_after_selection and settings.sample is not None
         self.family: Family = settings.benchmark_family
         self.services = Services(settings)
-        # (row id, paper id) -> the row's expected passages checked against its paper (row_setup.paper_of):
-        # once a row, however many systems answer it; kept as (passages found, passages expected, the sections
-        # none of whose passages the paper contains).
-        self.row_checks: dict[tuple[str, Optional[str]], Optional[PaperCheck]] = {}  # Family.check_paper, once a row
+        # (row id, paper id) -> the family's check of the row against its paper (Family.check_paper, in
+        # row_setup.paper_of): once a row, however many systems answer it.
+        self.row_checks: dict[tuple[str, Optional[str]], Optional[PaperCheck]] = {}
         # An xdist worker handed each paper's rows together, once (xdist_compat.handed_whole_papers): it keeps
         # only the papers and indexes in use, where a serial run keeps every paper it may meet again.
         self.whole_papers = False
