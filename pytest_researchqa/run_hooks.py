@@ -58,6 +58,7 @@ class RunHooks:
         self.worker_notes: list[str] = []  # the answer cache turned off on a worker (a full disk)
         self.spills: Optional[bool] = None  # whether saved records let go of their details (_spills_details)
         self.unwritten: dict[str, str] = {}  # path -> why a full disk (or a bad path) kept it from being written
+        self.concluded = False  # the controller decided the run (its verdict is printed even with no row finished)
 
     @property
     def state(self) -> "RunState":
@@ -391,6 +392,7 @@ class RunHooks:
             state.session.dataset_sha = file_sha256(state.dataset_path)
             state.session.judging = judging_of(self._judging(state))
         outcome = state.session.outcome()
+        self.concluded = True
         self._write_files(state, outcome)
         from .row_reports import check_reports
 
@@ -457,11 +459,14 @@ class RunHooks:
         if self.progress is not None:
             self.progress.stop()  # no progress line inside the summary
         state = started(config)
-        if state is None or not state.session.records or is_worker(config):
+        if state is None or is_worker(config) or not (state.session.records or self.concluded):
             return
-        from .reporting.terminal_summary import write_audit, write_summary
+        from .reporting.terminal_summary import write_audit, write_summary, write_verdict
 
         outcome = state.session.outcome()
+        if not state.session.records:  # decided with no row finished (interrupted at once): the verdict alone
+            write_verdict(terminalreporter, outcome, coverage=True)
+            return
         if state.settings.audit:
             write_audit(terminalreporter, outcome, state.family)
             return

@@ -654,6 +654,24 @@ class TestPartialRuns:
         assert "researchqa: run INTERRUPTED after 2 rows; report only: " in shown, shown
         assert "this run did not finish (killed or stopped before its end)" in shown and "2 selected" not in shown
 
+    def test_a_run_interrupted_before_any_row_finished_still_prints_its_verdict(self, run, pytester):
+        # tester38 F9: the JUnit file and the Markdown carried the gates' verdict, the terminal printed none.
+        pytester.makepyfile(stopped_rag="""
+            def answer(question, paper):
+                raise KeyboardInterrupt
+            """)
+        pytester.syspathinsert()
+        result = pytester.runpytest("-p", "no:cacheprovider", f"--researchqa-cache-dir={run.keywords['cache']}",
+                                    "--researchqa-system=stopped_rag:answer", "-k", "lookup",
+                                    "--researchqa-fail-under=citation_accuracy=0.5", "--researchqa-markdown=s.md",
+                                    no_reraise_ctrlc=True)
+        assert result.ret == pytest.ExitCode.INTERRUPTED
+        result.stdout.fnmatch_lines(["*researchqa verdict*", "0 of 6 selected rows measured (0 errors)*",
+                                     "❌ gate evaluated on 0 of 6 rows: the run was interrupted*",
+                                     "researchqa: run INTERRUPTED after 0 of 6 selected rows; *"])
+        markdown = (pytester.path / "s.md").read_text(encoding="utf-8")
+        assert "run INTERRUPTED after 0 of 6 selected rows" in markdown
+
     def test_the_summary_says_how_much_was_measured_and_names_the_slice(self, run):
         result = run("--researchqa-system=oracle", "-k", "lookup")
         result.stdout.fnmatch_lines(["6 of 6 selected rows measured (0 errors); slice: -k 'lookup'"])

@@ -79,9 +79,12 @@ def write_summary(reporter: Any, outcome: "RunOutcome", family: "Family", settin
     write_verdict(reporter, outcome)
 
 
-def write_verdict(reporter: Any, outcome: "RunOutcome") -> None:
+def write_verdict(reporter: Any, outcome: "RunOutcome", *, coverage: bool = False) -> None:
+    """The checks and the verdict; ``coverage``: first how much was measured (where no leaderboard says it)."""
     write = _writer(reporter)
     reporter.write_sep("-", "researchqa verdict")
+    if coverage:
+        write(outcome.coverage_line)
     for check in outcome.checks:
         write(f"{check.mark} {check.message}", red=check.fails_run, green=check.state == "passed",
               yellow=check.state == "undecidable" and not check.fails_run)
