@@ -131,11 +131,12 @@ def test_view_writes_a_saved_runs_report_and_compare_lists_the_rows_that_changed
     packed = re.search(r'id="researchqa-data"[^>]*>([^<]+)<', (tmp_path / "r.html").read_text()).group(1)
     shown = json.loads(gzip.decompress(base64.b64decode(packed)))
     before_name = shown["compare"]["baseline"]
-    # The Δ columns are against the run's own baseline, which the page names beside the one compared with.
-    assert any(n.startswith("Δ: this run minus ") and "before" in n for n in shown["notes"]), shown["notes"]
+    texts = [part["text"] for part in shown["board"] if "text" in part]
+    # The Δ columns are against the run's own baseline, which the page names under its leaderboard (as the
+    # terminal and Markdown do) beside the one compared with.
+    assert any(n.startswith("Δ: this run minus ") and "before" in n for n in texts), texts
     assert "before" in before_name
     assert shown["gated"] is False, "the page heads a run's checks 'Verdict' without gates, 'Gates' with them"
-    texts = [part["text"] for part in shown["board"] if "text" in part]
     assert any(t.startswith("±: half-width of a 95% bootstrap interval") for t in texts), "what ± is, as the terminal"
     if CHROMIUM is not None:  # .ci/run installs it; the page as a reader meets it
         # The oracle's saved rows as bm25's earlier run, so every row pairs and most changed.

@@ -22,7 +22,7 @@ from ..families import Family, Table
 from ..records import RowRecord
 from ..text_safety import utf8
 from .json_summary import json_safe
-from .terminal import defects_line, delta_note, interval_note, leaderboard_tables
+from .terminal import leaderboard_notes, leaderboard_tables
 
 if TYPE_CHECKING:  # pragma: no cover
     from .outcome import RunOutcome
@@ -119,18 +119,14 @@ def page_data(outcome: "RunOutcome", family: Family, title: str, *,
     # board the terminal and the Markdown draw, in order; the others, the default leaderboard table.
     own, failed = family.board(outcome.records, outcome.family_results)
     board = own if own is not None else [  # the table and the notes the terminal prints under it
-        leaderboard_tables(outcome.records, family, outcome.intervals, outcome.comparison)[0], family.scope_note,
-        interval_note(outcome.intervals, any(r.judge for r in outcome.records), family.cluster_unit),
-        defects_line(outcome.records)]
+        leaderboard_tables(outcome.records, family, outcome.intervals, outcome.comparison)[0],
+        *leaderboard_notes(outcome.records, family, outcome.intervals, outcome.comparison)]
     rows = [_row(r, key) for key, r in _keyed(list(outcome.records) + list(outcome.invalid_rows)).items()]
     data: dict[str, Any] = {
         "title": title, "family": family.name, "verdict": outcome.verdict, "gated": outcome.gated,
         "headline": outcome.headline,
         "coverage": outcome.coverage_line,
-        # The leaderboard's Δ columns and regression gates are against the run's own baseline: named, as the
-        # terminal and Markdown name it, even where the page also compares with another run (`view --compare`).
-        "notes": [n for n in (failed, delta_note(outcome.comparison) if outcome.comparison else None,
-                              *outcome.notes) if n],
+        "notes": [n for n in (failed, *outcome.notes) if n],
         "board": [{"title": part.title, "headers": [str(h) for h in part.headers],
                    "rows": [[str(c) for c in row] for row in part.rows]} if isinstance(part, Table)
                   else {"text": part} for part in board if part is not None and part != ""],

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from ..families import Family, Table
 from ..text_safety import for_markdown, printable
 from .compare import coverage_lines
-from .terminal import comparison_table, defects_line, delta_note, interval_note, leaderboard_tables
+from .terminal import comparison_table, leaderboard_notes, leaderboard_tables
 
 if TYPE_CHECKING:  # pragma: no cover
     from .outcome import RunOutcome
@@ -49,15 +49,13 @@ def render(outcome: "RunOutcome", family: Family, title: str = "researchqa") -> 
     if outcome.interrupted:  # said first, gated or not: a PR comment must not read as a whole run's report
         verdict = f" — INTERRUPTED{verdict}"
     parts = [f"## {title}{verdict}", "", table(tables[0].headers, tables[0].rows), ""]
-    judged = any(r.judge for r in outcome.records)
-    notes = [family.scope_note, interval_note(outcome.intervals, judged, family.cluster_unit),
-             delta_note(comparison) if comparison is not None else None, outcome.coverage_line]
+    notes: list[Optional[str]] = [*leaderboard_notes(outcome.records, family, outcome.intervals, comparison),
+                                  outcome.coverage_line]
     text, failed = family.render(outcome.records, outcome.family_results)
     if text is not None:  # a family that renders its own leaderboard (GitHub tables and lines of text)
         parts = [f"## {title}{verdict}", "", _paragraphs(text), ""]
         notes, tables = [outcome.coverage_line], tables[:1]
     notes.append(failed)
-    notes.append(defects_line(outcome.records))
     parts += [f"_{_escape(n)}_  " for n in notes if n] + [""]
     if outcome.gated or outcome.checks or outcome.interrupted:
         parts += ["### Gates" if outcome.gated else "### Verdict", "", f"**{_escape(outcome.headline)}**", ""]

@@ -156,6 +156,15 @@ def interval_note(intervals: Optional[Intervals], judged: bool = False, unit: st
     return note
 
 
+def leaderboard_notes(records: Sequence[RowRecord], family: Family, intervals: Optional[Intervals],
+                      comparison: Optional[Comparison]) -> list[str]:
+    """The lines under the default leaderboard, the same in every medium: what its means are over, what
+    its ± and Δ are, and which rows were not graded."""
+    notes = [family.scope_note, interval_note(intervals, any(r.judge for r in records), family.cluster_unit),
+             delta_note(comparison) if comparison is not None else None, defects_line(records)]
+    return [n for n in notes if n]
+
+
 def delta_note(comparison: Comparison) -> str:
     return (f"Δ: this run minus {comparison.baseline} on the rows both measured (paired by row id); "
             f"▼/▲: a significant drop/rise in quality (one-sided paper-clustered sign-flip test, alpha {ALPHA:g})")
@@ -204,9 +213,7 @@ def leaderboard(records: Sequence[RowRecord], family: Family, intervals: Optiona
 
     tables = leaderboard_tables(records, family, intervals, comparison)
     parts = [tabulate(tables[0].rows, headers=tables[0].headers, tablefmt="github", disable_numparse=True)]
-    notes = [family.scope_note, interval_note(intervals, any(r.judge for r in records), family.cluster_unit),
-             delta_note(comparison) if comparison is not None else None, defects_line(records), failed]
-    parts += [n for n in notes if n]
+    parts += leaderboard_notes(records, family, intervals, comparison) + ([failed] if failed else [])
     for table in tables[1:]:
         parts.append(f"by {table.title}:")
         parts.append(tabulate(table.rows, headers=table.headers, tablefmt="github", disable_numparse=True))
