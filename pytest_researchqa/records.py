@@ -294,7 +294,7 @@ class RowRecord:
     expected_total: Optional[int] = None
     # What a family keeps of the row beyond metrics, as plain data (the rubric family: the answer text,
     # references, word count, the task as given, per-item coverage), for end-of-run steps and saved runs.
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)  # JSON data: Recorder.detail refuses anything else
     # A dataset row that failed validation: an erroring test, but no (system, row) of the selection.
     invalid_row: bool = False
     # Which answer of the row this is under --researchqa-repeats (0: the first, or the only one).
@@ -463,8 +463,13 @@ class Recorder:
                              "metric does not apply to)")
         self.record.metrics[name] = value
 
-    def detail(self, key: str, value: Any) -> None:
-        """Keep a plain value on the record's ``details`` (see :attr:`RowRecord.details`)."""
+    def detail(self, key: str, value: object) -> None:
+        """Keep a plain value on the record's ``details`` (see :attr:`RowRecord.details`): JSON data only,
+        refused here by name rather than where the run is saved or crosses to xdist's controller."""
+        if (found := _not_json(value)) is not None:
+            where, kind = found
+            raise ValueError(f"detail {key!r}{where}: {kind} is not JSON data (text, a finite number, "
+                             "true/false, null, or lists and objects of them keyed by text)")
         self.record.details[key] = value
 
     def citations(self, verdicts: Sequence[Union[CitationVerdict, dict[str, Any]]]) -> None:
@@ -474,6 +479,24 @@ class Recorder:
     def judge(self, result: Union[JudgeResult, dict[str, Any]]) -> None:
         """Keep the judges' result (its plain form, as ``judged`` returns it, is accepted)."""
         self.record.judge = JudgeResult.from_plain(result)
+
+
+def _not_json(value: object, where: str = "") -> Optional[tuple[str, str]]:
+    """Where in ``value`` (``[2].text``) the first part that is not JSON data sits, and its type's name."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (where, repr(value))
+    if isinstance(value, (list, tuple)):
+        return next((found for n, item in enumerate(value) if (found := _not_json(item, f"{where}[{n}]"))), None)
+    if isinstance(value, dict):
+        for name, item in value.items():
+            if not isinstance(name, str):
+                return f"{where} key {name!r}", type(name).__name__
+            if (found := _not_json(item, f"{where}.{name}")) is not None:
+                return found
+        return None
+    return where, type(value).__name__
 
 
 def _finite(value: Any) -> bool:

@@ -50,6 +50,18 @@ def test_a_recorder_refuses_a_metric_value_that_is_not_a_finite_number_and_keeps
     assert recorder.record.metrics == {"citation_precision": None, "citation_accuracy": 1}
 
 
+@pytest.mark.parametrize(("value", "where"), [({1, 2}, "'seen': set"), ([{"page": 3}, {"at": object()}], r"'seen'\[1\]\.at: object"),
+                                             ({1: "a"}, "'seen' key 1: int"), ([float("nan")], r"'seen'\[0\]: nan")])
+def test_a_recorder_refuses_a_detail_that_is_not_json_data_and_names_where_it_sits(value, where):
+    """A set or an object among a family's details crashed the run where the record was saved (INTERNALERROR)."""
+    recorder = Recorder(RowRecord(row_id="r"), CITATION.metric_names)
+    with pytest.raises(ValueError, match=f"detail {where} is not JSON data"):
+        recorder.detail("seen", value)
+    recorder.detail("kept", {"pages": [1, 2], "score": 0.5, "note": None, "ok": True, "pair": (1, "a")})
+    assert recorder.record.details == {"kept": {"pages": [1, 2], "score": 0.5, "note": None, "ok": True,
+                                                "pair": (1, "a")}}
+
+
 def test_the_current_recorder_is_the_explicit_one_else_the_running_tests():
     mine, running = (Recorder(RowRecord(row_id=n), CITATION.metric_names) for n in ("a", "b"))
     assert current_recorder() is None
