@@ -377,7 +377,8 @@ class RunHooks:
 
     def _conclude(self, state: "RunState", session: pytest.Session, exitstatus: int) -> Optional[bool]:
         """The controller's close: the run's outcome, its files, its checks as reports; the gates' verdict."""
-        state.session.run_notes += [n for n in (*self.worker_notes, state.services.cache_note()) if n]
+        state.session.run_notes += [n for n in (*self.worker_notes, state.services.cache_note(),
+                                                 self._systems_unused(state)) if n]
         state.session.selection = self._selection()
         state.session.foreign_failures = self.foreign_failures
         # xdist ends a run that -x / --maxfail stopped as "interrupted" (exit 2): it stopped early all the same.
@@ -401,6 +402,19 @@ class RunHooks:
             self.config.hook.pytest_runtest_logreport(report=report)
         session.shouldfail = stopped
         return outcome.passed
+
+    def _systems_unused(self, state: "RunState") -> Optional[str]:
+        """A note when systems were named but no collected test asked for an answer: none of them ran."""
+        from .options import given_options
+
+        if not state.session.records or any(r.system for r in state.session.records):
+            return None
+        named = [f"--{dest.replace('_', '-')}" for dest in ("researchqa_system", "researchqa_model")
+                 if dest in given_options(self.config)]
+        if not named:
+            return None
+        return (f"{' and '.join(named)} named systems, but no collected test asks for an answer (researchqa_answer, "
+                "researchqa_system or researchqa_answered): no system ran, and the rows are the dataset's alone")
 
     def _write_files(self, state: "RunState", outcome: "RunOutcome") -> None:
         """The saved run, the JSON summary, Markdown, figures and the HTML report, as asked."""

@@ -170,11 +170,22 @@ def test_a_project_can_write_its_own_tests_with_the_fixtures(run, pytester):
     result.assert_outcomes(passed=ROWS * 2)
     assert "researchqa::" not in result.stdout.str(), "no protocol test when the project has its own"
     assert leaderboard(result)["oracle"][:3] == ["1.000", "1.000", "1.000"]
+    assert "no system ran" not in result.stdout.str()
 
 
 def test_fixtures_work_without_any_researchqa_option(run, pytester):
     pytester.makepyfile(test_rows="def test_row(researchqa_row):\n    assert researchqa_row.question\n")
     run().assert_outcomes(passed=ROWS)
+
+
+def test_a_named_system_that_no_collected_test_asks_for_is_said_not_to_have_run(run, pytester):
+    # The project's own tests read rows only: the oracle named on the command line never answered, and
+    # the leaderboard's one line is the dataset's. Before, nothing said why the system was missing.
+    pytester.makepyfile(test_rows="def test_row(researchqa_row):\n    assert researchqa_row.question\n")
+    result = run("--researchqa-system=oracle", "-k", "lookup")
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(["--researchqa-system named systems, but no collected test asks for an answer "
+                                 "(researchqa_answer, researchqa_system or researchqa_answered): no system ran*"])
 
 
 def test_a_projects_own_row_test_with_no_option_at_all_activates_the_plugin_on_first_use(pytester):
