@@ -150,6 +150,10 @@ def test_view_writes_a_saved_runs_report_and_compare_lists_the_rows_that_changed
         changed_table = dom.split('<table id="changed">', 1)[1].split("</table>", 1)[0]
         # Each side shows its citations' verdicts: often all that changed between two runs of a row.
         assert '<ul class="changed-cites">' in changed_table and '<li class="cite grounded">[1] ' in changed_table
+        # No system in both runs: no row can have changed, and the page says so rather than draw a bare header.
+        unpaired_dom = dump(tmp_path / "r.html", "", tmp_path)
+        assert "No row of a system in both runs changed its metrics." in unpaired_dom
+        assert '<table id="changed">' not in unpaired_dom
 
     from pytest_researchqa.families.citation import CITATION
     from pytest_researchqa.session import ResearchSession

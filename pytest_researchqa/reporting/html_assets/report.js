@@ -321,10 +321,15 @@
     const box = $("compare");
     box.hidden = false;
     const changed = data.compare.changed;
-    box.append(el("h2", { text: `Changed against ${data.compare.baseline}: ${changed.length} row(s)` }));
+    const shown = changed.length > LIMIT ? ` (the ${LIMIT} that changed most shown)` : "";
+    box.append(el("h2", { text: `Changed against ${data.compare.baseline}: ${changed.length} row(s)${shown}` }));
     const unpaired = [[data.compare.only_here, "only in this run"], [data.compare.only_baseline, "only in the baseline"]];
     for (const [systems, where] of unpaired) {
       if (systems && systems.length) box.append(el("p", { class: "note", text: `System(s) ${where}, not compared: ${systems.join(", ")}` }));
+    }
+    if (!changed.length) {  // a header over no row reads as a table that failed to load
+      box.append(el("p", { class: "note", text: "No row of a system in both runs changed its metrics." }));
+      return;
     }
     const table = el("table", { id: "changed" });
     table.append(el("thead", {}, el("tr", {}, el("th", { text: "row" }), el("th", { text: "system" }), el("th", { text: "change" }), el("th", { text: "this run" }), el("th", { text: "baseline" }))));
