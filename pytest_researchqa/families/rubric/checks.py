@@ -14,10 +14,11 @@ from __future__ import annotations
 import re
 import statistics
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 from ...records import RowRecord
 from ...stats import pearson
+from .details import details_of
 
 NGRAM = 6
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
@@ -116,7 +117,7 @@ def system_checks(system: str, records: Sequence[RowRecord]) -> SystemChecks:
     words: list[float] = []
     pairs: list[tuple[float, float]] = []  # (words, coverage) of judged answers
     for record in records:
-        details: dict[str, Any] = record.details
+        details = details_of(record)
         if details.get("answer") is None or record.error:
             continue
         coverage = record.metrics.get("coverage")

@@ -12,6 +12,7 @@ from ...stats import bootstrap_mean
 from .. import Board, Family, Table
 from . import GENERAL_DOMAINS, domain_marker
 from .checks import system_checks
+from .details import details_of
 from .kinds import ITEM_KINDS
 
 _SHORT_DOMAINS = {"health_sciences_medicine": "health", "life_earth_sciences": "life/earth",
@@ -72,7 +73,7 @@ def main_table(records: Sequence[RowRecord], results: Optional[dict[str, Any]]) 
         # Each query is its own cluster: the same bootstrap as the citation family's papers.
         found = bootstrap_mean([str(r.row_id) for r in graded], coverage) if coverage else None
         interval = (found.low, found.high) if found is not None and found.low is not None else None
-        words = [float(w) for r in rs if (w := r.details.get("words")) is not None]
+        words = [float(w) for r in rs if (w := details_of(r).get("words")) is not None]
         latencies = [r.usage.latency_s for r in rs if r.usage.latency_s is not None and not r.error]
         priced = [r.usage.cost_usd for r in rs if r.model_system and not r.error]
         cost = sum(c for c in priced if c is not None) if priced and None not in priced else None
@@ -92,7 +93,7 @@ def main_table(records: Sequence[RowRecord], results: Optional[dict[str, Any]]) 
 
 def domain_table(records: Sequence[RowRecord], order: list[str]) -> tuple[list[str], list[list[str]]]:
     domains = [d for d in (*GENERAL_DOMAINS, "other_domain")
-               if any(domain_marker(r.details.get("general_domain") or r.domain) == d and _coverages([r])
+               if any(domain_marker(details_of(r).get("general_domain") or r.domain) == d and _coverages([r])
                       for r in records)]
     grouped = _by_system(records)
     rows = []
@@ -100,7 +101,7 @@ def domain_table(records: Sequence[RowRecord], order: list[str]) -> tuple[list[s
         cells = [system]
         for domain in domains:
             values = _coverages([r for r in grouped[system]
-                                 if domain_marker(r.details.get("general_domain") or r.domain) == domain])
+                                 if domain_marker(details_of(r).get("general_domain") or r.domain) == domain])
             cells.append(_pct(statistics.fmean(values)) if values else "—")
         rows.append(cells)
     return ["system", *(_SHORT_DOMAINS[d] for d in domains)], rows
@@ -115,11 +116,12 @@ def kind_table(records: Sequence[RowRecord], order: list[str]) -> tuple[list[str
         for record in grouped[system]:
             if not record.graded:
                 continue
-            for item in record.details.get("items") or []:
-                if item.get("coverage") is None or item.get("kind") not in counts:
+            for item in details_of(record).get("items") or []:
+                coverage = item.get("coverage")
+                if coverage is None or item.get("kind") not in counts:
                     continue
                 counts[item["kind"]][1] += 1
-                counts[item["kind"]][0] += item["coverage"] < 4
+                counts[item["kind"]][0] += coverage < 4
         rows.append([system, *(f"{100 * missed / total:.0f}% ({missed}/{total})" if total else "—"
                                for missed, total in counts.values())])
     return ["system", *ITEM_KINDS], rows
@@ -158,7 +160,7 @@ def check_lines(records: Sequence[RowRecord], order: list[str]) -> list[str]:
             parts.append(f"length vs coverage: r = {checks.length_r:+.2f} over judged answers "
                          f"(avg {checks.words:.0f} words)")
         lines.append(f"{system}: " + "; ".join(parts))
-    if not any(r.details.get("survey_title") for r in records):
+    if not any(details_of(r).get("survey_title") for r in records):
         lines.append(LEAKAGE_NOT_CHECKED)
     return lines
 
@@ -167,15 +169,15 @@ def check_lines(records: Sequence[RowRecord], order: list[str]) -> list[str]:
 def audit(records: Sequence[RowRecord]) -> str:
     """The dataset as the rubric family reads it: rows, rubric items and their kinds, dates, survey titles."""
     rows = [r for r in records if not r.error]
-    items = [i for r in rows for i in r.details.get("items") or []]
+    items = [i for r in rows for i in details_of(r).get("items") or []]
     kinds = {kind: sum(1 for i in items if i.get("kind") == kind) for kind in ITEM_KINDS}
-    with_items = sum(1 for r in rows if r.details.get("items"))
+    with_items = sum(1 for r in rows if details_of(r).get("items"))
     lines = [f"{len(rows)} row(s) loaded; no system ran",
              f"{with_items} with rubric items ({len(items)} items, {len(items) / with_items:.1f} per row)"
              if with_items else "no row has rubric items: answers can be saved, not graded "
                                 "(--researchqa-generic-rubric grades them on generic criteria)",
-             f"{sum(1 for r in rows if r.details.get('date'))} with a date cutoff, "
-             f"{sum(1 for r in rows if r.details.get('survey_title'))} naming their source survey"]
+             f"{sum(1 for r in rows if details_of(r).get('date'))} with a date cutoff, "
+             f"{sum(1 for r in rows if details_of(r).get('survey_title'))} naming their source survey"]
     if items:
         lines.append("item kinds: " + ", ".join(f"{kind} {count} ({100 * count / len(items):.0f}%)"
                                                 for kind, count in kinds.items()))
@@ -226,7 +228,7 @@ def leaderboard(records: Sequence[RowRecord], family: Family, results: Optional[
     parts: Board = [Table("", *main_table(records, results)), note]
     skipped: dict[str, int] = {}
     for record in records:
-        reason = record.details.get("not_graded")
+        reason = details_of(record).get("not_graded")
         if reason:
             skipped[reason] = skipped.get(reason, 0) + 1
     parts += [f"{count} row(s) not graded: {reason}" for reason, count in skipped.items()]
@@ -247,7 +249,7 @@ def leaderboard(records: Sequence[RowRecord], family: Family, results: Optional[
             parts.append(f"the direct judge gave the same verdict in both orders in {100 * consistent:.0f}% of "
                          "battles")
     parts += tournament_warnings(results)
-    if any(_coverages(rs) for rs in grouped.values()) or any(r.details.get("answer") for r in records):
+    if any(_coverages(rs) for rs in grouped.values()) or any(details_of(r).get("answer") for r in records):
         parts.append("checks:")
         parts += [f"  {line}" for line in check_lines(records, order)]
     return [p for p in parts if p]

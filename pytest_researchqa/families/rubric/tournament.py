@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from ...records import RowRecord
 from .bradley_terry import PRIOR_DRAWS, Battle, bootstrap, connected, win_rates
+from .details import details_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from .rows import ResearchRow
@@ -74,10 +75,11 @@ def contenders(records: Sequence[RowRecord]) -> dict[str, dict[str, Contender]]:
     """By row id, by system: every answer that was judged for coverage."""
     found: dict[str, dict[str, Contender]] = {}
     for record in records:
-        details = record.details
-        items = [i.get("coverage") for i in details.get("items") or []]
+        details = details_of(record)
+        given = [i.get("coverage") for i in details.get("items") or []]
+        items = [c for c in given if c is not None]
         if (not record.system or record.error or record.row_id is None or details.get("answer") is None
-                or not items or any(c is None for c in items)):
+                or not items or len(items) < len(given)):
             continue
         references = details.get("references") or []
         text = details["answer"] + ("\n\nReferences:\n" + "\n".join(f"- {r}" for r in references)
