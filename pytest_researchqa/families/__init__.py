@@ -358,6 +358,6 @@ def first_row_keys(head: str) -> set[str]:
     """The keys of a JSON/JSONL file's first row, from its first bytes (for ``Family.recognizes``)."""
     if head.lstrip()[:1] == "[":  # a JSON list: look at the keys of its first row
         window = head[: head.find("}") + 1] if "}" in head else head
-    else:
-        window = head.split("\n", 1)[0]
+    else:  # a JSONL file's first row: its first line that is not blank
+        window = head.lstrip().split("\n", 1)[0]
     return set(re.findall(r'"([A-Za-z_]+)"\s*:', window))
