@@ -77,7 +77,11 @@ class RunState:
         try:
             dataset: "Dataset[Any]" = self.family.load(self.dataset_path)
         except DatasetError as error:
-            raise pytest.UsageError(f"researchqa: {self._unrecognized(str(error))}") from None
+            said = str(error)
+            if (not self.family.loader.startswith("pytest_researchqa.")  # a third party's words: say whose
+                    and f"the {self.family.name} family's" not in said):
+                said = f"the {self.family.name} family's loader ({self.family.loader}) could not read {said}"
+            raise pytest.UsageError(f"researchqa: {self._unrecognized(said)}") from None
         except DatasetWarning as warning:
             # Warning filters made it an exception (filterwarnings = error): stop with its words,
             # never let it escape a collection hook, where pytest would swallow it.

@@ -520,6 +520,23 @@ def test_a_third_party_familys_file_none_recognizes_is_refused_naming_the_instal
                                 "could not read terms.jsonl: JSONDecodeError: *"])
 
 
+def test_a_familys_recognizes_that_raises_on_a_broken_file_is_a_usage_error_naming_family_and_file(broken, monkeypatch):
+    monkeypatch.setenv("BROKEN_FAMILY", "recognizes_raises")
+    broken.path.joinpath("shards.jsonl").write_text('{"id": "s1", "shard": "one"\n')
+    result = broken.runpytest("--researchqa-dataset=shards.jsonl", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and "INTERNALERROR" not in result.stdout.str()
+    result.stderr.fnmatch_lines(["ERROR: *the broken family's recognizes() raised JSONDecodeError: * reading "
+                                 "shards.jsonl (is the file that family's, and broken? *--researchqa-family=NAME*"])
+
+
+def test_a_third_party_loaders_dataset_error_is_said_as_that_familys(broken, monkeypatch):
+    monkeypatch.setenv("BROKEN_FAMILY", "dataset_error")
+    result = broken.runpytest("--researchqa-dataset=shards.jsonl", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: researchqa: the broken family's loader (broken_family.rows:load_refusing) "
+                                 "could not read shards.jsonl: line 2 has no shard"])
+
+
 def test_a_jsonl_file_whose_first_line_is_blank_is_still_recognized_by_its_first_row(glossary, tmp_path):
     glossary.path.joinpath("terms.jsonl").write_text("\n" + json.dumps(TERMS[0]) + "\n")
     result = glossary.runpytest("--researchqa-dataset=terms.jsonl", f"--researchqa-cache-dir={tmp_path}")

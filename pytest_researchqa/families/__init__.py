@@ -351,7 +351,18 @@ def recognizing(path: Optional[Path], families: dict[str, Family]) -> list[str]:
             head = stream.read(65536).decode("utf-8-sig", errors="replace")
     except OSError:
         return []
-    return [name for name, family in families.items() if family.recognizes(path, head)]
+    found = []
+    for name, family in families.items():
+        try:
+            if family.recognizes(path, head):
+                found.append(name)
+        except Exception as error:  # noqa: BLE001 -- a third party's reader that fell over on this file
+            from .registry import FamilyError
+
+            raise FamilyError(f"the {name} family's recognizes() raised {type(error).__name__}: {error} reading "
+                              f"{path} (is the file that family's, and broken? Name the dataset's family with "
+                              "--researchqa-family=NAME to have its own reader say)") from None
+    return found
 
 
 def first_row_keys(head: str) -> set[str]:
