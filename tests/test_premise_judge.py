@@ -7,6 +7,7 @@ import json
 import pytest
 from helpers import leaderboard_table as board
 from helpers import run_pytest
+from llm_server import prompt_of
 
 from pytest_researchqa import Answer, Row
 from pytest_researchqa.families.citation.judges import parse_premise
@@ -173,6 +174,28 @@ def test_a_model_systems_answers_are_judged_as_they_arrive_and_planned_in_a_dry_
                  "--researchqa-flagged-judge=openai/judge-yes", "-k", "adv")
     assert board(result)["openai/good"]["flagged"] == "1.000"
     assert server.calls("judge-yes") == 9
+
+
+def test_a_refreshed_answer_that_changed_is_judged_again_and_one_that_came_back_word_for_word_keeps_its_verdict(
+        pytester, server, tmp_path):
+    # tester F21b: --researchqa-refresh re-asks the systems; a verdict follows the answer it judged.
+    args = ("--researchqa-model=openai/drifting", "--researchqa-model=openai/good",
+            "--researchqa-flagged-judge=openai/judge-yes", "-k", "adv")
+    first = run(pytester, server, tmp_path, *args)
+    assert board(first)["openai/drifting"]["flagged"] == "1.000"
+    assert (server.calls("drifting"), server.calls("good"), server.calls("judge-yes")) == (9, 9, 18)
+    refreshed = run(pytester, server, tmp_path, *args, "--researchqa-refresh", "--researchqa-save=refreshed")
+    assert board(refreshed)["openai/drifting"]["flagged"] == "1.000"
+    assert (server.calls("drifting"), server.calls("good")) == (18, 18), "every system asked again"
+    assert server.calls("judge-yes") == 27, "only the 9 answers whose words changed judged again"
+    judged = [prompt_of(r) for r in server.requests if r["model"] == "judge-yes"][18:]
+    assert all("(take 2)" in prompt for prompt in judged), "the new answers, never the old ones"
+    [folder] = (pytester.path / ".researchqa" / "runs").glob("*refreshed*")
+    records = [json.loads(line) for line in (folder / "rows.jsonl").read_text().splitlines()]
+    assert {r["details"]["answer"].endswith("(take 2)") for r in records if r["system"] == "openai/drifting"} == {True}
+    help_text = " ".join(pytester.runpytest("--help").stdout.str().split())
+    assert ("Verdicts are cached by the answer they judge: a changed answer is judged again, the same text by the "
+            "same judge is not.") in help_text
 
 
 def test_help_lists_the_option(pytester):
