@@ -91,7 +91,7 @@ class Settings(NamedTuple):
     given: frozenset[str] = frozenset()
     # Why the dataset file may be another family's, when no family recognized it and the run fell back to the
     # default one while a third party's family is installed or a family plugin is broken ("": neither). The
-    # default family's reader then refuses a file it reads no row of, instead of running it (families.guess).
+    # default family's reader then refuses a file it reads no row of, instead of running it (RunState.dataset).
     unrecognized: str = ""
 
     @property
