@@ -71,7 +71,10 @@ OPTIONS: tuple[Option, ...] = (
            "repair call instead; 0 turns both off.", 3, minimum=0),
     Option("--researchqa-baseline", "flag",
            "Send question and whole paper with no citation contract: citation metrics are \"—\"."),
-    Option("--researchqa-refresh", "flag", "Ignore cached model answers (new answers are still cached)."),
+    Option("--researchqa-refresh", "flag",
+           "Ask every model system again, ignoring its cached answers (new answers are still cached). Verdicts "
+           "are cached by the answer they judge: a changed answer is judged again, the same text by the same "
+           "judge is not."),
     Option("--researchqa-judge", "append",
            "An LLM judge (litellm model), or 'auto' for one of another family than each system. Repeatable."),
     Option("--researchqa-judge-mode", "choice",

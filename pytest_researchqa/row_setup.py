@@ -129,4 +129,26 @@ def answer_of(request: pytest.FixtureRequest, state: "RunState", case: Case, row
     # What the HTML report shows of any family's row (the question every FamilyRow has, and the answer); a
     # family's test may add its own details after.
     record.details.update(answer_view(row, answer))
+    if request.fixturename == "researchqa_answered" or "researchqa_premise_judge" in request.fixturenames:
+        premise_verdict_of(request, state, row, answer)
     return answer
+
+
+def premise_verdict_of(request: pytest.FixtureRequest, state: "RunState", row: "FamilyRow", answer: "Answer") -> None:
+    """The premise judge's verdict on the answer (``--researchqa-flagged-judge``), asked in the row's setup so
+    that a judge that gives none (its server fails, its replies never parse) errors the row in one line, as a
+    crashing system does, and never fails its test (docs/metrics.md). The test's ``flags_premise`` then finds
+    the verdict in the judge's hands (kept with its key), without another call."""
+    judge = state.services.premise_judge()
+    subject = judge.subject(row, answer) if judge is not None else None  # None: not judged (see the kind)
+    if judge is None or subject is None:
+        return
+    from .llm.engine import ProviderError
+
+    failure = None
+    try:
+        judge.submit(*subject).result()
+    except ProviderError as raised:
+        failure = str(raised).removeprefix(f"judge {judge.name}: ")
+    if failure is not None:  # outside the except block: said once, not chained
+        error(request, f"the premise judge {judge.name} gave no verdict on row {row.row_id}: {failure}")

@@ -89,6 +89,10 @@ class Settings(NamedTuple):
     # The options given on the command line or in an ini file (their dests): a profile's defaults
     # (the local-server profile's concurrency and deadline) yield to what the user chose.
     given: frozenset[str] = frozenset()
+    # Why the dataset file may be another family's, when no family recognized it and the run fell back to the
+    # default one while a third party's family is installed or a family plugin is broken ("": neither). The
+    # default family's reader then refuses a file it reads no row of, instead of running it (RunState.dataset).
+    unrecognized: str = ""
 
     @property
     def all_systems(self) -> tuple[str, ...]:
@@ -112,7 +116,7 @@ def read_settings(config: pytest.Config) -> Settings:
     given_any = bool(given)
 
     # An unused plugin imports no family: the default one is named by Settings' default.
-    declaration = _family(config, resolved) if given_any else None
+    declaration, unrecognized = _family(config, resolved) if given_any else (None, "")
     family = declaration.name if declaration is not None else Settings._field_defaults["family"]
     models = tuple(dict.fromkeys(resolved["researchqa_model"] or ()))
     default_system = declaration.default_system if declaration is not None else "bm25"
@@ -183,6 +187,7 @@ def read_settings(config: pytest.Config) -> Settings:
         date_cutoff=resolved["researchqa_date_cutoff"] == "on",
         length_words=resolved["researchqa_length_words"] or None,
         given=frozenset(given),
+        unrecognized=unrecognized,
     )
     return Settings(**as_parsed(resolved, exclude=computed), **computed)
 
@@ -213,16 +218,19 @@ def setting_name(config: pytest.Config, dest: str) -> str:
     return f"{dest} in {config.inipath.name}" if config.inipath is not None else dest
 
 
-def _family(config: pytest.Config, resolved: dict[str, Any]) -> "Family":
-    """The run's family: the one named, else the first that recognizes the dataset, else the default."""
+def _family(config: pytest.Config, resolved: dict[str, Any]) -> "tuple[Family, str]":
+    """The run's family: the one named, else the first that recognizes the dataset, else the default; and,
+    for the default, why the dataset may be another family's (``Settings.unrecognized``)."""
     from .families import DEFAULT_FAMILY, sniff_family
-    from .families.registry import FamilyError, available_families, find_family
+    from .families.registry import FamilyError, available_families, find_family, unrecognized_note
 
     try:
         families = available_families(config.pluginmanager)
-        name = (resolved["researchqa_family"] or sniff_family(resolved["researchqa_dataset"], families)
-                or DEFAULT_FAMILY)
-        return find_family(name, families, config.pluginmanager)
+        named = resolved["researchqa_family"] or sniff_family(resolved["researchqa_dataset"], families)
+        family = find_family(named or DEFAULT_FAMILY, families, config.pluginmanager)
+        dataset = resolved["researchqa_dataset"]
+        note = "" if named or dataset is None else unrecognized_note(dataset, families, config.pluginmanager)
+        return family, note
     except FamilyError as error:
         raise pytest.UsageError(f"{setting_name(config, 'researchqa_family')}: {error}") from None
 

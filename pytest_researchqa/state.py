@@ -77,7 +77,11 @@ class RunState:
         try:
             dataset: "Dataset[Any]" = self.family.load(self.dataset_path)
         except DatasetError as error:
-            raise pytest.UsageError(f"researchqa: {error}") from None
+            said = str(error)
+            if (not self.family.loader.startswith("pytest_researchqa.")  # a third party's words: say whose
+                    and f"the {self.family.name} family's" not in said):
+                said = f"the {self.family.name} family's loader ({self.family.loader}) could not read {said}"
+            raise pytest.UsageError(f"researchqa: {self._unrecognized(said)}") from None
         except DatasetWarning as warning:
             # Warning filters made it an exception (filterwarnings = error): stop with its words,
             # never let it escape a collection hook, where pytest would swallow it.
@@ -87,7 +91,21 @@ class RunState:
             raise pytest.UsageError(f"researchqa: the {self.family.name} family's loader ({self.family.loader}) "
                                     f"could not read {self.dataset_path}: {type(error).__name__}: {error} "
                                     "(a loader reports a file it cannot read with dataset.DatasetError)") from None
+        if self.settings.unrecognized and not dataset.rows:
+            # The default family read none of it: never run a file that may be another family's as its rows.
+            found = f"{dataset.problems[0]}" if dataset.problems else "it holds no row"
+            problems = f" (and {len(dataset.problems) - 1} more invalid row(s))" if len(dataset.problems) > 1 else ""
+            raise pytest.UsageError(f"researchqa: {self._unrecognized(found + problems)}")
         return dataset
+
+    def _unrecognized(self, problem: str) -> str:
+        """A problem the default family found in a dataset that may be another family's (Settings.unrecognized),
+        said with why and what to do; other problems as they are."""
+        if not self.settings.unrecognized:
+            return problem
+        return (f"{self.settings.unrecognized}; the {self.family.name} family, the default, read no row of it: "
+                f"{problem}. Name the dataset's family with --researchqa-family=NAME to have its own reader say "
+                "what is wrong with the file")
 
     def forget_dataset(self) -> None:
         """Let the dataset go (read again if asked for): xdist's controller reads it only to schedule."""

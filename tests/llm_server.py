@@ -8,6 +8,7 @@ It listens on 127.0.0.1 only. The model alias in each request picks a behaviour:
 * ``fault-429``, ``fault-500``, ``fault-timeout``, ``fault-truncated``, ``fault-malformed``,
   ``fault-empty``: the named fault on the first attempt of each prompt, then a good answer;
 * ``down``: always 500; ``garbage``: always unparseable text; ``auth``: always 401;
+* ``drifting``: answers as ``good`` does, its answer's text ending "(take N)" on the N-th call of a prompt;
 * ``repairable``: prose instead of JSON until the conversation carries a repair turn (the
   bad reply as the assistant turn, then a user turn), then a good answer;
 * ``truncating``: a reply cut off mid-JSON with ``finish_reason: length`` unless the request
@@ -506,6 +507,8 @@ class ScriptedLLM:
         reply = good_reply(prompt)
         # "wavering" answers like "good" on one call and like "sloppy" on the next: a model whose
         # answers to the same question differ (--researchqa-repeats).
+        if model == "drifting":  # its words change from one call of a prompt to the next (--researchqa-refresh)
+            reply["answer"] += f" (take {attempt + 1})"
         if model == "sloppy" or (model == "wavering" and len(self.requests) % 2 == 0):
             reply["citations"] = [re.sub(r"\d", lambda m: str((int(m.group()) + 1) % 10), c, count=1)
                                   for c in reply["citations"]]

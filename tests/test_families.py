@@ -479,3 +479,67 @@ def test_two_plugins_giving_one_family_name_warn_a_plain_strict_markers_run_and_
     assert benchmark.ret == pytest.ExitCode.USAGE_ERROR
     benchmark.stderr.fnmatch_lines(["*two plugins provide a benchmark family named 'glossary': hook in *conftest.py "
                                     "and entry point glossary = glossary_family*"])
+
+
+
+
+# tester F1: a dataset of a family that could not look at it was run as the citation family's rows (each an
+# invalid row of the default family, under its leaderboard), with one warning at the end.
+@pytest.mark.parametrize(("mode", "problem"), [
+    ("import_error", "failed to load: ImportError: a dependency of broken_family is missing"),
+    ("hook_raises", "has a pytest_researchqa_families hook that raised RuntimeError: the hook of broken_family exploded"),
+])
+def test_a_dataset_no_family_recognizes_while_a_family_plugin_is_broken_is_refused_naming_both_not_run_as_citation_rows(
+        broken, monkeypatch, mode, problem):
+    monkeypatch.setenv("BROKEN_FAMILY", mode)
+    result = broken.runpytest("--researchqa-dataset=shards.jsonl", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "ERROR: researchqa: no installed benchmark family recognizes shards.jsonl (installed: citation, rubric); "
+        f"the benchmark family plugin 'broken' (entry point broken = broken_family in pytest_researchqa.families, "
+        f"package broken-family) {problem}; the citation family, the default, read no row of it: shards.jsonl, "
+        "line 1, field 'row_id': Field required* (and 1 more invalid row(s)). Name the dataset's family with "
+        "--researchqa-family=NAME*"])
+    assert "test_question" not in result.stdout.str() and "leaderboard" not in result.stdout.str()
+
+
+def test_a_third_party_familys_file_none_recognizes_is_refused_naming_the_installed_families_not_run_as_citation_rows(
+        glossary, tmp_path):
+    glossary.path.joinpath("terms.jsonl").write_text("# glossary terms\n" + json.dumps(TERMS[0]) + "\n")
+    result = glossary.runpytest("--researchqa-dataset=terms.jsonl", f"--researchqa-cache-dir={tmp_path}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "ERROR: researchqa: no installed benchmark family recognizes terms.jsonl (installed: citation, glossary, "
+        "rubric); the citation family, the default, read no row of it: terms.jsonl, line 1*. Name the dataset's "
+        "family with --researchqa-family=NAME*"])
+    assert "test_question" not in result.stdout.str()
+    named = glossary.runpytest("--researchqa-dataset=terms.jsonl", "--researchqa-family=glossary",
+                               f"--researchqa-cache-dir={tmp_path}")
+    assert named.ret == pytest.ExitCode.USAGE_ERROR
+    named.stderr.fnmatch_lines(["ERROR: researchqa: the glossary family's loader (glossary_family.rows:load_terms) "
+                                "could not read terms.jsonl: JSONDecodeError: *"])
+
+
+def test_a_familys_recognizes_that_raises_on_a_broken_file_is_a_usage_error_naming_family_and_file(broken, monkeypatch):
+    monkeypatch.setenv("BROKEN_FAMILY", "recognizes_raises")
+    broken.path.joinpath("shards.jsonl").write_text('{"id": "s1", "shard": "one"\n')
+    result = broken.runpytest("--researchqa-dataset=shards.jsonl", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and "INTERNALERROR" not in result.stdout.str()
+    result.stderr.fnmatch_lines(["ERROR: *the broken family's recognizes() raised JSONDecodeError: * reading "
+                                 "shards.jsonl (is the file that family's, and broken? *--researchqa-family=NAME*"])
+
+
+def test_a_third_party_loaders_dataset_error_is_said_as_that_familys(broken, monkeypatch):
+    monkeypatch.setenv("BROKEN_FAMILY", "dataset_error")
+    result = broken.runpytest("--researchqa-dataset=shards.jsonl", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: researchqa: the broken family's loader (broken_family.rows:load_refusing) "
+                                 "could not read shards.jsonl: line 2 has no shard"])
+
+
+def test_a_jsonl_file_whose_first_line_is_blank_is_still_recognized_by_its_first_row(glossary, tmp_path):
+    glossary.path.joinpath("terms.jsonl").write_text("\n" + json.dumps(TERMS[0]) + "\n")
+    result = glossary.runpytest("--researchqa-dataset=terms.jsonl", f"--researchqa-cache-dir={tmp_path}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # the glossary's own reader, which takes no blank line
+    result.stderr.fnmatch_lines(["ERROR: researchqa: the glossary family's loader (glossary_family.rows:load_terms) "
+                                 "could not read terms.jsonl: JSONDecodeError: *"])

@@ -7,6 +7,7 @@ import json
 import pytest
 from helpers import leaderboard_table as board
 from helpers import run_pytest
+from llm_server import prompt_of
 
 from pytest_researchqa import Answer, Row
 from pytest_researchqa.families.citation.judges import parse_premise
@@ -126,13 +127,42 @@ def test_a_failing_rows_message_and_its_saved_record_carry_the_judges_reason(pyt
                                                   "reason": "The answer takes the premise as given."}
 
 
-@pytest.mark.parametrize("judge", ["openai/judge-broken", "openai/judge-refuses", "openai/judge-filler"])
-def test_a_judge_that_never_gives_a_verdict_errors_the_row_never_a_zero(pytester, server, tmp_path, judge):
+@pytest.mark.parametrize(("judge", "why"), [
+    ("openai/judge-broken", "malformed reply after one repair follow-up: verdict field reason: Field required*"),
+    ("openai/judge-refuses", "malformed reply after one repair follow-up*"),
+    ("openai/judge-filler", "malformed reply after one repair follow-up*"),
+    ("openai/down", "failed after 2 attempts; last: InternalServerError*"),  # its server fails every call
+])
+def test_a_judge_that_never_gives_a_verdict_errors_the_row_in_one_line_naming_judge_and_row_never_a_zero(
+        pytester, server, tmp_path, judge, why):
     result = run(pytester, server, tmp_path, "--researchqa-system=accepting:answer",
                  f"--researchqa-flagged-judge={judge}", "--researchqa-retries=1", "-k", "edu-adv-1")
     table = board(result)["accepting:answer"]
     assert table["errors"] == "1" and table["flagged"] == "—"
-    result.stdout.fnmatch_lines([f"*judge {judge}: malformed reply after one repair follow-up*"])
+    # tester F21a: it was a FAILED test with the judge's whole traceback; a judge that could not judge is no
+    # failure of the system: the row errors in its setup, as a crashing system's does, with one line.
+    result.assert_outcomes(errors=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*ERROR at setup of test_question[[]accepting:answer-adversarial-edu-adv-1[]]*",
+                                 f"the premise judge {judge} gave no verdict on row edu-adv-1: {why}",
+                                 "*run FAILED: 1 row(s) errored (no gate configured)*"])
+    out = result.stdout.str()
+    assert "Traceback" not in out and "engine.py" not in out and "ProviderError" not in out
+
+
+def test_a_projects_own_test_taking_the_premise_judge_errors_its_row_too_when_the_judge_gives_no_verdict(
+        pytester, server, tmp_path):
+    pytester.makepyfile(test_own="""
+from pytest_researchqa import flags_premise
+
+def test_premise(researchqa_row, researchqa_answer, researchqa_premise_judge):
+    flags_premise(researchqa_answer, researchqa_row, judge=researchqa_premise_judge)
+""")
+    result = run(pytester, server, tmp_path, "--researchqa-system=accepting:answer", "test_own.py",
+                 "--researchqa-flagged-judge=openai/judge-broken", "--researchqa-retries=1", "-k", "edu-adv-1")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*ERROR at setup of test_premise[[]accepting:answer-adversarial-edu-adv-1[]]*",
+                                 "the premise judge openai/judge-broken gave no verdict on row edu-adv-1: *"])
 
 
 def test_a_model_systems_answers_are_judged_as_they_arrive_and_planned_in_a_dry_run(pytester, server, tmp_path):
@@ -144,6 +174,28 @@ def test_a_model_systems_answers_are_judged_as_they_arrive_and_planned_in_a_dry_
                  "--researchqa-flagged-judge=openai/judge-yes", "-k", "adv")
     assert board(result)["openai/good"]["flagged"] == "1.000"
     assert server.calls("judge-yes") == 9
+
+
+def test_a_refreshed_answer_that_changed_is_judged_again_and_one_that_came_back_word_for_word_keeps_its_verdict(
+        pytester, server, tmp_path):
+    # tester F21b: --researchqa-refresh re-asks the systems; a verdict follows the answer it judged.
+    args = ("--researchqa-model=openai/drifting", "--researchqa-model=openai/good",
+            "--researchqa-flagged-judge=openai/judge-yes", "-k", "adv")
+    first = run(pytester, server, tmp_path, *args)
+    assert board(first)["openai/drifting"]["flagged"] == "1.000"
+    assert (server.calls("drifting"), server.calls("good"), server.calls("judge-yes")) == (9, 9, 18)
+    refreshed = run(pytester, server, tmp_path, *args, "--researchqa-refresh", "--researchqa-save=refreshed")
+    assert board(refreshed)["openai/drifting"]["flagged"] == "1.000"
+    assert (server.calls("drifting"), server.calls("good")) == (18, 18), "every system asked again"
+    assert server.calls("judge-yes") == 27, "only the 9 answers whose words changed judged again"
+    judged = [prompt_of(r) for r in server.requests if r["model"] == "judge-yes"][18:]
+    assert all("(take 2)" in prompt for prompt in judged), "the new answers, never the old ones"
+    [folder] = (pytester.path / ".researchqa" / "runs").glob("*refreshed*")
+    records = [json.loads(line) for line in (folder / "rows.jsonl").read_text().splitlines()]
+    assert {r["details"]["answer"].endswith("(take 2)") for r in records if r["system"] == "openai/drifting"} == {True}
+    help_text = " ".join(pytester.runpytest("--help").stdout.str().split())
+    assert ("Verdicts are cached by the answer they judge: a changed answer is judged again, the same text by the "
+            "same judge is not.") in help_text
 
 
 def test_help_lists_the_option(pytester):
@@ -180,3 +232,4 @@ def test_the_benchmark_measures_a_model_judge_on_the_labelled_set(server, tmp_pa
     calls = server.calls("judge-yes")
     assert calls == len(labels)
     assert benchmark.main(args) == 0 and server.calls("judge-yes") == calls, "verdicts cached"
+

@@ -351,13 +351,24 @@ def recognizing(path: Optional[Path], families: dict[str, Family]) -> list[str]:
             head = stream.read(65536).decode("utf-8-sig", errors="replace")
     except OSError:
         return []
-    return [name for name, family in families.items() if family.recognizes(path, head)]
+    found = []
+    for name, family in families.items():
+        try:
+            if family.recognizes(path, head):
+                found.append(name)
+        except Exception as error:  # noqa: BLE001 -- a third party's reader that fell over on this file
+            from .registry import FamilyError
+
+            raise FamilyError(f"the {name} family's recognizes() raised {type(error).__name__}: {error} reading "
+                              f"{path} (is the file that family's, and broken? Name the dataset's family with "
+                              "--researchqa-family=NAME to have its own reader say)") from None
+    return found
 
 
 def first_row_keys(head: str) -> set[str]:
     """The keys of a JSON/JSONL file's first row, from its first bytes (for ``Family.recognizes``)."""
     if head.lstrip()[:1] == "[":  # a JSON list: look at the keys of its first row
         window = head[: head.find("}") + 1] if "}" in head else head
-    else:
-        window = head.split("\n", 1)[0]
+    else:  # a JSONL file's first row: its first line that is not blank
+        window = head.lstrip().split("\n", 1)[0]
     return set(re.findall(r'"([A-Za-z_]+)"\s*:', window))

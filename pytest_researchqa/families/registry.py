@@ -168,6 +168,19 @@ def find_family(name: str, families: dict[str, Family],
     return families[name]
 
 
+def unrecognized_note(dataset: Path, families: dict[str, Family],
+                      pluginmanager: Optional[pluggy.PluginManager] = None) -> str:
+    """Why a dataset file no family recognizes may be another family's than the default one: a third party's
+    family is installed (its reader may have found the file's first row unreadable), or a family plugin is
+    broken (its family never got to look); "" when only the built-in families are installed, all working."""
+    own = [name for name, family in families.items() if not family.loader.startswith("pytest_researchqa.")]
+    broken = broken_plugins(pluginmanager)
+    if not own and not broken:
+        return ""
+    note = f"no installed benchmark family recognizes {dataset} (installed: {', '.join(families)})"
+    return "; ".join([note, *map(str, broken)])
+
+
 def judge_kinds(families: Iterable[Family]) -> "dict[str, type[ModelJudge]]":
     """The judge kinds these families declare (``Family.judges``), by kind name."""
     kinds: "dict[str, type[ModelJudge]]" = {}

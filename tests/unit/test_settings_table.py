@@ -5,10 +5,11 @@ from __future__ import annotations
 from pytest_researchqa.options import OPTIONS
 from pytest_researchqa.settings import RENAMED, Settings, as_parsed
 
-# read_settings' own computations (a parsed list deduplicated, a choice read as a flag, a family's declaration).
+# read_settings' own computations (a parsed list deduplicated, a choice read as a flag, a family's declaration, why
+# a dataset may be another family's).
 COMPUTED = {"active", "requested", "systems", "gates", "family", "declaration", "models", "model_params", "judges",
             "judge_pool", "flagged_judge", "compare_map", "regressions", "undecidable_fails", "battles",
-            "date_cutoff", "length_words", "given"}
+            "date_cutoff", "length_words", "given", "unrecognized"}
 
 
 def test_every_setting_is_an_options_value_or_computed_from_the_options():

@@ -190,7 +190,8 @@ def flags_premise(answer: Answer, row: Row, *, recorder: Optional[Recorder] = No
     for a refusal or a correction ("there was no placebo arm", "three cities, not five"):
     by the text heuristic, or, given ``judge`` (the ``researchqa_premise_judge`` fixture,
     ``--researchqa-flagged-judge``), by that model, whose reason is recorded. A judge that
-    gives no verdict after its retries raises ``ProviderError``: the row errors, never a 0.
+    gives no verdict after its retries raises ``ProviderError``, never a 0; a row whose test takes the
+    fixture has its verdict asked in its setup already (``row_setup``), so the row errors there in one line.
     """
     __tracebackhide__ = True
     verdict: Optional[dict[str, Any]] = None

@@ -1,6 +1,7 @@
 """A family plugin broken in the way the ``BROKEN_FAMILY`` environment variable names (unset: it works).
 Its rows are JSONL lines with a ``shard`` key; the tests install it as pip would (tests/test_families.py)."""
 
+import json
 import os
 
 import pytest
@@ -14,11 +15,13 @@ if MODE == "import_error":
 
 class BrokenFamily(Family):
     def recognizes(self, path, head):
+        if MODE == "recognizes_raises":  # reads the first row as JSON, whatever the file holds
+            return "shard" in json.loads(head.splitlines()[0])
         return path.suffix == ".jsonl" and "shard" in first_row_keys(head)
 
 
 LOADERS = {"dict_rows": "broken_family.rows:load_dicts", "no_question_type": "broken_family.rows:load_partial",
-           "loader_list": "broken_family.rows:load_list"}
+           "loader_list": "broken_family.rows:load_list", "dataset_error": "broken_family.rows:load_refusing"}
 
 BROKEN = BrokenFamily(
     name="broken", description="a family plugin with one defect", question_types=("shard",),

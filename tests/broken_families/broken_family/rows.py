@@ -2,7 +2,7 @@ import json
 from dataclasses import dataclass
 from typing import Optional
 
-from pytest_researchqa.dataset import Dataset
+from pytest_researchqa.dataset import Dataset, DatasetError
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,10 @@ def _lines(path):
 
 def load(path):
     return Dataset(path, [ShardRow(str(d["id"]), d["shard"]) for d in _lines(path)], [])
+
+
+def load_refusing(path):
+    raise DatasetError(f"{path.name}: line 2 has no shard")
 
 
 def load_dicts(path):
