@@ -811,6 +811,29 @@ def test_a_failed_model_row_says_what_the_model_was_given(run, pytester):
 
 
 class TestOneOutcomeEveryMedium:
+    @pytest.mark.parametrize("gate", [(), ("--researchqa-fail-under=citation_accuracy=0.5",)])
+    def test_rows_failed_under_fail_rows_fail_the_run_in_every_medium_gated_or_not(self, run, pytester, gate):
+        # tester39 G1: with a gate, 14 red rows and JUnit failures=14 exited 0 "gates passed ✅"; without one,
+        # exit 1 with a JSON verdict "report" and passed null.
+        result = run("--researchqa-system=bm25", "--researchqa-fail-rows", *gate, "--researchqa-json=s.json",
+                     "--researchqa-markdown=s.md", "--junitxml=j.xml")
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        result.stdout.fnmatch_lines(["❌ 14 row(s) below their bar failed as tests (--researchqa-fail-rows)",
+                                     "researchqa: *FAILED*"])
+        summary = json.loads((pytester.path / "s.json").read_text())
+        assert (summary["verdict"], summary["passed"]) == ("failed", False)
+        assert "FAILED ❌" in (pytester.path / "s.md").read_text().splitlines()[0]
+        suite = ElementTree.parse(pytester.path / "j.xml").getroot().find("testsuite")
+        assert int(suite.get("failures")) >= 14
+
+    def test_gates_that_could_not_decide_are_not_passed_in_the_json_summary(self, run, pytester):
+        # tester39 G8: an UNDECIDED run read `passed: true`, green on a dashboard keyed on it.
+        result = run("--researchqa-system=bm25", "--researchqa-compare=main", "--researchqa-compare-missing=skip",
+                     "--researchqa-fail-on-regression=citation_precision", "--researchqa-json=s.json", "-k", "lookup")
+        assert result.ret == 0
+        summary = json.loads((pytester.path / "s.json").read_text())
+        assert (summary["verdict"], summary["passed"]) == ("undecidable", None)
+
     @pytest.mark.slow
     def test_an_inactive_plugin_registers_question_type_markers_only_under_strict_markers(self, pytester):
         pytester.makepyfile(test_unit="import pytest\n\n@pytest.mark.lookup\ndef test_unit():\n    pass\n")
