@@ -683,6 +683,39 @@ class TestPartialRuns:
         markdown = (pytester.path / "s.md").read_text(encoding="utf-8")
         assert "run INTERRUPTED after 0 of 6 selected rows" in markdown
 
+    @pytest.mark.slow
+    @pytest.mark.parametrize("first", [True, False], ids=["before_ours", "after_ours"])
+    def test_a_second_ctrl_c_during_pytests_handling_of_the_first_still_saves_the_run_as_interrupted(
+            self, run, pytester, first):
+        # tester39 G4: the second SIGINT (GNU timeout signals the child, then its group) landed while pytest
+        # reported the first, before it set exit status 2: the partial run was saved as a finished baseline.
+        pytester.makepyfile(slow_rag="""
+            calls = []
+
+            def answer(question, paper):
+                calls.append(question)
+                if len(calls) == 3:
+                    raise KeyboardInterrupt
+                return {"answer": "See the paper.", "citations": [paper.text.split(".")[0]]}
+            """)
+        pytester.makeconftest(f"""
+            import pytest
+
+            @pytest.hookimpl(tryfirst={first})
+            def pytest_keyboard_interrupt(excinfo):
+                raise KeyboardInterrupt  # the second Ctrl-C
+            """)
+        result = pytester.runpytest_subprocess(
+            "-p", "no:cacheprovider", f"--researchqa-cache-dir={run.keywords['cache']}",
+            "--researchqa-system=slow_rag:answer", "-k", "lookup", "--researchqa-save=cut",
+            "--researchqa-fail-under=citation_accuracy=0.5", "--researchqa-json=s.json")
+        assert result.ret != 0
+        data = json.loads((pytester.path / "s.json").read_text(encoding="utf-8"))
+        assert (data["interrupted"], data["verdict"], data["passed"]) == (True, "failed", False)
+        assert data["partial_reasons"] == ["gate evaluated on 2 of 6 rows: the run was interrupted"]
+        [cut] = (pytester.path / ".researchqa" / "runs").glob("*-cut")
+        assert json.loads((cut / "manifest.json").read_text(encoding="utf-8"))["outcome"]["interrupted"] is True
+
     def test_the_summary_says_how_much_was_measured_and_names_the_slice(self, run):
         result = run("--researchqa-system=oracle", "-k", "lookup")
         result.stdout.fnmatch_lines(["6 of 6 selected rows measured (0 errors); slice: -k 'lookup'"])
