@@ -76,6 +76,11 @@ def test_a_leading_margin_number_never_becomes_the_quotes_number():
     assert match_citation("The model reached an accuracy, at 61.4% of the items", LINE_NUMBERED).grounded
 
 
+def test_a_quote_that_opens_the_paper_with_a_number_cuts_no_number():
+    text = "2025-11-18\nScaling Generative Verifiers For Natural Language\nMathematical Proof Verification"
+    assert match_citation("2025-11-18 Scaling Generative Verifiers For Natural Language", text).grounded
+
+
 @pytest.fixture(scope="module")
 def index(read_once):
     """llm_accuracy_inventivizes_hallucinations.pdf comes out of pypdf with each line's number glued to its end."""

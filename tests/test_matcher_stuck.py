@@ -182,6 +182,15 @@ def test_a_repeated_sentence_is_found_where_it_runs_over_a_page_number_not_only_
     assert found.spans[0][0] == index.text.index(quote)
 
 
+def test_a_sentence_whose_first_occurrence_is_cut_from_a_number_is_found_where_it_stands_alone() -> None:
+    text = ("The warm-up was scaled by 2.5 times the learning rate of the base model in all runs.\n"
+            "For the large model the final learning rate was 5 times the learning rate of the base model in all runs.")
+    quote = "5 times the learning rate of the base model in all runs"
+    found = match_citation(quote, text)
+    assert found.grounded, found.explain()
+    assert found.spans == [(text.rindex(quote), text.rindex(quote) + len(quote))]
+
+
 def test_the_tenth_of_many_links_alike_in_a_reference_list_is_found_as_it_is_not_called_altered() -> None:
     # Found as it is, but in the reference list: the full path decides, its first look-ups reading the
     # links' common start at the first eight places only.

@@ -81,6 +81,8 @@ class HasMatchIndex(Protocol):
 # partial ratio on words, 0-100) is the paper's next sentence edited, not the model's own words.
 PARAPHRASE_OF_NEXT = 70
 _NEAR = 400  # key characters: where an elided part is looked for first
+# Places a quote found where it cuts a number (or takes in a furniture number) is looked for after the first.
+_OTHER_PLACES = 20
 
 # What may stand before a number as its sign: a quote that starts after one cuts the number.
 _SIGN_CHARS = "-\u2212\u2010\u2011\u2012\u2013\u2014+\u00b1"
@@ -314,11 +316,20 @@ class MatchIndex(PaperIndex):
     def _checked_spans(self, keys: list[str], unmasked: bool) -> tuple[tuple[int, int], ...] | None:
         """The spans of the quote's parts in one key (as that key counts), unless it is not there, cuts one
         of the paper's numbers, or (in the unmasked key) takes in a blanked line or page number as one of
-        its own. The unmasked key only serves quotes that copy furniture verbatim ("exhibit203")."""
-        spans = self._locate_parts(keys, unmasked)
-        if spans is None or (unmasked and self._absorbs_furniture_number(spans)):
-            return None
-        return None if self._cuts_a_number(keys, spans, unmasked) else spans
+        its own. The unmasked key only serves quotes that copy furniture verbatim ("exhibit203"). Where the
+        first place found fails those checks, the places after it are tried (a sentence the paper repeats,
+        one of them cut from a number or ending at a page number; a quote of one part)."""
+        start = 0
+        for _ in range(_OTHER_PLACES):
+            spans = self._locate_parts(keys, unmasked, start)
+            if spans is None:
+                return None
+            if not ((unmasked and self._absorbs_furniture_number(spans)) or self._cuts_a_number(keys, spans, unmasked)):
+                return spans
+            if len(keys) > 1:
+                return None  # (an elided quote's parts are looked for around each place of its anchor already)
+            start = spans[0][0] + 1
+        return None
 
     def _cuts_a_number(self, keys: list[str], spans: Sequence[tuple[int, int]], unmasked: bool) -> bool:
         """True when the quote begins or ends inside one of the paper's numbers as printed:
@@ -332,7 +343,7 @@ class MatchIndex(PaperIndex):
             first = int(offsets[spans[0][0]])
             before = text[first - 1] if first > 0 else ""
             decimal_before = before in ".," and first > 1 and text[first - 2].isdigit()
-            if before.isdigit() or before in _SIGN_CHARS or decimal_before:
+            if before and (before.isdigit() or before in _SIGN_CHARS or decimal_before):  # ("" is in any string)
                 return True
         if ends_with_digit:
             last = int(offsets[spans[-1][1] - 1]) + 1
@@ -368,19 +379,19 @@ class MatchIndex(PaperIndex):
                     return True
         return False
 
-    def _locate_parts(self, keys: list[str], unmasked: bool) -> tuple[tuple[int, int], ...] | None:
+    def _locate_parts(self, keys: list[str], unmasked: bool, start: int = 0) -> tuple[tuple[int, int], ...] | None:
+        """The spans of the quote's parts in one key, the first part found at ``start`` or after."""
         key, pages = self._keys(unmasked)
         first = keys[0]
         grams = self.unmasked_grams if unmasked else self.grams
         flow = self._unmasked_flow if unmasked else self._flow
         if len(keys) == 1:
-            found = locate(key, pages, first, 0, len(key), flow, grams)
+            found = locate(key, pages, first, start, len(key), flow, grams)
             return tuple(found) if found else None
         # An elided quote: anchor on its longest part (the most selective: a first part may be a
         # single common word, as where a paper's own "..." is quoted), at each place it occurs,
         # then find the parts before it backwards and the parts after it forwards.
         anchor = max(range(len(keys)), key=lambda at: len(keys[at]))
-        start = 0
         for _ in range(20):
             head = locate(key, pages, keys[anchor], start, len(key), flow, grams)
             if head is None:
