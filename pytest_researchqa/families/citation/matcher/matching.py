@@ -15,6 +15,7 @@ that comment set apart.
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any, Callable, Protocol, Sequence, TypeVar, Union
 
 from . import diagnosis
@@ -324,7 +325,7 @@ class MatchIndex(PaperIndex):
             spans = self._locate_parts(keys, unmasked, start)
             if spans is None:
                 return None
-            if not ((unmasked and self._absorbs_furniture_number(spans)) or self._cuts_a_number(keys, spans, unmasked)):
+            if not ((unmasked and self._furniture_taken_in(spans)) or self._cuts_a_number(keys, spans, unmasked)):
                 return spans
             if len(keys) > 1:
                 return None  # (an elided quote's parts are looked for around each place of its anchor already)
@@ -352,12 +353,13 @@ class MatchIndex(PaperIndex):
                 return True
         return False
 
-    def _absorbs_furniture_number(self, spans: Sequence[tuple[int, int]]) -> bool:
-        """True when a line or page number blanked from the paper would become part of the quote's
-        numbers: the quote ends with it, or it is glued to a number of the text (``0.9`` and the
-        margin's ``193`` read as ``0.9193``; ``"accuracy, at 36"`` where 36 is the margin number
-        before ``61.4%``). Glued between words (``"exhibit203 strong"``) or leading a quote, it
-        changes no number."""
+    def _furniture_taken_in(self, spans: Sequence[tuple[int, int]]) -> tuple[int, int] | None:
+        """The raw range of a line or page number blanked from the paper that would become part of the
+        quote's numbers (None when there is none): the quote ends with it, or it is glued to a number of
+        the text (``0.9`` and the margin's ``193`` read as ``0.9193``; ``"accuracy, at 36"`` where 36 is
+        the margin number before ``61.4%``). Glued between words (``"exhibit203 strong"``) or leading a
+        quote, it changes no number; nor after a separator that does not join it to the number before it
+        (:func:`_separator_joins`: ``[43, 44,`` and the margin's ``499`` are no ``44,499``)."""
         offsets, text = self._unmasked_offsets, self.text
         quote_end = spans[-1][1]
         for start, end in spans:
@@ -371,13 +373,14 @@ class MatchIndex(PaperIndex):
                 line_end = text.find("\n", high)
                 rest_of_line = text[high:line_end if line_end >= 0 else None]
                 own_line = not text[line_start:low].strip() and not rest_of_line.strip()
-                if end == quote_end and int(offsets.searchsorted(high)) >= end and not own_line:
-                    return True  # the quote ends on it: it reads as the sentence's number
-                if before[-1:].isdigit() or (before[-1:] in (".", ",") and before[:1].isdigit()):
-                    return True
-                if after[:1].isdigit() or after[:1] == "%" or (after[:1] in (".", ",") and after[1:].isdigit()):
-                    return True
-        return False
+                if ((end == quote_end and int(offsets.searchsorted(high)) >= end and not own_line)  # the quote
+                        # ends on it (it reads as the sentence's number), or it is glued to a number of the text
+                        or before[-1:].isdigit() or (before[-1:] in (".", ",") and before[:1].isdigit()
+                                                     and _separator_joins(text, self.masked_text, low, high))
+                        or after[:1].isdigit() or after[:1] == "%"
+                        or (after[:1] in (".", ",") and after[1:].isdigit())):
+                    return low, high
+        return None
 
     def _locate_parts(self, keys: list[str], unmasked: bool, start: int = 0) -> tuple[tuple[int, int], ...] | None:
         """The spans of the quote's parts in one key, the first part found at ``start`` or after."""
@@ -466,6 +469,41 @@ class MatchIndex(PaperIndex):
     def diagnose(self, citation: str, parts: tuple[str, ...]) -> Diagnosis:
         """Why ``citation`` is not grounded (asked by its :class:`CitationMatch` when read)."""
         return diagnosis.diagnose(self, lambda part: self.match(part).grounded, citation, parts)
+
+
+# A thousands-separated number: a leading group of one to three digits (not a lone zero), then groups of three.
+_THOUSANDS = re.compile(r"(?:[1-9]\d{0,2})(?:,\d{3})+")
+# Before a number on its line: an open bracket, or another number a comma and a space end -- a list of
+# numbers ("[43, 44," or the markers of "MMLU-Pro 41, GPQA 42, and IFEval 44,"), whose commas part numbers.
+_NUMBER_LIST = re.compile(r"\[[^\]]*$|\d, ")
+
+
+def _separator_joins(text: str, masked_text: str, low: int, high: int) -> bool:
+    """Whether a number blanked from the paper at ``text[low:high]``, glued by extraction right after a comma
+    or full stop that follows a digit (``44,`` and the margin's ``499``; ``0.`` and ``193``), reads with the
+    number before it as one number. The paper's own line ends at that separator, so there it is punctuation;
+    the glued reading counts as a number (and the quote that takes it in as altered) only where it is a
+    well-formed one: after a comma, a thousands number (three digits glued to a leading group, the number
+    not one of a list); after a full stop, a decimal (the number before it has no point of its own) that
+    the paper does not go on from with a new sentence or entry (a capital letter or a bracket next, past
+    any furniture: the stop ended the sentence)."""
+    glued = text[low:high].strip()
+    start = low - 1
+    while start > 0 and text[start - 1].isdigit():
+        start -= 1
+    line_start = text.rfind("\n", 0, start) + 1
+    if text[low - 1] == ",":
+        # The digits and commas before the separator (a number already grouped, "1,234,"), then the glued digits.
+        head = re.search(r"[\d,]*$", text[line_start : low - 1])
+        first = line_start + (head.start() if head else 0)
+        number = text[first : low - 1] + "," + glued
+        if _THOUSANDS.fullmatch(number) is None:
+            return False
+        return text[first - 1 : first] != "." and _NUMBER_LIST.search(text, line_start, first) is None
+    if text[start - 1 : start] == "." and text[start - 2 : start - 1].isdigit():
+        return False  # "2501.14249." and "626": a number with a point already; no decimal has two
+    following = masked_text[high : high + 200].lstrip()
+    return not following[:1].isupper() and following[:1] not in ("[", "\u2022")
 
 
 def _mostly_in(key: GramIndex, text_key_: str, width: int = 24) -> bool:
