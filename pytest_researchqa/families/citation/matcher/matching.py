@@ -468,7 +468,35 @@ class MatchIndex(PaperIndex):
 
     def diagnose(self, citation: str, parts: tuple[str, ...]) -> Diagnosis:
         """Why ``citation`` is not grounded (asked by its :class:`CitationMatch` when read)."""
-        return diagnosis.diagnose(self, lambda part: self.match(part).grounded, citation, parts)
+        return diagnosis.diagnose(self, lambda part: self.match(part).grounded, citation, parts,
+                                  self._number_taken_in)
+
+    def _number_taken_in(self, quote_key: str) -> tuple[int, int, int] | None:
+        """Where a quote that is in the paper only with its furniture (the unmasked key) takes a blanked line
+        or page number into its numbers at each place it is found there: the quote key's position of that
+        number and the number's raw range, at the first place; None where some place takes none in (or the
+        quote is not there), so that is not why the quote is not grounded."""
+        if self.unmasked_key is self.key:
+            return None
+        first, start = None, 0
+        for _ in range(_OTHER_PLACES):
+            spans = self._locate_parts([quote_key], True, start)
+            if spans is None:
+                break
+            taken = self._furniture_taken_in(spans)
+            if taken is None:
+                return None
+            if first is None:
+                # The number's first key character (in the unmasked key), counted within the quote's spans.
+                at, done = int(self._unmasked_offsets.searchsorted(taken[0])), 0
+                for low, high in spans:
+                    if low <= at < high:
+                        done += at - low
+                        break
+                    done += high - low
+                first = (done, *taken)
+            start = spans[0][0] + 1
+        return first
 
 
 # A thousands-separated number: a leading group of one to three digits (not a lone zero), then groups of three.
