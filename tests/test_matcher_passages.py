@@ -67,34 +67,34 @@ def paper(request, read_once):
         pytest.skip(f"{path.name} does not extract: {error}")
 
 
+@pytest.fixture(scope="module")
+def not_grounded(paper):
+    """(index, cut's raw start, its end, its match) for each cut of the paper that is evidence and not grounded."""
+    index = MatchIndex(paper.text, paper.page_starts)
+    found = [(start, end, index.match(paper.text[start:end])) for start, end in _cuts(paper.text)]
+    return [(index, start, end, match) for start, end, match in found if match.is_evidence and not match.grounded]
+
+
 @needs_shared
 @pytest.mark.slow  # every real PDF read (pypdf takes seconds a paper)
-def test_every_passage_and_sentence_cut_from_a_papers_own_text_is_grounded(paper):
-    index = MatchIndex(paper.text, paper.page_starts)
-    missed = []
-    for start, end in _cuts(paper.text):
-        found = index.match(paper.text[start:end])
-        if (found.is_evidence and not found.grounded and not _glued_onto_a_digit(index, start, end)
-                and not any(known in paper.text[start:end] for known in KNOWN)):
-            missed.append((found.explain(), paper.text[start:end][:200]))
+def test_every_passage_and_sentence_cut_from_a_papers_own_text_is_grounded(not_grounded):
+    missed = [(match.explain(), index.text[start:end][:200]) for index, start, end, match in not_grounded
+              if not _glued_onto_a_digit(index, start, end)
+              and not any(known in index.text[start:end] for known in KNOWN)]
     assert missed == []
 
 
 @needs_shared
 @pytest.mark.slow  # every real PDF read (pypdf takes seconds a paper)
-def test_a_passage_not_grounded_is_shown_reading_otherwise_than_the_paper(paper):
-    index = MatchIndex(paper.text, paper.page_starts)
+def test_a_passage_not_grounded_is_shown_reading_otherwise_than_the_paper(not_grounded):
     alike = []
-    for start, end in _cuts(paper.text):
-        found = index.match(paper.text[start:end])
-        if found.is_evidence and not found.grounded:
-            readings = _readings(found.explain())
-            if not readings:
-                continue  # no departure shown (the passage nearest to it instead)
+    for _, _, _, match in not_grounded:
+        readings = _readings(match.explain())  # none where the nearest passage is shown instead of a departure
+        if readings:
             quote_reads, paper_reads = readings
             shorter = min(len(quote_reads), len(paper_reads))
             if quote_reads[:shorter] == paper_reads[:shorter]:
-                alike.append(found.explain())
+                alike.append(match.explain())
     assert alike == []
 
 
