@@ -50,6 +50,7 @@ class RunHooks:
         self.selected: Optional[int] = None
         self.generated: Optional[int] = None
         self.foreign_failures = 0
+        self.crashed: list[str] = []  # node ids whose xdist worker died running them (pytest_handlecrashitem)
         self.started_at = datetime.datetime.now(datetime.timezone.utc)
         self.writer: Optional["RunWriter"] = None
         self.plots: list[Path] = []
@@ -302,8 +303,12 @@ class RunHooks:
                            spill=self._spills_details())
             if self.progress is not None:
                 self.progress.row_done(record)
-        elif report.failed:
+        elif report.failed and report.nodeid not in self.crashed:
             self.foreign_failures += 1
+
+    @pytest.hookimpl(optionalhook=True)  # xdist's, before the crash's failure report reaches logreport
+    def pytest_handlecrashitem(self, crashitem: str) -> None:
+        self.crashed.append(crashitem)
 
     def _spills_details(self) -> bool:
         """Whether a saved record's ``details`` can wait on disk (``RunWriter``'s spill) instead of in memory: when
@@ -392,6 +397,7 @@ class RunHooks:
                                                  self._systems_unused(state)) if n]
         state.session.selection = self._selection()
         state.session.foreign_failures = self.foreign_failures
+        state.session.crashed = tuple(self.crashed)
         # xdist ends a run that -x / --maxfail stopped as "interrupted" (exit 2): it stopped early all the same.
         maxfail = session.config.option.maxfail
         stopped_early = bool(maxfail) and session.testsfailed >= maxfail

@@ -35,6 +35,7 @@ class ResearchSession:
     gates_apply: bool = True  # False in audit mode: no system runs, nothing to gate
     records: list[RowRecord] = field(default_factory=list)
     foreign_failures: int = 0
+    crashed: tuple[str, ...] = ()  # node ids of tests whose xdist worker died running them
     selection: Selection = field(default_factory=Selection)
     interrupted: bool = False
     regressions: Sequence[RegressionGate] = ()
@@ -103,6 +104,7 @@ class ResearchSession:
             measured=measured,
             errors=errors,
             foreign_failures=self.foreign_failures,
+            crashed=self.crashed,
             selection=self.selection,
             partial_reasons=tuple(self._partial_reasons(measured) if gated
                                   else self._cut_short(measured)),

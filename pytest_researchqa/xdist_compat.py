@@ -201,6 +201,39 @@ class PendingCounts:
         return pending
 
 
+class RecoversFromCrashes:
+    """xdist 3.8's ``LoadScopeScheduling`` hangs a run whose worker crashed (killed by the OOM killer, a
+    segfault in a system's native code): it puts the dead worker's finished papers back on the queue as
+    empty work, which no worker ever reports done, and hands a replacement a single test, which a worker
+    never runs until it gets a second or is told to stop (pytest-xdist #1323, #1327, #1378). It also hands
+    the test that crashed to the next worker, which it may crash too (#1371). Here only the dead worker's
+    unfinished rows go back, without the one it crashed on (xdist reports that one failed), and a worker
+    given work after the start gets a second unit or is told that none is left.
+    """
+
+    def remove_node(self, node: Any) -> Optional[str]:
+        workload = self.assigned_work.pop(node)  # type: ignore[attr-defined]
+        unfinished = {scope: unit for scope, unit in workload.items() if not all(unit.values())}
+        if not unfinished:
+            return None
+        crashed: str = next(nodeid for unit in unfinished.values() for nodeid, done in unit.items() if not done)
+        for unit in unfinished.values():
+            if crashed in unit:
+                unit[crashed] = True
+        self.workqueue.update((s, u) for s, u in unfinished.items() if not all(u.values()))  # type: ignore[attr-defined]
+        for other in self.assigned_work:  # type: ignore[attr-defined]
+            self._reschedule(other)  # type: ignore[attr-defined]
+        return crashed
+
+    def schedule(self) -> None:
+        if self.collection is None:  # type: ignore[attr-defined]
+            super().schedule()  # type: ignore[misc]
+            return
+        for node in self.nodes:  # type: ignore[attr-defined]  # a replacement joined: as at the start, two units
+            self._reschedule(node)  # type: ignore[attr-defined]
+            self._reschedule(node)  # type: ignore[attr-defined]  # or, with none left, the stop it waits for
+
+
 class ControllerHooks:
     """Hooks that exist only under xdist, registered on the controller."""
 
@@ -219,7 +252,7 @@ class ControllerHooks:
 
         papers = self._papers_by_test_id()
 
-        class ByPaper(PendingCounts, LoadScopeScheduling):  # type: ignore[misc]  # xdist ships no type hints
+        class ByPaper(RecoversFromCrashes, PendingCounts, LoadScopeScheduling):  # type: ignore[misc]  # no hints
             def _split_scope(self, nodeid: str) -> str:
                 test_id = nodeid.rpartition("[")[2].rstrip("]")
                 paper = papers.get(test_id)

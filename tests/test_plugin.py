@@ -716,6 +716,30 @@ class TestPartialRuns:
         [cut] = (pytester.path / ".researchqa" / "runs").glob("*-cut")
         assert json.loads((cut / "manifest.json").read_text(encoding="utf-8"))["outcome"]["interrupted"] is True
 
+    @pytest.mark.slow
+    def test_a_row_whose_xdist_worker_crashed_is_named_as_such_not_as_another_failing_test(self, run, pytester):
+        # tester39 G5: the crash read "1 other test(s) failed" (under --researchqa-only there is none).
+        pytester.makepyfile(dying_rag="""
+            import os
+            import signal
+
+            def answer(question, paper, *, row):
+                if row.row_id == "edu-lookup-2":
+                    os.kill(os.getpid(), signal.SIGKILL)  # the worker dies, as under the kernel's OOM killer
+                return {"answer": "See the paper.", "citations": [paper.text.split(".")[0]]}
+            """)
+        result = pytester.runpytest_subprocess(
+            "-p", "no:cacheprovider", f"--researchqa-cache-dir={run.keywords['cache']}", "-n", "2",
+            "--researchqa-system=dying_rag:answer", "-k", "lookup", "--researchqa-json=s.json", timeout=300)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        crashed = "❌ 1 test(s) crashed their xdist worker: researchqa::test_question[dying_rag:answer-lookup-edu-lookup-2]; "
+        assert any(line.startswith(crashed) for line in result.stdout.lines), "named, not an 'other test'"
+        # The other five rows still ran: xdist 3.8's by-scope scheduler hung the run after a crash (#1323).
+        result.stdout.fnmatch_lines(["*1 failed, 5 xfailed*"])
+        result.stdout.no_fnmatch_line("*other test(s) failed*")
+        checks = json.loads((pytester.path / "s.json").read_text(encoding="utf-8"))["checks"]
+        assert [c["name"] for c in checks] == ["run::worker_crash"]
+
     def test_the_summary_says_how_much_was_measured_and_names_the_slice(self, run):
         result = run("--researchqa-system=oracle", "-k", "lookup")
         result.stdout.fnmatch_lines(["6 of 6 selected rows measured (0 errors); slice: -k 'lookup'"])

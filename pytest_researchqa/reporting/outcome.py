@@ -76,6 +76,7 @@ class RunOutcome:
     undecidable_fails: bool = False  # --researchqa-undecidable=fail
     missing_baseline: Optional[str] = None  # --researchqa-compare named a run that does not exist (yet)
 
+    crashed: tuple[str, ...] = ()  # tests whose xdist worker died running them (a row's result may be missing)
     interrupted: bool = False  # stopped by Ctrl-C (exit status 2): `last` skips it, every medium says so
     # The checks a run saved (a replayed run shows what its own run decided, not a guess without its gates).
     recorded_checks: Optional[tuple[Check, ...]] = None
@@ -117,6 +118,12 @@ class RunOutcome:
             why = ": the gates do not excuse them" if self.gated else ""
             found.append(Check("run", "run::other_tests", "failed",
                                f"{self.foreign_failures} other test(s) failed{why}", True))
+        if self.crashed:  # not "other tests": a row's own test, often, whose worker was killed (out of memory)
+            more = len(self.crashed) - 3
+            named = ", ".join(self.crashed[:3]) + (f" and {more} more" if more > 0 else "")
+            found.append(Check("run", "run::worker_crash", "failed",
+                               f"{len(self.crashed)} test(s) crashed their xdist worker: {named}; what they were "
+                               "running has no complete result", True))
         if self.failed_rows:  # asked for: a red test must not sit in a green run (its exit status and JUnit agree)
             found.append(Check("run", "run::rows_below_bar", "failed",
                                f"{self.failed_rows} row(s) below their bar failed as tests (--researchqa-fail-rows)",
