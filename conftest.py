@@ -88,32 +88,40 @@ def pytest_collection_modifyitems(items):
         fixtures = getattr(item, "fixturenames", ())
         if "read_once" in fixtures:
             item.add_marker(pytest.mark.slow)
-        if "litellm_loaded" in fixtures and item.nodeid.split("::", 1)[0] not in MODEL_MODULES:
+        if "litellm_loaded" in fixtures and not _uses_models(item.nodeid):
             unlisted.add(item.nodeid.split("::", 1)[0])
     if unlisted:
-        raise pytest.UsageError(f"tests using models in {sorted(unlisted)}: add them to MODEL_MODULES in conftest.py")
+        raise pytest.UsageError(f"tests using models in {sorted(unlisted)}: add them (or the tests) to MODEL_MODULES "
+                                "in conftest.py")
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
-# The test modules with tests that use models (the ``litellm_loaded`` fixture): collection checks the list.
+# The test modules with tests that use models (the ``litellm_loaded`` fixture), or the single tests
+# ("path::name") where a module's other tests do not: collection checks the list.
 MODEL_MODULES = frozenset({
-    "tests/security/test_full_disk_and_limits.py", "tests/security/test_models_runtime.py", "tests/test_families.py",
+    "tests/security/test_full_disk_and_limits.py", "tests/security/test_models_runtime.py",
+    "tests/test_families.py::test_its_own_model_system_answers_and_its_own_judge_kind_grades_with_its_own_prompts",
     "tests/test_generate.py", "tests/test_judges.py", "tests/test_llm.py", "tests/test_premise_judge.py",
-    "tests/test_rubric_family.py", "tests/unit/test_rubric_calls.py"})
+    "tests/test_rubric_family.py", "tests/unit/test_rubric_calls.py::test_a_model_without_a_price_has_none_never_zero"})
+
+
+def _uses_models(nodeid: str) -> bool:
+    module, _, name = nodeid.partition("::")
+    return module in MODEL_MODULES or f"{module}::{name.split('[', 1)[0]}" in MODEL_MODULES
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """Under ``-n`` without ``--dist`` (xdist's ``load``), the modules that use models go to one worker as one
-    unit, the other tests one at a time to whichever worker is free: one worker pays litellm's import (about
-    6 s of CPU), not both, a fifth of the inner loop's (``-m "not slow"``). An explicit ``--dist`` (CI's
-    ``worksteal``) is left as it is."""
+    """Under ``-n`` without ``--dist`` (xdist's ``load``), the modules (and single tests) that use models go to
+    one worker as one unit, the other tests one at a time to whichever worker is free: one worker pays litellm's
+    import (about 6 s of CPU), not both, a fifth of the inner loop's (``-m "not slow"``). An explicit ``--dist``
+    (CI's ``worksteal``) is left as it is."""
     if config.getoption("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class ModelsInOneWorker(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "models" if nodeid.split("::", 1)[0] in MODEL_MODULES else nodeid
+            return "models" if _uses_models(nodeid) else nodeid
 
     return ModelsInOneWorker(config, log)
 

@@ -46,6 +46,7 @@ class Figures:
     asked_twice: int
     in_flight: int
     most_in_flight: int
+    most_in_flight_run1: int
     rows_lost: int
     row_errors: int
     wall_run1_s: float
@@ -66,7 +67,7 @@ class Figures:
             f"calls, run 2 (re-run)        {self.calls_run2:,}",
             f"answers asked twice          {self.asked_twice}",
             f"answered at the kill, unsaved {self.in_flight} (asked again by run 2)",
-            f"most calls in flight at once {self.most_in_flight}",
+            f"most calls in flight at once {self.most_in_flight} (run 1: {self.most_in_flight_run1})",
             f"rows lost                    {self.rows_lost}",
             f"row errors                   {self.row_errors}",
             f"wall, run 1 to the kill      {self.wall_run1_s:.1f} s",
@@ -110,7 +111,9 @@ def held_claims(claims_file: Path) -> int:
 
 def measure(rows: int = ROWS, fault_rate: float = 0.05, workers: int = 2, kill_at: float = 0.5,
             folder: Path | None = None, latency_s: float = 0.0, timeout_s: float = 7200,
-            extra: list[str] | None = None) -> Figures:
+            extra: list[str] | None = None, rerun_workers: int | None = None) -> Figures:
+    """``rerun_workers``: the re-run's ``-n`` (default: ``workers``, the same command again; 0 runs it without
+    xdist, one interpreter: what the resume reads is on disk, whichever process layout reads it)."""
     with tempfile.TemporaryDirectory() as scratch:
         base = Path(folder or scratch)
         made = write_dataset(base / "data", rows / ROWS)
@@ -120,7 +123,7 @@ def measure(rows: int = ROWS, fault_rate: float = 0.05, workers: int = 2, kill_a
         answers = work / "cache" / "answers"
         with ScriptedLLM(latency_s=latency_s, fault_rate=fault_rate) as server:
             args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-q",
-                    "-n", str(workers), f"--researchqa-model={MODEL}",
+                    f"--researchqa-model={MODEL}",
                     f"--researchqa-model-param={MODEL}:api_base={server.url}",
                     f"--researchqa-model-param={MODEL}:api_key=t",
                     f"--researchqa-dataset={made['shuffled']}", f"--researchqa-papers={made['papers']}",
@@ -128,7 +131,7 @@ def measure(rows: int = ROWS, fault_rate: float = 0.05, workers: int = 2, kill_a
             env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
             start = time.monotonic()
             log = (base / "run1.log").open("w")
-            first = subprocess.Popen(args, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
+            first = subprocess.Popen([*args, "-n", str(workers)], cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
             while first.poll() is None and time.monotonic() - start < timeout_s:
                 if answers.exists() and sum(1 for _ in answers.rglob("*.json")) >= total * kill_at:
@@ -145,9 +148,10 @@ def measure(rows: int = ROWS, fault_rate: float = 0.05, workers: int = 2, kill_a
             # One file a row's answer (rows asking the same question of a paper each have theirs).
             on_disk = collections.Counter(json.loads(f.read_text())["question"].strip() for f in answers.rglob("*.json"))
             kept = sum(on_disk.values())
-            calls1 = len(server.requests)
+            calls1, most_in_flight_run1 = len(server.requests), server.max_in_flight
             start = time.monotonic()
-            second = subprocess.run(args, cwd=work, env=env, capture_output=True, text=True, timeout=timeout_s)
+            rerun = workers if rerun_workers is None else rerun_workers
+            second = subprocess.run([*args, "-n", str(rerun)], cwd=work, env=env, capture_output=True, text=True, timeout=timeout_s)
             wall2 = time.monotonic() - start
             requests = list(server.requests)
         # Paid twice: run 2 asking a question more often than the rows asking it that had no answer on disk
@@ -165,7 +169,7 @@ def measure(rows: int = ROWS, fault_rate: float = 0.05, workers: int = 2, kill_a
         saved_ids = {r["row_id"] for r in saved if r.get("system") == MODEL}
         errors = sum(1 for r in saved if r.get("error"))
         return Figures(total, kept, claims, calls1, len(requests) - calls1, asked_twice, in_flight, server.max_in_flight,
-                       len(dataset_ids - saved_ids), errors,
+                       most_in_flight_run1, len(dataset_ids - saved_ids), errors,
                        wall1, wall2, second.returncode, (second.stdout + second.stderr)[-2000:])
 
 
