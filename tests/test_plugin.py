@@ -349,6 +349,18 @@ def test_a_row_whose_expected_passage_is_not_in_the_paper_is_an_xfailed_dataset_
     graded.assert_outcomes(passed=1, xfailed=1)  # graded: the oracle cites the missing passage, below its bar
 
 
+def test_the_dataset_defect_note_counts_dataset_rows_as_the_audit_does_and_says_the_pairs_under_two_systems(
+        run, pytester):
+    """tester39 G7: 18 defect rows under two systems read "36 row(s) not graded"; the audit said 18."""
+    broken = flat_row("r2", expected_references=[{"section_label": "Results", "alternatives": ["A sentence the paper never had."]}])
+    option = write_rows(pytester, [flat_row("r1"), broken], {"p1": PAPER})
+    result = run(option, "--researchqa-system=oracle", "--researchqa-system=bm25")
+    result.stdout.fnmatch_lines(["1 row(s) not graded (2 (system, row) pairs): a required section is not in the "
+                                 "paper (dataset defect)"])
+    alone = run(option, "--researchqa-system=oracle")
+    alone.stdout.fnmatch_lines(["1 row(s) not graded: a required section is not in the paper (dataset defect)"])
+
+
 def test_a_row_whose_expected_passage_is_too_short_to_verify_says_so_in_its_defect(run, pytester):
     """A one-word passage may well be in the text (a tester's "habibi"): "not in the text" sent them looking."""
     short = flat_row("r3", expected_references=[{"section_label": "Methods", "alternatives": ["adults"]}])
