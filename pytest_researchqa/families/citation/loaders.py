@@ -26,8 +26,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ...dataset import Dataset, DatasetError, DatasetWarning, RowProblem
-from ...dataset_files import (Unparsable, is_json_lines, jsonl_records, read_json, read_text, wrapper_records,
-                              yaml_records)
+from ...dataset_files import (
+    Unparsable,
+    is_json_lines,
+    jsonl_records,
+    read_json,
+    read_text,
+    wrapper_records,
+    yaml_records,
+)
 from .rows import METADATA_FIELDS, Row, RowMetadata
 
 if TYPE_CHECKING:  # pragma: no cover
