@@ -670,12 +670,17 @@ class TestPartialRuns:
         # saved for the rows it selected (a tester's "2 selected rows measured" when 4 were).
         killed = cut.with_name(cut.name.replace("-cut", "-killed"))
         killed.mkdir()
-        (killed / "rows.partial.jsonl").write_bytes((cut / "rows.jsonl").read_bytes())
+        # tester39 G11c: it read "run INTERRUPTED after 1 rows; report only: no gate configured" (killed, one row).
+        (killed / "rows.partial.jsonl").write_bytes((cut / "rows.jsonl").read_bytes().splitlines(keepends=True)[0])
         capsys.readouterr()
         assert main(["--runs", str(runs), "show", str(killed)]) == 0
         shown = capsys.readouterr().out
-        assert "researchqa: run INTERRUPTED after 2 rows; report only: " in shown, shown
-        assert "this run did not finish (killed or stopped before its end)" in shown and "2 selected" not in shown
+        assert "researchqa: run UNFINISHED: killed after 1 row, it decided no verdict\n" in shown, shown
+        assert "1 row measured (0 errors)" in shown and "report only" not in shown
+        assert "this run did not finish (killed or stopped before its end)" in shown and "1 selected" not in shown
+        assert main(["--runs", str(runs), "show", "--markdown", str(killed)]) == 0
+        assert capsys.readouterr().out.startswith(f"## researchqa run {killed.name} (1 rows) — UNFINISHED (killed): "
+                                                  "no verdict")
 
     def test_a_run_interrupted_before_any_row_finished_still_prints_its_verdict(self, run, pytester):
         # tester38 F9: the JUnit file and the Markdown carried the gates' verdict, the terminal printed none.
@@ -695,9 +700,18 @@ class TestPartialRuns:
         markdown = (pytester.path / "s.md").read_text(encoding="utf-8")
         assert "run INTERRUPTED after 0 of 6 selected rows" in markdown
 
-    def test_the_summary_says_how_much_was_measured_and_names_the_slice(self, run):
+    def test_the_summary_says_how_much_was_measured_and_names_the_slice(self, run, pytester, capsys):
         result = run("--researchqa-system=oracle", "-k", "lookup")
-        result.stdout.fnmatch_lines(["6 of 6 selected rows measured (0 errors); slice: -k 'lookup'"])
+        said = "6 of 6 selected rows measured (0 errors); slice: -k 'lookup'"
+        result.stdout.fnmatch_lines([said])
+        # tester39 G11b: show, view and --markdown of the saved run read "6 selected rows measured".
+        from pytest_researchqa.__main__ import main
+
+        runs = pytester.path / ".researchqa" / "runs"
+        capsys.readouterr()
+        for shown in (["show"], ["show", "--markdown"]):
+            assert main(["--runs", str(runs), *shown]) == 0
+            assert said in capsys.readouterr().out, shown
 
     def test_a_selection_that_matches_no_row_is_a_usage_error(self, run):
         result = run("--researchqa-system=oracle", "-k", "no_such_row")
