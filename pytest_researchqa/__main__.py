@@ -272,7 +272,8 @@ def _show(spec: str, runs_dir: Path, *, markdown: bool, as_json: bool = False) -
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return 0
     session = _replayed(saved, runs_dir)
-    _print(session, f"researchqa run {saved.name} ({len(saved.records)} rows)", markdown=markdown)
+    count = len(saved.records)
+    _print(session, f"researchqa run {saved.name} ({count} row{'' if count == 1 else 's'})", markdown=markdown)
     return 0
 
 

@@ -679,7 +679,7 @@ class TestPartialRuns:
         assert "1 row measured (0 errors)" in shown and "report only" not in shown
         assert "this run did not finish (killed or stopped before its end)" in shown and "1 selected" not in shown
         assert main(["--runs", str(runs), "show", "--markdown", str(killed)]) == 0
-        assert capsys.readouterr().out.startswith(f"## researchqa run {killed.name} (1 rows) — UNFINISHED (killed): "
+        assert capsys.readouterr().out.startswith(f"## researchqa run {killed.name} (1 row) — UNFINISHED (killed): "
                                                   "no verdict")
 
     def test_a_run_interrupted_before_any_row_finished_still_prints_its_verdict(self, run, pytester):
