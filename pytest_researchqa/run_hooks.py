@@ -9,6 +9,7 @@ rewriting it (docs/architecture.md).
 from __future__ import annotations
 
 import datetime
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Generator, Optional, TypeVar
 
@@ -59,6 +60,7 @@ class RunHooks:
         self.spills: Optional[bool] = None  # whether saved records let go of their details (_spills_details)
         self.unwritten: dict[str, str] = {}  # path -> why a full disk (or a bad path) kept it from being written
         self.concluded = False  # the controller decided the run (its verdict is printed even with no row finished)
+        self.keyboard_interrupt = False  # pytest met a Ctrl-C (see pytest_sessionfinish: a second one hides it)
 
     @property
     def state(self) -> "RunState":
@@ -348,9 +350,18 @@ class RunHooks:
                          markexpr=getattr(option, "markexpr", "") or "", sample=self.state.settings.sample,
                          rerun_subset=rerun)
 
+    @pytest.hookimpl(tryfirst=True)  # first: before the terminal's report, where a second Ctrl-C often lands
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.keyboard_interrupt = isinstance(excinfo.value, KeyboardInterrupt)  # not pytest.exit(), also sent here
+
     @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file: the gates' testcases go in it
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """With gates, the run's outcome decides the exit status (see docs/gating.md)."""
+        if exitstatus != pytest.ExitCode.INTERRUPTED and (
+                self.keyboard_interrupt or isinstance(sys.exc_info()[1], KeyboardInterrupt)):
+            # A second Ctrl-C (an impatient user, GNU timeout signalling the group) cut pytest's own handling of
+            # the first short, before it set exit status 2: the run is still interrupted, never a finished one.
+            exitstatus = session.exitstatus = pytest.ExitCode.INTERRUPTED
         if self.progress is not None:
             self.progress.stop()  # every row is done; a run that ends early has no summary to stop it
         if self.config.stash.get(DRY_RUN, False) and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:

@@ -78,7 +78,9 @@ class ResearchSession:
         errors = sum(1 for r in records if r.error)
         # Gates judge the benchmark's rows: a run that selected none of them (ini settings with
         # `pytest tests/test_x.py`) is not theirs to decide.
-        gated = self.gates_decide and bool(records or self.selection.rows)
+        # An interrupted run is theirs whatever it measured: xdist's stopped workers may not have said what
+        # they selected, and a gated run stopped before any row must not read "no gate configured".
+        gated = self.gates_decide and bool(records or self.selection.rows or self.interrupted)
         if self.recorded is not None:
             gated = self.recorded[0]
         notes: list[str] = list(dict.fromkeys(self.run_notes))
@@ -143,6 +145,8 @@ class ResearchSession:
         if selected is not None and measured < selected:
             why = INTERRUPTED if self.interrupted else "the run stopped early (-x / --maxfail)"
             reasons.append(f"gate evaluated on {measured} of {selected} rows: {why}")
+        elif selected is None and self.interrupted:  # xdist's stopped workers never said how many they selected
+            reasons.append(f"gate evaluated on {measured} row{'' if measured == 1 else 's'}: {INTERRUPTED}")
         if self.selection.rerun_subset:
             reasons.append(f"gate evaluated on the subset {self.selection.rerun_subset} selected, "
                            "not on the whole selection")

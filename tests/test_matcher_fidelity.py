@@ -76,6 +76,69 @@ def test_a_leading_margin_number_never_becomes_the_quotes_number():
     assert match_citation("The model reached an accuracy, at 61.4% of the items", LINE_NUMBERED).grounded
 
 
+# Each line's margin number glued to its end by extraction, as pypdf reads some preprints (490 to 499).
+GLUED = "\n".join(f"{line}{number}" for number, line in enumerate([
+    "The method is evaluated on the nine held-out sets described in the previous section",
+    "and compared against the strongest baselines from prior work on this benchmark [43, 44,",
+    "which we run with their published settings. The accuracy of the final system was 0.9",
+    "corresponding to a clear gain over the baselines, and the number of errors was 12,",
+    "which is lower than before. These results were confirmed in a second study by Lee 31.",
+    "To interpret these results, note that the gains hold across all of the settings in 7.",
+    "ablation results follow the same pattern in every one of the nine held-out sets.",
+    "We also report the variance of every score over five seeds in the appendix tables.",
+    "A small ablation with the error penalties suggested a similar performance overall.",
+    "Our code and data are released under an open license with the final version.",
+], start=490))
+
+
+@pytest.mark.parametrize("quote", [
+    # "[43, 44," lists citations: its comma parts numbers, and "44,491" is no thousands number.
+    "the strongest baselines from prior work on this benchmark [43, 44,491 which we run with their published settings",
+    # "31." ends a sentence (the next line starts another): "31.494" is no decimal.
+    "These results were confirmed in a second study by Lee 31.494 To interpret these results",
+    "The accuracy of the final system was 0.9 corresponding to a clear gain over the baselines",
+])
+def test_a_margin_number_after_a_comma_or_stop_that_parts_or_ends_the_papers_numbers_is_copied_verbatim(quote):
+    assert match_citation(quote, GLUED).grounded
+
+
+@pytest.mark.parametrize(("quote", "reads", "paper_reads"), [
+    ("The accuracy of the final system was 0.9492 corresponding to a clear gain", "0.9492 corr", "0.9 corr"),
+    # A comma that may group thousands, the number alone on its line: "12,493" is a number the paper does not print.
+    ("and the number of errors was 12,493 which is lower than before", "12,493 which", "12, which"),
+    # A full stop the line goes on from in lower case may be a decimal point: "7.495".
+    ("note that the gains hold across all of the settings in 7.495 ablation results follow", "7.495 abl", "7. abl"),
+])
+def test_a_margin_number_that_joins_a_number_of_the_text_is_shown_against_the_papers_number(quote, reads, paper_reads):
+    found = match_citation(quote, GLUED)
+    assert not found.grounded
+    assert "line or page number" in found.explain()
+    assert found.departure.quote_after.startswith(reads) and found.departure.paper_after.startswith(paper_reads)
+
+
+def test_the_departure_shown_is_where_a_number_changes_not_where_the_quote_copies_a_margin_number_between_words():
+    # "section490 and" reads as the paper's "section and" does, a number between words; "0.9492" does not.
+    quote = ("described in the previous section490 and compared against the strongest baselines from prior work on "
+             "this benchmark [43, 44,491 which we run with their published settings. The accuracy of the final "
+             "system was 0.9492 corresponding to a clear gain")
+    departure = match_citation(quote, GLUED).departure
+    assert departure.quote_after.startswith("0.9492") and departure.paper_after.startswith("0.9 ")
+
+
+def test_a_tables_last_decimals_on_a_page_after_line_numbered_ones_are_its_numbers_not_line_numbers():
+    numbered = "\n".join(f"Line {word} of the numbered text goes on here{number}"
+                         for number, word in enumerate("abcdefghijkl", start=1)) + "\n"
+    table = "Model A B C D\nLLM1 0.71 0.43 0.71 0.46\nLLM2 0.49 0.05 0.50 0.90\nLLM3 0.36 0.21 0.51 0.26\n"
+    index = MatchIndex(numbered + table, [0, len(numbered)])
+    assert index.match("LLM1 0.71 0.43 0.71 0.46 LLM2 0.49 0.05 0.50 0.90 LLM3 0.36").grounded
+    assert index.match("Line c of the numbered text goes on here Line d of the numbered text").grounded
+
+
+def test_a_quote_that_opens_the_paper_with_a_number_cuts_no_number():
+    text = "2025-11-18\nScaling Generative Verifiers For Natural Language\nMathematical Proof Verification"
+    assert match_citation("2025-11-18 Scaling Generative Verifiers For Natural Language", text).grounded
+
+
 @pytest.fixture(scope="module")
 def index(read_once):
     """llm_accuracy_inventivizes_hallucinations.pdf comes out of pypdf with each line's number glued to its end."""

@@ -164,3 +164,39 @@ def test_one_search_for_an_opener_key_finds_one_where_a_match_at_each_place_woul
     at_each = any(COMMENT_OPENER_KEY.match(key, place) for place in range(first, last + 1))
     found = COMMENT_OPENER_KEY.search(key, first, last + 1 + COMMENT_OPENER_KEY_LONGEST)
     assert at_each is (found is not None and found.start() <= last)
+
+
+# A sentence the paper repeats (a template's filler text): pages of it, each ending with its page number.
+_REPEATED = "A blind text like this gives you information about the selected font and the look of the letters."
+
+
+def test_a_repeated_sentence_is_found_where_it_runs_over_a_page_number_not_only_where_it_first_occurs() -> None:
+    first = "\n".join([_REPEATED] * 10) + "\nA blind text like this gives\n1\n"
+    second = "you information about the selected font and the look of the letters.\n" + "\n".join([_REPEATED] * 3) + "\n2\n"
+    index = MatchIndex(first + second, [0, len(first)])
+    # Cut from the text as it stands, page number and all (as a retrieval system cuts its passages).
+    quote = "A blind text like this gives\n1\nyou information about the selected font and the look of the letters."
+    assert quote in index.text
+    found = index.match(quote)
+    assert found.grounded, found.explain()
+    assert found.spans[0][0] == index.text.index(quote)
+
+
+def test_a_sentence_whose_first_occurrence_is_cut_from_a_number_is_found_where_it_stands_alone() -> None:
+    text = ("The warm-up was scaled by 2.5 times the learning rate of the base model in all runs.\n"
+            "For the large model the final learning rate was 5 times the learning rate of the base model in all runs.")
+    quote = "5 times the learning rate of the base model in all runs"
+    found = match_citation(quote, text)
+    assert found.grounded, found.explain()
+    assert found.spans == [(text.rindex(quote), text.rindex(quote) + len(quote))]
+
+
+def test_the_tenth_of_many_links_alike_in_a_reference_list_is_found_as_it_is_not_called_altered() -> None:
+    # Found as it is, but in the reference list: the full path decides, its first look-ups reading the
+    # links' common start at the first eight places only.
+    entries = "\n".join(f"Author {n}. A paper on topic {n}, 2025.\nURL: https://arxiv.org/abs/2501.{10000 + 7 * n}."
+                        for n in range(12))
+    text = "We study models.\nReferences\n" + entries + "\n"
+    quote = f"URL: https://arxiv.org/abs/2501.{10000 + 7 * 10}."
+    found = match_citation(quote, text)
+    assert found.grounded, found.explain()

@@ -700,6 +700,39 @@ class TestPartialRuns:
         markdown = (pytester.path / "s.md").read_text(encoding="utf-8")
         assert "run INTERRUPTED after 0 of 6 selected rows" in markdown
 
+    @pytest.mark.slow
+    @pytest.mark.parametrize("first", [True, False], ids=["before_ours", "after_ours"])
+    def test_a_second_ctrl_c_during_pytests_handling_of_the_first_still_saves_the_run_as_interrupted(
+            self, run, pytester, first):
+        # tester39 G4: the second SIGINT (GNU timeout signals the child, then its group) landed while pytest
+        # reported the first, before it set exit status 2: the partial run was saved as a finished baseline.
+        pytester.makepyfile(slow_rag="""
+            calls = []
+
+            def answer(question, paper):
+                calls.append(question)
+                if len(calls) == 3:
+                    raise KeyboardInterrupt
+                return {"answer": "See the paper.", "citations": [paper.text.split(".")[0]]}
+            """)
+        pytester.makeconftest(f"""
+            import pytest
+
+            @pytest.hookimpl(tryfirst={first})
+            def pytest_keyboard_interrupt(excinfo):
+                raise KeyboardInterrupt  # the second Ctrl-C
+            """)
+        result = pytester.runpytest_subprocess(
+            "-p", "no:cacheprovider", f"--researchqa-cache-dir={run.keywords['cache']}",
+            "--researchqa-system=slow_rag:answer", "-k", "lookup", "--researchqa-save=cut",
+            "--researchqa-fail-under=citation_accuracy=0.5", "--researchqa-json=s.json")
+        assert result.ret != 0
+        data = json.loads((pytester.path / "s.json").read_text(encoding="utf-8"))
+        assert (data["interrupted"], data["verdict"], data["passed"]) == (True, "failed", False)
+        assert data["partial_reasons"] == ["gate evaluated on 2 of 6 rows: the run was interrupted"]
+        [cut] = (pytester.path / ".researchqa" / "runs").glob("*-cut")
+        assert json.loads((cut / "manifest.json").read_text(encoding="utf-8"))["outcome"]["interrupted"] is True
+
     def test_the_summary_says_how_much_was_measured_and_names_the_slice(self, run, pytester, capsys):
         result = run("--researchqa-system=oracle", "-k", "lookup")
         said = "6 of 6 selected rows measured (0 errors); slice: -k 'lookup'"
@@ -837,6 +870,29 @@ def test_a_failed_model_row_says_what_the_model_was_given(run, pytester):
 
 
 class TestOneOutcomeEveryMedium:
+    @pytest.mark.parametrize("gate", [(), ("--researchqa-fail-under=citation_accuracy=0.5",)])
+    def test_rows_failed_under_fail_rows_fail_the_run_in_every_medium_gated_or_not(self, run, pytester, gate):
+        # tester39 G1: with a gate, 14 red rows and JUnit failures=14 exited 0 "gates passed ✅"; without one,
+        # exit 1 with a JSON verdict "report" and passed null.
+        result = run("--researchqa-system=bm25", "--researchqa-fail-rows", *gate, "--researchqa-json=s.json",
+                     "--researchqa-markdown=s.md", "--junitxml=j.xml")
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        result.stdout.fnmatch_lines(["❌ 14 row(s) below their bar failed as tests (--researchqa-fail-rows)",
+                                     "researchqa: *FAILED*"])
+        summary = json.loads((pytester.path / "s.json").read_text())
+        assert (summary["verdict"], summary["passed"]) == ("failed", False)
+        assert "FAILED ❌" in (pytester.path / "s.md").read_text().splitlines()[0]
+        suite = ElementTree.parse(pytester.path / "j.xml").getroot().find("testsuite")
+        assert int(suite.get("failures")) >= 14
+
+    def test_gates_that_could_not_decide_are_not_passed_in_the_json_summary(self, run, pytester):
+        # tester39 G8: an UNDECIDED run read `passed: true`, green on a dashboard keyed on it.
+        result = run("--researchqa-system=bm25", "--researchqa-compare=main", "--researchqa-compare-missing=skip",
+                     "--researchqa-fail-on-regression=citation_precision", "--researchqa-json=s.json", "-k", "lookup")
+        assert result.ret == 0
+        summary = json.loads((pytester.path / "s.json").read_text())
+        assert (summary["verdict"], summary["passed"]) == ("undecidable", None)
+
     @pytest.mark.slow
     def test_an_inactive_plugin_registers_question_type_markers_only_under_strict_markers(self, pytester):
         pytester.makepyfile(test_unit="import pytest\n\n@pytest.mark.lookup\ndef test_unit():\n    pass\n")

@@ -119,6 +119,10 @@ class RunOutcome:
             why = ": the gates do not excuse them" if self.gated else ""
             found.append(Check("run", "run::other_tests", "failed",
                                f"{self.foreign_failures} other test(s) failed{why}", True))
+        if self.failed_rows:  # asked for: a red test must not sit in a green run (its exit status and JUnit agree)
+            found.append(Check("run", "run::rows_below_bar", "failed",
+                               f"{self.failed_rows} row(s) below their bar failed as tests (--researchqa-fail-rows)",
+                               True))
         return tuple(found)
 
     def _fails(self, state: GateState) -> bool:
@@ -138,11 +142,12 @@ class RunOutcome:
 
     @property
     def passed(self) -> Optional[bool]:
-        """With gates: whether the run passes (exit 0); without: None (pytest's own outcome stands, which
-        a row in error or another failing test has already failed)."""
-        if self.verdict == "report":
+        """False when the run fails (exit 1); True when its gates all held; None when nothing decided it:
+        no gate (a report), or gates that could not decide (exit 0 unless --researchqa-undecidable=fail,
+        which makes them fail). A dashboard reading ``passed`` never shows an undecided run as green."""
+        if self.verdict in ("report", "undecidable"):
             return None
-        return self.verdict != "failed"
+        return self.verdict == "passed"
 
     @property
     def headline(self) -> str:
@@ -161,8 +166,6 @@ class RunOutcome:
         failed = sum(c.fails_run for c in checks)
         undecided = sum(c.state == "undecidable" for c in checks)
         if self.verdict == "report":
-            if self.failed_rows:
-                return "report only: no gate configured (rows below their bar failed as tests: --researchqa-fail-rows)"
             return "report only: no gate configured (rows below their bar do not fail the run)"
         if self.verdict == "failed" and not self.gated:
             return f"run FAILED: {'; '.join(c.message for c in checks if c.fails_run)} (no gate configured)"

@@ -96,6 +96,21 @@ def test_the_outcome_is_computed_once_and_fails_a_partial_gated_run():
     assert outcome.coverage_line == "1 of 27 selected rows measured (0 errors); slice: -k 'lookup'"
 
 
+@pytest.mark.parametrize("measured", [0, 1, 7])
+def test_an_interrupted_gated_run_fails_its_gates_even_when_xdist_never_said_how_many_rows_it_selected(measured):
+    """tester39 G2: under -n 2 a Ctrl-C read "gates passed" (no selection count: no partial check), and
+    one that landed before any row read "no gate configured"."""
+    session = ResearchSession(CITATION, [parse_gate("citation_accuracy=0.5", CITATION)],
+                              selection=Selection(rows=None), interrupted=True)
+    for n in range(measured):
+        session.add(RowRecord(row_id=f"r{n}", system="s", metrics={"citation_accuracy": 1.0}))
+    outcome = session.outcome()
+    assert outcome.gated and outcome.verdict == "failed" and outcome.passed is False
+    rows = "row" if measured == 1 else "rows"
+    assert outcome.partial_reasons == (f"gate evaluated on {measured} {rows}: the run was interrupted",)
+    assert outcome.headline.startswith(f"run INTERRUPTED after {measured} {rows}; gates FAILED")
+
+
 def test_without_gates_a_clean_run_is_a_report_and_a_row_in_error_fails_it():
     clean = ResearchSession(CITATION)
     clean.add(RowRecord(row_id="a", system="s", metrics={"citation_accuracy": 0.0}))

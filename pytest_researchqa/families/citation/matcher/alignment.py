@@ -189,8 +189,9 @@ def stuck_prefix(key: str, grams: "GramIndex", flow: "Flow", quote_key: str, tri
     occurrences of the first MIN_GAPPED_ANCHOR. Most quotes that are not in the paper stop being
     verbatim where the paper goes on with neither a digit gap nor a new line that may be jumped:
     then the walk has no way on, and locate returns nothing. (Bounds are the whole key: a window
-    would cut runs short.) ``runs``, when given, gets each occurrence read and the length of the
-    verbatim run from it: what the answer was read from, with the STUCK_LOOK_ON key characters after each
+    would cut runs short.) A quote found whole at an occurrence past those read is no quote stuck:
+    None. ``runs``, when given, gets every occurrence and the length of the verbatim run from it (those
+    past the ones the answer was read from too), with the STUCK_LOOK_ON key characters after each
     (``PaperIndex.furniture_apart`` tells from them whether the unmasked key would answer alike). ``starts``,
     when given, are every start of the quote's first MIN_GAPPED_ANCHOR key characters (fewer than
     STUCK_OCCURRENCES), as :meth:`~.grams.GramIndex.find_or_starts` read them.
@@ -216,6 +217,15 @@ def stuck_prefix(key: str, grams: "GramIndex", flow: "Flow", quote_key: str, tri
         if seen <= tries and not gapped and key[found + length : found + length + 1].isdigit():
             gapped = _after_digit_gap(key, quote_key, length, found + length) is not None
         if anchored >= tries and seen >= tries:
+            # Occurrences left unread may hold the whole quote (a sentence the paper repeats, the
+            # one quoted not among the first): where it is there, locate finds it at once.
+            if grams.find(quote_key) >= 0:
+                return None
+            if runs is not None:
+                # The runs say where every occurrence stops (furniture_apart reads them): those not read too.
+                if len(starts) > STUCK_OCCURRENCES:
+                    return None
+                runs.extend((later, _run_from(key, later, quote_key, quote_code)) for later in starts[seen:])
             break
     if best >= min(MIN_ANCHOR, length_of_quote):
         # locate walks on from the anchored prefix only.

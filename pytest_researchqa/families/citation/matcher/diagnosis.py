@@ -19,13 +19,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from rapidfuzz.distance import Opcode
 
 
-def diagnose(index: PaperIndex, grounded: Callable[[str], bool], citation: str, parts: tuple[str, ...]) -> Diagnosis:
+def diagnose(index: PaperIndex, grounded: Callable[[str], bool], citation: str, parts: tuple[str, ...],
+             number_taken_in: Callable[[str], tuple[int, int, int] | None] | None = None) -> Diagnosis:
     """Why ``citation`` (its ``parts`` between elision marks, when it has any) is not grounded in
-    the paper; ``grounded`` tells whether a part alone is."""
+    the paper; ``grounded`` tells whether a part alone is. ``number_taken_in`` tells, of a quote's key, where
+    it takes a line or page number blanked from the paper into its numbers, as the matcher decides it (the
+    quote key's position of that number, the number's raw range), or None."""
     if len(parts) > 1:
         for part in parts:
             if not grounded(part):
-                inner = diagnose(index, grounded, part, (part,))
+                inner = diagnose(index, grounded, part, (part,), number_taken_in)
                 inner.summary = f"one elided part is not verbatim: {inner.summary}"
                 return inner
         return Diagnosis(
@@ -35,6 +38,9 @@ def diagnose(index: PaperIndex, grounded: Callable[[str], bool], citation: str, 
         )
     quote = parts[0] if parts else strip_wrapping(citation)
     quote_key = text_key(quote)
+    taken = number_taken_in(quote_key) if number_taken_in is not None else None
+    if taken is not None:
+        return _taken_in(index, quote, *taken)
     key = index.key
     prefix, prefix_at = longest_end(key, quote_key)
     suffix, suffix_at = longest_end(key, quote_key, from_end=True)
@@ -77,12 +83,44 @@ def diagnose(index: PaperIndex, grounded: Callable[[str], bool], citation: str, 
                 else:
                     departure = _departure(index, quote, quote_key, int(differences[0].src_start),
                                            start + int(differences[0].dest_start))
-                return Diagnosis(ALTERED, "altered: a real passage with words or numbers changed",
-                                  departure=departure)
+                if not _reads_alike(departure):  # (a departure no reader could see is claimed nowhere)
+                    return Diagnosis(ALTERED, "altered: a real passage with words or numbers changed",
+                                     departure=departure)
     nearest = _nearest_passage(index, quote, aligned)
     if nearest is not None and nearest.similarity >= 65:
         return Diagnosis(PARAPHRASE, "not verbatim: a paraphrase of a passage of the paper", nearest=nearest)
     return Diagnosis(NOT_FOUND, "not found: no passage of the paper says this", nearest=nearest)
+
+
+def _taken_in(index: PaperIndex, quote: str, quote_at: int, low: int, high: int) -> Diagnosis:
+    """The account of a quote that is verbatim only with a line or page number the paper prints beside its
+    text (``text[low:high]``, at the quote key's position ``quote_at``) read as part of one of its numbers:
+    the quote from that number's word on, against the paper's text there without it."""
+    offsets = key_offsets(quote)
+    split = int(offsets[quote_at]) if quote_at < len(offsets) else len(quote)
+    word_start = max(quote.rfind(" ", 0, split), quote.rfind("\n", 0, split)) + 1
+    text = index.text
+    word = quote[word_start:split]  # the quote's word up to the number ("0.9" of "0.9193"; none before " 379")
+    if text[low - len(word) : low] == word:
+        paper_start = low - len(word)
+    else:
+        paper_start = max(text.rfind(" ", 0, low), text.rfind("\n", 0, low)) + 1
+    return Diagnosis(
+        ALTERED,
+        f"altered: it reads the line or page number {text[low:high].strip()} printed beside the paper's text "
+        "as part of its numbers",
+        departure=Departure(quote_before=quote[:word_start], quote_after=quote[word_start:],
+                            paper_after=_paper_from(index, paper_start),
+                            page=index.page_of(paper_start)),
+    )
+
+
+def _reads_alike(departure: Departure) -> bool:
+    """Whether the quote and the paper read the same from a departure on (as far as the shorter goes,
+    whitespace aside): what differs between them is then nothing a reader sees."""
+    quote, paper = " ".join(departure.quote_after.split()), " ".join(departure.paper_after.split())
+    shorter = min(len(quote), len(paper))
+    return quote[:shorter] == paper[:shorter]
 
 
 def _agreeing(operations: list[Opcode]) -> Opcode | None:
@@ -104,7 +142,7 @@ def _opening_departure(index: PaperIndex, quote: str, agreeing: Opcode | None, s
         word_starts = [m.start() + paper_start for m in re.finditer(r"\S+", text[paper_start:paper_end])]
         if word_starts:
             paper_start = word_starts[max(0, len(word_starts) - max(quote_words, 1))]
-    return Departure(quote_before="", quote_after=quote, paper_after=index.text[paper_start : paper_start + 120],
+    return Departure(quote_before="", quote_after=quote, paper_after=_paper_from(index, paper_start),
                      page=index.page_of(paper_start))
 
 
@@ -122,9 +160,15 @@ def _departure(index: PaperIndex, quote: str, quote_key: str, quote_at: int, pap
     return Departure(
         quote_before=quote[:split],
         quote_after=quote[split:],
-        paper_after=index.text[paper_raw : paper_raw + 120],
+        paper_after=_paper_from(index, paper_raw),
         page=index.page_of(paper_raw),
     )
+
+
+def _paper_from(index: PaperIndex, start: int) -> str:
+    """The paper's text from raw offset ``start`` as the quote was compared with it: page furniture blanked
+    (a margin line number glued to a word is no departure of the quote that copies it)."""
+    return " ".join(index.masked_text[start : start + 200].split())[:120]
 
 
 def _nearest_passage(index: PaperIndex, quote: str, aligned: tuple[int, int] | None = None) -> NearestPassage | None:

@@ -160,7 +160,10 @@ def trailing_line_numbers(text: str, page_starts: Sequence[int] = ()) -> list[tu
             fits = [(int(digits[-size:]) - previous, -size) for size in range(1, min(4, len(digits)) + 1)
                     if previous < int(digits[-size:]) <= previous + 5]
             width = -min(fits)[1] if fits else 0  # the closest continuation of the count
-        if not width and len(digits) <= 4:
+        decimals = text[match.start(1) - 1 : match.start(1)] in (".", ",") and text[match.start(1) - 2].isdigit()
+        if not width and len(digits) <= 4 and not decimals:
+            # (Digits after a number's point or comma, "0.90" in a table, are split off only where they go on
+            # with the count: a restart or a jump there is the number's own.)
             value = int(digits)
             new_page = page != previous_page or not page_starts  # without pages, any line may start one
             # A restart (a new page's count) starts low; a jump skips forward (past a figure's

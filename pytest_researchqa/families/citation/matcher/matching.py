@@ -15,6 +15,7 @@ that comment set apart.
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any, Callable, Protocol, Sequence, TypeVar, Union
 
 from . import diagnosis
@@ -81,6 +82,8 @@ class HasMatchIndex(Protocol):
 # partial ratio on words, 0-100) is the paper's next sentence edited, not the model's own words.
 PARAPHRASE_OF_NEXT = 70
 _NEAR = 400  # key characters: where an elided part is looked for first
+# Places a quote found where it cuts a number (or takes in a furniture number) is looked for after the first.
+_OTHER_PLACES = 20
 
 # What may stand before a number as its sign: a quote that starts after one cuts the number.
 _SIGN_CHARS = "-\u2212\u2010\u2011\u2012\u2013\u2014+\u00b1"
@@ -314,11 +317,20 @@ class MatchIndex(PaperIndex):
     def _checked_spans(self, keys: list[str], unmasked: bool) -> tuple[tuple[int, int], ...] | None:
         """The spans of the quote's parts in one key (as that key counts), unless it is not there, cuts one
         of the paper's numbers, or (in the unmasked key) takes in a blanked line or page number as one of
-        its own. The unmasked key only serves quotes that copy furniture verbatim ("exhibit203")."""
-        spans = self._locate_parts(keys, unmasked)
-        if spans is None or (unmasked and self._absorbs_furniture_number(spans)):
-            return None
-        return None if self._cuts_a_number(keys, spans, unmasked) else spans
+        its own. The unmasked key only serves quotes that copy furniture verbatim ("exhibit203"). Where the
+        first place found fails those checks, the places after it are tried (a sentence the paper repeats,
+        one of them cut from a number or ending at a page number; a quote of one part)."""
+        start = 0
+        for _ in range(_OTHER_PLACES):
+            spans = self._locate_parts(keys, unmasked, start)
+            if spans is None:
+                return None
+            if not ((unmasked and self._furniture_taken_in(spans)) or self._cuts_a_number(keys, spans, unmasked)):
+                return spans
+            if len(keys) > 1:
+                return None  # (an elided quote's parts are looked for around each place of its anchor already)
+            start = spans[0][0] + 1
+        return None
 
     def _cuts_a_number(self, keys: list[str], spans: Sequence[tuple[int, int]], unmasked: bool) -> bool:
         """True when the quote begins or ends inside one of the paper's numbers as printed:
@@ -332,7 +344,7 @@ class MatchIndex(PaperIndex):
             first = int(offsets[spans[0][0]])
             before = text[first - 1] if first > 0 else ""
             decimal_before = before in ".," and first > 1 and text[first - 2].isdigit()
-            if before.isdigit() or before in _SIGN_CHARS or decimal_before:
+            if before and (before.isdigit() or before in _SIGN_CHARS or decimal_before):  # ("" is in any string)
                 return True
         if ends_with_digit:
             last = int(offsets[spans[-1][1] - 1]) + 1
@@ -341,12 +353,13 @@ class MatchIndex(PaperIndex):
                 return True
         return False
 
-    def _absorbs_furniture_number(self, spans: Sequence[tuple[int, int]]) -> bool:
-        """True when a line or page number blanked from the paper would become part of the quote's
-        numbers: the quote ends with it, or it is glued to a number of the text (``0.9`` and the
-        margin's ``193`` read as ``0.9193``; ``"accuracy, at 36"`` where 36 is the margin number
-        before ``61.4%``). Glued between words (``"exhibit203 strong"``) or leading a quote, it
-        changes no number."""
+    def _furniture_taken_in(self, spans: Sequence[tuple[int, int]]) -> tuple[int, int] | None:
+        """The raw range of a line or page number blanked from the paper that would become part of the
+        quote's numbers (None when there is none): the quote ends with it, or it is glued to a number of
+        the text (``0.9`` and the margin's ``193`` read as ``0.9193``; ``"accuracy, at 36"`` where 36 is
+        the margin number before ``61.4%``). Glued between words (``"exhibit203 strong"``) or leading a
+        quote, it changes no number; nor after a separator that does not join it to the number before it
+        (:func:`_separator_joins`: ``[43, 44,`` and the margin's ``499`` are no ``44,499``)."""
         offsets, text = self._unmasked_offsets, self.text
         quote_end = spans[-1][1]
         for start, end in spans:
@@ -360,27 +373,28 @@ class MatchIndex(PaperIndex):
                 line_end = text.find("\n", high)
                 rest_of_line = text[high:line_end if line_end >= 0 else None]
                 own_line = not text[line_start:low].strip() and not rest_of_line.strip()
-                if end == quote_end and int(offsets.searchsorted(high)) >= end and not own_line:
-                    return True  # the quote ends on it: it reads as the sentence's number
-                if before[-1:].isdigit() or (before[-1:] in (".", ",") and before[:1].isdigit()):
-                    return True
-                if after[:1].isdigit() or after[:1] == "%" or (after[:1] in (".", ",") and after[1:].isdigit()):
-                    return True
-        return False
+                if ((end == quote_end and int(offsets.searchsorted(high)) >= end and not own_line)  # the quote
+                        # ends on it (it reads as the sentence's number), or it is glued to a number of the text
+                        or before[-1:].isdigit() or (before[-1:] in (".", ",") and before[:1].isdigit()
+                                                     and _separator_joins(text, self.masked_text, low, high))
+                        or after[:1].isdigit() or after[:1] == "%"
+                        or (after[:1] in (".", ",") and after[1:].isdigit())):
+                    return low, high
+        return None
 
-    def _locate_parts(self, keys: list[str], unmasked: bool) -> tuple[tuple[int, int], ...] | None:
+    def _locate_parts(self, keys: list[str], unmasked: bool, start: int = 0) -> tuple[tuple[int, int], ...] | None:
+        """The spans of the quote's parts in one key, the first part found at ``start`` or after."""
         key, pages = self._keys(unmasked)
         first = keys[0]
         grams = self.unmasked_grams if unmasked else self.grams
         flow = self._unmasked_flow if unmasked else self._flow
         if len(keys) == 1:
-            found = locate(key, pages, first, 0, len(key), flow, grams)
+            found = locate(key, pages, first, start, len(key), flow, grams)
             return tuple(found) if found else None
         # An elided quote: anchor on its longest part (the most selective: a first part may be a
         # single common word, as where a paper's own "..." is quoted), at each place it occurs,
         # then find the parts before it backwards and the parts after it forwards.
         anchor = max(range(len(keys)), key=lambda at: len(keys[at]))
-        start = 0
         for _ in range(20):
             head = locate(key, pages, keys[anchor], start, len(key), flow, grams)
             if head is None:
@@ -454,7 +468,70 @@ class MatchIndex(PaperIndex):
 
     def diagnose(self, citation: str, parts: tuple[str, ...]) -> Diagnosis:
         """Why ``citation`` is not grounded (asked by its :class:`CitationMatch` when read)."""
-        return diagnosis.diagnose(self, lambda part: self.match(part).grounded, citation, parts)
+        return diagnosis.diagnose(self, lambda part: self.match(part).grounded, citation, parts,
+                                  self._number_taken_in)
+
+    def _number_taken_in(self, quote_key: str) -> tuple[int, int, int] | None:
+        """Where a quote that is in the paper only with its furniture (the unmasked key) takes a blanked line
+        or page number into its numbers at each place it is found there: the quote key's position of that
+        number and the number's raw range, at the first place; None where some place takes none in (or the
+        quote is not there), so that is not why the quote is not grounded."""
+        if self.unmasked_key is self.key:
+            return None
+        first, start = None, 0
+        for _ in range(_OTHER_PLACES):
+            spans = self._locate_parts([quote_key], True, start)
+            if spans is None:
+                break
+            taken = self._furniture_taken_in(spans)
+            if taken is None:
+                return None
+            if first is None:
+                # The number's first key character (in the unmasked key), counted within the quote's spans.
+                at, done = int(self._unmasked_offsets.searchsorted(taken[0])), 0
+                for low, high in spans:
+                    if low <= at < high:
+                        done += at - low
+                        break
+                    done += high - low
+                first = (done, *taken)
+            start = spans[0][0] + 1
+        return first
+
+
+# A thousands-separated number: a leading group of one to three digits (not a lone zero), then groups of three.
+_THOUSANDS = re.compile(r"(?:[1-9]\d{0,2})(?:,\d{3})+")
+# Before a number on its line: an open bracket, or another number a comma and a space end -- a list of
+# numbers ("[43, 44," or the markers of "MMLU-Pro 41, GPQA 42, and IFEval 44,"), whose commas part numbers.
+_NUMBER_LIST = re.compile(r"\[[^\]]*$|\d, ")
+
+
+def _separator_joins(text: str, masked_text: str, low: int, high: int) -> bool:
+    """Whether a number blanked from the paper at ``text[low:high]``, glued by extraction right after a comma
+    or full stop that follows a digit (``44,`` and the margin's ``499``; ``0.`` and ``193``), reads with the
+    number before it as one number. The paper's own line ends at that separator, so there it is punctuation;
+    the glued reading counts as a number (and the quote that takes it in as altered) only where it is a
+    well-formed one: after a comma, a thousands number (three digits glued to a leading group, the number
+    not one of a list); after a full stop, a decimal (the number before it has no point of its own) that
+    the paper does not go on from with a new sentence or entry (a capital letter or a bracket next, past
+    any furniture: the stop ended the sentence)."""
+    glued = text[low:high].strip()
+    start = low - 1
+    while start > 0 and text[start - 1].isdigit():
+        start -= 1
+    line_start = text.rfind("\n", 0, start) + 1
+    if text[low - 1] == ",":
+        # The digits and commas before the separator (a number already grouped, "1,234,"), then the glued digits.
+        head = re.search(r"[\d,]*$", text[line_start : low - 1])
+        first = line_start + (head.start() if head else 0)
+        number = text[first : low - 1] + "," + glued
+        if _THOUSANDS.fullmatch(number) is None:
+            return False
+        return text[first - 1 : first] != "." and _NUMBER_LIST.search(text, line_start, first) is None
+    if text[start - 1 : start] == "." and text[start - 2 : start - 1].isdigit():
+        return False  # "2501.14249." and "626": a number with a point already; no decimal has two
+    following = masked_text[high : high + 200].lstrip()
+    return not following[:1].isupper() and following[:1] not in ("[", "\u2022")
 
 
 def _mostly_in(key: GramIndex, text_key_: str, width: int = 24) -> bool:
