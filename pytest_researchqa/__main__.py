@@ -42,6 +42,7 @@ from .runs import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from .families import Family
+    from .reporting.outcome import Selection
     from .session import ResearchSession
 
 # One call writes a paper's questions: more than this per type outgrows any reply.
@@ -52,13 +53,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pytest_researchqa", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     runs_help = f"folder of saved runs (default: {DEFAULT_RUNS_DIR})"
+    run_help = ("the saved run: a run folder, a folder name, its name suffix (--researchqa-save=NAME) or 'last' "
+                "(default: last)")
     parser.add_argument("--runs", type=Path, default=DEFAULT_RUNS_DIR, help=runs_help)
     # --runs is also taken after the command (`show last --runs DIR`); SUPPRESS keeps the first value otherwise.
     with_runs = argparse.ArgumentParser(add_help=False)
     with_runs.add_argument("--runs", type=Path, default=argparse.SUPPRESS, help=runs_help)
     commands = parser.add_subparsers(dest="command", required=True)
     show = commands.add_parser("show", help="print a saved run's leaderboard", parents=[with_runs])
-    show.add_argument("run", nargs="?", default="last")
+    show.add_argument("run", nargs="?", default="last", metavar="RUN", help=run_help)
     show.add_argument("--markdown", action="store_true", help="as GitHub-flavoured Markdown")
     show.add_argument("--json", action="store_true",
                       help="the run's machine-readable summary (schema researchqa-summary/1, docs/json.md)")
@@ -72,7 +75,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     compare.add_argument("--markdown", action="store_true", help="as GitHub-flavoured Markdown")
     view = commands.add_parser("view", help="write a saved run as one self-contained HTML report",
                                parents=[with_runs])
-    view.add_argument("run", nargs="?", default="last")
+    view.add_argument("run", nargs="?", default="last", metavar="RUN", help=run_help)
     view.add_argument("--compare", metavar="OTHER", help="also show the rows whose scores changed against OTHER")
     view.add_argument("--map", action="append", default=[], metavar="NEW=OLD",
                       help="with --compare: pair RUN's system NEW with OTHER's system OLD (repeatable)")
@@ -196,18 +199,34 @@ def _replayed(saved: SavedRun, runs_dir: Path) -> "ResearchSession":
     if isinstance(dataset, dict) and isinstance(dataset.get("sha256"), str):
         options["dataset_sha"] = dataset["sha256"]
     options["judging"] = judging_of(saved.manifest)
+    # What the run selected, as its manifest keeps it: "27 of 27 selected rows measured", as the run printed.
+    # A killed run wrote no manifest: how many rows it selected is unknown, not the rows it saved.
+    options["selection"] = _saved_selection(saved.manifest.get("selection"))
     if saved.cut_short is not None:  # the headline says it, with how much of the selection was measured
-        from .reporting.outcome import Selection
-
-        # A killed run wrote no manifest: how many rows it selected is unknown, not the rows it saved.
-        selection = saved.manifest.get("selection")
-        rows = selection.get("rows") if isinstance(selection, dict) else None
-        options.update(interrupted=True, selection=Selection(rows=rows if isinstance(rows, int) else None))
+        options.update(interrupted=True, unfinished=saved.cut_short == "unfinished")
     session = _session(saved, **options)
     if not saved.finished:
         session.run_notes.append(f"this run did not finish (killed or stopped before its end): the "
                                  f"{len(saved.records)} row(s) it saved are shown, and it decided no verdict")
     return session
+
+
+def _saved_selection(kept: Any) -> "Selection":
+    """The selection a run's manifest records (``run_hooks``'s ``selection``); unknown parts stay unknown."""
+    from .reporting.outcome import Selection
+
+    kept = kept if isinstance(kept, dict) else {}
+
+    def text(key: str) -> str:
+        return kept[key] if isinstance(kept.get(key), str) else ""
+
+    def count(key: str) -> Optional[int]:
+        value = kept.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    rerun = kept.get("rerun_subset")
+    return Selection(rows=count("rows"), keyword=text("keyword"), markexpr=text("markexpr"), sample=count("sample"),
+                     rerun_subset=rerun if isinstance(rerun, str) else None)
 
 
 def _print(session: "ResearchSession", title: str, *, markdown: bool) -> None:
@@ -228,6 +247,7 @@ def _print(session: "ResearchSession", title: str, *, markdown: bool) -> None:
                                outcome.family_results))
     if outcome.comparison is not None:
         print(terminal.comparison_text(outcome.comparison, session.family))
+    print(outcome.coverage_line)  # as the run's own summary says it
     for check in outcome.checks:
         print(f"{check.mark} {check.message}")
     print(f"researchqa: {outcome.headline}")
@@ -252,7 +272,8 @@ def _show(spec: str, runs_dir: Path, *, markdown: bool, as_json: bool = False) -
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return 0
     session = _replayed(saved, runs_dir)
-    _print(session, f"researchqa run {saved.name} ({len(saved.records)} rows)", markdown=markdown)
+    count = len(saved.records)
+    _print(session, f"researchqa run {saved.name} ({count} row{'' if count == 1 else 's'})", markdown=markdown)
     return 0
 
 

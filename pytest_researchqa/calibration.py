@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
@@ -50,6 +50,9 @@ class Label:
     human: Any
     key: str  # what the label is about within its row: a citation, a dimension, an item, a pair
     judge_orders: Optional[tuple[Any, Any]] = None  # pairwise: the direct judge's verdict in each order
+    where: str = ""  # the file and line it was read from
+    # Why ``--run`` had no value for it: its row, or its system on that row, is not in the run (None: it was).
+    not_in_run: Optional[str] = None
 
 
 def _value(kind: str, raw: Any, where: str, name: str) -> Any:
@@ -104,19 +107,29 @@ def _label(data: Any, where: str) -> Label:
            "judge": str(data.get("dimension", "")), "coverage": str(data.get("item_index", data.get("item", ""))),
            "pairwise": f"{data.get('system_a', '')}|{data.get('system_b', '')}"}[kind]
     system = data.get("system") if isinstance(data.get("system"), str) else None
-    return Label(kind, row_id, system, judge, human, key, orders)
+    return Label(kind, row_id, system, judge, human, key, orders, where)
 
 
 def fill_from_run(labels: Sequence[Label], records: Sequence["RowRecord"]) -> list[Label]:
-    """Labels without a judge value take it from a saved run's records (the cached verdicts): free."""
+    """Labels without a judge value take it from a saved run's records (the cached verdicts): free. One whose
+    row, or whose system on that row, the run does not have says so (``not_in_run``): a typo, not a missing value."""
     by_row = {(r.system, r.row_id): r for r in records}
+    systems: dict[Optional[str], list[str]] = {}
+    for r in records:
+        if r.system:
+            systems.setdefault(r.row_id, []).append(r.system)
     filled = []
     for label in labels:
         record = by_row.get((label.system, label.row_id))
         value = label.judge
+        missing = None
         if value is None and record is not None:
             value = _recorded(label, record)
-        filled.append(Label(label.kind, label.row_id, label.system, value, label.human, label.key, label.judge_orders))
+        elif value is None and label.kind != "pairwise":
+            missing = (f"row {label.row_id!r} is not in the run" if label.row_id not in systems else
+                       f"row {label.row_id!r} has no system {label.system!r} in the run (it has "
+                       f"{', '.join(map(repr, sorted(set(systems[label.row_id]))))})")
+        filled.append(replace(label, judge=value, not_in_run=missing))
     return filled
 
 
@@ -194,9 +207,11 @@ class Agreement:
     skipped: int  # no judge value, or a human tie (pairwise)
     figures: dict[str, Figure] = field(default_factory=dict)
     confusion: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Of the skipped, those --run had no value for: the run lacks their row or system ("FILE, line N: why").
+    not_in_run: list[str] = field(default_factory=list)
 
     def as_plain(self) -> dict[str, Any]:
-        return {"kind": self.kind, "labels": self.labels, "skipped": self.skipped,
+        return {"kind": self.kind, "labels": self.labels, "skipped": self.skipped, "not_in_run": self.not_in_run,
                 "figures": {k: {"value": f.value, "low": f.low, "high": f.high} for k, f in self.figures.items()},
                 "confusion": self.confusion}
 
@@ -230,7 +245,8 @@ def agreement(labels: Sequence[Label], kind: str) -> Agreement:
         counted = [label for label in mine if pairwise_credit(label) is not None]
     else:
         counted = [label for label in mine if label.judge is not None]
-    result = Agreement(kind, len(counted), len(mine) - len(counted))
+    result = Agreement(kind, len(counted), len(mine) - len(counted),
+                       not_in_run=[f"{x.where}: {x.not_in_run}" for x in mine if x.not_in_run])
     if not counted:
         return result
     categories = VALUES[kind]
@@ -267,8 +283,14 @@ def render(agreements: Sequence[Agreement], problems: Sequence[str]) -> str:
 
     lines = []
     for found in agreements:
-        skipped = f", {found.skipped} not counted (no judge value, or a human tie)" if found.skipped else ""
+        absent = len(found.not_in_run)
+        other = found.skipped - absent
+        parts = (f"{other} no judge value, or a human tie" if other else "",
+                 f"{absent} whose row or system is not in the run, below" if absent else "")
+        why = ", ".join(part for part in parts if part)
+        skipped = f", {found.skipped} not counted ({why})" if found.skipped else ""
         lines.append(f"{found.kind}: {found.labels} label(s){skipped}")
+        lines += [f"  not counted: {entry}" for entry in found.not_in_run]
         for name, figure in found.figures.items():
             lines.append(f"  {name}: {figure.text()}")
         if found.confusion:

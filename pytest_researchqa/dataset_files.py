@@ -1,6 +1,7 @@
 """Dataset files in the shapes users have, read into (location, raw record) pairs for any family.
 
-``.jsonl`` (one record a line), ``.json`` (a wrapper ``{"rows": [...]}`` or a bare list) and
+``.jsonl`` (one record a line), ``.json`` (a wrapper ``{"rows": [...]}`` or a bare list, or JSON
+Lines, as Hugging Face's ``Dataset.to_json`` writes by default: :func:`is_json_lines`) and
 ``.yaml``/``.yml`` (a list, or ``{rows: [...]}``), with one set of hostile-input rules: bad bytes,
 bad JSON or YAML, deep nesting and YAML aliases are an error naming the file and line, or an
 :class:`Unparsable` record that costs only its own row. Each family validates the records
@@ -10,6 +11,7 @@ against its own row schema (``families/citation/loaders.py``, ``families/rubric/
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -29,6 +31,8 @@ def file_records(path: Path) -> Iterator[tuple[str, Any]]:
         return yaml_records(path)
     if suffix == ".json":
         text = read_text(path)
+        if is_json_lines(text):
+            return jsonl_records(path)
         return wrapper_records(path, read_json(path, text), text)
     raise DatasetError(f"{path}: unknown dataset format {suffix!r} (use .jsonl, .json or .yaml)")
 
@@ -41,6 +45,24 @@ def read_text(path: Path) -> str:
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise DatasetError(f"{path}: line {line}: not UTF-8 text ({error.reason})") from None
+
+
+def is_json_lines(text: str) -> bool:
+    """Whether a ``.json`` file's text is JSON Lines: its first line that is not blank is a whole JSON object
+    and another line follows it. Such text is never valid JSON (the second value is extra data), so reading it
+    a line a row, as a ``.jsonl`` file, takes nothing a JSON reader would have read otherwise."""
+    found = _NOT_BLANK.search(text)
+    start = found.start() if found else len(text)
+    end = text.find("\n", start)
+    if text[start:start + 1] != "{" or end < 0 or _NOT_BLANK.search(text, end) is None:
+        return False
+    try:
+        return isinstance(json.loads(text[start:end]), dict)
+    except (json.JSONDecodeError, RecursionError):
+        return False
+
+
+_NOT_BLANK = re.compile(r"\S")
 
 
 def read_json(path: Path, text: str) -> Any:
@@ -135,7 +157,11 @@ def yaml_records(path: Path) -> Iterator[tuple[str, Any]]:
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark is not None else ""
-        raise DatasetError(f"{path}: {where}not valid YAML: {getattr(error, 'problem', error)}") from None
+        problem = getattr(error, "problem", None) or error
+        hint = (" (several YAML documents, '---' between them, as yaml.safe_dump_all writes: a dataset is one "
+                "document holding a list of rows, as yaml.safe_dump(rows) writes)"
+                if "another document" in str(problem) else "")
+        raise DatasetError(f"{path}: {where}not valid YAML: {problem}{hint}") from None
     if root is None:
         return
     if isinstance(root, yaml.MappingNode):

@@ -38,6 +38,7 @@ class ResearchSession:
     crashed: tuple[str, ...] = ()  # node ids of tests whose xdist worker died running them
     selection: Selection = field(default_factory=Selection)
     interrupted: bool = False
+    unfinished: bool = False  # a saved run killed before its end (show, view): RunOutcome.unfinished
     regressions: Sequence[RegressionGate] = ()
     baseline: Optional[Baseline] = None  # --researchqa-compare's run
     compare_map: Mapping[str, str] = field(default_factory=dict)
@@ -121,6 +122,7 @@ class ResearchSession:
             missing_baseline=self.missing_baseline if gated and self.regressions else None,
             recorded_checks=self.recorded[1] if self.recorded is not None else None,
             interrupted=self.interrupted,
+            unfinished=self.unfinished,
         )
 
     def _cut_short(self, measured: int) -> list[str]:
@@ -129,7 +131,8 @@ class ResearchSession:
             return []
         selected = self.selection.rows
         of = f" of {selected} selected" if selected is not None else ""  # unknown when xdist's workers were stopped
-        return [f"{measured}{of} rows measured: {INTERRUPTED}"]
+        rows = "row" if (measured if selected is None else selected) == 1 else "rows"
+        return [f"{measured}{of} {rows} measured: {'it was killed before its end' if self.unfinished else INTERRUPTED}"]
 
     def _partial_reasons(self, measured: int) -> list[str]:
         from .costs import BUDGET_STOP

@@ -48,12 +48,12 @@ def test_the_paper_going_on_past_the_quotes_end_is_context_not_something_the_quo
     assert word_diff("in 18", "in 18 course sections")[-1] == [">", "course sections"]
 
 
-def dump(report: Path, fragment: str, tmp_path: Path, screenshot: str | None = None) -> str:
+def dump(report: Path, fragment: str, tmp_path: Path, screenshot: str | None = None, width: int = 1400) -> str:
     assert CHROMIUM is not None
     url = report.resolve().as_uri() + ("#" + fragment if fragment else "")
     flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
              "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-             f"--user-data-dir={tmp_path / 'chromium-profile'}", "--window-size=1400,1000",
+             f"--user-data-dir={tmp_path / 'chromium-profile'}", f"--window-size={width},1000",
              "--virtual-time-budget=8000"]
     target = None
     if screenshot is not None:  # in the same launch as the DOM: Chromium's start is most of a view's cost
@@ -179,3 +179,45 @@ def test_view_writes_a_saved_runs_report_and_compare_lists_the_rows_that_changed
     assert row["details"]["question"].startswith("The discussion says spaced quizzes")
     assert [s["covered"] for s in row["details"]["sections"]] == [False, False]
     assert all(c["grounded"] and c["context"] for c in row["citations"]), "bm25 quotes the paper: its context is kept"
+
+
+# Once the page is drawn: whether the page is wider than the window, whether the leaderboard scrolls in its own
+# box, and where its system cell is once that box is scrolled to its end (as body attributes --dump-dom shows).
+MEASURE = """<script>
+(function wait() {
+  if (document.body.dataset.ready !== "1") { setTimeout(wait, 20); return; }
+  const board = document.getElementById("leaderboard"), box = board.parentElement;
+  document.body.dataset.pageOverflow = String(document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  document.body.dataset.boxScrolls = String(box.scrollWidth > box.clientWidth);
+  box.scrollLeft = box.scrollWidth;
+  const cell = board.querySelector("tbody td");
+  document.body.dataset.systemShift = String(Math.round(cell.getBoundingClientRect().left - box.getBoundingClientRect().left));
+  document.body.dataset.systemCell = cell.textContent;
+})();
+</script></body>"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_a_leaderboard_with_delta_columns_scrolls_in_its_own_box_at_1280_px_with_its_system_column_in_view(
+        pytester, tmp_path):
+    """tester39 G11a: with Δ columns and a long system name the page was wider than a 1280-px window and the
+    cost column was cut off."""
+    from pytest_researchqa.__main__ import main
+
+    pytester.makepyfile(my_rag_pipeline_of_the_team=HOSTILE.replace("999", "412").replace("79.2", "74.2"))
+    pytester.syspathinsert()
+    common = ("-p", "no:cacheprovider", f"--researchqa-cache-dir={tmp_path / 'cache'}",
+              "--researchqa-system=my_rag_pipeline_of_the_team:answer")
+    pytester.runpytest(*common, "--researchqa-save=main")
+    pytester.runpytest(*common, "--researchqa-save=pr-42", "--researchqa-compare=main")
+    runs = pytester.path / ".researchqa" / "runs"
+    assert main(["--runs", str(runs), "view", "pr-42", "--compare", "main", "-o", str(tmp_path / "r.html")]) == 0
+    measured = tmp_path / "measured.html"
+    measured.write_text((tmp_path / "r.html").read_text(encoding="utf-8").replace("</body>", MEASURE, 1),
+                        encoding="utf-8")
+    dom = dump(measured, "", tmp_path, screenshot="report-delta-1280.png", width=1280)
+    found = dict(re.findall(r'data-(page-overflow|box-scrolls|system-shift|system-cell)="([^"]*)"', dom))
+    assert "Δ cite prec" in dom and found["system-cell"] == "my_rag_pipeline_of_the_team:answer"
+    assert found["page-overflow"] == "0", "the page is no wider than the window"
+    assert found["box-scrolls"] == "true" and found["system-shift"] == "0", "the system column stays in view"

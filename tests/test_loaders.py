@@ -119,6 +119,35 @@ def test_an_unreadable_file_is_one_clear_error(tmp_path, name, content, message)
     assert str(path) in str(error.value)
 
 
+def test_a_json_file_holding_json_lines_as_hugging_face_writes_it_loads_as_json_lines(tmp_path):
+    """tester39 G9: Dataset.to_json() writes JSON Lines under .json; it read "line 2: not valid JSON: Extra data"."""
+    good = {"row_id": "a", "paper_id": "p", "question_type": "lookup", "question": "Q?"}
+    bad = {"row_id": "b", "paper_id": "p", "question_type": "trivia", "question": "Q?"}
+    path = tmp_path / "hf.json"
+    path.write_text("\n".join(json.dumps(r) for r in (good, dict(good, row_id="c"), bad)) + "\n")
+    dataset = load_dataset(path)
+    assert [r.row_id for r in dataset.rows] == ["a", "c"]
+    assert str(dataset.problems[0]).startswith(f"{path}, line 3, field 'question_type'")
+    from pytest_researchqa.dataset_files import file_records
+
+    assert [where for where, _ in file_records(path)] == ["line 1", "line 2", "line 3"], "any family's reader too"
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(good) + "\n")  # one object: JSON, the wrapper shape's error as before
+    with pytest.raises(DatasetError, match="found an object with keys 'row_id'"):
+        load_dataset(one)
+
+
+def test_a_yaml_stream_of_several_documents_is_refused_with_what_to_write_instead(tmp_path):
+    import yaml
+
+    path = tmp_path / "stream.yaml"
+    path.write_text(yaml.safe_dump_all([{"row_id": "a"}, {"row_id": "b"}]))
+    with pytest.raises(DatasetError, match=r"not valid YAML: .*another document \(several YAML documents, '---' "
+                                           r"between them, as yaml.safe_dump_all writes: a dataset is one document "
+                                           r"holding a list of rows, as yaml.safe_dump\(rows\) writes\)"):
+        load_dataset(path)
+
+
 def test_a_missing_file_is_named(tmp_path):
     with pytest.raises(DatasetError, match="dataset file not found"):
         load_dataset(tmp_path / "nope.jsonl")

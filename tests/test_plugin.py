@@ -349,6 +349,18 @@ def test_a_row_whose_expected_passage_is_not_in_the_paper_is_an_xfailed_dataset_
     graded.assert_outcomes(passed=1, xfailed=1)  # graded: the oracle cites the missing passage, below its bar
 
 
+def test_the_dataset_defect_note_counts_dataset_rows_as_the_audit_does_and_says_the_pairs_under_two_systems(
+        run, pytester):
+    """tester39 G7: 18 defect rows under two systems read "36 row(s) not graded"; the audit said 18."""
+    broken = flat_row("r2", expected_references=[{"section_label": "Results", "alternatives": ["A sentence the paper never had."]}])
+    option = write_rows(pytester, [flat_row("r1"), broken], {"p1": PAPER})
+    result = run(option, "--researchqa-system=oracle", "--researchqa-system=bm25")
+    result.stdout.fnmatch_lines(["1 row(s) not graded (2 (system, row) pairs): a required section is not in the "
+                                 "paper (dataset defect)"])
+    alone = run(option, "--researchqa-system=oracle")
+    alone.stdout.fnmatch_lines(["1 row(s) not graded: a required section is not in the paper (dataset defect)"])
+
+
 def test_a_row_whose_expected_passage_is_too_short_to_verify_says_so_in_its_defect(run, pytester):
     """A one-word passage may well be in the text (a tester's "habibi"): "not in the text" sent them looking."""
     short = flat_row("r3", expected_references=[{"section_label": "Methods", "alternatives": ["adults"]}])
@@ -658,12 +670,17 @@ class TestPartialRuns:
         # saved for the rows it selected (a tester's "2 selected rows measured" when 4 were).
         killed = cut.with_name(cut.name.replace("-cut", "-killed"))
         killed.mkdir()
-        (killed / "rows.partial.jsonl").write_bytes((cut / "rows.jsonl").read_bytes())
+        # tester39 G11c: it read "run INTERRUPTED after 1 rows; report only: no gate configured" (killed, one row).
+        (killed / "rows.partial.jsonl").write_bytes((cut / "rows.jsonl").read_bytes().splitlines(keepends=True)[0])
         capsys.readouterr()
         assert main(["--runs", str(runs), "show", str(killed)]) == 0
         shown = capsys.readouterr().out
-        assert "researchqa: run INTERRUPTED after 2 rows; report only: " in shown, shown
-        assert "this run did not finish (killed or stopped before its end)" in shown and "2 selected" not in shown
+        assert "researchqa: run UNFINISHED: killed after 1 row, it decided no verdict\n" in shown, shown
+        assert "1 row measured (0 errors)" in shown and "report only" not in shown
+        assert "this run did not finish (killed or stopped before its end)" in shown and "1 selected" not in shown
+        assert main(["--runs", str(runs), "show", "--markdown", str(killed)]) == 0
+        assert capsys.readouterr().out.startswith(f"## researchqa run {killed.name} (1 row) — UNFINISHED (killed): "
+                                                  "no verdict")
 
     def test_a_run_interrupted_before_any_row_finished_still_prints_its_verdict(self, run, pytester):
         # tester38 F9: the JUnit file and the Markdown carried the gates' verdict, the terminal printed none.
@@ -740,9 +757,18 @@ class TestPartialRuns:
         checks = json.loads((pytester.path / "s.json").read_text(encoding="utf-8"))["checks"]
         assert [c["name"] for c in checks] == ["run::worker_crash"]
 
-    def test_the_summary_says_how_much_was_measured_and_names_the_slice(self, run):
+    def test_the_summary_says_how_much_was_measured_and_names_the_slice(self, run, pytester, capsys):
         result = run("--researchqa-system=oracle", "-k", "lookup")
-        result.stdout.fnmatch_lines(["6 of 6 selected rows measured (0 errors); slice: -k 'lookup'"])
+        said = "6 of 6 selected rows measured (0 errors); slice: -k 'lookup'"
+        result.stdout.fnmatch_lines([said])
+        # tester39 G11b: show, view and --markdown of the saved run read "6 selected rows measured".
+        from pytest_researchqa.__main__ import main
+
+        runs = pytester.path / ".researchqa" / "runs"
+        capsys.readouterr()
+        for shown in (["show"], ["show", "--markdown"]):
+            assert main(["--runs", str(runs), *shown]) == 0
+            assert said in capsys.readouterr().out, shown
 
     def test_a_selection_that_matches_no_row_is_a_usage_error(self, run):
         result = run("--researchqa-system=oracle", "-k", "no_such_row")

@@ -583,3 +583,16 @@ def test_show_and_view_of_a_saved_gated_run_say_what_its_run_decided(pytester, t
     data = page_data(outcome, _replayed(saved, runs).family, "t")
     assert data["verdict"] == "failed" and data["headline"].startswith("gates FAILED")
     assert outcome.comparison is not None and outcome.comparison.baseline.endswith("main"), "the changes, too"
+
+
+@pytest.mark.parametrize("command", ["show", "view"])
+def test_show_and_view_help_says_what_their_run_argument_is(command, capsys):
+    """tester39 G11d: the positional run had no help text under show --help and view --help."""
+    from pytest_researchqa.__main__ import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main([command, "--help"])
+    assert exit_.value.code == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert ("RUN the saved run: a run folder, a folder name, its name suffix (--researchqa-save=NAME) or 'last' "
+            "(default: last)") in shown

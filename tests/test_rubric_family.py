@@ -93,6 +93,27 @@ def test_the_bundled_sample_with_the_rubric_oracle_covers_every_item(run, server
     assert all(c.startswith("0% (") for c in cells(kinds[2])[1:]), "every kind represented, none missed"
 
 
+def test_under_the_paper_protocol_a_system_that_wins_every_battle_keeps_its_battles_and_shows_no_finite_elo(
+        run, server, pytester):
+    """tester39 G3: plain Bradley-Terry has no finite fit when good wins every battle; the run crashed with
+    ZeroDivisionError and lost the judged battles."""
+    result = run("--researchqa-model=openai/good", "--researchqa-model=openai/sloppy", "--researchqa-json=s.json",
+                 "--researchqa-judge=openai/judge-a", "--researchqa-family=rubric", "--researchqa-protocol=paper")
+    result.assert_outcomes(passed=2 * SAMPLE_ROWS)
+    assert result.ret == 0 and "ZeroDivisionError" not in result.stdout.str()
+    board = leaderboard_table(result)
+    assert list(board) == ["openai/good", "openai/sloppy"]
+    assert (board["openai/good"]["Elo"], board["openai/sloppy"]["Elo"]) == ("+∞", "−∞")
+    assert board["openai/good"]["battles"] == str(SAMPLE_ROWS)
+    assert cells(section(result, "pairwise:")[2])[2] == "100% (12)", "the win matrix is drawn"
+    result.stdout.fnmatch_lines(["*Elo: no finite value: plain Bradley-Terry (the paper protocol, no prior) has none "
+                                 "when a group of systems wins every battle against the rest: openai/good won every "
+                                 "battle against the others, openai/sloppy lost every one*"])
+    results = json.loads((pytester.path / "s.json").read_text())["family_results"]
+    assert results["battles"] == SAMPLE_ROWS and results["elo"] == {}
+    assert results["no_finite_fit"] == {"openai/good": "+", "openai/sloppy": "-"}
+
+
 @pytest.mark.slow
 def test_two_models_get_coverage_elo_a_win_matrix_and_the_kind_table_and_a_rerun_calls_nobody(run, server,
                                                                                               capsys, pytester,

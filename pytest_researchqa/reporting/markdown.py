@@ -47,7 +47,7 @@ def render(outcome: "RunOutcome", family: Family, title: str = "researchqa") -> 
     verdict = {"passed": " — gates passed ✅", "failed": " — gates FAILED ❌" if outcome.gated else " — FAILED ❌",
                "undecidable": " — gates UNDECIDED ⚠️", "report": " — report (no gate)"}[outcome.verdict]
     if outcome.interrupted:  # said first, gated or not: a PR comment must not read as a whole run's report
-        verdict = f" — INTERRUPTED{verdict}"
+        verdict = " — UNFINISHED (killed): no verdict" if outcome.unfinished else f" — INTERRUPTED{verdict}"
     parts = [f"## {title}{verdict}", "", table(tables[0].headers, tables[0].rows), ""]
     notes: list[Optional[str]] = [*leaderboard_notes(outcome.records, family, outcome.intervals, comparison),
                                   outcome.coverage_line]

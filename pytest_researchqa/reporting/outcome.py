@@ -78,6 +78,8 @@ class RunOutcome:
 
     crashed: tuple[str, ...] = ()  # tests whose xdist worker died running them (a row's result may be missing)
     interrupted: bool = False  # stopped by Ctrl-C (exit status 2): `last` skips it, every medium says so
+    # A saved run killed before its end (SIGTERM, a crash: show, view): it saved rows and decided no verdict.
+    unfinished: bool = False
     # The checks a run saved (a replayed run shows what its own run decided, not a guess without its gates).
     recorded_checks: Optional[tuple[Check, ...]] = None
 
@@ -160,7 +162,10 @@ class RunOutcome:
         if not self.interrupted:
             return self._verdict_words
         of = f" of {self.selection.rows} selected" if self.selection.rows is not None else ""  # unknown: xdist's
-        return f"run INTERRUPTED after {self.measured}{of} rows; {self._verdict_words}"
+        rows = "row" if (self.measured if self.selection.rows is None else self.selection.rows) == 1 else "rows"
+        if self.unfinished:
+            return f"run UNFINISHED: killed after {self.measured}{of} {rows}, it decided no verdict"
+        return f"run INTERRUPTED after {self.measured}{of} {rows}; {self._verdict_words}"
 
     @property
     def _verdict_words(self) -> str:
@@ -191,8 +196,9 @@ class RunOutcome:
     @property
     def coverage_line(self) -> str:
         total = self.selection.rows
-        of = f" of {total}" if total is not None else ""
-        line = f"{self.measured}{of} selected rows measured ({self.errors} error{'' if self.errors == 1 else 's'})"
+        # Selection unknown (a killed run, stopped xdist workers): the rows measured are not "the selected" ones.
+        rows = f" of {total} selected rows" if total is not None else f" row{'' if self.measured == 1 else 's'}"
+        line = f"{self.measured}{rows} measured ({self.errors} error{'' if self.errors == 1 else 's'})"
         if self.invalid_rows:
             line += f"; {len(self.invalid_rows)} invalid dataset row(s) not run"
         if self.selection.slice_description:

@@ -135,10 +135,14 @@ def _breakdown(records: Sequence[RowRecord], family: Family, title: str,
 
 
 def defects_line(records: Sequence[RowRecord]) -> Optional[str]:
-    defects = sum(1 for r in records if r.defect and not r.error)
-    if not defects:
+    """How many dataset rows are defects (as ``--researchqa-audit`` counts them), and under several systems
+    how many (system, row) pairs that leaves ungraded."""
+    pairs = {(r.system, r.row_id) for r in records if r.defect and not r.error}
+    if not pairs:
         return None
-    return f"{defects} row(s) not graded: a required section is not in the paper (dataset defect)"
+    rows = len({row for _, row in pairs})
+    each = f" ({len(pairs)} (system, row) pairs)" if len(pairs) != rows else ""
+    return f"{rows} row(s) not graded{each}: a required section is not in the paper (dataset defect)"
 
 
 def interval_note(intervals: Optional[Intervals], judged: bool = False, unit: str = "papers") -> Optional[str]:

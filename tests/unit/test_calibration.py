@@ -103,3 +103,27 @@ def test_missing_judge_values_come_from_a_saved_runs_cached_verdicts(pytester, t
     assert main(["--runs", str(runs), "calibrate", str(labels), "--run", "judged", "--json"]) == 0
     [citation] = json.loads(capsys.readouterr().out)["agreement"]
     assert citation["labels"] == 1 and citation["figures"]["accuracy"]["value"] == 1.0
+
+
+def test_labels_whose_row_or_system_is_not_in_the_run_are_named_apart_from_those_without_a_judge_value(
+        pytester, tmp_path, capsys):
+    """tester39 G10: a typo in a label's row id or system was lumped with "no judge value" and never named."""
+    from pytest_researchqa.__main__ import main
+
+    pytester.runpytest("-p", "no:cacheprovider", f"--researchqa-cache-dir={tmp_path}", "--researchqa-system=bm25",
+                       "-k", "edu-lookup-1", "--researchqa-save=judged")
+    label = {"schema": "researchqa-labels/1", "kind": "citation", "system": "bm25", "row_id": "edu-lookup-1",
+             "citation_index": 0, "human": "grounded"}
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("\n".join(json.dumps(x) for x in (label, dict(label, row_id="nope-row"),
+                                                          dict(label, system="bm52"))) + "\n")
+    runs = pytester.path / ".researchqa" / "runs"
+    capsys.readouterr()
+    assert main(["--runs", str(runs), "calibrate", str(labels), "--run", "judged"]) == 0
+    out = capsys.readouterr().out
+    assert "citation: 1 label(s), 2 not counted (2 whose row or system is not in the run, below)" in out
+    assert f"  not counted: {labels}, line 2: row 'nope-row' is not in the run" in out
+    assert f"  not counted: {labels}, line 3: row 'edu-lookup-1' has no system 'bm52' in the run (it has 'bm25')" in out
+    assert main(["--runs", str(runs), "calibrate", str(labels), "--run", "judged", "--json"]) == 0
+    [citation] = json.loads(capsys.readouterr().out)["agreement"]
+    assert citation["skipped"] == 2 and len(citation["not_in_run"]) == 2

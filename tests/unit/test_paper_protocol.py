@@ -274,3 +274,22 @@ def test_a_small_tournament_under_the_paper_rules_counts_its_resamples_without_a
     shown = RUBRIC.render(records, results)[0] or ""
     assert f"warning: {diverged} of the bootstrap's resamples have a system winning or losing every battle" in shown
     assert "Elo: Bradley-Terry on ensemble-judged battles, mean of 1,000 bootstraps ± SD" in shown, "as shown"
+
+
+def test_without_a_prior_a_system_that_wins_every_battle_has_no_finite_fit_and_the_fit_says_so_instead_of_raising():
+    """tester39 G3: the paper protocol's fit divided by a winless system's strength of 0."""
+    from pytest_researchqa.families.rubric.bradley_terry import runaway
+
+    swept = [("good", "sloppy", 1.0)] * 6 + [("sloppy", "good", 0.0)] * 6
+    assert fit(["good", "sloppy"], swept, prior_draws=0.0) == {"good": math.inf, "sloppy": -math.inf}
+    ratings = bootstrap(["good", "sloppy"], swept, rounds=50, prior_draws=0.0)
+    assert [(r.system, r.point, r.diverged) for r in ratings] == [("good", math.inf, 50), ("sloppy", -math.inf, 50)]
+    # A group that beat the rest: its members split their own battles, each is above; the one between is neither.
+    grouped = [("a", "b", 1.0), ("b", "a", 1.0), ("a", "c", 1.0), ("b", "c", 1.0), ("c", "d", 1.0)]
+    unbounded = runaway(["a", "b", "c", "d"], grouped)
+    assert unbounded["a"] == unbounded["b"] == math.inf and unbounded["d"] == -math.inf
+    assert math.isnan(unbounded["c"])
+    tied = fit(["good", "sloppy"], swept + [("sloppy", "good", 0.5)], prior_draws=0.0)
+    assert all(math.isfinite(v) for v in tied.values()), "a tie is a point each way: a finite fit"
+    assert not runaway(["good", "sloppy"], swept + [("sloppy", "good", 0.5)])
+    assert all(math.isfinite(v) for v in fit(["good", "sloppy"], swept, prior_draws=1.0).values()), "the prior's"

@@ -108,7 +108,7 @@ def test_an_interrupted_gated_run_fails_its_gates_even_when_xdist_never_said_how
     assert outcome.gated and outcome.verdict == "failed" and outcome.passed is False
     rows = "row" if measured == 1 else "rows"
     assert outcome.partial_reasons == (f"gate evaluated on {measured} {rows}: the run was interrupted",)
-    assert outcome.headline.startswith(f"run INTERRUPTED after {measured} rows; gates FAILED")
+    assert outcome.headline.startswith(f"run INTERRUPTED after {measured} {rows}; gates FAILED")
 
 
 def test_without_gates_a_clean_run_is_a_report_and_a_row_in_error_fails_it():

@@ -317,3 +317,22 @@ def test_an_undecidable_regression_gate_says_when_the_baseline_graded_no_row_or_
     other = Baseline("main", tuple(record("bm25", f"x{n}", f"p{n}", 0.5) for n in range(6)))
     [gate] = evaluate_regressions([parse_regression_gate("citation_precision", CITATION)], compare(new, other, CITATION))
     assert "(no row it covers is in both this run and the baseline main" in gate.describe()
+
+
+def test_an_undecidable_regression_gate_says_this_run_measured_the_metric_on_none_of_its_rows():
+    """tester39 G12: a pull request whose rows all errored but its refusals (graded, no precision) read only
+    "no row both runs graded measured it"; the baseline's side said why, this run's did not."""
+    new = [record("bm25", f"r{n}", f"p{n}", None, error="boom") for n in range(4)]
+    new += [record("bm25", f"r{n}", f"p{n}", None, "adversarial") for n in range(4, 6)]
+    baseline = Baseline("main", tuple(record("bm25", f"r{n}", f"p{n}", 0.5) for n in range(6)))
+    [gate] = evaluate_regressions([parse_regression_gate("citation_precision", CITATION)],
+                                  compare(new, baseline, CITATION))
+    assert gate.state == "undecidable"
+    assert gate.describe().endswith("no row both runs graded measured it (this run measured citation_precision on "
+                                    "none of the 6 paired rows: 4 errored, 2 graded without a citation_precision "
+                                    "value)")
+    apart = [record("bm25", f"r{n}", f"p{n}", 0.5 if n < 3 else None) for n in range(6)]
+    shifted = Baseline("main", tuple(record("bm25", f"r{n}", f"p{n}", None if n < 3 else 0.5) for n in range(6)))
+    [gate] = evaluate_regressions([parse_regression_gate("citation_precision", CITATION)],
+                                  compare(apart, shifted, CITATION))
+    assert gate.describe().endswith("(this run and the baseline main measured citation_precision on different rows)")

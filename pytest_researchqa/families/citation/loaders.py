@@ -26,7 +26,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ...dataset import Dataset, DatasetError, DatasetWarning, RowProblem
-from ...dataset_files import Unparsable, jsonl_records, read_json, read_text, wrapper_records, yaml_records
+from ...dataset_files import (
+    Unparsable,
+    is_json_lines,
+    jsonl_records,
+    read_json,
+    read_text,
+    wrapper_records,
+    yaml_records,
+)
 from .rows import METADATA_FIELDS, Row, RowMetadata
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,6 +55,8 @@ def load_dataset(path: str | Path) -> Dataset[Row]:
         return _from_records(path, yaml_records(path), flat=False)
     if suffix == ".json":
         text = read_text(path)
+        if is_json_lines(text):  # Hugging Face's Dataset.to_json writes JSON Lines under .json by default
+            return _from_records(path, jsonl_records(path), flat=True)
         data = read_json(path, text)
         if isinstance(data, dict) and "rows" not in data and _looks_like_qasper(data):
             from .qasper import qasper_dataset

@@ -12,8 +12,11 @@ An unbeaten system has no finite maximum-likelihood strength, so by default
 win each way): a prior that keeps scores finite. It is not negligible: at the
 paper's scale (18 systems, ~50 battles per pair) it pulls the extremes inwards
 by ~30 Elo. The paper protocol fits plain Bradley-Terry (``prior_draws=0``), as
-the seed's leaderboard does. Systems in separate components of the comparison
-graph share no scale; :func:`connected` says whether they do.
+the seed's leaderboard does; where it has no finite fit (a group of systems won
+every battle against the rest, :func:`runaway`), the scores are +inf for that
+group, -inf for a group that lost every such battle and nan between them. Systems
+in separate components of the comparison graph share no scale; :func:`connected`
+says whether they do.
 """
 
 from __future__ import annotations
@@ -59,6 +62,53 @@ def connected(systems: Sequence[str], battles: Iterable[Battle]) -> bool:
     return len(seen) == len(systems)
 
 
+def runaway(systems: Sequence[str], battles: Iterable[Battle]) -> dict[str, float]:
+    """Where plain Bradley-Terry (no prior) has no finite fit: +inf for each system of a group that won every
+    battle it had against the other systems, -inf for each of a group that lost every such battle, nan for the
+    others (their score is unbounded too, the scale having none); empty when the fit is finite.
+
+    The maximum-likelihood fit is finite exactly when, in each connected part of the comparison graph, every
+    group of systems scored (a win or a tie) at least once against the rest (Ford, 1957): when the graph of
+    "scored against" is strongly connected there.
+    """
+    scored: dict[str, set[str]] = {s: set() for s in systems}
+    met: dict[str, set[str]] = {s: set() for s in systems}
+    for first, second, score in battles:
+        met[first].add(second)
+        met[second].add(first)
+        if score > 0:
+            scored[first].add(second)
+        if score < 1:
+            scored[second].add(first)
+
+    def reach(start: str) -> set[str]:
+        seen, todo = {start}, [start]
+        while todo:
+            for other in scored[todo.pop()] - seen:
+                seen.add(other)
+                todo.append(other)
+        return seen
+
+    reached = {s: reach(s) for s in systems}
+    found: dict[str, float] = {}
+    for system in systems:
+        group = {o for o in reached[system] if system in reached[o]}  # its strongly connected group
+        outside = set().union(*(met[s] for s in group)) - group
+        if not outside:
+            continue
+        beaten_by_outside = any(s in scored[o] for o in outside for s in group)
+        scored_outside = any(scored[s] & outside for s in group)
+        if not beaten_by_outside:
+            found[system] = math.inf
+        elif not scored_outside:
+            found[system] = -math.inf
+        else:
+            found[system] = math.nan
+    if all(math.isnan(v) for v in found.values()):
+        return {}
+    return {s: found.get(s, math.nan) for s in systems}
+
+
 def _tally(systems: Sequence[str], battles: Iterable[Battle], pairs: set[tuple[int, int]],
            prior_draws: float = PRIOR_DRAWS) -> tuple[list[float], list[list[float]]]:
     index = {s: n for n, s in enumerate(systems)}
@@ -86,6 +136,8 @@ def fit(systems: Sequence[str], battles: Sequence[Battle], *, pairs: set[tuple[i
     drawn battles per pair that met, 0 for plain Bradley-Terry)."""
     if not systems:
         return {}
+    if not prior_draws and (unbounded := runaway(systems, battles)):
+        return unbounded
     index = {s: n for n, s in enumerate(systems)}
     if pairs is None:
         pairs = {tuple(sorted((index[a], index[b]))) for a, b, _ in battles}  # type: ignore[misc]
@@ -124,6 +176,9 @@ def bootstrap(systems: Sequence[str], battles: Sequence[Battle], *, rounds: int 
     if not battles or rounds < 1:
         return sorted((Rating(s, point[s], 0.0, point[s], point[s]) for s in systems),
                       key=lambda r: (-r.median, r.system))
+    if not all(math.isfinite(p) for p in point.values()):  # no finite fit: none on any resample either
+        return sorted((Rating(s, point[s], math.nan, point[s], point[s], rounds) for s in systems),
+                      key=lambda r: (-r.point if not math.isnan(r.point) else 0.0, r.system))
     kinds: dict[Battle, int] = {}
     for battle in battles:
         kinds[battle] = kinds.get(battle, 0) + 1

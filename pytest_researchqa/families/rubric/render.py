@@ -23,6 +23,19 @@ LEAKAGE_NOT_CHECKED = ("leakage: not checked: no row names the survey its rubric
                        "released benchmark files do not carry it)")
 
 
+_UNBOUNDED = {"+": "+∞", "-": "−∞"}  # no finite fit (the paper protocol): a group that won or lost every battle
+
+
+def no_fit_note(no_fit: dict[str, str]) -> str:
+    """Why the paper protocol prints no finite Elo, naming the systems that won or lost every battle."""
+    won = ", ".join(s for s, side in no_fit.items() if side == "+")
+    lost = ", ".join(s for s, side in no_fit.items() if side == "-")
+    return ("Elo: no finite value: plain Bradley-Terry (the paper protocol, no prior) has none when a group of "
+            f"systems wins every battle against the rest: {won} won every battle against the others, {lost} lost "
+            "every one against the others (+∞/−∞ in the Elo column); the win matrix holds the battles, and the "
+            "project protocol's virtual draws give finite scores")
+
+
 def _pct(value: Optional[float], digits: int = 1) -> str:
     return "—" if value is None else f"{100 * value:.{digits}f}"
 
@@ -47,11 +60,15 @@ def _reported(results: Optional[dict[str, Any]]) -> str:
 def system_order(grouped: dict[str, list[RowRecord]], results: Optional[dict[str, Any]]) -> list[str]:
     """Best first: by Elo when battles were rated, else by Coverage %; ties by name."""
     elo = (results or {}).get("elo") or {}
+    unbounded = {"+": float("inf"), "-": -float("inf"), "?": 0.0}
+    no_fit = (results or {}).get("no_finite_fit") or {}
 
     def key(system: str) -> tuple[float, float, str]:
         coverage = _coverages(grouped[system])
         mean = statistics.fmean(coverage) if coverage else -1.0
-        return (-(elo[system][_reported(results)] if system in elo else float("-inf")), -mean, system)
+        rank = (elo[system][_reported(results)] if system in elo
+                else unbounded[no_fit[system]] if system in no_fit else float("-inf"))
+        return (-rank, -mean, system)
 
     return sorted(grouped, key=key)
 
@@ -59,6 +76,7 @@ def system_order(grouped: dict[str, list[RowRecord]], results: Optional[dict[str
 def main_table(records: Sequence[RowRecord], results: Optional[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     grouped = _by_system(records)
     elo = (results or {}).get("elo") or {}
+    no_fit = (results or {}).get("no_finite_fit") or {}
     played: dict[str, int] = {}
     for first, second, _ in (results or {}).get("outcomes") or []:
         played[first] = played.get(first, 0) + 1
@@ -81,7 +99,8 @@ def main_table(records: Sequence[RowRecord], results: Optional[dict[str, Any]]) 
         rows.append([
             system, _pct(statistics.fmean(coverage) if coverage else None),
             f"{_pct(interval[0])}–{_pct(interval[1])}" if interval else "—",
-            f"{rating[_reported(results)]:.0f}" if rating else "—", f"{rating['sd']:.0f}" if rating else "—",
+            f"{rating[_reported(results)]:.0f}" if rating else _UNBOUNDED.get(no_fit.get(system, ""), "—"),
+            f"{rating['sd']:.0f}" if rating else "—",
             str(played.get(system, 0)), f"{statistics.fmean(words):.0f}" if words else "—", str(len(coverage)),
             str(sum(1 for r in rs if r.outcome == "skipped")), str(sum(1 for r in rs if r.error)),
             str(sum(1 for r in rs if r.judge_failures)),
@@ -204,7 +223,9 @@ def tournament_warnings(results: dict[str, Any]) -> list[str]:
     if results.get("errors"):
         warnings.append(f"warning: {len(results['errors'])} battle(s) left out, their judge failed: "
                         + "; ".join(results["errors"][:3]))
-    if results.get("bootstrap_diverged"):
+    if results.get("no_finite_fit"):
+        warnings.append("warning: " + no_fit_note(results["no_finite_fit"]))
+    elif results.get("bootstrap_diverged"):
         warnings.append(f"warning: {results['bootstrap_diverged']} of the bootstrap's resamples have a system winning "
                         "or losing every battle it is in: they have no finite Bradley-Terry fit (without the project "
                         "protocol's prior draws), so the Elo mean and ± SD are not reliable with this few battles "

@@ -22,6 +22,7 @@ pacing, retries) and the judge cache (a re-run makes no call).
 from __future__ import annotations
 
 import itertools
+import math
 import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
@@ -223,6 +224,7 @@ def run_tournament(records: Sequence[RowRecord], services: Any, settings: Any,
         consistent += (there, back) in (("A", "B"), ("B", "A"), ("tie", "tie"))
         battles.append((a.system, b.system, ensemble(a, b, there, back, rules.direct_points)))
     ratings = bootstrap(systems, battles, prior_draws=rules.prior_draws) if battles else []
+    finite = [r for r in ratings if math.isfinite(r.point)]
     judges = sorted({p[2] for p in pending})
     return {
         "systems": systems,
@@ -238,8 +240,12 @@ def run_tournament(records: Sequence[RowRecord], services: Any, settings: Any,
         "errors": errors,
         "connected": connected(systems, battles),
         "order_consistent": consistent / len(battles) if battles else None,
-        "elo": {r.system: {"median": r.median, "mean": r.mean, "sd": r.sd, "point": r.point} for r in ratings},
-        "bootstrap_diverged": ratings[0].diverged if ratings else 0,  # resamples with no finite fit
+        "elo": {r.system: {"median": r.median, "mean": r.mean, "sd": r.sd, "point": r.point} for r in finite},
+        "bootstrap_diverged": ratings[0].diverged if finite else 0,  # resamples with no finite fit
+        # Without a prior (the paper protocol), no finite fit at all: "+" a system of a group that won every battle
+        # against the rest, "-" one that lost every such battle, "?" one between; the Elo table is then empty.
+        "no_finite_fit": {r.system: "+" if r.point > 0 else "-" if r.point < 0 else "?"
+                          for r in ratings if not math.isfinite(r.point)} if len(finite) < len(ratings) else None,
         "win_rates": {a: {b: list(v) for b, v in row.items()} for a, row in win_rates(battles).items()},
         "outcomes": [list(b) for b in battles],
     }

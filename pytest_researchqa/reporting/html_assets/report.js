@@ -67,7 +67,7 @@
       const body = el("tbody");
       for (const row of part.rows) body.append(el("tr", {}, ...row.map((c, i) => el("td", { class: i ? "num" : "", text: c }))));
       table.append(body);
-      box.append(table);
+      box.append(el("div", { class: "board-box" }, table));
     });
     box.append(el("p", { class: "muted", text: data.coverage }));
     for (const note of data.notes) box.append(el("p", { class: "muted", text: note }));
