@@ -38,6 +38,9 @@ def activate(config: pytest.Config) -> "Settings":
     if settings.models:
         # litellm's own types make pydantic warn as they load; nothing a user can act on.
         config.addinivalue_line("filterwarnings", "ignore:.*using the .ReadOnly. qualifier:UserWarning")
+    from . import active_hooks
+
+    config.pluginmanager.register(active_hooks, "researchqa-active")
     run_hooks = RunHooks(config, baseline_after_rows=lambda: baseline_after_rows(config, settings))
     config.pluginmanager.register(run_hooks, "researchqa-run")
     if config.pluginmanager.hasplugin("xdist") and not is_worker(config):

@@ -4,8 +4,11 @@ Any test function that asks for ``researchqa_row`` (or a fixture built on
 it) is parametrized over the dataset; asking for ``researchqa_answer`` or
 ``researchqa_system`` parametrizes it per system as well.
 
-PYTEST_DONT_REWRITE: pytest loads this module at every start-up; it holds no test's asserts, so
-pytest compiles it as Python does instead of rewriting it (docs/architecture.md).
+pytest loads this module at every start-up (the plugin names its fixtures), and without byte-code
+caches parses and compiles it each time: each body imports what it uses when it first runs.
+
+PYTEST_DONT_REWRITE: it holds no test's asserts, so pytest compiles it as Python does instead of
+rewriting it (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -13,8 +16,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 import pytest
-
-from .stash import RECORDER, Case, run_state, settings_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from .answers import Answer
@@ -24,12 +25,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from .records import Recorder
     from .row_setup import Answered
     from .settings import Settings
+    from .stash import Case
     from .state import RunState
     from .systems import System
 
 
 @pytest.fixture
-def researchqa_case(request: pytest.FixtureRequest) -> Case:
+def researchqa_case(request: pytest.FixtureRequest) -> "Case":
     """The parametrized case (row position and system); mostly for the other fixtures."""
     from .row_setup import start_case
 
@@ -37,16 +39,19 @@ def researchqa_case(request: pytest.FixtureRequest) -> Case:
 
 
 @pytest.fixture
-def researchqa_recorder(request: pytest.FixtureRequest, researchqa_case: Case) -> "Recorder":
+def researchqa_recorder(request: pytest.FixtureRequest, researchqa_case: "Case") -> "Recorder":
     """This row's recorder; assertions find it on their own inside a researchqa test."""
+    from .stash import RECORDER
+
     recorder: "Recorder" = request.node.stash[RECORDER]
     return recorder
 
 
 @pytest.fixture
-def researchqa_row(request: pytest.FixtureRequest, researchqa_case: Case) -> "FamilyRow":
+def researchqa_row(request: pytest.FixtureRequest, researchqa_case: "Case") -> "FamilyRow":
     """The benchmark row of this test (a :class:`~pytest_researchqa.families.citation.rows.Row`)."""
     from .row_setup import row_of
+    from .stash import run_state
 
     row: "FamilyRow" = row_of(request, run_state(request.config), researchqa_case)
     return row
@@ -60,6 +65,7 @@ def researchqa_paper(request: pytest.FixtureRequest, researchqa_row: "FamilyRow"
     section the paper does not contain is a dataset defect: xfail by default.
     """
     from .row_setup import paper_of
+    from .stash import run_state
 
     return paper_of(request, run_state(request.config), researchqa_row)
 
@@ -68,18 +74,20 @@ def researchqa_paper(request: pytest.FixtureRequest, researchqa_row: "FamilyRow"
 # definition for ``request`` each time a fixture asks for it (a signature read, twice a fixture and
 # row), where a session fixture is looked up (issue 24 item 2).
 @pytest.fixture
-def researchqa_system(pytestconfig: pytest.Config, researchqa_case: Case) -> "Optional[System]":
+def researchqa_system(pytestconfig: pytest.Config, researchqa_case: "Case") -> "Optional[System]":
     """The system under test (None when auditing the dataset)."""
     from .row_setup import system_of
+    from .stash import run_state
 
     return system_of(run_state(pytestconfig), researchqa_case)
 
 
 @pytest.fixture
-def researchqa_answer(request: pytest.FixtureRequest, researchqa_case: Case, researchqa_row: "FamilyRow",
+def researchqa_answer(request: pytest.FixtureRequest, researchqa_case: "Case", researchqa_row: "FamilyRow",
                       researchqa_paper: "Optional[Paper]", researchqa_system: "Optional[System]") -> "Optional[Answer]":
     """The system's :class:`~pytest_researchqa.families.citation.answers.Answer`; assertions on it record metrics."""
     from .row_setup import answer_of
+    from .stash import run_state
 
     return answer_of(request, run_state(request.config), researchqa_case, researchqa_row, researchqa_paper,
                      researchqa_system)
@@ -94,6 +102,7 @@ def researchqa_answered(request: pytest.FixtureRequest) -> "Answered":
     the setup hook, a finalizer) costs more a row than the plugin's work for it (issue 24 item 2).
     Parametrized over the dataset like ``researchqa_case``, always per system."""
     from .row_setup import Answered, answer_of, paper_of, row_of, start_case, system_of
+    from .stash import run_state
 
     state: "RunState" = run_state(request.config)
     case = start_case(request)
@@ -103,8 +112,10 @@ def researchqa_answered(request: pytest.FixtureRequest) -> "Answered":
 
 
 @pytest.fixture
-def researchqa_judge(pytestconfig: pytest.Config, researchqa_case: Case) -> "Optional[JudgePanel]":
+def researchqa_judge(pytestconfig: pytest.Config, researchqa_case: "Case") -> "Optional[JudgePanel]":
     """The LLM judges of this row's system (a list; None when no ``--researchqa-judge`` is given)."""
+    from .stash import run_state
+
     judges: "Optional[JudgePanel]" = run_state(pytestconfig).judges_of(researchqa_case)
     return judges
 
@@ -113,6 +124,8 @@ def researchqa_judge(pytestconfig: pytest.Config, researchqa_case: Case) -> "Opt
 def researchqa_premise_judge(pytestconfig: pytest.Config) -> "Optional[ModelJudge]":
     """The model judge that decides ``premise_flagged`` (``--researchqa-flagged-judge``); None: the heuristic.
     Pass it on: ``flags_premise(answer, row, judge=researchqa_premise_judge)``."""
+    from .stash import run_state
+
     judge: "Optional[ModelJudge]" = run_state(pytestconfig).services.premise_judge()
     return judge
 
@@ -120,11 +133,15 @@ def researchqa_premise_judge(pytestconfig: pytest.Config) -> "Optional[ModelJudg
 @pytest.fixture(scope="session")
 def researchqa_settings(pytestconfig: pytest.Config) -> "Settings":
     """What the run was asked to do (:class:`~pytest_researchqa.settings.Settings`, plain values)."""
+    from .stash import settings_of
+
     return settings_of(pytestconfig)
 
 
 @pytest.fixture(scope="session")
 def researchqa_dataset(pytestconfig: pytest.Config) -> "Dataset[Any]":
     """The loaded :class:`~pytest_researchqa.families.citation.loaders.Dataset`."""
+    from .stash import run_state
+
     dataset: "Dataset[Any]" = run_state(pytestconfig).dataset
     return dataset

@@ -7,17 +7,16 @@ system's answer (``systems``, ``llm``); assertions grade it (``assertions``,
 rides the test report to the controller, where ``session`` aggregates,
 ``reporting`` renders and gates decide the exit status.
 
-Importing this module costs nothing beyond pytest: datasets, papers, the
-matcher and the systems are imported only when a run uses them.
+pytest imports this module, ``options``, ``fixtures`` and ``hookspecs`` at every start-up, and without
+byte-code caches parses and compiles them each time: they hold only what an unused plugin needs. When the
+plugin is first used (an option given, xdist workers, or a test asking for a row), ``activation`` reads the
+settings and registers the run's hooks (``active_hooks``, ``run_hooks``).
 
-PYTEST_DONT_REWRITE: pytest loads this module at every start-up; it holds no test's asserts, so
-pytest compiles it as Python does instead of rewriting it (docs/architecture.md).
+PYTEST_DONT_REWRITE: it holds no test's asserts, so pytest compiles it as Python does instead of
+rewriting it (docs/architecture.md).
 """
 
 from __future__ import annotations
-
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generator, Optional
 
 import pytest
 
@@ -35,25 +34,6 @@ from .fixtures import (  # noqa: F401  (fixtures are found as attributes of the 
     researchqa_system,
 )
 from .options import add_options, given_options
-from .stash import (
-    ACTIVATE,
-    CASE_FIXTURES,
-    GENERATED,
-    RECORD,
-    RECORDER,
-    RUN_STATE,
-    SETTINGS,
-    STATE_FACTORY,
-    case_of,
-    run_state,
-)
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .records import RowRecord
-    from .settings import Settings
-    from .state import RunState
-
-PROTOCOL_NODEID = "researchqa"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -67,40 +47,19 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_unconfigure(config: pytest.Config) -> None:
-    """Let the run's state (dataset, records, papers) go before pytest's last garbage collections, which
-    otherwise walk every object of it (issue 24 item 2: about 0.3 s at the seed's scale). The session's
-    end has closed it and used it for the last time."""
-    if config.stash.get(RUN_STATE, None) is not None:
-        del config.stash[RUN_STATE]
-
-
 def pytest_configure(config: pytest.Config) -> None:
     """Activate now when an option is given (or xdist workers report here); otherwise on first use (a
     test asking for a row), so a project that never uses the plugin loads and registers nothing more."""
-    config.stash[ACTIVATE] = lambda: _activate(config)
-    config.stash[STATE_FACTORY] = lambda: _new_state(config)
     if config.option.help:
         return  # the options' help needs no settings, and a bad setting must not hide the help that explains it
     if given_options(config) or _under_xdist(config):
-        _activate(config)
+        from .activation import activate
+
+        activate(config)
     elif _strict_markers(config):
         from .activation import register_installed_families_markers
 
         register_installed_families_markers(config)  # a project's own `@pytest.mark.lookup` may load before rows
-
-
-def _activate(config: pytest.Config) -> "Settings":
-    from .activation import activate
-
-    return activate(config)
-
-
-def _new_state(config: pytest.Config) -> "RunState":
-    from .activation import new_state
-
-    return new_state(config)
 
 
 def _strict_markers(config: pytest.Config) -> bool:
@@ -121,102 +80,15 @@ def _under_xdist(config: pytest.Config) -> bool:
     return config.pluginmanager.hasplugin("xdist") and getattr(config.option, "dist", "no") != "no"
 
 
+# stash.CASE_FIXTURES, named again: importing the stash here would load it at every start-up.
+CASE_FIXTURES = ("researchqa_case", "researchqa_answered")
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # The parametrized fixture: researchqa_case (every fixture of a row builds on it), or the built-in
     # test's one fixture that makes them all (researchqa_answered).
-    name = next((n for n in CASE_FIXTURES if n in metafunc.fixturenames), None)
-    if name is None:
-        return
-    from .activation import check_on_first_row, register_markers
+    for name in CASE_FIXTURES:
+        if name in metafunc.fixturenames:
+            from .active_hooks import parametrize
 
-    with_systems = bool({"researchqa_answer", "researchqa_system", "researchqa_answered"} & set(metafunc.fixturenames))
-    try:
-        check_on_first_row(metafunc.config)  # ini settings alone: checked here, not in every plain unit run
-        state = run_state(metafunc.config)
-        cases = state.cases(with_systems)
-    except pytest.UsageError as error:  # pytest shows a collector's CollectError as its message alone
-        raise pytest.Collector.CollectError(str(error)) from None
-    register_markers(metafunc.config, state.family.question_types)  # a project's own row test, no option
-    known: dict[str, pytest.MarkDecorator] = {}  # one lookup per mark name, not per row
-    metafunc.parametrize(
-        name,
-        [pytest.param(case, id=case_id, marks=[known.get(m) or known.setdefault(m, getattr(pytest.mark, m))
-                                               for m in marks])
-         for case, case_id, marks in cases],
-        indirect=True,
-    )
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Add the built-in test when the benchmark is asked for and no collected test runs rows; set keywords."""
-    settings = config.stash.get(SETTINGS, None)
-    if settings is None:  # never used: no option given, no test asked for a row
-        return
-    uses_rows = any(not set(CASE_FIXTURES).isdisjoint(getattr(item, "fixturenames", ())) for item in items)
-    if settings.requested and not uses_rows:
-        items.extend(_collect_protocol(session, run_state(config)))
-    if settings.only:
-        others = [item for item in items if case_of(item) is None]
-        if others:
-            config.hook.pytest_deselected(items=others)
-            items[:] = [item for item in items if case_of(item) is not None]
-    generated = 0
-    for item in items:
-        case = case_of(item)
-        if case is not None:
-            generated += case.kind == "row"
-            item.extra_keyword_matches.update(run_state(config).case_keywords(case))
-    config.stash[GENERATED] = generated
-
-
-def _collect_protocol(session: pytest.Session, state: "RunState") -> list[pytest.Item]:
-    """The family's default test module, collected through pytest's own Module node.
-
-    Its node id is ``researchqa`` (``researchqa::test_question[bm25-lookup-<row_id>]``).
-    ``Session.genitems`` collects it as pytest collects any module, firing the collection hooks
-    itself, so terminal counts, collection errors and xdist agree.
-    """
-    from .families import DeclarationError
-
-    try:
-        module_file = state.family.protocol_file()
-    except DeclarationError as error:  # said again where pytest's `finally` would replace it (run_hooks)
-        raise pytest.UsageError(f"researchqa: {error}") from None
-    module = pytest.Module.from_parent(session, path=Path(module_file), nodeid=PROTOCOL_NODEID)
-    return list(session.genitems(module))
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
-    """Assertions inside a researchqa test record into the row's own recorder."""
-    recorder = item.stash.get(RECORDER, None)
-    if recorder is None:
-        return (yield)
-    from .records import recording_into
-
-    with recording_into(recorder):
-        return (yield)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
-    """Carry the row's record on its report: plain data, so it crosses xdist."""
-    record: Optional["RowRecord"] = item.stash.get(RECORD, None)
-    if record is None:
-        return (yield)
-    if call.when == "call" and call.excinfo is not None:
-        from .row_reports import spare_traceback
-
-        spare_traceback(item, call, record)
-    report = yield
-    if call.when == "teardown":  # the row is done: its record travels on its report, the item keeps none
-        del item.stash[RECORD]
-        if RECORDER in item.stash:
-            del item.stash[RECORDER]
-        return report
-    if call.when == "call" or (call.when == "setup" and report.outcome != "passed"):
-        from .row_reports import carry_record
-
-        carry_record(item, call, report, record, run_state(item.config))
-    return report
+            return parametrize(metafunc, name)

@@ -1,15 +1,16 @@
 """What the plugin keeps in ``config.stash`` and ``item.stash``, and the case a test runs.
 
-Light on purpose (pytest only): the plugin imports it at start-up, and the run's
-state is built on first use, so a project that never runs a row pays nothing.
+Light on purpose (pytest only): everything imports it, and the run's state is built on
+first use, so a project that never runs a row pays nothing. Not loaded at start-up: the
+plugin's start-up modules import it inside the hooks and fixtures that use it.
 
-PYTEST_DONT_REWRITE: pytest loads this module at every start-up; it holds no test's asserts, so
-pytest compiles it as Python does instead of rewriting it (docs/architecture.md).
+PYTEST_DONT_REWRITE: it holds no test's asserts, so pytest compiles it as Python does instead of
+rewriting it (docs/architecture.md).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 
 import pytest
 
@@ -29,12 +30,9 @@ class Case(NamedTuple):
 
 
 SETTINGS: pytest.StashKey[Settings] = pytest.StashKey()  # set when the plugin is first used (``settings_of``)
-# What reads the settings and registers the run's hooks, once (the plugin puts it here at configure).
-ACTIVATE: pytest.StashKey[Callable[[], "Settings"]] = pytest.StashKey()
-# The run's state (a state.RunState) and the function that builds it, which the plugin puts here:
-# so this module, imported by everything, imports nothing above it.
+# The run's state (a state.RunState; typed Any so this module, imported by everything, imports nothing above
+# it: what builds the settings and the state, ``activation``, is imported when first called).
 RUN_STATE: pytest.StashKey[Any] = pytest.StashKey()
-STATE_FACTORY: pytest.StashKey[Callable[[], Any]] = pytest.StashKey()
 RECORD: pytest.StashKey[RowRecord] = pytest.StashKey()
 RECORDER: pytest.StashKey[Recorder] = pytest.StashKey()
 GENERATED: pytest.StashKey[int] = pytest.StashKey()  # rows parametrized, before -k/-m and sampling
@@ -44,15 +42,20 @@ DRY_RUN: pytest.StashKey[bool] = pytest.StashKey()  # --researchqa-dry-run print
 def settings_of(config: pytest.Config) -> "Settings":
     """The run's settings, read on first use: a project that never uses the plugin never reads them."""
     settings = config.stash.get(SETTINGS, None)
-    return settings if settings is not None else config.stash[ACTIVATE]()
+    if settings is None:
+        from .activation import activate  # reads the settings and registers the run's hooks, once
+
+        settings = activate(config)
+    return settings
 
 
 def run_state(config: pytest.Config) -> Any:
     """The run's state (a :class:`~pytest_researchqa.state.RunState`), built on first use."""
     state = config.stash.get(RUN_STATE, None)
     if state is None:
-        state = config.stash[STATE_FACTORY]()
-        config.stash[RUN_STATE] = state
+        from .activation import new_state
+
+        state = config.stash[RUN_STATE] = new_state(config)
     return state
 
 

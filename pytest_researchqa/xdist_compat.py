@@ -116,7 +116,7 @@ class Lookahead:
 # data they always see, with the tuples pytest's own fields hold put back.
 RECORD_TEXT = "researchqa_json"
 REPORT_TEXT = "researchqa_report"
-ROW_NODEIDS = "researchqa::"  # the built-in test's rows (plugin.PROTOCOL_NODEID)
+ROW_NODEIDS = "researchqa::"  # the built-in test's rows (active_hooks.PROTOCOL_NODEID)
 READS_TEXT = "researchqa_reads_text"  # in a worker's workerinput: its controller unpacks the text
 # In a worker's workerinput: the controller hands it each paper's rows together, once (the by-paper scheduler).
 WHOLE_PAPERS = "researchqa_whole_papers"

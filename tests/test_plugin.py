@@ -441,11 +441,12 @@ def test_the_plugin_is_inert_when_unused(pytester):
     assert "researchqa::" not in result.stdout.str()
 
 
-# What an installed but unused plugin loads: its hooks, their options, the fixtures and the stash keys they
-# name, and the family hook's specification. The settings, the run's hooks and the xdist adapter load when
-# the plugin is first used; everything else later still.
+# What an installed but unused plugin loads: its hooks, their options, the fixtures, and the family hook's
+# specification; exactly these, so that a new module-level import cannot slip onto every project's start-up
+# (without byte-code caches pytest parses and compiles each of them at every start: docs/performance.md). The
+# stash, the settings, the run's hooks and the xdist adapter load when the plugin is first used.
 START_UP_MODULES = ["pytest_researchqa", "pytest_researchqa.fixtures", "pytest_researchqa.hookspecs",
-                    "pytest_researchqa.options", "pytest_researchqa.plugin", "pytest_researchqa.stash"]
+                    "pytest_researchqa.options", "pytest_researchqa.plugin"]
 
 
 @pytest.mark.slow
@@ -467,6 +468,12 @@ def test_pytest_start_up_imports_no_heavy_library(pytester):
     assert "HEAVY []" in done.stdout, done.stdout + done.stderr
     assert f"OURS {START_UP_MODULES}" in done.stdout, done.stdout + done.stderr
     assert "--researchqa-fail-under" in done.stdout.split("HEAVY")[0], "pytest --help lists the plugin's options"
+
+
+def test_the_plugin_names_the_same_case_fixtures_as_the_stash():
+    from pytest_researchqa import plugin, stash
+
+    assert plugin.CASE_FIXTURES == stash.CASE_FIXTURES
 
 
 @pytest.mark.slow
