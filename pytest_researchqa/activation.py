@@ -61,6 +61,27 @@ def activate(config: pytest.Config) -> "Settings":
     return settings
 
 
+def parametrize(metafunc: pytest.Metafunc, name: str) -> None:
+    """Parametrize a test asking for ``name`` (researchqa_case, or the built-in test's researchqa_answered)
+    over the run's cases, activating the plugin if nothing has yet."""
+    with_systems = bool({"researchqa_answer", "researchqa_system", "researchqa_answered"} & set(metafunc.fixturenames))
+    try:
+        check_on_first_row(metafunc.config)  # ini settings alone: checked here, not in every plain unit run
+        state = run_state(metafunc.config)
+        cases = state.cases(with_systems)
+    except pytest.UsageError as error:  # pytest shows a collector's CollectError as its message alone
+        raise pytest.Collector.CollectError(str(error)) from None
+    register_markers(metafunc.config, state.family.question_types)  # a project's own row test, no option
+    known: dict[str, pytest.MarkDecorator] = {}  # one lookup per mark name, not per row
+    metafunc.parametrize(
+        name,
+        [pytest.param(case, id=case_id, marks=[known.get(m) or known.setdefault(m, getattr(pytest.mark, m))
+                                               for m in marks])
+         for case, case_id, marks in cases],
+        indirect=True,
+    )
+
+
 def check_on_first_row(config: pytest.Config) -> None:
     """Check the settings where the first row is generated, when ini settings alone made the plugin active:
     a plain unit run of a project with ``researchqa_*`` ini keys never imports its systems."""

@@ -25,3 +25,17 @@ def pytest_researchqa_families() -> Sequence[Any]:
     is loaded. Name heavy code (row loader, default test, renderer) by dotted path in the declaration.
     """
     raise NotImplementedError  # a hook specification: pluggy never calls its body
+
+
+# The plugin's own, not a family's: ``stash`` (which every module imports) reaches ``activation`` through them
+# instead of importing it, so the lowest module imports nothing above it and start-up loads neither.
+@pytest.hookspec(firstresult=True)
+def pytest_researchqa_activate(config: pytest.Config) -> Any:
+    """Read the settings and register the run's hooks, once; the settings (``plugin.py`` implements it)."""
+    raise NotImplementedError
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_researchqa_run_state(config: pytest.Config) -> Any:
+    """The run's state, built on first use (``plugin.py`` implements it)."""
+    raise NotImplementedError

@@ -18,6 +18,8 @@ rewriting it (docs/architecture.md).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from .fixtures import (  # noqa: F401  (fixtures are found as attributes of the plugin)
@@ -34,6 +36,10 @@ from .fixtures import (  # noqa: F401  (fixtures are found as attributes of the 
     researchqa_system,
 )
 from .options import add_options, given_options
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .settings import Settings
+    from .state import RunState
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,6 +66,18 @@ def pytest_configure(config: pytest.Config) -> None:
         from .activation import register_installed_families_markers
 
         register_installed_families_markers(config)  # a project's own `@pytest.mark.lookup` may load before rows
+
+
+def pytest_researchqa_activate(config: pytest.Config) -> "Settings":
+    from .activation import activate
+
+    return activate(config)
+
+
+def pytest_researchqa_run_state(config: pytest.Config) -> "RunState":
+    from .activation import new_state
+
+    return new_state(config)
 
 
 def _strict_markers(config: pytest.Config) -> bool:
@@ -89,6 +107,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # test's one fixture that makes them all (researchqa_answered).
     for name in CASE_FIXTURES:
         if name in metafunc.fixturenames:
-            from .active_hooks import parametrize
+            from .activation import parametrize
 
             return parametrize(metafunc, name)

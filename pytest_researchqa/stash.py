@@ -43,9 +43,7 @@ def settings_of(config: pytest.Config) -> "Settings":
     """The run's settings, read on first use: a project that never uses the plugin never reads them."""
     settings = config.stash.get(SETTINGS, None)
     if settings is None:
-        from .activation import activate  # reads the settings and registers the run's hooks, once
-
-        settings = activate(config)
+        settings = config.hook.pytest_researchqa_activate(config=config)  # plugin.py: activation, once
     return settings
 
 
@@ -53,9 +51,7 @@ def run_state(config: pytest.Config) -> Any:
     """The run's state (a :class:`~pytest_researchqa.state.RunState`), built on first use."""
     state = config.stash.get(RUN_STATE, None)
     if state is None:
-        from .activation import new_state
-
-        state = config.stash[RUN_STATE] = new_state(config)
+        state = config.stash[RUN_STATE] = config.hook.pytest_researchqa_run_state(config=config)
     return state
 
 
