@@ -62,6 +62,7 @@ class RunHooks:
         self.unwritten: dict[str, str] = {}  # path -> why a full disk (or a bad path) kept it from being written
         self.concluded = False  # the controller decided the run (its verdict is printed even with no row finished)
         self.keyboard_interrupt = False  # pytest met a Ctrl-C (see pytest_sessionfinish: a second one hides it)
+        self.frozen = False  # whether this run moved the objects alive at its start out of Python's collections
 
     @property
     def state(self) -> "RunState":
@@ -79,6 +80,33 @@ class RunHooks:
         return self.writer
 
     # -- collection ----------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session: pytest.Session) -> None:
+        """The dataset read at configure lives to the end of the run: out of Python's collections (_freeze)."""
+        run = started(self.config)
+        if run is not None and "dataset" in run.__dict__:
+            self._freeze()
+
+    def _freeze(self) -> None:
+        """Move every object alive now out of the garbage collector's generations (``gc.freeze``) until the run
+        ends (``pytest_unconfigure``): the dataset's rows, pytest's items and the modules live to the end of the
+        run, and each full collection of the run would otherwise walk them all again, several times a run
+        (issue 24 item 2). Objects made later (papers, answers, records) are collected as before; a frozen
+        object still goes when nothing refers to it. A process that froze objects itself (a test suite running
+        pytest in-process) keeps its own freeze: the run leaves it alone."""
+        import gc
+
+        if self.frozen or not gc.get_freeze_count():
+            gc.freeze()
+            self.frozen = True
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.frozen:
+            import gc
+
+            gc.unfreeze()  # an in-process run (pytester) hands the collector back what it found
+            self.frozen = False
+
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         """``--researchqa-sample`` with ``-k``/``-m``: sample the rows they kept (runs after their deselection)."""
@@ -142,6 +170,7 @@ class RunHooks:
             self._refuse_an_empty_selection(session)
         if session.config.option.collectonly:
             return  # --collect-only must never spend money
+        self._freeze()  # the items, as the dataset at the start of collection
         self._start_rows(row_items)
 
     def _refuse_an_empty_selection(self, session: pytest.Session) -> None:

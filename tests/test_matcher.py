@@ -491,3 +491,19 @@ def test_comment_boundaries_are_where_the_separator_and_sentence_end_patterns_fi
     assert [found.span() for found in quotes._separators(text)] == separators
     assert [found.span() for found in quotes._sentence_ends(text)] == [
         found.span() for found in quotes._SENTENCE_END.finditer(text)]
+
+
+def test_a_citations_spans_and_pages_are_worked_out_once_however_often_they_are_read():
+    """A graded row reads a citation's pages for its verdict and again for its view, and its spans for the view's
+    context: each span end is walked to once (issue 24 item 2), and what is read is the same each time."""
+    text = "Intro line.\f" + "The measured effect was large in every cohort we followed for two years. " * 3
+    index = MatchIndex(text, page_starts=[0, text.index("\f") + 1])
+    walked = []
+    offset_of = index.raw_offset
+    index.raw_offset = lambda position: walked.append(position) or offset_of(position)  # type: ignore[method-assign]
+    found = index.match("the measured effect was large in every cohort we followed")
+    assert found.grounded
+    first = (found.pages, found.spans)
+    found.pages.append(99)  # a caller's copy: the match keeps its own
+    assert (found.pages, found.spans, found.pages) == (*first, first[0]) and first[0] == [2]
+    assert len(walked) == 2, walked

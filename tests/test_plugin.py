@@ -62,6 +62,40 @@ def test_the_built_in_test_sets_up_one_fixture_a_row(run):
     result.stdout.fnmatch_lines(["*(fixtures used: request, researchqa_answered)"])
 
 
+def test_rows_run_with_the_objects_alive_before_them_out_of_the_collectors_walks_until_the_run_ends(run, pytester):
+    """Python's full collections walk every object alive, and the dataset, the items and the modules live to the end of
+    the run: while rows run they are frozen out of the collector's generations (gc.freeze), and handed back when the
+    run ends (issue 24 item 2)."""
+    pytester.makepyfile(freeze_probe="""
+        import gc
+        import pytest
+
+        def pytest_runtest_setup(item):
+            with open("frozen.txt", "a") as stream:
+                stream.write(f"{gc.get_freeze_count()}\\n")
+
+        @pytest.hookimpl(trylast=True)
+        def pytest_unconfigure(config):
+            with open("frozen.txt", "a") as stream:
+                stream.write(f"end {gc.get_freeze_count()}\\n")
+    """)
+    pytester.syspathinsert()
+    run("-p", "freeze_probe", "--researchqa-system=oracle", "-k", "edu-lookup-1 or edu-lookup-2",
+        subprocess_=True).assert_outcomes(passed=2)
+    *during, end = (pytester.path / "frozen.txt").read_text().splitlines()
+    assert len(during) == 2 and min(map(int, during)) > 10_000, during
+    assert end == "end 0", "the run hands the collector back what it froze"
+
+
+def test_a_run_in_a_process_that_froze_objects_itself_leaves_its_freeze_alone(run):
+    import gc
+
+    gc.freeze()  # as this test suite's conftest does for its in-process runs
+    before = gc.get_freeze_count()
+    run("--researchqa-system=oracle", "-k", "edu-lookup-1").assert_outcomes(passed=1)
+    assert 0 < gc.get_freeze_count() <= before, "nothing of the run's own frozen, nothing of the suite's let go"
+
+
 def test_item_ids_carry_system_question_type_and_row_id(run):
     result = run("--researchqa-system=oracle", "--collect-only", "-q")
     result.stdout.fnmatch_lines(["researchqa::test_question[[]oracle-lookup-edu-lookup-1[]]"])

@@ -77,7 +77,8 @@ class CitationMatch:
     match or mismatch; for ungrounded citations it is computed on first read.
     """
 
-    __slots__ = ("citation", "grounded", "key_spans", "commentary", "_index", "_verdict", "_parts", "_diagnosis")
+    __slots__ = ("citation", "grounded", "key_spans", "commentary", "_index", "_verdict", "_parts", "_diagnosis",
+                 "_spans", "_pages")
 
     def __init__(
         self,
@@ -98,6 +99,10 @@ class CitationMatch:
         self._verdict = verdict
         self._parts = parts
         self._diagnosis: Diagnosis | None = None
+        # The raw spans and their pages, worked out on first read: a graded row reads them for its verdict, again
+        # for the citation's view and its context (issue 24 item 2: three walks to each span end before).
+        self._spans: tuple[tuple[int, int], ...] | None = None
+        self._pages: tuple[int, ...] | None = None
 
     def __repr__(self) -> str:
         return f"CitationMatch(grounded={self.grounded}, verdict={self.verdict!r}, spans={self.spans})"
@@ -117,17 +122,20 @@ class CitationMatch:
     @property
     def spans(self) -> list[tuple[int, int]]:
         """Matched raw character spans in the paper text."""
-        index = self._index
-        return [
-            (index.raw_offset(a), index.raw_offset(b - 1) + 1)
-            for a, b in self.key_spans
-        ]
+        spans = self._spans
+        if spans is None:
+            index = self._index
+            spans = self._spans = tuple((index.raw_offset(a), index.raw_offset(b - 1) + 1) for a, b in self.key_spans)
+        return list(spans)
 
     @property
     def pages(self) -> list[int]:
         """Pages the matched text lies on (empty when the paper has no pages)."""
-        pages = {self._index.page_of(offset) for span in self.spans for offset in span}
-        return sorted(p for p in pages if p is not None)
+        pages = self._pages
+        if pages is None:
+            found = {self._index.page_of(offset) for span in self.spans for offset in span}
+            pages = self._pages = tuple(sorted(p for p in found if p is not None))
+        return list(pages)
 
     @property
     def departure(self) -> Departure | None:
@@ -191,6 +199,7 @@ def verbatim_hit(citation: str, index: SourceIndex, start: int, end: int) -> Cit
     match: CitationMatch = _new_match(CitationMatch)
     match.citation, match.grounded, match.key_spans, match.commentary = citation, True, ((start, end),), None
     match._index, match._verdict, match._parts, match._diagnosis = index, VERBATIM, (), None
+    match._spans = match._pages = None
     return match
 
 
@@ -201,6 +210,7 @@ def not_grounded(citation: str, index: SourceIndex, parts: tuple[str, ...]) -> C
     match: CitationMatch = _new_match(CitationMatch)
     match.citation, match.grounded, match.key_spans, match.commentary = citation, False, (), None
     match._index, match._verdict, match._parts, match._diagnosis = index, None, parts, None
+    match._spans = match._pages = ()  # no key span: no raw span, no page
     return match
 
 
