@@ -18,6 +18,11 @@ xdist recomputes over every scope a worker was ever given after every test: rows
 seed's scale. If a future xdist renames it, the override is never called and xdist's own count
 stands (slower, still correct).
 
+A third, on the same scheduler: its ``remove_node`` and ``schedule`` after a worker crash
+(:class:`RecoversFromCrashes`), which in xdist 3.8 hang the run (pytest-xdist #1323, #1327, #1378;
+fixes merged after 3.8). They read the scheduler's ``assigned_work``, ``workqueue`` and ``collection``,
+as its own methods do. Once an xdist release carries the fixes, the override can go.
+
 PYTEST_DONT_REWRITE: it holds no test's asserts, so pytest compiles it as Python does instead of
 rewriting it (docs/architecture.md).
 """
