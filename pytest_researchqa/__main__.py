@@ -202,7 +202,8 @@ def _replayed(saved: SavedRun, runs_dir: Path) -> "ResearchSession":
     # What the run selected, as its manifest keeps it: "27 of 27 selected rows measured", as the run printed.
     # A killed run wrote no manifest: how many rows it selected is unknown, not the rows it saved.
     options["selection"] = _saved_selection(saved.manifest.get("selection"))
-    if saved.cut_short is not None:  # the headline says it, with how much of the selection was measured
+    # The headline says it, with how much of the selection was measured (a crashed run's own checks say that).
+    if saved.cut_short in ("unfinished", "interrupted"):
         options.update(interrupted=True, unfinished=saved.cut_short == "unfinished")
     session = _session(saved, **options)
     if not saved.finished:

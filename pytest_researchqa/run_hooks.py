@@ -574,6 +574,7 @@ class RunHooks:
                           "sample": selection.sample, "rerun_subset": selection.rerun_subset},
             "outcome": {"measured": outcome.measured, "errors": outcome.errors, "passed": outcome.passed,
                         "verdict": outcome.verdict, "interrupted": outcome.interrupted,
+                        "crashed": list(outcome.crashed),
                         "gates": [{"gate": g.gate.label, "system": g.system, "value": g.value, "passed": g.passed,
                                    "state": g.state}
                                   for g in outcome.gates],

@@ -288,13 +288,15 @@ class SavedRun:
 
     @property
     def cut_short(self) -> Optional[str]:
-        """``"unfinished"`` (killed: only partial rows), ``"interrupted"`` (Ctrl-C: its files written), else None."""
+        """``"unfinished"`` (killed: only partial rows), ``"interrupted"`` (Ctrl-C: its files written), ``"crashed"``
+    (an xdist worker died running a test), else None."""
         return cut_short(self.folder, self.manifest)
 
 
 def cut_short(folder: Path, manifest: Optional[dict[str, Any]] = None) -> Optional[str]:
     """Why a run folder is not a finished run `last` and a name may stand for: ``"unfinished"`` (killed before
-    its end: only its partial rows file), ``"interrupted"`` (stopped by Ctrl-C: its files say so), or None."""
+    its end: only its partial rows file), ``"interrupted"`` (stopped by Ctrl-C: its files say so), ``"crashed"``
+    (a test crashed its xdist worker: a row may be missing or cut short), or None."""
     if not (folder / ROWS_FILE).is_file():
         return "unfinished"
     if manifest is None:
@@ -303,7 +305,11 @@ def cut_short(folder: Path, manifest: Optional[dict[str, Any]] = None) -> Option
         except (OSError, ValueError, RecursionError):
             return None  # no readable manifest (an older run): its rows are whole
     outcome = manifest.get("outcome") if isinstance(manifest, dict) else None
-    return "interrupted" if isinstance(outcome, dict) and outcome.get("interrupted") is True else None
+    if not isinstance(outcome, dict):
+        return None
+    if outcome.get("interrupted") is True:
+        return "interrupted"
+    return "crashed" if outcome.get("crashed") else None
 
 
 def resolve_run(spec: str, runs_dir: Path) -> Path:
@@ -312,22 +318,24 @@ def resolve_run(spec: str, runs_dir: Path) -> Path:
     if candidate.is_dir() and ((candidate / ROWS_FILE).is_file() or (candidate / PARTIAL_FILE).is_file()):
         return candidate
     saved = sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []
-    # Runs killed (no rows.jsonl) or interrupted (Ctrl-C) are no baseline: only a path names them. Each
-    # manifest is read only when its folder is a candidate.
+    # Runs killed (no rows.jsonl), interrupted (Ctrl-C) or with a crashed xdist worker are no baseline: only a
+    # path names them. Each manifest is read only when its folder is a candidate.
     if spec == "last":
         written = [p for p in saved if (p / ROWS_FILE).is_file()]
         # The run that finished last: names sort by start second, and two runs of one second by name.
         written.sort(key=lambda p: ((p / ROWS_FILE).stat().st_mtime_ns, p.name), reverse=True)
         found = next((p for p in written if cut_short(p) is None), None)
         if found is None:
-            raise RunNotFound(f"no saved run in {runs_dir}" + (" (only runs killed or interrupted)" if saved else ""))
+            cut = " (only runs killed, interrupted or crashed)" if saved else ""
+            raise RunNotFound(f"no saved run in {runs_dir}{cut}")
         return found
     named = [p for p in saved if p.name == spec or saved_name(p.name) == spec]
     matches = [p for p in named if cut_short(p) is None]
     if not matches:
         latest = itertools.islice((p for p in reversed(saved) if cut_short(p) is None), 5)  # reads 5 manifests or so
         known = ", ".join(p.name for p in reversed(list(latest))) or "none"
-        why = {"unfinished": "did not finish (only its partial rows)", "interrupted": "was interrupted"}
+        why = {"unfinished": "did not finish (only its partial rows)", "interrupted": "was interrupted",
+               "crashed": "had a test crash its xdist worker"}
         unfinished = (f"; {named[-1]} {why[cut_short(named[-1]) or 'unfinished']}: name its folder to read it"
                       if named else "")
         raise RunNotFound(f"no saved run {spec!r} in {runs_dir} (latest: {known}){unfinished}")

@@ -81,7 +81,7 @@ class ResearchSession:
         # `pytest tests/test_x.py`) is not theirs to decide.
         # An interrupted run is theirs whatever it measured: xdist's stopped workers may not have said what
         # they selected, and a gated run stopped before any row must not read "no gate configured".
-        gated = self.gates_decide and bool(records or self.selection.rows or self.interrupted)
+        gated = self.gates_decide and bool(records or self.selection.rows or self.interrupted or self.crashed)
         if self.recorded is not None:
             gated = self.recorded[0]
         notes: list[str] = list(dict.fromkeys(self.run_notes))
@@ -126,13 +126,23 @@ class ResearchSession:
         )
 
     def _cut_short(self, measured: int) -> list[str]:
-        """Without gates, what a gated run would call partial and every medium still says: an interrupted run."""
-        if not self.interrupted:
-            return []
+        """Without gates, what a gated run would call partial and every medium still says: an interrupted run,
+        or one whose crashed xdist workers left rows unrun."""
         selected = self.selection.rows
+        if not self.interrupted and not (self.crashed and (selected is None or measured < selected)):
+            return []
         of = f" of {selected} selected" if selected is not None else ""  # unknown when xdist's workers were stopped
         rows = "row" if (measured if selected is None else selected) == 1 else "rows"
-        return [f"{measured}{of} {rows} measured: {'it was killed before its end' if self.unfinished else INTERRUPTED}"]
+        return [f"{measured}{of} {rows} measured: {self._stopped_why()}"]
+
+    def _stopped_why(self) -> str:
+        if self.unfinished:
+            return "it was killed before its end"
+        if self.interrupted:
+            return INTERRUPTED
+        if self.crashed:  # xdist gave up replacing them (--max-worker-restart), or their rows crashed them
+            return f"{len(self.crashed)} test(s) crashed their xdist worker"
+        return "the run stopped early (-x / --maxfail)"
 
     def _partial_reasons(self, measured: int) -> list[str]:
         from .costs import BUDGET_STOP
@@ -145,10 +155,9 @@ class ResearchSession:
         reasons = budget  # invalid rows fail the run on their own (run::valid_rows), allowed partial or not
         selected = self.selection.rows
         if selected is not None and measured < selected:
-            why = INTERRUPTED if self.interrupted else "the run stopped early (-x / --maxfail)"
-            reasons.append(f"gate evaluated on {measured} of {selected} rows: {why}")
-        elif selected is None and self.interrupted:  # xdist's stopped workers never said how many they selected
-            reasons.append(f"gate evaluated on {measured} row{'' if measured == 1 else 's'}: {INTERRUPTED}")
+            reasons.append(f"gate evaluated on {measured} of {selected} rows: {self._stopped_why()}")
+        elif selected is None and (self.interrupted or self.crashed):  # stopped xdist workers never said
+            reasons.append(f"gate evaluated on {measured} row{'' if measured == 1 else 's'}: {self._stopped_why()}")
         if self.selection.rerun_subset:
             reasons.append(f"gate evaluated on the subset {self.selection.rerun_subset} selected, "
                            "not on the whole selection")

@@ -227,16 +227,21 @@ class RecoversFromCrashes:
                 unit[crashed] = True
         self.workqueue.update((s, u) for s, u in unfinished.items() if not all(u.values()))  # type: ignore[attr-defined]
         for other in self.assigned_work:  # type: ignore[attr-defined]
-            self._reschedule(other)  # type: ignore[attr-defined]
+            self._reschedule(other)
         return crashed
+
+    def _reschedule(self, node: Any) -> None:
+        if node not in self.registered_collections:  # type: ignore[attr-defined]
+            return  # a replacement still collecting: schedule() hands it work once it is done (xdist #1189)
+        super()._reschedule(node)  # type: ignore[misc]
 
     def schedule(self) -> None:
         if self.collection is None:  # type: ignore[attr-defined]
             super().schedule()  # type: ignore[misc]
             return
         for node in self.nodes:  # type: ignore[attr-defined]  # a replacement joined: as at the start, two units
-            self._reschedule(node)  # type: ignore[attr-defined]
-            self._reschedule(node)  # type: ignore[attr-defined]  # or, with none left, the stop it waits for
+            self._reschedule(node)
+            self._reschedule(node)  # or, with none left, the stop it waits for
 
 
 class ControllerHooks:

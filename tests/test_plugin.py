@@ -775,7 +775,8 @@ class TestPartialRuns:
         assert json.loads((cut / "manifest.json").read_text(encoding="utf-8"))["outcome"]["interrupted"] is True
 
     @pytest.mark.slow
-    def test_a_row_whose_xdist_worker_crashed_is_named_as_such_not_as_another_failing_test(self, run, pytester):
+    def test_a_row_whose_xdist_worker_crashed_is_named_as_such_not_as_another_failing_test(self, run, pytester,
+                                                                                          capsys):
         # tester39 G5: the crash read "1 other test(s) failed" (under --researchqa-only there is none).
         pytester.makepyfile(dying_rag="""
             import os
@@ -797,6 +798,37 @@ class TestPartialRuns:
         result.stdout.no_fnmatch_line("*other test(s) failed*")
         checks = json.loads((pytester.path / "s.json").read_text(encoding="utf-8"))["checks"]
         assert [c["name"] for c in checks] == ["run::worker_crash"]
+        # tester40 H4: a run with a crashed worker (a row missing) became `last`, the next PR's baseline.
+        from pytest_researchqa.__main__ import main
+        from pytest_researchqa.runs import RunNotFound, resolve_run
+
+        runs = pytester.path / ".researchqa" / "runs"
+        with pytest.raises(RunNotFound, match="only runs killed, interrupted or crashed"):
+            resolve_run("last", runs)
+        capsys.readouterr()
+        assert main(["--runs", str(runs), "list"]) == 0
+        assert capsys.readouterr().out.strip().endswith("-run  (crashed)")
+
+    @pytest.mark.slow
+    def test_a_gated_run_whose_every_row_crashes_its_worker_ends_failing_its_gates(self, run, pytester):
+        # tester40 H1: replacements starting close together made the by-paper scheduler raise KeyError
+        # (INTERNALERROR); a run that survived read "no gate configured".
+        pytester.makepyfile(dying_rag="""
+            import os
+            import signal
+
+            def answer(question, paper, *, row):
+                os.kill(os.getpid(), signal.SIGKILL)
+            """)
+        result = pytester.runpytest_subprocess(
+            "-p", "no:cacheprovider", f"--researchqa-cache-dir={run.keywords['cache']}", "-n", "2",
+            "--researchqa-system=dying_rag:answer", "-k", "lookup", "--researchqa-save=crashed",
+            "--researchqa-fail-under=citation_accuracy=0.5", timeout=300)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+        result.stdout.fnmatch_lines(["❌ gate evaluated on 0 *rows: 6 test(s) crashed their xdist worker*",
+                                     "researchqa: gates FAILED*"])
+        assert not (pytester.path / ".researchqa" / "runs").exists(), "no row finished: nothing saved"
 
     def test_the_summary_says_how_much_was_measured_and_names_the_slice(self, run, pytester, capsys):
         result = run("--researchqa-system=oracle", "-k", "lookup")
