@@ -94,6 +94,14 @@ def coerce_answer(value: Any, where: str) -> Answer:
 
 def _coerced(value: Any, where: str) -> Answer:
     if isinstance(value, Answer):
+        # Checked as a dict's fields are: one quote given as citations="..." was read as a citation per character.
+        if not isinstance(value.text, str):
+            raise TypeError(f"{where} returned an Answer whose text is {type(value.text).__name__}, not a string")
+        if isinstance(value.citations, str):
+            raise TypeError(f"{where} returned an Answer whose citations are one string, not a list of strings "
+                            "(Answer(citations=[quote]) for a single quote)")
+        if not isinstance(value.citations, (list, tuple)) or not all(isinstance(c, str) for c in value.citations):
+            raise TypeError(f"{where} returned an Answer whose citations are not a list of strings")
         return value
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         return Answer(text=str(value))  # "412" or 412: a model may give a number as the whole answer
@@ -104,6 +112,8 @@ def _coerced(value: Any, where: str) -> Answer:
         citations = value.get("citations", [])
         if not isinstance(text, str):
             raise TypeError(f"{where} returned a dict without an 'answer' (or 'text') string")
+        if isinstance(citations, str):
+            raise TypeError(f"{where} returned 'citations' as one string, not a list of strings ([quote] for one)")
         if not isinstance(citations, list) or not all(isinstance(c, str) for c in citations):
             raise TypeError(f"{where} returned 'citations' that is not a list of strings")
         refused = value.get("refused")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 import pytest
@@ -390,6 +391,20 @@ def test_a_number_given_as_the_answer_becomes_its_text(value):
     from pytest_researchqa.families.citation.answers import coerce_answer
 
     assert coerce_answer(value, "system 's'").text in ("412", "6.14")
+
+
+@pytest.mark.parametrize(("value", "says"), [
+    (Answer("x", citations="Across two semesters, 412 students took part."), "citations are one string"),  # type: ignore[arg-type]
+    (Answer("x", citations=["a quote", None]), "citations are not a list of strings"),  # type: ignore[list-item]
+    (Answer(None, ["a quote"]), "text is NoneType, not a string"),  # type: ignore[arg-type]
+    ({"answer": "x", "citations": "one quote"}, "'citations' as one string"),
+])
+def test_a_systems_answer_whose_citations_or_text_have_the_wrong_shape_is_refused_naming_the_field(value, says):
+    """tester40 H3: citations="a quote" became 67 one-character citations, scored 0 with no error."""
+    from pytest_researchqa.families.citation.answers import coerce_answer
+
+    with pytest.raises(TypeError, match=f"system 's' returned .*{re.escape(says)}"):
+        coerce_answer(value, "system 's'")
 
 
 def chatgpt_premise_row() -> Row:
