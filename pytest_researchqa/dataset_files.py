@@ -99,9 +99,11 @@ def wrapper_records(path: Path, data: Any, text: str) -> Iterator[tuple[str, Any
         rows = data.get("rows")
         if not isinstance(rows, list):
             keys = ", ".join(map(repr, list(data)[:5])) or "none"
+            # One row as a JSON Lines file of one line (Hugging Face's to_json): say how to make it read.
+            one_row = " (a single row? put it in a list, or name the file .jsonl)" if "question" in data else ""
             raise DatasetError(f'{path}: not a dataset shape this plugin reads: expected {{"version": ..., '
                                f'"rows": [...]}}, a list of rows or the QASPER release; found an object with keys '
-                               f"{keys} (see docs/datasets.md)")
+                               f"{keys}{one_row} (see docs/datasets.md)")
     elif isinstance(data, list):
         rows = data
     else:

@@ -132,8 +132,9 @@ def test_a_json_file_holding_json_lines_as_hugging_face_writes_it_loads_as_json_
 
     assert [where for where, _ in file_records(path)] == ["line 1", "line 2", "line 3"], "any family's reader too"
     one = tmp_path / "one.json"
-    one.write_text(json.dumps(good) + "\n")  # one object: JSON, the wrapper shape's error as before
-    with pytest.raises(DatasetError, match="found an object with keys 'row_id'"):
+    one.write_text(json.dumps(good) + "\n")  # one object: JSON, the wrapper shape's error, with how to fix it
+    with pytest.raises(DatasetError, match=r"found an object with keys 'row_id'.* \(a single row\? put it in a list, "
+                                           r"or name the file \.jsonl\)"):
         load_dataset(one)
 
 
