@@ -619,6 +619,18 @@ def test_pytest9_native_toml_table_takes_typed_values(pytester, tmp_path):
     result.assert_outcomes(passed=6)
 
 
+# A user's system: its third row takes long enough for the user to press Ctrl-C.
+CTRL_C_AT_THE_THIRD_ROW = """
+calls = []
+
+def answer(question, paper):
+    calls.append(question)
+    if len(calls) == 3:
+        raise KeyboardInterrupt
+    return {"answer": "See the paper.", "citations": [paper.text.split(".")[0]]}
+"""
+
+
 class TestPartialRuns:
     def test_a_gate_never_passes_a_run_stopped_by_x(self, run, pytester):
         option = write_rows(pytester, [flat_row("r1", paper_id="ghost"), flat_row("r2"), flat_row("r3")],
@@ -660,16 +672,7 @@ class TestPartialRuns:
         from pytest_researchqa.__main__ import main
         from pytest_researchqa.runs import resolve_run
 
-        # The user's system: its third row takes long enough for the user to press Ctrl-C.
-        pytester.makepyfile(slow_rag="""
-            calls = []
-
-            def answer(question, paper):
-                calls.append(question)
-                if len(calls) == 3:
-                    raise KeyboardInterrupt
-                return {"answer": "See the paper.", "citations": [paper.text.split(".")[0]]}
-            """)
+        pytester.makepyfile(slow_rag=CTRL_C_AT_THE_THIRD_ROW)
         pytester.syspathinsert()
         runs = pytester.path / ".researchqa" / "runs"
         assert run("--researchqa-system=oracle", "-k", "lookup", "--researchqa-save=whole").ret == 0
@@ -747,15 +750,7 @@ class TestPartialRuns:
             self, run, pytester, first):
         # tester39 G4: the second SIGINT (GNU timeout signals the child, then its group) landed while pytest
         # reported the first, before it set exit status 2: the partial run was saved as a finished baseline.
-        pytester.makepyfile(slow_rag="""
-            calls = []
-
-            def answer(question, paper):
-                calls.append(question)
-                if len(calls) == 3:
-                    raise KeyboardInterrupt
-                return {"answer": "See the paper.", "citations": [paper.text.split(".")[0]]}
-            """)
+        pytester.makepyfile(slow_rag=CTRL_C_AT_THE_THIRD_ROW)
         pytester.makeconftest(f"""
             import pytest
 
