@@ -288,8 +288,11 @@ def render(agreements: Sequence[Agreement], problems: Sequence[str]) -> str:
         parts = (f"{other} no judge value, or a human tie" if other else "",
                  f"{absent} whose row or system is not in the run, below" if absent else "")
         why = ", ".join(part for part in parts if part)
-        skipped = f", {found.skipped} not counted ({why})" if found.skipped else ""
-        lines.append(f"{found.kind}: {found.labels} label(s){skipped}")
+        if found.skipped:  # of how many: "4 label(s), 2 not counted" read as 2 of the 4 (tester40 H8)
+            lines.append(f"{found.kind}: {found.labels + found.skipped} label(s), {found.labels} counted, "
+                         f"{found.skipped} not counted ({why})")
+        else:
+            lines.append(f"{found.kind}: {found.labels} label(s)")
         lines += [f"  not counted: {entry}" for entry in found.not_in_run]
         for name, figure in found.figures.items():
             lines.append(f"  {name}: {figure.text()}")

@@ -121,7 +121,7 @@ def test_labels_whose_row_or_system_is_not_in_the_run_are_named_apart_from_those
     capsys.readouterr()
     assert main(["--runs", str(runs), "calibrate", str(labels), "--run", "judged"]) == 0
     out = capsys.readouterr().out
-    assert "citation: 1 label(s), 2 not counted (2 whose row or system is not in the run, below)" in out
+    assert "citation: 3 label(s), 1 counted, 2 not counted (2 whose row or system is not in the run, below)" in out
     assert f"  not counted: {labels}, line 2: row 'nope-row' is not in the run" in out
     assert f"  not counted: {labels}, line 3: row 'edu-lookup-1' has no system 'bm52' in the run (it has 'bm25')" in out
     assert main(["--runs", str(runs), "calibrate", str(labels), "--run", "judged", "--json"]) == 0
