@@ -60,7 +60,6 @@ class RunHooks:
         self.worker_notes: list[str] = []  # the answer cache turned off on a worker (a full disk)
         self.spills: Optional[bool] = None  # whether saved records let go of their details (_spills_details)
         self.unwritten: dict[str, str] = {}  # path -> why a full disk (or a bad path) kept it from being written
-        self.concluded = False  # the controller decided the run (its verdict is printed even with no row finished)
         self.keyboard_interrupt = False  # pytest met a Ctrl-C (see pytest_sessionfinish: a second one hides it)
         self.frozen = False  # whether this run moved the objects alive at its start out of Python's collections
 
@@ -439,7 +438,6 @@ class RunHooks:
             state.session.dataset_sha = file_sha256(state.dataset_path)
             state.session.judging = judging_of(self._judging(state))
         outcome = state.session.outcome()
-        self.concluded = True
         self._write_files(state, outcome)
         from .row_reports import check_reports
 
@@ -451,12 +449,10 @@ class RunHooks:
 
     def _systems_unused(self, state: "RunState") -> Optional[str]:
         """A note when systems were named but no collected test asked for an answer: none of them ran."""
-        from .options import given_options
-
         if not state.session.records or any(r.system for r in state.session.records):
             return None
         named = [f"--{dest.replace('_', '-')}" for dest in ("researchqa_system", "researchqa_model")
-                 if dest in given_options(self.config)]
+                 if dest in state.settings.given]
         if not named:
             return None
         return (f"{' and '.join(named)} named systems, but no collected test asks for an answer (researchqa_answer, "
@@ -519,7 +515,8 @@ class RunHooks:
         if self.progress is not None:
             self.progress.stop()  # no progress line inside the summary
         state = started(config)
-        if state is None or is_worker(config) or not (state.session.records or self.concluded):
+        # Decided with no row finished (interrupted at once): its verdict is printed all the same.
+        if state is None or is_worker(config) or not (state.session.records or state.session.decided):
             return
         from .reporting.terminal_summary import write_audit, write_summary, write_verdict
 

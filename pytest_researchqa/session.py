@@ -65,6 +65,11 @@ class ResearchSession:
     def add(self, record: RowRecord) -> None:
         self.records.append(record)
 
+    @property
+    def decided(self) -> bool:
+        """Whether the run's outcome has been computed (the controller concluded it)."""
+        return self._outcome is not None
+
     def outcome(self) -> RunOutcome:
         """Computed once, at the end; later calls return the same outcome."""
         if self._outcome is None:
