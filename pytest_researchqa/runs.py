@@ -288,8 +288,7 @@ class SavedRun:
 
     @property
     def cut_short(self) -> Optional[str]:
-        """``"unfinished"`` (killed: only partial rows), ``"interrupted"`` (Ctrl-C: its files written), ``"crashed"``
-    (an xdist worker died running a test), else None."""
+        """Why the run is no baseline (:func:`cut_short`): "unfinished", "interrupted", "crashed"; else None."""
         return cut_short(self.folder, self.manifest)
 
 

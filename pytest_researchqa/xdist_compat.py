@@ -18,7 +18,7 @@ xdist recomputes over every scope a worker was ever given after every test: rows
 seed's scale. If a future xdist renames it, the override is never called and xdist's own count
 stands (slower, still correct).
 
-A third, on the same scheduler: its ``remove_node`` and ``schedule`` after a worker crash
+A third, on the same scheduler: its ``remove_node``, ``schedule`` and ``_reschedule`` after a worker crash
 (:class:`RecoversFromCrashes`), which in xdist 3.8 hang the run (pytest-xdist #1323, #1327, #1378;
 fixes merged after 3.8). They read the scheduler's ``assigned_work``, ``workqueue`` and ``collection``,
 as its own methods do. Once an xdist release carries the fixes, the override can go.
@@ -221,14 +221,13 @@ class RecoversFromCrashes:
         unfinished = {scope: unit for scope, unit in workload.items() if not all(unit.values())}
         if not unfinished:
             return None
-        crashed: str = next(nodeid for unit in unfinished.values() for nodeid, done in unit.items() if not done)
-        for unit in unfinished.values():
-            if crashed in unit:
-                unit[crashed] = True
+        unit, crashed = next((unit, nodeid) for unit in unfinished.values()
+                             for nodeid, done in unit.items() if not done)
+        unit[crashed] = True
         self.workqueue.update((s, u) for s, u in unfinished.items() if not all(u.values()))  # type: ignore[attr-defined]
         for other in self.assigned_work:  # type: ignore[attr-defined]
             self._reschedule(other)
-        return crashed
+        return str(crashed)
 
     def _reschedule(self, node: Any) -> None:
         if node not in self.registered_collections:  # type: ignore[attr-defined]
