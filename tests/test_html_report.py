@@ -199,18 +199,22 @@ MEASURE = """<script>
 
 @pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
-def test_a_leaderboard_with_delta_columns_scrolls_in_its_own_box_at_1280_px_with_its_system_column_in_view(
+def test_a_leaderboard_compared_with_a_baseline_fits_1280_px_and_marks_the_cell_of_the_gate_that_failed(
         pytester, tmp_path):
-    """tester39 G11a: with Δ columns and a long system name the page was wider than a 1280-px window and the
-    cost column was cut off."""
+    """tester39 G11a, tester40 H6: with Δ columns and a long system name the page was wider than a 1280-px
+    window, then its leaderboard scrolled with the cost column out of view; the failing gate's column had no
+    mark. Each Δ now sits under its value, and the cell a failed gate is about is marked."""
     from pytest_researchqa.__main__ import main
 
-    pytester.makepyfile(my_rag_pipeline_of_the_team=HOSTILE.replace("999", "412").replace("79.2", "74.2"))
+    system = "my_rag_pipeline_of_the_team_with_reranking"
+    pytester.makepyfile(**{system: HOSTILE.replace("999", "412").replace("79.2", "74.2")})
     pytester.syspathinsert()
     common = ("-p", "no:cacheprovider", f"--researchqa-cache-dir={tmp_path / 'cache'}",
-              "--researchqa-system=my_rag_pipeline_of_the_team:answer")
+              f"--researchqa-system={system}:answer")
     pytester.runpytest(*common, "--researchqa-save=main")
-    pytester.runpytest(*common, "--researchqa-save=pr-42", "--researchqa-compare=main")
+    pytester.makepyfile(**{system: HOSTILE})  # the pull request alters the numbers it quotes
+    pytester.runpytest(*common, "--researchqa-save=pr-42", "--researchqa-compare=main",
+                       "--researchqa-fail-on-regression=citation_accuracy")
     runs = pytester.path / ".researchqa" / "runs"
     assert main(["--runs", str(runs), "view", "pr-42", "--compare", "main", "-o", str(tmp_path / "r.html")]) == 0
     measured = tmp_path / "measured.html"
@@ -218,6 +222,12 @@ def test_a_leaderboard_with_delta_columns_scrolls_in_its_own_box_at_1280_px_with
                         encoding="utf-8")
     dom = dump(measured, "", tmp_path, screenshot="report-delta-1280.png", width=1280)
     found = dict(re.findall(r'data-(page-overflow|box-scrolls|system-shift|system-cell)="([^"]*)"', dom))
-    assert "Δ cite prec" in dom and found["system-cell"] == "my_rag_pipeline_of_the_team:answer"
+    assert found["system-cell"] == f"{system}:answer"
     assert found["page-overflow"] == "0", "the page is no wider than the window"
-    assert found["box-scrolls"] == "true" and found["system-shift"] == "0", "the system column stays in view"
+    assert found["box-scrolls"] == "false", "every column, cost $ the last, is in view without scrolling"
+    board = dom.split('<table id="leaderboard"', 1)[1].split("</table>", 1)[0]
+    assert "<th>Δ cite acc</th>" not in board and '<div class="delta">Δ</div>' in board
+    failed = re.findall(r'<td class="num gate-failed" title="([^"]*)">([^<]*)<div class="delta">([^<]*)</div>', board)
+    assert len(failed) == 1, board
+    message, value, delta = failed[0]
+    assert "citation_accuracy REGRESSED" in message and delta.startswith("-"), (message, value, delta)

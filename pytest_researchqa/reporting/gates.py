@@ -8,6 +8,7 @@ is validated against the benchmark family's declared metrics.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Optional, Sequence
 
@@ -110,6 +111,16 @@ class GateResult:
             return f"{self.system}: {self.gate.label} UNDECIDABLE: the mean is {self.value}"
         verdict = "ok" if self.passed else f"FAILED by {abs(self.gate.threshold - self.value):.3f}"
         return f"{self.system}: {self.gate.label}: {self.value:.3f} {verdict}"
+
+
+_WHOLE_GATE_NAME = re.compile(r"(threshold|regression)::(\w+)(?:[<>]=[^\[]*)?\[(.*)\]")
+
+
+def whole_dataset_gate(check_name: str) -> Optional[tuple[str, str, str]]:
+    """A gate's test name read back (a saved run keeps its checks by name): ``(kind, metric, system)`` for a
+    gate on the whole dataset; None for a run check or a gate on one question type (``lookup.metric``)."""
+    found = _WHOLE_GATE_NAME.fullmatch(check_name)
+    return None if found is None else (found[1], found[2], found[3])
 
 
 def evaluate(gates: Sequence[Gate], records: Sequence[RowRecord]) -> list[GateResult]:

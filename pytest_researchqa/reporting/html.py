@@ -111,6 +111,23 @@ def _changes(records: Sequence[RowRecord], other: Sequence[RowRecord], metrics: 
     return sorted(changed, key=lambda c: (-c["size"], c["key"]))
 
 
+def _gate_cells(outcome: "RunOutcome", family: Family) -> list[dict[str, Any]]:
+    """The leaderboard cells a check that did not pass is about: a threshold's value, a regression's Δ.
+
+    Gates on one question type are about the by-type table, not these cells, and are left to the list.
+    """
+    from .gates import whole_dataset_gate
+
+    labels = {m.name: m.label for m in family.metrics}
+    cells = []
+    for check in outcome.checks:
+        gate = whole_dataset_gate(check.name) if check.state != "passed" else None
+        if gate is not None and gate[1] in labels:
+            cells.append({"system": gate[2], "label": labels[gate[1]], "delta": gate[0] == "regression",
+                          "state": "failed" if check.fails_run else check.state, "message": check.message})
+    return cells
+
+
 def page_data(outcome: "RunOutcome", family: Family, title: str, *,
               other: Optional[tuple[str, Sequence[RowRecord]]] = None, compare_map: Optional[Mapping[str, str]] = None,
               figures: Sequence[Path] = ()) -> dict[str, Any]:
@@ -134,6 +151,7 @@ def page_data(outcome: "RunOutcome", family: Family, title: str, *,
         "guards": [{"severity": g.severity, "message": g.message} for g in outcome.guards],  # as the terminal's
         "checks": [{"state": c.state, "fails_run": c.fails_run, "mark": c.mark, "message": c.message}
                    for c in outcome.checks],
+        "gate_cells": _gate_cells(outcome, family),
         "metrics": [{"name": m.name, "label": m.label} for m in family.metrics],
         "rows": rows, "labels_schema": LABELS_SCHEMA,
         "figures": [{"name": f.stem, "svg": f.read_text(encoding="utf-8")} for f in figures if f.suffix == ".svg"],

@@ -112,3 +112,16 @@ def test_a_gate_on_a_question_type_its_metric_is_never_measured_on_is_refused_at
     with pytest.raises(GateSpecError, match="refusal_correctness is not measured on lookup rows"):
         parse_regression_gate("lookup.refusal_correctness", CITATION)
     assert parse_gate("adversarial.refusal_correctness=0.5", CITATION).question_type == "adversarial"
+
+
+def test_a_gates_test_name_reads_back_as_its_kind_metric_and_system_only_for_a_gate_on_the_whole_dataset():
+    from pytest_researchqa.reporting.gates import (Gate, GateResult, RegressionGate, RegressionResult,
+                                                   whole_dataset_gate)
+
+    threshold = GateResult(Gate("citation_precision", 0.9), "my.pkg:answer[v2]", 0.5)
+    regression = RegressionResult(RegressionGate("section_coverage", 0.02), "bm25", "main", "bm25", None)
+    typed = GateResult(Gate("citation_precision", 1e-5, question_type="lookup"), "bm25", 0.5)
+    assert whole_dataset_gate(threshold.name) == ("threshold", "citation_precision", "my.pkg:answer[v2]")
+    assert whole_dataset_gate(regression.name) == ("regression", "section_coverage", "bm25")
+    assert whole_dataset_gate(typed.name) is None, "a gate on one question type is not about a leaderboard cell"
+    assert whole_dataset_gate("run::no_errors") is None

@@ -17,6 +17,9 @@
     for (const child of children) if (child !== null && child !== undefined) node.append(typeof child === "string" ? clean(child) : child);
     return node;
   };
+  // A system named by a long import path may break after its dots, colons and underscores (a <wbr> each)
+  // rather than widen the row lists past the window.
+  const breakable = (name) => String(name ?? "").split(/(?<=[.:_])/).flatMap((part, i) => (i ? [el("wbr"), part] : [part]));
   const fmt = (v, d = 3) => (v === null || v === undefined) ? "—" : Number(v).toFixed(d);
   const LIMIT = 500; // rows drawn at once; the count says how many match
   let data, byKey = new Map(), marks = new Map();
@@ -62,12 +65,7 @@
       }
       list = null;
       if (part.title) box.append(el("h3", { text: part.title }));
-      const table = el("table", { id: n === 0 ? "leaderboard" : null, class: "board" });
-      table.append(el("thead", {}, el("tr", {}, ...part.headers.map((h) => el("th", { text: h })))));
-      const body = el("tbody");
-      for (const row of part.rows) body.append(el("tr", {}, ...row.map((c, i) => el("td", { class: i ? "num" : "", text: c }))));
-      table.append(body);
-      box.append(el("div", { class: "board-box" }, table));
+      box.append(el("div", { class: "board-box" }, boardTable(part, n === 0 ? "leaderboard" : null)));
     });
     box.append(el("p", { class: "muted", text: data.coverage }));
     for (const note of data.notes) box.append(el("p", { class: "muted", text: note }));
@@ -89,6 +87,37 @@
       }
       $("figures").append(el("details", {}, el("summary", { text: `Figures (${data.figures.length})` }), figures));
     }
+  }
+
+  // A metric's Δ against the baseline goes under its value, in the same cell, so the leaderboard of a
+  // comparison is as wide as the one without; a cell a gate that did not pass is about is marked, its
+  // message on hover.
+  function boardTable(part, id) {
+    const deltaOf = part.headers.map((h, i) => (i > 0 && h === "Δ " + part.headers[i - 1] ? i : -1));
+    const shown = part.headers.map((h, i) => i).filter((i) => !deltaOf.includes(i));
+    const gateCells = new Map();
+    for (const g of data.gate_cells || []) gateCells.set(`${g.system}\u241f${g.delta ? "Δ " : ""}${g.label}`, g);
+    const table = el("table", { id, class: "board" });
+    table.append(el("thead", {}, el("tr", {}, ...shown.map((i) => {
+      const th = el("th", { text: part.headers[i] });
+      if (deltaOf[i + 1] > 0) th.append(el("div", { class: "delta", text: "Δ" }));
+      return th;
+    }))));
+    const body = el("tbody");
+    for (const row of part.rows) {
+      body.append(el("tr", {}, ...shown.map((i) => {
+        const td = i ? el("td", { class: "num", text: row[i] }) : el("td", {}, ...breakable(row[i]));
+        const d = deltaOf[i + 1] > 0 ? i + 1 : -1;
+        if (d > 0) td.append(el("div", { class: "delta", text: row[d] }));
+        for (const key of [part.headers[i], ...(d > 0 ? [part.headers[d]] : [])]) {
+          const g = gateCells.get(`${row[0]}\u241f${key}`);
+          if (g) { td.classList.add("gate-" + g.state); td.title = g.message; }
+        }
+        return td;
+      })));
+    }
+    table.append(body);
+    return table;
   }
 
   function options(select, values, all) {
@@ -137,7 +166,7 @@
     const body = document.createDocumentFragment();
     for (const r of found.slice(0, LIMIT)) {
       const tr = el("tr", { "data-row-id": r.row_id, "data-key": r.key },
-        el("td", { text: r.row_id }), el("td", { text: r.system }), el("td", { text: r.type || "" }), el("td", { text: r.domain || "" }),
+        el("td", { text: r.row_id }), el("td", {}, ...breakable(r.system)), el("td", { text: r.type || "" }), el("td", { text: r.domain || "" }),
         el("td", {}, el("span", { class: "badge o-" + r.outcome, text: r.outcome || "" })),
         ...data.metrics.map((m) => el("td", { class: "num", text: fmt(r.metrics[m.name]) })),
         el("td", { text: (r.error || r.defect || (r.diagnosis || "").split("\n")[0] || "") }));
@@ -337,7 +366,7 @@
     for (const c of changed.slice(0, LIMIT)) {
       const now = byKey.get(c.key);
       const tr = el("tr", { "data-row-id": now ? now.row_id : c.old.row_id },
-        el("td", { text: c.old.row_id }), el("td", { text: c.old.system }),
+        el("td", { text: c.old.row_id }), el("td", {}, ...breakable(c.old.system)),
         el("td", { text: Object.entries(c.deltas).map(([m, v]) => `${m} ${v > 0 ? "+" : ""}${v.toFixed(3)}`).join(", ") }),
         changedCell(now), changedCell(c.old));
       tr.addEventListener("click", () => setState({ row: c.key }));
