@@ -115,8 +115,7 @@ def test_a_gate_on_a_question_type_its_metric_is_never_measured_on_is_refused_at
 
 
 def test_a_gates_test_name_reads_back_as_its_kind_metric_and_system_only_for_a_gate_on_the_whole_dataset():
-    from pytest_researchqa.reporting.gates import (Gate, GateResult, RegressionGate, RegressionResult,
-                                                   whole_dataset_gate)
+    from pytest_researchqa.reporting.gates import Gate, GateResult, RegressionGate, RegressionResult, whole_dataset_gate
 
     threshold = GateResult(Gate("citation_precision", 0.9), "my.pkg:answer[v2]", 0.5)
     regression = RegressionResult(RegressionGate("section_coverage", 0.02), "bm25", "main", "bm25", None)
