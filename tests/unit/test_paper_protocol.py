@@ -272,8 +272,22 @@ def test_a_small_tournament_under_the_paper_rules_counts_its_resamples_without_a
     results = {"systems": ["a", "b"], "bootstrap_diverged": diverged, "rules": {"reported": "mean"},
                "elo": {r.system: {"median": r.median, "mean": r.mean, "sd": r.sd, "point": r.point} for r in ratings}}
     shown = RUBRIC.render(records, results)[0] or ""
-    assert f"warning: {diverged} of the bootstrap's resamples have a system winning or losing every battle" in shown
+    assert (f"warning: {diverged} of the bootstrap's resamples have a system (or a group of systems) winning or "
+            "losing every battle against the others") in shown
     assert "Elo: Bradley-Terry on ensemble-judged battles, mean of 1,000 bootstraps ± SD" in shown, "as shown"
+
+
+def test_a_resample_where_one_system_beat_both_others_counts_as_without_a_finite_fit_though_each_won_something():
+    """Three systems, a ahead of b and c 9 to 1 each, b and c even: a resample that drew neither of a's two
+    losses has no finite fit (a beat the group {b, c} every time) while b and c still won against each other.
+    Such resamples were counted as fits (1 of 400) because no strength reached 0, and the Elo SD was
+    thousands of points with no warning."""
+    battles = ([("a", "b", 1.0)] * 9 + [("a", "b", 0.0)] + [("a", "c", 1.0)] * 9 + [("a", "c", 0.0)]
+               + [("b", "c", 1.0)] * 5 + [("b", "c", 0.0)] * 5)
+    ratings = bootstrap(["a", "b", "c"], battles, rounds=400, prior_draws=0.0)
+    # P(neither loss drawn) = (1 - 2/30)^30, about 0.127: about 51 of 400 resamples.
+    assert 30 < ratings[0].diverged < 75 and all(r.diverged == ratings[0].diverged for r in ratings)
+    assert bootstrap(["a", "b", "c"], battles, rounds=400)[0].diverged == 0, "the project's prior keeps fits finite"
 
 
 def test_without_a_prior_a_system_that_wins_every_battle_has_no_finite_fit_and_the_fit_says_so_instead_of_raising():

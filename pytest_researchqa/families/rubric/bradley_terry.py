@@ -201,8 +201,13 @@ def bootstrap(systems: Sequence[str], battles: Sequence[Battle], *, rounds: int 
     # A resample without a finite fit drives strengths to 0: the ratios below then meet 0/0, said by the count.
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for n in range(rounds):
-            samples[n], converged = _refit(np, start, prior_wins, prior_games, first, second, score,
-                                           rng.multinomial(len(battles), share).astype(float))
+            counts = rng.multinomial(len(battles), share).astype(float)
+            samples[n], converged = _refit(np, start, prior_wins, prior_games, first, second, score, counts)
+            # Without prior draws a group that won (or lost) every battle drawn against the rest has no finite
+            # fit even while each of its systems won something: the iteration then stops with a gap that
+            # only reflects how long it ran (thousands of Elo), which no strength threshold tells.
+            if converged and not prior_draws:
+                converged = not runaway(systems, [distinct[k] for k in np.flatnonzero(counts)])
             diverged += not converged
     ratings = [Rating(s, float(np.median(samples[:, index[s]])), float(np.std(samples[:, index[s]])), point[s],
                       float(np.mean(samples[:, index[s]])), diverged) for s in systems]

@@ -226,10 +226,10 @@ def tournament_warnings(results: dict[str, Any]) -> list[str]:
     if results.get("no_finite_fit"):
         warnings.append("warning: " + no_fit_note(results["no_finite_fit"]))
     elif results.get("bootstrap_diverged"):
-        warnings.append(f"warning: {results['bootstrap_diverged']} of the bootstrap's resamples have a system winning "
-                        "or losing every battle it is in: they have no finite Bradley-Terry fit (without the project "
-                        "protocol's prior draws), so the Elo mean and ± SD are not reliable with this few battles "
-                        "per pair (more queries or --researchqa-battles)")
+        warnings.append(f"warning: {results['bootstrap_diverged']} of the bootstrap's resamples have a system "
+                        "(or a group of systems) winning or losing every battle against the others: they have no "
+                        "finite Bradley-Terry fit (without the project protocol's prior draws), so the Elo mean and "
+                        "± SD are not reliable with this few battles per pair (more queries or --researchqa-battles)")
     if results.get("connected") is False:
         warnings.append("warning: the comparison graph is not connected: Elo scores of separate groups are not "
                         "comparable")
