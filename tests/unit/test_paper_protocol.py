@@ -281,12 +281,14 @@ def test_a_resample_where_one_system_beat_both_others_counts_as_without_a_finite
     """Three systems, a ahead of b and c 9 to 1 each, b and c even: a resample that drew neither of a's two
     losses has no finite fit (a beat the group {b, c} every time) while b and c still won against each other.
     Such resamples were counted as fits (1 of 400) because no strength reached 0, and the Elo SD was
-    thousands of points with no warning."""
+    thousands of points with no warning (and each took the iteration's 5,000 steps)."""
     battles = ([("a", "b", 1.0)] * 9 + [("a", "b", 0.0)] + [("a", "c", 1.0)] * 9 + [("a", "c", 0.0)]
                + [("b", "c", 1.0)] * 5 + [("b", "c", 0.0)] * 5)
     ratings = bootstrap(["a", "b", "c"], battles, rounds=400, prior_draws=0.0)
     # P(neither loss drawn) = (1 - 2/30)^30, about 0.127: about 51 of 400 resamples.
     assert 30 < ratings[0].diverged < 75 and all(r.diverged == ratings[0].diverged for r in ratings)
+    assert all(r.sd < 200 for r in ratings), "the SD is over the resamples with a fit, not thousands of Elo"
+    assert [r.system for r in ratings] == ["a", "b", "c"] or [r.system for r in ratings] == ["a", "c", "b"]
     assert bootstrap(["a", "b", "c"], battles, rounds=400)[0].diverged == 0, "the project's prior keeps fits finite"
 
 

@@ -166,7 +166,8 @@ def bootstrap(systems: Sequence[str], battles: Sequence[Battle], *, rounds: int 
     replacement), best first. Deterministic for a seed.
 
     Battles collapse to kinds (first, second, score); a resample is a multinomial draw of counts
-    over the kinds, and each refit is the same iteration as :func:`fit`, on arrays (numpy).
+    over the kinds, and each refit is the same iteration as :func:`fit`, on arrays (numpy). A resample
+    without a finite fit is counted in ``Rating.diverged`` and left out of the median, SD and mean.
     """
     import numpy as np
 
@@ -202,15 +203,19 @@ def bootstrap(systems: Sequence[str], battles: Sequence[Battle], *, rounds: int 
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for n in range(rounds):
             counts = rng.multinomial(len(battles), share).astype(float)
-            samples[n], converged = _refit(np, start, prior_wins, prior_games, first, second, score, counts)
             # Without prior draws a group that won (or lost) every battle drawn against the rest has no finite
-            # fit even while each of its systems won something: the iteration then stops with a gap that
-            # only reflects how long it ran (thousands of Elo), which no strength threshold tells.
-            if converged and not prior_draws:
-                converged = not runaway(systems, [distinct[k] for k in np.flatnonzero(counts)])
+            # fit even while each of its systems won something: an iteration would stop at a gap that only
+            # tells how long it ran (thousands of Elo). Such a resample is counted and left out, unfitted.
+            if not prior_draws and runaway(systems, [distinct[k] for k in np.flatnonzero(counts)]):
+                samples[n], converged = np.nan, False
+            else:
+                samples[n], converged = _refit(np, start, prior_wins, prior_games, first, second, score, counts)
             diverged += not converged
-    ratings = [Rating(s, float(np.median(samples[:, index[s]])), float(np.std(samples[:, index[s]])), point[s],
-                      float(np.mean(samples[:, index[s]])), diverged) for s in systems]
+        kept = samples[~np.isnan(samples).any(axis=1)]
+    if not len(kept):
+        kept = np.full((1, size), np.nan)
+    ratings = [Rating(s, float(np.median(kept[:, index[s]])), float(np.std(kept[:, index[s]])), point[s],
+                      float(np.mean(kept[:, index[s]])), diverged) for s in systems]
     return sorted(ratings, key=lambda r: (-r.median, r.system))
 
 
