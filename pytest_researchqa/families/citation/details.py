@@ -1,5 +1,6 @@
 """What the citation family keeps on a record's ``details``, typed for the code that writes it (``assertions``,
-``views``) and reads it back (the HTML report and ``view`` through ``row_view.RowDetails``, ``calibrate``).
+``views``) and the code that reads it back (the HTML report, ``view`` and ``calibrate``, through
+``row_view.RowDetails``, which this extends; the premise judge's verdict is for saved runs' readers).
 
 Beside the question and answer every row has (``row_view.AnswerView``, written in the row's setup): per
 citation what the report shows (``row_view.CitationView``: ``views.citation_views``), the expected sections
@@ -10,12 +11,12 @@ and whether the citations cover each (``row_view.SectionCovered``), and the prem
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict, cast
+from typing import TYPE_CHECKING, TypedDict
 
 from ...row_view import RowDetails
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...records import Recorder, RowRecord
+    from ...records import Recorder
 
 
 class PremiseJudgeDetail(TypedDict):
@@ -26,11 +27,6 @@ class PremiseJudgeDetail(TypedDict):
 
 class CitationDetails(RowDetails, total=False):
     premise_judge: PremiseJudgeDetail
-
-
-def details_of(record: "RowRecord") -> CitationDetails:
-    """The record's details as the citation family wrote them (a view: no copy, no check)."""
-    return cast(CitationDetails, record.details)
 
 
 def record_details(recorder: "Recorder", details: CitationDetails) -> None:
