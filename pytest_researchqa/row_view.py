@@ -42,7 +42,7 @@ class AnswerView(QuestionView):
     cited: list[str]  # the citations as returned
 
 
-class Departure(TypedDict):
+class DepartureView(TypedDict):
     """Where a quote stops agreeing with the paper (``matcher.Departure``)."""
 
     quote_before: str
@@ -74,7 +74,7 @@ class CitationView(_CitationViewKeys, total=False):
 
     context: list[str]  # [paper before, the matched text, paper after]
     explain: str
-    departure: Departure
+    departure: DepartureView
     nearest: NearestView
 
 
