@@ -57,7 +57,7 @@ def row_of(request: pytest.FixtureRequest, state: "RunState", case: Case) -> "Fa
         record = request.node.stash[RECORD]
         record.row_id, record.invalid_row = problem.row_id or problem.location, True
         error(request, f"invalid row: {problem}")
-    row: "FamilyRow" = state.dataset.rows[case.position]  # the family's row: what the plugin reads of any
+    row: "FamilyRow" = state.dataset.rows[case.position]  # any family's row, read as FamilyRow
     return row
 
 

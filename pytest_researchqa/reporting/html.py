@@ -63,7 +63,7 @@ class ShownCitation(CitationView, total=False):
 
 def _citations(details: RowDetails) -> list[ShownCitation]:
     out: list[ShownCitation] = []
-    # Read as saved, any JSON: what is not a citation's view is left out, and the texts are read as text.
+    # A saved run's details are any JSON: an entry that is not an object is left out, its texts read as text.
     for view in details.get("citations") or []:
         if not isinstance(view, dict):
             continue
