@@ -22,6 +22,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
+from .row_view import details_of
+
 if TYPE_CHECKING:  # pragma: no cover
     from .records import RowRecord
 
@@ -137,7 +139,7 @@ def _recorded(label: Label, record: "RowRecord") -> Any:
     details = record.details or {}
     try:
         if label.kind == "citation":
-            view = (details.get("citations") or [])[int(label.key)]
+            view = (details_of(record).get("citations") or [])[int(label.key)]
             return "grounded" if view.get("grounded") else ("ungrounded" if view.get("evidence", True)
                                                              else "not_evidence")
         if label.kind == "coverage":

@@ -293,7 +293,9 @@ class RowRecord:
     expected_found: Optional[int] = None
     expected_total: Optional[int] = None
     # What a family keeps of the row beyond metrics, as plain data (the rubric family: the answer text,
-    # references, word count, the task as given, per-item coverage), for end-of-run steps and saved runs.
+    # references, word count, the task as given, per-item coverage), for end-of-run steps and saved runs. Typed
+    # for its readers by each family (families/rubric/details, families/citation/details) and, for what the
+    # report reads of any row, by row_view.RowDetails.
     details: dict[str, Any] = field(default_factory=dict)  # JSON data: Recorder.detail refuses anything else
     # A dataset row that failed validation: an erroring test, but no (system, row) of the selection.
     invalid_row: bool = False

@@ -8,7 +8,7 @@ project's own test takes. Imported on a row's first setup, not at pytest's start
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Optional
+from typing import TYPE_CHECKING, NamedTuple, NoReturn, Optional
 
 import pytest
 
@@ -51,13 +51,14 @@ def error(request: pytest.FixtureRequest, message: str) -> NoReturn:
     pytest.fail(message, pytrace=False)
 
 
-def row_of(request: pytest.FixtureRequest, state: "RunState", case: Case) -> Any:
+def row_of(request: pytest.FixtureRequest, state: "RunState", case: Case) -> "FamilyRow":
     if case.kind == "problem":
         problem = state.dataset.problems[case.position]
         record = request.node.stash[RECORD]
         record.row_id, record.invalid_row = problem.row_id or problem.location, True
         error(request, f"invalid row: {problem}")
-    return state.dataset.rows[case.position]
+    row: "FamilyRow" = state.dataset.rows[case.position]  # any family's row, read as FamilyRow
+    return row
 
 
 def paper_of(request: pytest.FixtureRequest, state: "RunState", row: "FamilyRow") -> "Optional[Paper]":

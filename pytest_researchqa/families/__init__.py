@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..dataset import Dataset, FamilyRow
     from ..papers import Paper
+    from ..records import RowRecord
     from .protocols import RowLoader
 
 
@@ -192,7 +193,7 @@ class Family:
         parts = [system, row.question_type, row.row_id] if system else [row.question_type, row.row_id]
         return "-".join(_id_part(str(p)) for p in parts)
 
-    def board(self, records: Sequence[Any], results: Optional[dict[str, Any]]) -> tuple[Optional[Board], str]:
+    def board(self, records: "Sequence[RowRecord]", results: Optional[dict[str, Any]]) -> tuple[Optional[Board], str]:
         """The family's own leaderboard (``renderer``) as lines of text and tables, or (None, why) when it has
         none or it failed: the caller then draws the default tables and says why, so a renderer that raises at
         the end of a run costs its look, never the run's verdict, JUnit or JSON. A renderer returning one text
@@ -209,7 +210,7 @@ class Family:
             return None, (f"warning: the {self.name} family's renderer ({self.renderer}) raised "
                           f"{type(error).__name__}: {error}; its leaderboard is shown in the default tables")
 
-    def render(self, records: Sequence[Any], results: Optional[dict[str, Any]]) -> tuple[Optional[str], str]:
+    def render(self, records: "Sequence[RowRecord]", results: Optional[dict[str, Any]]) -> tuple[Optional[str], str]:
         """The family's own leaderboard as text (terminal, Markdown): ``board`` with each table as a GitHub
         table under its heading; (None, why) as ``board``."""
         board, failed = self.board(records, results)

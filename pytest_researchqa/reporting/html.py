@@ -16,10 +16,11 @@ import gzip
 import json
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, cast
 
 from ..families import Family, Table
 from ..records import RowRecord
+from ..row_view import CitationView, RowDetails, details_of
 from ..text_safety import utf8
 from .json_summary import json_safe
 from .terminal import leaderboard_notes, leaderboard_tables
@@ -53,27 +54,35 @@ def word_diff(quote: str, paper: str) -> list[list[str]]:
     return ops
 
 
-def _citations(details: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
+class ShownCitation(CitationView, total=False):
+    """A citation as the page shows it: its view, and how the quote departs from the paper word by word."""
+
+    diff: list[list[str]]  # word_diff of the quote against the paper where it departs, or the nearest passage
+    diff_page: Optional[int]
+
+
+def _citations(details: RowDetails) -> list[ShownCitation]:
+    out: list[ShownCitation] = []
+    # A saved run's details are any JSON: an entry that is not an object is left out, its texts read as text.
     for view in details.get("citations") or []:
         if not isinstance(view, dict):
             continue
-        view = dict(view)
+        shown = cast(ShownCitation, dict(view))  # a copy: the record keeps its own
         departure, nearest = view.get("departure"), view.get("nearest")
         if isinstance(departure, dict) and departure.get("quote_after") is not None:
-            view["diff"] = word_diff(str(departure.get("quote_before", "")) + " " + str(departure["quote_after"]),
-                                     str(departure.get("quote_before", "")) + " " + str(departure.get("paper_after")))
-            view["diff_page"] = departure.get("page")
+            shown["diff"] = word_diff(str(departure.get("quote_before", "")) + " " + str(departure["quote_after"]),
+                                      str(departure.get("quote_before", "")) + " " + str(departure.get("paper_after")))
+            shown["diff_page"] = departure.get("page")
         elif isinstance(nearest, dict) and nearest.get("text"):
-            view["diff"] = word_diff(str(view.get("quote") or ""), str(nearest["text"]))
-            view["diff_page"] = nearest.get("page")
-        out.append(view)
+            shown["diff"] = word_diff(str(view.get("quote") or ""), str(nearest["text"]))
+            shown["diff_page"] = nearest.get("page")
+        out.append(shown)
     return out
 
 
 def _row(record: RowRecord, key: str) -> dict[str, Any]:
     details = dict(record.details or {})
-    citations = _citations(details)
+    citations = _citations(details_of(record)) if record.details else []
     details.pop("citations", None)
     return {
         "key": key, "row_id": record.row_id, "system": record.system or "(dataset)", "paper": record.paper_id,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 from ...records import CitationVerdict, JudgeResult, Recorder, current_recorder
 from . import metrics
 from .answers import Answer
+from .details import CitationDetails, PremiseJudgeDetail, record_details
 from .matcher import match_index
 from .rows import Row, SectionEvidence
 
@@ -43,18 +44,6 @@ def _record(recorder: Optional[Recorder], metric: str, value: Optional[float]) -
     target = current_recorder(recorder)
     if target is not None:
         target.metric(metric, value)
-
-
-def _record_detail(recorder: Optional[Recorder], name: str, value: Any) -> None:
-    target = current_recorder(recorder)
-    if target is not None:
-        target.detail(name, value)
-
-
-def _record_nested(recorder: Optional[Recorder], kind: str, value: Any) -> None:
-    target = current_recorder(recorder)
-    if target is not None:
-        getattr(target, kind)(value)
 
 
 def cited_verbatim(answer: Answer, paper: PaperLike, *, min_accuracy: float = 1.0,
@@ -194,11 +183,12 @@ def flags_premise(answer: Answer, row: Row, *, recorder: Optional[Recorder] = No
     fixture has its verdict asked in its setup already (``row_setup``), so the row errors there in one line.
     """
     __tracebackhide__ = True
-    verdict: Optional[dict[str, Any]] = None
+    verdict: Optional[PremiseJudgeDetail] = None
     subject = judge.subject(row, answer) if judge is not None else None  # None: refused, or not a false premise
     if judge is not None and subject is not None:
         verdict = premise_verdict(judge, subject)
-        _record_detail(recorder, "premise_judge", verdict)
+        if (target := current_recorder(recorder)) is not None:
+            record_details(target, {"premise_judge": verdict})
         score: Optional[float] = 1.0 if verdict["flagged"] else 0.0
     else:
         score = metrics.premise_flagged(row, answer)
@@ -214,7 +204,7 @@ def flags_premise(answer: Answer, row: Row, *, recorder: Optional[Recorder] = No
     raise AssertionError("\n".join(lines))
 
 
-def premise_verdict(judge: "ModelJudge", subject: tuple[str, ...]) -> dict[str, Any]:
+def premise_verdict(judge: "ModelJudge", subject: tuple[str, ...]) -> PremiseJudgeDetail:
     """The premise judge's verdict on one answer: {'judge', 'flagged', 'reason'} (from its cache, or the call
     already in flight, when there is one)."""
     entry = judge.submit(*subject).result()
@@ -235,7 +225,8 @@ def judged(answer: Answer, row: Row, judges: "Sequence[ModelJudge]", *, minimum:
     from .judges import consensus
 
     result = judge_all(judges, row, answer, combine=consensus)
-    _record_nested(recorder, "judge", result)
+    if (target := current_recorder(recorder)) is not None:
+        target.judge(result)
     if minimum:
         low = {d: (score, v) for d, v in minimum.items()
                if (score := result.consensus.get(d)) is not None and score < v}
@@ -281,9 +272,9 @@ def check_answer(answer: Answer, row: Row, paper: PaperLike, *, recorder: Option
         return
     index = match_index(paper)
     matches = metrics.match_citations(answer, index)
-    _record_nested(recorder, "citations", [
-        CitationVerdict.of(found.verdict, found.grounded, tuple(found.pages)) for found in matches])
     target = current_recorder(recorder)
+    if target is not None:
+        target.citations([CitationVerdict.of(found.verdict, found.grounded, tuple(found.pages)) for found in matches])
     refusal = metrics.expects_refusal(row)
     # Which expected sections each citation reaches, worked out once a row: for each citation's view, the
     # sections shown and the coverage check (a false-premise row, graded by refusal, needs it for the views only).
@@ -292,10 +283,11 @@ def check_answer(answer: Answer, row: Row, paper: PaperLike, *, recorder: Option
     if target is not None:  # what the HTML report shows of each citation
         from .views import citation_views
 
-        target.detail("citations", citation_views(matches, index, row, report))
+        shown: CitationDetails = {"citations": citation_views(matches, index, row, report)}
         if report is not None and not refusal:
-            target.detail("sections", [{"section": s.section_label, "covered": hit}
-                                       for s, hit in zip(row.expected_references, report.covered)])
+            shown["sections"] = [{"section": s.section_label, "covered": hit}
+                                 for s, hit in zip(row.expected_references, report.covered)]
+        record_details(target, shown)
     checks: list[Callable[[], object]]
     if report is None or refusal:
         checks = [lambda: grounded_refusal(answer, row, index, recorder=recorder),

@@ -194,7 +194,7 @@ class PremiseJudge(ModelJudge):
     verdict_model = PremiseVerdict
     cached_as_kind = True
 
-    def subject(self, row: "Row", answer: "Answer") -> Optional[tuple[Any, ...]]:
+    def subject(self, row: "Row", answer: "Answer") -> Optional[tuple[str, str, str]]:
         """Nothing to judge on a row not graded by refusal, nor when the system itself said it refused."""
         graded = (getattr(row, "question_type", None) == "adversarial"
                   and getattr(row, "expected_refusal", None) is not False)

@@ -25,6 +25,7 @@ from .rows import Row
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...papers import Paper
+    from ...settings import Settings
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
 BASELINE_PROMPT, CITED_PROMPT = "baseline", "cited_answer"
@@ -45,7 +46,7 @@ class CitedAnswerSystem(ModelSystem[Row]):
         self.prompt = load_prompt(PROMPTS, BASELINE_PROMPT if baseline else CITED_PROMPT)
 
     @classmethod
-    def for_run(cls, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, settings: Any, *,
+    def for_run(cls, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, settings: "Settings", *,
                 timeout_s: float) -> "CitedAnswerSystem":
         """As a run builds it: its baseline mode, refresh, deadline and retries."""
         return cls(spec, runner, cache, baseline=settings.baseline, refresh=settings.refresh, timeout_s=timeout_s,

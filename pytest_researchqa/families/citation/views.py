@@ -3,9 +3,9 @@ sections it reaches, the paper around a grounded quote, and why a quote is not i
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
-from ...row_view import clip
+from ...row_view import CitationView, clip
 from .matcher import CitationMatch, MatchIndex
 from .metrics import SectionReport, section_report
 from .rows import Row
@@ -14,7 +14,7 @@ CONTEXT_CHARS = 280  # paper text shown on each side of a grounded quote
 
 
 def citation_views(matches: Sequence["CitationMatch"], index: "MatchIndex", row: "Row",
-                   report: Optional[SectionReport] = None) -> list[dict[str, Any]]:
+                   report: Optional[SectionReport] = None) -> list[CitationView]:
     """Per citation: verdict, pages, the expected sections it reaches, and why it is not in the paper.
 
     ``report``: the section report of the same citations (``section_report(answer.citations, row, index)``)
@@ -24,14 +24,14 @@ def citation_views(matches: Sequence["CitationMatch"], index: "MatchIndex", row:
     reached_by = dict(zip(report.counted, report.sections_per_citation)) if report is not None and labels else None
     views = []
     for number, found in enumerate(matches):
-        view: dict[str, Any] = {"quote": clip(found.citation), "verdict": found.verdict, "grounded": found.grounded,
-                                "pages": found.pages, "evidence": found.is_evidence}
         reached: Sequence[frozenset[int]]
         if reached_by is not None:  # a citation the report left out (too short to verify) reaches nothing
             reached = (reached_by[number],) if number in reached_by else ()
         else:
             reached = section_report([found.citation], row, index).sections_per_citation if labels else ()
-        view["sections"] = [labels[i] for i in sorted(reached[0])] if reached else []
+        view: CitationView = {"quote": clip(found.citation), "verdict": found.verdict, "grounded": found.grounded,
+                              "pages": found.pages, "evidence": found.is_evidence,
+                              "sections": [labels[i] for i in sorted(reached[0])] if reached else []}
         if found.grounded:
             spans = found.spans
             if spans:
