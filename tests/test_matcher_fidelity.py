@@ -6,6 +6,7 @@ import pytest
 from helpers import needs_shared, shared_path
 
 from pytest_researchqa.families.citation.matcher import MatchIndex, match_citation, match_index
+from pytest_researchqa.families.citation.matcher.furniture import trailing_line_numbers
 
 RESULTS = ("Accuracy rose to 61.4% (95% CI 58.2 to 64.6), while the error rate fell from 0.32 to -0.05 "
            "on the held-out set; all effects were significant at p < 0.05 and the gain was 2.5 ± 0.3 points.")
@@ -134,6 +135,45 @@ def test_a_tables_last_decimals_on_a_page_after_line_numbered_ones_are_its_numbe
     assert index.match("Line c of the numbered text goes on here Line d of the numbered text").grounded
 
 
+# Page 10 of llm_accuracy_inventivizes_hallucinations.pdf as pypdf reads it, each line's margin number glued to its
+# end (269 to 298), then page 11: its Table 1, printed without margin numbers. The table's labels (OR@1, LLM1)
+# and last cells (0.46, 0.18) end in digits a new page's count could start from.
+COUNTED_PAGE = "".join(f"reference {number - 268} of the paper's list, with its title and venue{number}\n"
+                       for number in range(269, 299))
+TABLE_PAGE = ("Table 1: Closed-rubric CR@L and open-rubric OR@L mean scores with penalties L = 0, 1.\n"
+              "CR@0 CR@1 OR@0 OR@1\n"
+              "LLM1 0.71 0.43 0.71 0.46\n"
+              "LLM1\u2217 0.61 0.52 0.73 0.55\n"
+              "LLM2 0.49 0.05 0.50 0.18\n"
+              "LLM2\u2217 0.42 0.28 0.51 0.30\n"
+              "LLM3 0.49 0.02 0.49 0.22\n"
+              "\u2217 with mitigation\n10\n")
+TABLE_ROWS = ("CR@0 CR@1 OR@0 OR@1 LLM1 0.71 0.43 0.71 0.46 LLM1\u2217 0.61 0.52 0.73 0.55 "
+              "LLM2 0.49 0.05 0.50 0.18")
+
+
+def test_a_tables_labels_and_cells_on_a_page_of_their_own_start_no_margin_count():
+    text = COUNTED_PAGE + TABLE_PAGE
+    ranges = trailing_line_numbers(text, [0, len(COUNTED_PAGE)])
+    assert [text[start:end] for start, end in ranges] == [str(number) for number in range(269, 299)]
+
+
+@pytest.mark.parametrize("quote", [TABLE_ROWS, "LLM1 0.71 0.43 0.71 0.46", "LLM2 0.49 0.05 0.50 0.18"])
+def test_a_verbatim_quote_of_a_table_after_a_line_numbered_page_is_grounded(quote):
+    found = MatchIndex(COUNTED_PAGE + TABLE_PAGE, [0, len(COUNTED_PAGE)]).match(quote)
+    assert found.grounded, found.explain()
+
+
+def test_the_years_of_a_title_page_before_the_margin_count_starts_are_the_papers_not_line_numbers():
+    title = "Evaluating large language models\nReceived: 1 July 2025\nAccepted: 15 April 2026\n(2026)\n"
+    body = "".join(f"Line {word} of the numbered text goes on here{number}\n"
+                   for number, word in enumerate("abcdefghijkl", start=1))
+    text = title + body
+    ranges = trailing_line_numbers(text, [0, len(title)])
+    assert all(start >= len(title) for start, _ in ranges) and len(ranges) == 12
+    assert MatchIndex(text, [0, len(title)]).match("Received: 1 July 2025 Accepted: 15 April 2026").grounded
+
+
 def test_a_quote_that_opens_the_paper_with_a_number_cuts_no_number():
     text = "2025-11-18\nScaling Generative Verifiers For Natural Language\nMathematical Proof Verification"
     assert match_citation("2025-11-18 Scaling Generative Verifiers For Natural Language", text).grounded
@@ -165,6 +205,16 @@ class TestGluedMarginNumbers:
     ])
     def test_a_glued_number_that_would_join_or_end_the_quotes_numbers_is_not_grounded(self, index, quote):
         assert not index.match(quote).grounded
+
+    @pytest.mark.parametrize("quote", [
+        "CR@0 CR@1 OR@0 OR@1 LLM1 0.71 0.43 0.71 0.46 LLM1\u2217 0.61 0.52 0.73 0.55 LLM2 0.49 0.05 0.50 0.18",  # Table 1
+        "LLM1 0.71 0.43 0.71 0.46",
+        "Abstention threshold 0.00 0.50 0.75 0.90 0.0 0.5 0.4 0.3",  # Extended Data Fig. 2's axis labels
+        "Received: 1 July 2025 Accepted: 15 April 2026",  # the title page, before the margin count
+    ])
+    def test_a_table_figure_or_title_page_without_margin_numbers_is_quoted_verbatim(self, index, quote):
+        found = index.match(quote)
+        assert found.grounded, found.explain()
 
 
 @pytest.mark.parametrize("citation", ["Baker et al., 2025", "(Smith and Jones, 2020)", "[12]", "[3, 5-7]",
