@@ -150,18 +150,35 @@ TABLE_PAGE = ("Table 1: Closed-rubric CR@L and open-rubric OR@L mean scores with
               "\u2217 with mitigation\n10\n")
 TABLE_ROWS = ("CR@0 CR@1 OR@0 OR@1 LLM1 0.71 0.43 0.71 0.46 LLM1\u2217 0.61 0.52 0.73 0.55 "
               "LLM2 0.49 0.05 0.50 0.18")
+# Page 14: a figure's labels one a line. Page 15: the margin count goes on where page 10 left it.
+FIGURE_PAGE = ("Correct No answer BaselineIncorrect Mitigation\nLLM4\nLLM1\nLLM2\nLLM3\n"
+               "Figure 3: The consistency-based mitigation reduces incorrect responses (hallucination rate) but\n"
+               "also decreases correct responses (accuracy), posing a barrier to adoption (n = 4,326 questions per\n"
+               "model).\n13\n")
+METHODS_PAGE = "Methods299\n" + "".join(f"Line {number - 299} of the methods, as running text goes on{number}\n"
+                                        for number in range(300, 311))
 
 
-def test_a_tables_labels_and_cells_on_a_page_of_their_own_start_no_margin_count():
-    text = COUNTED_PAGE + TABLE_PAGE
-    ranges = trailing_line_numbers(text, [0, len(COUNTED_PAGE)])
-    assert [text[start:end] for start, end in ranges] == [str(number) for number in range(269, 299)]
+def test_a_tables_labels_and_cells_or_a_figures_labels_on_pages_of_their_own_start_no_margin_count():
+    pages = [COUNTED_PAGE, TABLE_PAGE, FIGURE_PAGE, METHODS_PAGE]
+    starts = [sum(map(len, pages[:number])) for number in range(len(pages))]
+    text = "".join(pages)
+    ranges = trailing_line_numbers(text, starts)
+    assert [text[start:end] for start, end in ranges] == [str(number) for number in range(269, 311)]
 
 
-@pytest.mark.parametrize("quote", [TABLE_ROWS, "LLM1 0.71 0.43 0.71 0.46", "LLM2 0.49 0.05 0.50 0.18"])
-def test_a_verbatim_quote_of_a_table_after_a_line_numbered_page_is_grounded(quote):
-    found = MatchIndex(COUNTED_PAGE + TABLE_PAGE, [0, len(COUNTED_PAGE)]).match(quote)
+@pytest.mark.parametrize("quote", [TABLE_ROWS, "LLM1 0.71 0.43 0.71 0.46", "LLM2 0.49 0.05 0.50 0.18",
+                                   "Mitigation LLM4 LLM1 LLM2 LLM3"])
+def test_a_verbatim_quote_of_a_table_or_figure_after_a_line_numbered_page_is_grounded(quote):
+    text = COUNTED_PAGE + TABLE_PAGE + FIGURE_PAGE
+    found = MatchIndex(text, [0, len(COUNTED_PAGE), len(COUNTED_PAGE + TABLE_PAGE)]).match(quote)
     assert found.grounded, found.explain()
+
+
+@pytest.mark.parametrize("quote", ["LLM1 0.71 0.43 0.71 0.47", "LLM2 0.49 0.05 0.50 0.1", "LLM2 0.49 0.05 0.50 0.81"])
+def test_a_changed_table_cell_after_a_line_numbered_page_is_not_grounded(quote):
+    text = COUNTED_PAGE + TABLE_PAGE
+    assert not MatchIndex(text, [0, len(COUNTED_PAGE)]).match(quote).grounded
 
 
 def test_the_years_of_a_title_page_before_the_margin_count_starts_are_the_papers_not_line_numbers():
@@ -210,6 +227,7 @@ class TestGluedMarginNumbers:
         "CR@0 CR@1 OR@0 OR@1 LLM1 0.71 0.43 0.71 0.46 LLM1\u2217 0.61 0.52 0.73 0.55 LLM2 0.49 0.05 0.50 0.18",  # Table 1
         "LLM1 0.71 0.43 0.71 0.46",
         "Abstention threshold 0.00 0.50 0.75 0.90 0.0 0.5 0.4 0.3",  # Extended Data Fig. 2's axis labels
+        "Correct No answer BaselineIncorrect Mitigation LLM4 LLM1 LLM2 LLM3",  # Fig. 3's labels
         "Received: 1 July 2025 Accepted: 15 April 2026",  # the title page, before the margin count
     ])
     def test_a_table_figure_or_title_page_without_margin_numbers_is_quoted_verbatim(self, index, quote):

@@ -127,6 +127,7 @@ def _has_line_numbers(text: str) -> bool:
 
 _TRAILING_DIGITS = re.compile(r"(\d{1,7})[ \t]*$", re.MULTILINE)
 _DIGIT_AT_LINE_END = re.compile(r"\d[ \t]*\n")
+_WORD = re.compile(r"[^\W\d_]{2,}")  # a word of running text: two letters or more
 
 
 def trailing_line_numbers(text: str, page_starts: Sequence[int] = ()) -> list[tuple[int, int]]:
@@ -171,7 +172,7 @@ def trailing_line_numbers(text: str, page_starts: Sequence[int] = ()) -> list[tu
             # A restart (a new page's count) starts low; a jump skips forward (past a figure's
             # lines on this page, any distance on the next); anything else is text.
             if ((previous is None or (new_page and (value <= 3 or value > previous))
-                    or previous < value <= previous + 100) and _counted_on(glued[position + 1 :], value, page)):
+                    or previous < value <= previous + 100) and _counted_on(text, glued[position + 1 :], value, page)):
                 width = len(digits)
         if width:
             counted += previous is not None and int(digits[-width:]) == previous + 1
@@ -180,14 +181,16 @@ def trailing_line_numbers(text: str, page_starts: Sequence[int] = ()) -> list[tu
     return ranges if counted * 10 >= len(found) * 7 else []
 
 
-def _counted_on(after: Sequence[tuple[re.Match[str], int]], value: int, page: int) -> bool:
-    """Whether at least two of the next three numbered lines of ``page`` go on counting from ``value``.
+def _counted_on(text: str, after: Sequence[tuple[re.Match[str], int]], value: int, page: int) -> bool:
+    """Whether at least two of the next three numbered lines of ``page`` go on counting from ``value``, one
+    of them running text.
 
     Each goes on when its digits end in a number one or two past the last one counted (a line
-    between may end in none). A margin's count goes on line after line; a table's labels and
-    cells (``OR@1``, then ``0.46``) and a title page's years do not.
+    between may end in none). A margin's count goes on line after line of prose; a table's labels
+    and cells (``OR@1``, then ``0.46``), a figure's labels one a line (``LLM1``, ``LLM2``,
+    ``LLM3``) and a title page's years do not.
     """
-    went_on = 0
+    went_on, prose = 0, False
     for match, its_page in after[:3]:
         if its_page != page:
             break
@@ -197,4 +200,6 @@ def _counted_on(after: Sequence[tuple[re.Match[str], int]], value: int, page: in
         if goes_on:
             went_on += 1
             value = min(goes_on)
-    return went_on >= 2
+            line = text[text.rfind("\n", 0, match.start(1)) + 1 : match.start(1)]
+            prose = prose or len(_WORD.findall(line)) >= 4
+    return went_on >= 2 and prose
