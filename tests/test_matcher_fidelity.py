@@ -234,6 +234,11 @@ class TestGluedMarginNumbers:
         found = index.match(quote)
         assert found.grounded, found.explain()
 
+    def test_a_passage_copied_with_the_margin_number_that_ends_its_line_says_so(self, index):
+        found = index.match("that an abstention string such as IDK would be considered adequate.473")
+        assert not found.grounded
+        assert found.in_text.startswith("it ends with 473, the line or page number printed beside"), found.explain()
+
 
 @pytest.mark.parametrize("citation", ["Baker et al., 2025", "(Smith and Jones, 2020)", "[12]", "[3, 5-7]",
                                       "https://arxiv.org/abs/2406.01574", "doi:10.1038/s44360-026-00117-x",
@@ -290,3 +295,28 @@ def test_a_citation_marker_glued_to_a_word_near_the_quotes_start_is_skipped_and_
     assert match_citation("using AdamW optimizer with learning rate 5e-5, weight decay of 0.01", paper).grounded
     assert not match_citation("using AdamW optimizer with learning rate 5e-4, weight decay of 0.01", paper).grounded
     assert match_citation("using AdamW optimizer30 with learning rate 5e-5", paper).grounded, "the marker quoted too"
+
+
+# A page whose lines extraction glued their margin numbers to (1 to 12), then the reference list.
+NUMBERED_WITH_REFERENCES = "".join(
+    f"Line {word} of the study's running text, as the paper prints it{number}\n"
+    for number, word in enumerate("abcdefghijkl", start=1)
+) + ("References\n[1] Smith, J. & Lee, K. A study of blood pressure in adults. Journal of Medicine 12, 100-110 (2021).\n"
+     "[2] Brown, A. et al. Clinics and their patients. Proceedings of the Health Conference, 2019.\n")
+
+
+@pytest.mark.parametrize(("passage", "why"), [
+    ("Line c of the study's running text, as the paper prints it3", "it ends with 3, the line or page number printed"),
+    ("Smith, J. & Lee, K. A study of blood pressure in adults. Journal of Medicine 12, 100-110 (2021).",
+     "it is in the reference list, which is not evidence"),
+])
+def test_a_passage_the_extracted_text_holds_says_why_it_is_not_grounded_there(passage, why):
+    assert passage in NUMBERED_WITH_REFERENCES
+    found = match_citation(passage, NUMBERED_WITH_REFERENCES)
+    assert not found.grounded and found.in_text.startswith(why), found.explain()
+
+
+@pytest.mark.parametrize("passage", ["Line c of the study's running text, as the paper prints it", "Table 2:",
+                                     "A sentence the paper never had, about blood pressure in adults."])
+def test_a_passage_grounded_a_pointer_or_one_the_text_does_not_hold_has_no_such_reason(passage):
+    assert match_citation(passage, NUMBERED_WITH_REFERENCES).in_text == ""
