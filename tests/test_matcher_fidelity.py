@@ -6,6 +6,7 @@ import pytest
 from helpers import needs_shared, shared_path
 
 from pytest_researchqa.families.citation.matcher import MatchIndex, match_citation, match_index
+from pytest_researchqa.families.citation.matcher.furniture import trailing_line_numbers
 
 RESULTS = ("Accuracy rose to 61.4% (95% CI 58.2 to 64.6), while the error rate fell from 0.32 to -0.05 "
            "on the held-out set; all effects were significant at p < 0.05 and the gain was 2.5 ± 0.3 points.")
@@ -134,6 +135,62 @@ def test_a_tables_last_decimals_on_a_page_after_line_numbered_ones_are_its_numbe
     assert index.match("Line c of the numbered text goes on here Line d of the numbered text").grounded
 
 
+# Page 10 of llm_accuracy_inventivizes_hallucinations.pdf as pypdf reads it, each line's margin number glued to its
+# end (269 to 298), then page 11: its Table 1, printed without margin numbers. The table's labels (OR@1, LLM1)
+# and last cells (0.46, 0.18) end in digits a new page's count could start from.
+COUNTED_PAGE = "".join(f"reference {number - 268} of the paper's list, with its title and venue{number}\n"
+                       for number in range(269, 299))
+TABLE_PAGE = ("Table 1: Closed-rubric CR@L and open-rubric OR@L mean scores with penalties L = 0, 1.\n"
+              "CR@0 CR@1 OR@0 OR@1\n"
+              "LLM1 0.71 0.43 0.71 0.46\n"
+              "LLM1\u2217 0.61 0.52 0.73 0.55\n"
+              "LLM2 0.49 0.05 0.50 0.18\n"
+              "LLM2\u2217 0.42 0.28 0.51 0.30\n"
+              "LLM3 0.49 0.02 0.49 0.22\n"
+              "\u2217 with mitigation\n10\n")
+TABLE_ROWS = ("CR@0 CR@1 OR@0 OR@1 LLM1 0.71 0.43 0.71 0.46 LLM1\u2217 0.61 0.52 0.73 0.55 "
+              "LLM2 0.49 0.05 0.50 0.18")
+# Page 14: a figure's labels one a line. Page 15: the margin count goes on where page 10 left it.
+FIGURE_PAGE = ("Correct No answer BaselineIncorrect Mitigation\nLLM4\nLLM1\nLLM2\nLLM3\n"
+               "Figure 3: The consistency-based mitigation reduces incorrect responses (hallucination rate) but\n"
+               "also decreases correct responses (accuracy), posing a barrier to adoption (n = 4,326 questions per\n"
+               "model).\n13\n")
+METHODS_PAGE = "Methods299\n" + "".join(f"Line {number - 299} of the methods, as running text goes on{number}\n"
+                                        for number in range(300, 311))
+
+
+def test_a_tables_labels_and_cells_or_a_figures_labels_on_pages_of_their_own_start_no_margin_count():
+    pages = [COUNTED_PAGE, TABLE_PAGE, FIGURE_PAGE, METHODS_PAGE]
+    starts = [sum(map(len, pages[:number])) for number in range(len(pages))]
+    text = "".join(pages)
+    ranges = trailing_line_numbers(text, starts)
+    assert [text[start:end] for start, end in ranges] == [str(number) for number in range(269, 311)]
+
+
+@pytest.mark.parametrize("quote", [TABLE_ROWS, "LLM1 0.71 0.43 0.71 0.46", "LLM2 0.49 0.05 0.50 0.18",
+                                   "Mitigation LLM4 LLM1 LLM2 LLM3"])
+def test_a_verbatim_quote_of_a_table_or_figure_after_a_line_numbered_page_is_grounded(quote):
+    text = COUNTED_PAGE + TABLE_PAGE + FIGURE_PAGE
+    found = MatchIndex(text, [0, len(COUNTED_PAGE), len(COUNTED_PAGE + TABLE_PAGE)]).match(quote)
+    assert found.grounded, found.explain()
+
+
+@pytest.mark.parametrize("quote", ["LLM1 0.71 0.43 0.71 0.47", "LLM2 0.49 0.05 0.50 0.1", "LLM2 0.49 0.05 0.50 0.81"])
+def test_a_changed_table_cell_after_a_line_numbered_page_is_not_grounded(quote):
+    text = COUNTED_PAGE + TABLE_PAGE
+    assert not MatchIndex(text, [0, len(COUNTED_PAGE)]).match(quote).grounded
+
+
+def test_the_years_of_a_title_page_before_the_margin_count_starts_are_the_papers_not_line_numbers():
+    title = "Evaluating large language models\nReceived: 1 July 2025\nAccepted: 15 April 2026\n(2026)\n"
+    body = "".join(f"Line {word} of the numbered text goes on here{number}\n"
+                   for number, word in enumerate("abcdefghijkl", start=1))
+    text = title + body
+    ranges = trailing_line_numbers(text, [0, len(title)])
+    assert all(start >= len(title) for start, _ in ranges) and len(ranges) == 12
+    assert MatchIndex(text, [0, len(title)]).match("Received: 1 July 2025 Accepted: 15 April 2026").grounded
+
+
 def test_a_quote_that_opens_the_paper_with_a_number_cuts_no_number():
     text = "2025-11-18\nScaling Generative Verifiers For Natural Language\nMathematical Proof Verification"
     assert match_citation("2025-11-18 Scaling Generative Verifiers For Natural Language", text).grounded
@@ -165,6 +222,22 @@ class TestGluedMarginNumbers:
     ])
     def test_a_glued_number_that_would_join_or_end_the_quotes_numbers_is_not_grounded(self, index, quote):
         assert not index.match(quote).grounded
+
+    @pytest.mark.parametrize("quote", [
+        "CR@0 CR@1 OR@0 OR@1 LLM1 0.71 0.43 0.71 0.46 LLM1\u2217 0.61 0.52 0.73 0.55 LLM2 0.49 0.05 0.50 0.18",  # Table 1
+        "LLM1 0.71 0.43 0.71 0.46",
+        "Abstention threshold 0.00 0.50 0.75 0.90 0.0 0.5 0.4 0.3",  # Extended Data Fig. 2's axis labels
+        "Correct No answer BaselineIncorrect Mitigation LLM4 LLM1 LLM2 LLM3",  # Fig. 3's labels
+        "Received: 1 July 2025 Accepted: 15 April 2026",  # the title page, before the margin count
+    ])
+    def test_a_table_figure_or_title_page_without_margin_numbers_is_quoted_verbatim(self, index, quote):
+        found = index.match(quote)
+        assert found.grounded, found.explain()
+
+    def test_a_passage_copied_with_the_margin_number_that_ends_its_line_says_so(self, index):
+        found = index.match("that an abstention string such as IDK would be considered adequate.473")
+        assert not found.grounded
+        assert found.in_text.startswith("it ends with 473, the line or page number printed beside"), found.explain()
 
 
 @pytest.mark.parametrize("citation", ["Baker et al., 2025", "(Smith and Jones, 2020)", "[12]", "[3, 5-7]",
@@ -222,3 +295,28 @@ def test_a_citation_marker_glued_to_a_word_near_the_quotes_start_is_skipped_and_
     assert match_citation("using AdamW optimizer with learning rate 5e-5, weight decay of 0.01", paper).grounded
     assert not match_citation("using AdamW optimizer with learning rate 5e-4, weight decay of 0.01", paper).grounded
     assert match_citation("using AdamW optimizer30 with learning rate 5e-5", paper).grounded, "the marker quoted too"
+
+
+# A page whose lines extraction glued their margin numbers to (1 to 12), then the reference list.
+NUMBERED_WITH_REFERENCES = "".join(
+    f"Line {word} of the study's running text, as the paper prints it{number}\n"
+    for number, word in enumerate("abcdefghijkl", start=1)
+) + ("References\n[1] Smith, J. & Lee, K. A study of blood pressure in adults. Journal of Medicine 12, 100-110 (2021).\n"
+     "[2] Brown, A. et al. Clinics and their patients. Proceedings of the Health Conference, 2019.\n")
+
+
+@pytest.mark.parametrize(("passage", "why"), [
+    ("Line c of the study's running text, as the paper prints it3", "it ends with 3, the line or page number printed"),
+    ("Smith, J. & Lee, K. A study of blood pressure in adults. Journal of Medicine 12, 100-110 (2021).",
+     "it is in the reference list, which is not evidence"),
+])
+def test_a_passage_the_extracted_text_holds_says_why_it_is_not_grounded_there(passage, why):
+    assert passage in NUMBERED_WITH_REFERENCES
+    found = match_citation(passage, NUMBERED_WITH_REFERENCES)
+    assert not found.grounded and found.in_text.startswith(why), found.explain()
+
+
+@pytest.mark.parametrize("passage", ["Line c of the study's running text, as the paper prints it", "Table 2:",
+                                     "A sentence the paper never had, about blood pressure in adults."])
+def test_a_passage_grounded_a_pointer_or_one_the_text_does_not_hold_has_no_such_reason(passage):
+    assert match_citation(passage, NUMBERED_WITH_REFERENCES).in_text == ""

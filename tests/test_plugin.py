@@ -404,6 +404,23 @@ def test_a_row_whose_expected_passage_is_too_short_to_verify_says_so_in_its_defe
         "'Methods' are too short to verify: fewer than 10 letters and digits)*"])
 
 
+def test_a_row_whose_expected_passage_ends_with_a_margin_number_or_is_a_reference_says_why_in_its_defect(
+        run, pytester):
+    """tester40 H5: passages copied from the extracted text read "not in the text" with no word of why."""
+    numbered = "".join(f"Line {word} of the study's running text, as the paper prints it{number}\n"
+                       for number, word in enumerate("abcdefghijkl", start=1))
+    reference = "Smith, J. & Lee, K. A study of blood pressure in adults. Journal of Medicine 12, 100-110 (2021)."
+    rows = [flat_row("r1", expected_references=[
+                {"section_label": "Methods", "alternatives": ["Line c of the study's running text, as the paper prints it3"]}]),
+            flat_row("r2", expected_references=[{"section_label": "Background", "alternatives": [reference]}])]
+    option = write_rows(pytester, rows, {"p1": f"{numbered}References\n[1] {reference}\n"})
+    run(option, "--researchqa-system=oracle", "-rx").stdout.fnmatch_lines([
+        "*dataset defect: the expected passage of section 'Methods' is in the extracted text of paper 'p1' but is not "
+        "grounded there: it ends with 3, the line or page number printed beside the paper's text there*",
+        "*dataset defect: the expected passage of section 'Background' is in the extracted text of paper 'p1' but is "
+        "not grounded there: it is in the reference list, which is not evidence*"])
+
+
 def test_audit_prints_the_share_of_expected_passages_found_per_paper(run, pytester):
     broken = flat_row("r2", expected_references=[{"section_label": "Results", "alternatives": ["A sentence the paper never had."]}])
     option = write_rows(pytester, [flat_row("r1"), broken], {"p1": PAPER})

@@ -231,15 +231,28 @@ def paper_check(row: Row, paper: "Paper") -> "PaperCheck":
 
 
 def defect_reason(row: Row, index: MatchIndex, missing: Sequence[str]) -> str:
-    """Why a row is a dataset defect: the sections none of whose expected passages the paper contains, and
-    those whose passages are all too short to verify (a one-word passage may well be in the text)."""
+    """Why a row is a dataset defect: the sections none of whose expected passages the paper contains, those
+    whose passages are all too short to verify (a one-word passage may well be in the text), and the sections
+    a passage of which the extracted text does hold, with why it is not grounded there (it is in the reference
+    list; it ends with a margin line number)."""
     from .matcher.verdicts import MIN_QUOTE_KEY, TOO_SHORT
 
-    short = [section.section_label for section in row.expected_references if section.section_label in missing
+    held: dict[str, str] = {}
+    for section in row.expected_references:
+        if section.section_label in missing:
+            why = next((why for why in (index.match(a).in_text for a in section.alternatives) if why), "")
+            if why:
+                held[section.section_label] = why
+    absent = [label for label in missing if label not in held]
+    short = [section.section_label for section in row.expected_references if section.section_label in absent
              and section.alternatives and all(index.match(a).verdict == TOO_SHORT for a in section.alternatives)]
-    reason = (f"dataset defect: no expected passage of section(s) {', '.join(map(repr, missing))} "
-              f"is in the text of paper {row.paper_id!r}")
+    reasons = []
+    if absent:
+        reasons.append(f"no expected passage of section(s) {', '.join(map(repr, absent))} "
+                       f"is in the text of paper {row.paper_id!r}")
     if short:
-        reason += (f" (those of {', '.join(map(repr, short))} are too short to verify: fewer than {MIN_QUOTE_KEY} "
-                   "letters and digits)")
-    return reason
+        reasons[-1] += (f" (those of {', '.join(map(repr, short))} are too short to verify: fewer than "
+                        f"{MIN_QUOTE_KEY} letters and digits)")
+    reasons.extend(f"the expected passage of section {label!r} is in the extracted text of paper {row.paper_id!r} "
+                   f"but is not grounded there: {why}" for label, why in held.items())
+    return "dataset defect: " + "; ".join(reasons)

@@ -105,13 +105,17 @@ def _taken_in(index: PaperIndex, quote: str, quote_at: int, low: int, high: int)
         paper_start = low - len(word)
     else:
         paper_start = max(text.rfind(" ", 0, low), text.rfind("\n", 0, low)) + 1
+    number = text[low:high].strip()
+    ends = len(text_key(quote[split:])) <= len(text_key(number))  # nothing of the quote after the number
     return Diagnosis(
         ALTERED,
-        f"altered: it reads the line or page number {text[low:high].strip()} printed beside the paper's text "
-        "as part of its numbers",
+        f"altered: it reads the line or page number {number} printed beside the paper's text as part of its numbers",
         departure=Departure(quote_before=quote[:word_start], quote_after=quote[word_start:],
                             paper_after=_paper_from(index, paper_start),
                             page=index.page_of(paper_start)),
+        in_text=(f"it ends with {number}, the line or page number printed beside the paper's text there" if ends
+                 else f"it reads {number}, the line or page number printed beside the paper's text, into one of its "
+                 "numbers"),
     )
 
 

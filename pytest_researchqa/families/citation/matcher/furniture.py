@@ -127,6 +127,7 @@ def _has_line_numbers(text: str) -> bool:
 
 _TRAILING_DIGITS = re.compile(r"(\d{1,7})[ \t]*$", re.MULTILINE)
 _DIGIT_AT_LINE_END = re.compile(r"\d[ \t]*\n")
+_WORD = re.compile(r"[^\W\d_]{2,}")  # a word of running text: two letters or more
 
 
 def trailing_line_numbers(text: str, page_starts: Sequence[int] = ()) -> list[tuple[int, int]]:
@@ -137,7 +138,10 @@ def trailing_line_numbers(text: str, page_starts: Sequence[int] = ()) -> list[tu
     most lines end in digits that count upwards, each line's number is the suffix of its
     digits that continues the count. The count restarts (at 1 to 3) or jumps far ahead only
     on a new page; on the same page a number that does neither is the text's own (the ``2``
-    of a formula's last line, a year ending a line), and the count goes on past it.
+    of a formula's last line, a year ending a line), and the count goes on past it. A number
+    that starts the count, restarts it or jumps ahead is taken only where the lines after it
+    on its page go on counting from it: a table's labels and cells (``OR@1``, then ``0.46``
+    and ``0.18``), or a year on a title page, start no count.
     """
     lines = max(1, text.count("\n"))
     if len(_DIGIT_AT_LINE_END.findall(text, 0, 20_000)) * 3 < min(lines, text.count("\n", 0, 20_000)):
@@ -145,16 +149,15 @@ def trailing_line_numbers(text: str, page_starts: Sequence[int] = ()) -> list[tu
     found = list(_TRAILING_DIGITS.finditer(text))
     if len(found) * 2 < lines or len(found) < 8:
         return []
+    # Each line's digits and page, leaving out a line of its own (a page number): not glued, and not the count.
+    glued = [(match, bisect.bisect_right(page_starts, match.start(1))) for match in found
+             if text[text.rfind("\n", 0, match.start(1)) + 1 : match.start(1)].strip()]
     ranges: list[tuple[int, int]] = []
     counted = 0
     previous: int | None = None
     previous_page = -1
-    for match in found:
+    for position, (match, page) in enumerate(glued):
         digits = match.group(1)
-        line_start = text.rfind("\n", 0, match.start(1)) + 1
-        if not text[line_start:match.start(1)].strip():
-            continue  # a line of its own (a page number): not glued, and not the count
-        page = bisect.bisect_right(page_starts, match.start(1))
         width = 0
         if previous is not None:
             fits = [(int(digits[-size:]) - previous, -size) for size in range(1, min(4, len(digits)) + 1)
@@ -168,8 +171,8 @@ def trailing_line_numbers(text: str, page_starts: Sequence[int] = ()) -> list[tu
             new_page = page != previous_page or not page_starts  # without pages, any line may start one
             # A restart (a new page's count) starts low; a jump skips forward (past a figure's
             # lines on this page, any distance on the next); anything else is text.
-            if (previous is None or (new_page and (value <= 3 or value > previous))
-                    or previous < value <= previous + 100):
+            if ((previous is None or (new_page and (value <= 3 or value > previous))
+                    or previous < value <= previous + 100) and _counted_on(text, glued[position + 1 :], value, page)):
                 width = len(digits)
         if width:
             counted += previous is not None and int(digits[-width:]) == previous + 1
@@ -177,3 +180,26 @@ def trailing_line_numbers(text: str, page_starts: Sequence[int] = ()) -> list[tu
             ranges.append((match.end(1) - width, match.end(1)))
     return ranges if counted * 10 >= len(found) * 7 else []
 
+
+def _counted_on(text: str, after: Sequence[tuple[re.Match[str], int]], value: int, page: int) -> bool:
+    """Whether at least two of the next three numbered lines of ``page`` go on counting from ``value``, one
+    of them running text.
+
+    Each goes on when its digits end in a number one or two past the last one counted (a line
+    between may end in none). A margin's count goes on line after line of prose; a table's labels
+    and cells (``OR@1``, then ``0.46``), a figure's labels one a line (``LLM1``, ``LLM2``,
+    ``LLM3``) and a title page's years do not.
+    """
+    went_on, prose = 0, False
+    for match, its_page in after[:3]:
+        if its_page != page:
+            break
+        digits = match.group(1)
+        goes_on = [int(digits[-size:]) for size in range(1, min(4, len(digits)) + 1)
+                   if value < int(digits[-size:]) <= value + 2]
+        if goes_on:
+            went_on += 1
+            value = min(goes_on)
+            line = text[text.rfind("\n", 0, match.start(1)) + 1 : match.start(1)]
+            prose = prose or len(_WORD.findall(line)) >= 4
+    return went_on >= 2 and prose

@@ -46,13 +46,16 @@ from .quotes import (
 from .textkey import ASCII_DROPPED, KEY_BYTES, mark_context, part_keys, text_key
 from .verdicts import (
     MIN_QUOTE_KEY,
-    NOT_EVIDENCE,
+    POINTER,
+    REFERENCE_ENTRY,
+    RUNNING_HEAD,
     TOO_SHORT,
     VERBATIM,
     VERBATIM_ELIDED,
     VERBATIM_WITH_COMMENTARY,
     CitationMatch,
     Diagnosis,
+    not_evidence,
     not_grounded,
     verbatim_hit,
 )
@@ -243,7 +246,7 @@ class MatchIndex(PaperIndex):
     def _match(self, citation: str) -> "CitationMatch":
         parts, keys = self._parts_and_keys(citation)
         if is_pointer(citation, keys):
-            return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
+            return not_evidence(citation, self, POINTER)
         if sum(map(len, keys)) < MIN_QUOTE_KEY:
             return CitationMatch(citation, self, False, TOO_SHORT, ())
         # Most quotes that are not there stop being verbatim where the paper's text goes on with
@@ -308,9 +311,9 @@ class MatchIndex(PaperIndex):
             if unmasked:
                 spans = self._unmasked_to_masked(spans)
                 if not spans:  # the whole quote is page furniture (a running header or footer)
-                    return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
+                    return not_evidence(citation, self, RUNNING_HEAD)
             if self._in_bibliography(spans) and LOOKS_LIKE_REFERENCE.search(citation):
-                return CitationMatch(citation, self, False, NOT_EVIDENCE, ())
+                return not_evidence(citation, self, REFERENCE_ENTRY)
             return CitationMatch(citation, self, True, VERBATIM if len(keys) == 1 else VERBATIM_ELIDED, spans)
         return None
 

@@ -58,6 +58,9 @@ class Diagnosis:
     summary: str
     departure: Departure | None = None
     nearest: NearestPassage | None = None
+    # Why a passage the paper's extracted text holds is still not grounded ("it is in the reference list, which
+    # is not evidence"; "it ends with the margin line number 473"); empty when the text does not hold it.
+    in_text: str = ""
 
 
 class SourceIndex(Protocol):
@@ -145,6 +148,12 @@ class CitationMatch:
     def nearest(self) -> NearestPassage | None:
         return self._diagnose().nearest if not self.grounded else None
 
+    @property
+    def in_text(self) -> str:
+        """For a citation not grounded that the paper's extracted text holds as it stands, why it is not
+        grounded there (a reference-list entry, a running header, a margin line number read in); else ''."""
+        return self._diagnose().in_text if not self.grounded else ""
+
     def explain(self) -> str:
         """A short human account of the verdict, for failure messages."""
         where = f" (page {', '.join(map(str, self.pages))})" if self.pages else ""
@@ -202,6 +211,23 @@ def verbatim_hit(citation: str, index: SourceIndex, start: int, end: int) -> Cit
     match._spans = match._pages = None
     return match
 
+
+
+# What a citation that is not evidence is (``not_evidence``'s ``what``), and why, when the paper's text holds it.
+POINTER = "only a reference, a link or a label"
+RUNNING_HEAD = "a running header or footer"
+REFERENCE_ENTRY = "an entry of the reference list"
+_IN_TEXT = {RUNNING_HEAD: "it is a running header or footer of the page, which is not evidence",
+            REFERENCE_ENTRY: "it is in the reference list, which is not evidence"}
+
+
+def not_evidence(citation: str, index: SourceIndex, what: str) -> CitationMatch:
+    """A citation that can be evidence neither way, ``what`` it is said (``POINTER``, ``RUNNING_HEAD`` or
+    ``REFERENCE_ENTRY``): reported, not counted."""
+    match = CitationMatch(citation, index, False, NOT_EVIDENCE, ())
+    match._diagnosis = Diagnosis(NOT_EVIDENCE, f"not evidence: {what}; it supports no claim, so it is reported "
+                                               "and not counted", in_text=_IN_TEXT.get(what, ""))
+    return match
 
 
 def not_grounded(citation: str, index: SourceIndex, parts: tuple[str, ...]) -> CitationMatch:
