@@ -172,7 +172,8 @@ def trailing_line_numbers(text: str, page_starts: Sequence[int] = ()) -> list[tu
             # A restart (a new page's count) starts low; a jump skips forward (past a figure's
             # lines on this page, any distance on the next); anything else is text.
             if ((previous is None or (new_page and (value <= 3 or value > previous))
-                    or previous < value <= previous + 100) and _counted_on(text, glued[position + 1 :], value, page)):
+                    or previous < value <= previous + 100)
+                    and _counted_on(text, glued[position + 1 : position + 4], value, page)):
                 width = len(digits)
         if width:
             counted += previous is not None and int(digits[-width:]) == previous + 1
@@ -182,8 +183,8 @@ def trailing_line_numbers(text: str, page_starts: Sequence[int] = ()) -> list[tu
 
 
 def _counted_on(text: str, after: Sequence[tuple[re.Match[str], int]], value: int, page: int) -> bool:
-    """Whether at least two of the next three numbered lines of ``page`` go on counting from ``value``, one
-    of them running text.
+    """Whether at least two of the next three numbered lines of ``page`` (``after``: those three) go on
+    counting from ``value``, one of them running text.
 
     Each goes on when its digits end in a number one or two past the last one counted (a line
     between may end in none). A margin's count goes on line after line of prose; a table's labels
@@ -191,7 +192,7 @@ def _counted_on(text: str, after: Sequence[tuple[re.Match[str], int]], value: in
     ``LLM3``) and a title page's years do not.
     """
     went_on, prose = 0, False
-    for match, its_page in after[:3]:
+    for match, its_page in after:
         if its_page != page:
             break
         digits = match.group(1)
