@@ -488,6 +488,23 @@ def test_a_short_expected_text_is_covered_by_quoting_it_whole():
     assert report.covered == (True,)
 
 
+def test_a_longer_quote_holding_a_short_expected_text_whole_covers_it_as_the_text_itself_does_at_its_place():
+    """tester41 T3: "a standardized effect of d = 0.38" scored 0 where "effect of d = 0.38", the dataset's
+    own alternative, scored 1: the floor's waiver asked for the text itself, not a quote holding it."""
+    paper = PAPER_WITH_A_NAME + " Results. The quizzes had a standardized effect of d = 0.38 on exam scores."
+    effect = {"section_label": "Results", "alternatives": ["effect of d = 0.38"]}
+    index = MatchIndex(paper)
+    assert section_report(["a standardized effect of d = 0.38"], row("lookup", [effect]), index).covered == (True,)
+    assert section_report(["effect of d = 0.38"], row("lookup", [effect]), index).covered == (True,)
+    # Elsewhere in the paper the same words are another passage; without a paper a short text is too common.
+    twice = paper + " Discussion. A larger effect of d = 0.38 would need more sections."
+    elsewhere = "A larger effect of d = 0.38 would"
+    assert section_report([elsewhere], row("lookup", [effect]), MatchIndex(twice)).covered == (False,)
+    assert section_report(["a standardized effect of d = 0.38"], row("lookup", [effect])).covered == (False,)
+    name = {"section_label": "Annotation", "alternatives": ["Amazon Mechanical Turk"]}
+    assert section_report(["Workers on Amazon Mechanical Turk"], row("lookup", [name]), index).covered == (True,)
+
+
 def test_a_reasoning_chain_given_as_a_list_of_steps_is_one_text():
     chained = row(metadata={"reasoning_chain": ["240 adults enrolled", "blood pressure fell by 6 mmHg"]})
     assert chained.metadata.reasoning_chain == "240 adults enrolled -> blood pressure fell by 6 mmHg"
