@@ -87,6 +87,26 @@ def test_a_bad_yaml_row_names_its_index_and_line(tmp_path):
     assert str(dataset.problems[0]).startswith(f"{path}, row 2 (line 3), field 'expected_references.0.alternatives'")
 
 
+def test_a_row_with_several_invalid_fields_names_each_of_them_in_its_one_problem(tmp_path):
+    """tester41 T7: only the first field was named, then "(and 2 more)": each re-run showed the next one."""
+    path = tmp_path / "rows.yaml"
+    path.write_text(
+        "rows:\n"
+        "  - row_id: b\n"
+        "    paper_id: p\n"
+        "    question_type: lookup\n"
+        "    question: yes\n"
+        "    expected_answer: no\n"
+        "    expected_references: [{section_label: Results, alternatives: [412]}]\n"
+    )
+    [problem] = load_dataset(path).problems
+    yaml_bool = " (YAML read {} here: quote a yes/no/on/off meant as text)"
+    assert str(problem) == (
+        f"{path}, row 1 (line 2), field 'question': Input should be a valid string{yaml_bool.format('true')}; "
+        f"also field 'expected_answer': Input should be a valid string{yaml_bool.format('false')}; "
+        "field 'expected_references.0.alternatives.0': Input should be a valid string")
+
+
 def test_multi_hop_rows_need_two_sections(tmp_path):
     path = tmp_path / "rows.json"
     one = dict(GOOD, expected_references=GOOD["expected_references"][:1])

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ...dataset import Dataset, DatasetError, DatasetWarning, RowProblem
 from ...dataset_files import (
@@ -99,14 +99,15 @@ def _from_records(path: Path, records: Iterable[tuple[str, Any]], flat: bool) ->
         try:
             row = Row.model_validate(normalized)
         except ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(part) for part in first["loc"]) or "(row)"
-            if flat and where.startswith("metadata."):
-                where = "metadata_" + where.split(".", 1)[1]
-            more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
-            problems.append(
-                RowProblem(str(path), location, where, first["msg"] + more, str(row_id) if row_id else None)
-            )
+            # Every field's error at once (up to a few): fixing one and meeting the next on each re-run wastes runs.
+            fields = [(_field_name(each["loc"], flat), each["msg"] + _yaml_hint(each.get("input"), path))
+                      for each in error.errors()]
+            (where, message), others = fields[0], fields[1:]
+            if others:
+                message += "; also " + "; ".join(f"field {field!r}: {msg}" for field, msg in others[:_MORE_ERRORS])
+                if len(others) > _MORE_ERRORS:
+                    message += f" (and {len(others) - _MORE_ERRORS} more)"
+            problems.append(RowProblem(str(path), location, where, message, str(row_id) if row_id else None))
             continue
         if row.row_id in seen:
             problems.append(
@@ -121,6 +122,22 @@ def _from_records(path: Path, records: Iterable[tuple[str, Any]], flat: bool) ->
         listed = ", ".join(f"{key!r} (first at {where})" for key, where in sorted(unknown.items()))
         warnings.warn(DatasetWarning(f"{path}: ignored keys the row schema does not have: {listed}"), stacklevel=2)
     return Dataset(path=path, rows=rows, problems=problems)
+
+
+_MORE_ERRORS = 4  # other fields' errors named after a row's first
+
+
+def _yaml_hint(value: Any, path: Path) -> str:
+    """YAML 1.1 reads an unquoted yes, no, on or off as a boolean: a question or answer "no" is not text."""
+    if isinstance(value, bool) and path.suffix.lower() in (".yaml", ".yml"):
+        return f" (YAML read {str(value).lower()} here: quote a yes/no/on/off meant as text)"
+    return ""
+
+
+def _field_name(loc: Sequence[Any], flat: bool) -> str:
+    """A validation error's field as the file spells it (``metadata_domain`` in a flat file)."""
+    where = ".".join(str(part) for part in loc) or "(row)"
+    return "metadata_" + where.split(".", 1)[1] if flat and where.startswith("metadata.") else where
 
 
 class _Shared:
