@@ -94,11 +94,31 @@ def jsonl_records(path: Path) -> Iterator[tuple[str, Any]]:
                 yield f"line {number}", Unparsable("nested too deeply to be a row")
 
 
+def pandas_orientation(data: dict[str, Any]) -> str | None:
+    """Which of pandas' to_json orientations other than rows wrote ``data``, if one did: ``columns`` (its
+    default: each key a column, each value an object from row index to value), ``split`` or ``index``."""
+    values = list(data.values())
+    if {"columns", "data"} <= set(data) and isinstance(data["columns"], list) and isinstance(data["data"], list):
+        return "split"
+    if not values or not all(isinstance(v, dict) for v in values):
+        return None
+    if "question" in data and all(isinstance(k, str) and k.isdigit() for v in values for k in v):
+        return "columns"
+    if all(k.isdigit() for k in data) and all("question" in v for v in values):
+        return "index"
+    return None
+
+
 def wrapper_records(path: Path, data: Any, text: str) -> Iterator[tuple[str, Any]]:
     if isinstance(data, dict):
         rows = data.get("rows")
         if not isinstance(rows, list):
             keys = ", ".join(map(repr, list(data)[:5])) or "none"
+            orientation = pandas_orientation(data)
+            if orientation is not None:
+                raise DatasetError(f"{path}: looks like pandas' DataFrame.to_json(orient='{orientation}'), one "
+                                   "object of columns, not rows: write df.to_json('rows.jsonl', orient='records', "
+                                   "lines=True) and read that (see docs/datasets.md)")
             # One row as a JSON Lines file of one line (Hugging Face's to_json): say how to make it read.
             one_row = " (a single row? put it in a list, or name the file .jsonl)" if "question" in data else ""
             raise DatasetError(f'{path}: not a dataset shape this plugin reads: expected {{"version": ..., '

@@ -2,7 +2,8 @@
 
 * ``*.jsonl`` -- the published flat file: one row per line, ``metadata_*`` keys.
 * ``*.json`` -- the wrapper ``{"version": ..., "rows": [...]}`` with nested
-  metadata, or a bare list of such rows, or the QASPER release (detected).
+  metadata, or a bare list of such rows, or the QASPER release or a SQuAD-format file such as COVID-QA
+  (detected).
 * ``*.yaml`` / ``*.yml`` -- hand-written rows: a list, or ``{rows: [...]}``.
 
 Every shape goes through one normalization, so the files the original harness
@@ -65,6 +66,16 @@ def load_dataset(path: str | Path) -> Dataset[Row]:
                 return qasper_dataset(path, data)
             except (KeyError, TypeError, AttributeError, ValueError) as error:
                 raise DatasetError(f"{path}: looks like a QASPER file but is malformed "
+                                   f"({type(error).__name__}: {error})") from None
+        from .squad import looks_like_squad
+
+        if looks_like_squad(data):
+            from .squad import squad_dataset
+
+            try:
+                return squad_dataset(path, data)
+            except (KeyError, TypeError, AttributeError, ValueError) as error:
+                raise DatasetError(f"{path}: looks like a SQuAD-format file but is malformed "
                                    f"({type(error).__name__}: {error})") from None
         return _from_records(path, wrapper_records(path, data, text), flat=False)
     raise DatasetError(f"{path}: unknown dataset format {suffix!r} (use .jsonl, .json or .yaml)")
