@@ -415,7 +415,7 @@ def _compare(baseline_spec: str, spec: str, runs_dir: Path, *, mapping: Sequence
     dataset = saved.manifest.get("dataset") or {}
     session = _session(saved, family, regressions=gates, baseline=baseline, compare_map=parse_mapping(mapping),
                        dataset_sha=dataset.get("sha256") if isinstance(dataset, dict) else None,
-                       judging=judging_of(saved.manifest))
+                       judging=judging_of(saved.manifest), selection=_saved_selection(saved.manifest.get("selection")))
     _print(session, f"researchqa run {saved.name} against {baseline.name}", markdown=markdown)
     passed = session.outcome().passed
     return 1 if passed is False else 0

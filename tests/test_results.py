@@ -450,6 +450,7 @@ def test_compare_from_the_command_line_renders_markdown_and_refuses_a_run_agains
     assert status == 0, errors
     assert "## researchqa run " in shown and "| Δ cite prec |" in shown
     assert "- bm25: 18 row(s) paired; only in the baseline: 9 row(s): edu-adv-1" in shown
+    assert "18 of 18 selected rows measured (0 errors)" in shown, "as the run printed it (tester41 T10)"
     status, _, errors = show("compare", "new", "new")
     assert status == 2 and "compared with itself" in errors
 
