@@ -9,7 +9,7 @@ often it asks is :class:`~pytest_researchqa.llm.system.ModelSystem`'s.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Protocol
 
 from ...llm.cache import AnswerCache, cache_key
 from ...llm.engine import ModelRunner
@@ -25,7 +25,17 @@ from .rows import Row
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...papers import Paper
-    from ...settings import Settings
+
+
+class AnswerSettings(Protocol):
+    """What of the run's settings (``settings.Settings``, which a family does not import) a system reads."""
+
+    @property
+    def baseline(self) -> bool: ...
+    @property
+    def refresh(self) -> bool: ...
+    @property
+    def retries(self) -> int: ...
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
 BASELINE_PROMPT, CITED_PROMPT = "baseline", "cited_answer"
@@ -46,7 +56,7 @@ class CitedAnswerSystem(ModelSystem[Row]):
         self.prompt = load_prompt(PROMPTS, BASELINE_PROMPT if baseline else CITED_PROMPT)
 
     @classmethod
-    def for_run(cls, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, settings: "Settings", *,
+    def for_run(cls, spec: ModelSpec, runner: ModelRunner, cache: AnswerCache, settings: AnswerSettings, *,
                 timeout_s: float) -> "CitedAnswerSystem":
         """As a run builds it: its baseline mode, refresh, deadline and retries."""
         return cls(spec, runner, cache, baseline=settings.baseline, refresh=settings.refresh, timeout_s=timeout_s,
