@@ -165,13 +165,15 @@ def test_view_writes_a_saved_runs_report_and_compare_lists_the_rows_that_changed
     data = page_data(session.outcome(), CITATION, "t", other=("before", before.records))
     changed = data["compare"]["changed"]
     unpaired = page_data(session.outcome(), CITATION, "t", other=("before", load_run(resolve_run("before", runs)).records))
-    assert (unpaired["compare"]["only_here"], unpaired["compare"]["only_baseline"]) == (["bm25"], ["oracle"])
+    lines = unpaired["compare"]["lines"]  # systems with no counterpart: said, as compare says it
+    assert lines[0].startswith("bm25: the baseline before has no system 'bm25' (map it with "), lines
+    assert lines[1:] == ["baseline systems nothing was compared with: oracle"]
     capsys.readouterr()  # view --map pairs the renamed system as the rewritten rows did (tester F14)
     assert main(["--runs", str(runs), "view", "after", "--compare", "before", "--map", "bm25=oracle",
                  "-o", str(tmp_path / "m.html")]) == 0
     packed = re.search(r'id="researchqa-data"[^>]*>([^<]+)<', (tmp_path / "m.html").read_text()).group(1)
     mapped = json.loads(gzip.decompress(base64.b64decode(packed)))["compare"]
-    assert (mapped["only_here"], mapped["only_baseline"]) == ([], [])
+    assert mapped["lines"] == ["bm25 (as oracle): 27 row(s) paired"]
     assert [c["key"] for c in mapped["changed"]] == [c["key"] for c in changed]
     assert changed and changed[0]["size"] >= changed[-1]["size"], "the largest changes first"
     assert {c["key"].split("\u241f")[1] for c in changed} <= {r["row_id"] for r in data["rows"]}

@@ -177,11 +177,9 @@ def page_data(outcome: "RunOutcome", family: Family, title: str, *,
         said = data["comparison"]["lines"] if data["comparison"] is not None else []
         data["compare"] = {"baseline": name, "changed": _changes(outcome.records, other_records,
                                                                  family.metric_names, paired),
-                           # Systems with no counterpart have no rows to pair: said, not silently empty.
-                           "only_here": sorted(s.system for s in against.systems if s.baseline_system is None),
-                           "only_baseline": sorted(against.unmatched_baseline_systems),
-                           # What was paired and what was not (rows only one run has), as coverage_lines says
-                           # it, where the "Against" section (the run's own baseline) has not said it already.
+                           # What was paired and what was not (rows and systems only one run has: said, not
+                           # silently left out), as coverage_lines says it, where the "Against" section (the
+                           # run's own baseline) has not said it already.
                            "lines": [line for line in coverage_lines(against) if line not in said]}
     return data
 
