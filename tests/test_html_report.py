@@ -165,13 +165,15 @@ def test_view_writes_a_saved_runs_report_and_compare_lists_the_rows_that_changed
     data = page_data(session.outcome(), CITATION, "t", other=("before", before.records))
     changed = data["compare"]["changed"]
     unpaired = page_data(session.outcome(), CITATION, "t", other=("before", load_run(resolve_run("before", runs)).records))
-    assert (unpaired["compare"]["only_here"], unpaired["compare"]["only_baseline"]) == (["bm25"], ["oracle"])
+    lines = unpaired["compare"]["lines"]  # systems with no counterpart: said, as compare says it
+    assert lines[0].startswith("bm25: the baseline before has no system 'bm25' (map it with "), lines
+    assert lines[1:] == ["baseline systems nothing was compared with: oracle"]
     capsys.readouterr()  # view --map pairs the renamed system as the rewritten rows did (tester F14)
     assert main(["--runs", str(runs), "view", "after", "--compare", "before", "--map", "bm25=oracle",
                  "-o", str(tmp_path / "m.html")]) == 0
     packed = re.search(r'id="researchqa-data"[^>]*>([^<]+)<', (tmp_path / "m.html").read_text()).group(1)
     mapped = json.loads(gzip.decompress(base64.b64decode(packed)))["compare"]
-    assert (mapped["only_here"], mapped["only_baseline"]) == ([], [])
+    assert mapped["lines"] == ["bm25 (as oracle): 27 row(s) paired"]
     assert [c["key"] for c in mapped["changed"]] == [c["key"] for c in changed]
     assert changed and changed[0]["size"] >= changed[-1]["size"], "the largest changes first"
     assert {c["key"].split("\u241f")[1] for c in changed} <= {r["row_id"] for r in data["rows"]}
@@ -179,6 +181,80 @@ def test_view_writes_a_saved_runs_report_and_compare_lists_the_rows_that_changed
     assert row["details"]["question"].startswith("The discussion says spaced quizzes")
     assert [s["covered"] for s in row["details"]["sections"]] == [False, False]
     assert all(c["grounded"] and c["context"] for c in row["citations"]), "bm25 quotes the paper: its context is kept"
+
+
+def _pr_against_main(*gates: str):
+    """A PR run of one system on 3 rows against main's 5 (two rows deleted from the dataset file since main),
+    with question types and domains: what the terminal and Markdown show under a comparison and the board."""
+    from pytest_researchqa.families.citation import CITATION
+    from pytest_researchqa.records import RowRecord
+    from pytest_researchqa.reporting.compare import Baseline
+    from pytest_researchqa.reporting.gates import parse_gate
+    from pytest_researchqa.session import ResearchSession
+
+    def rows(values, ids):
+        return [RowRecord(row_id=row_id, system="my_rag", paper_id=f"p{n}", question_type=("lookup", "multi_hop")[n % 2],
+                          domain=("education", "ml")[n % 2], outcome="passed",
+                          metrics={"citation_precision": v, "section_coverage": v, "citation_accuracy": v})
+                for n, (row_id, v) in enumerate(zip(ids, values))]
+
+    main_rows = rows([1.0, 1.0, 0.5, 1.0, 1.0], ["r1", "r2", "r3", "r4", "r5"])
+    session = ResearchSession(CITATION, baseline=Baseline("20261128-main", tuple(main_rows), dataset_sha="aaa"),
+                              dataset_sha="bbb", gates=[parse_gate(g, CITATION) for g in gates])
+    for record in rows([1.0, 0.5, 0.5], ["r1", "r2", "r3"]):
+        session.add(record)
+    return session.outcome(), CITATION, main_rows
+
+
+def test_the_page_says_what_the_markdown_says_under_a_comparison_and_has_its_per_type_and_per_domain_tables():
+    """tester41 T5: the page showed none of the rows only the baseline has, the changed dataset file, the
+    comparison table or the by-type and by-domain tables; they are the Markdown's own, the same words."""
+    from pytest_researchqa.reporting.html import page_data
+    from pytest_researchqa.reporting.json_summary import summary
+    from pytest_researchqa.reporting.markdown import render
+
+    outcome, family, main_rows = _pr_against_main()
+    data = page_data(outcome, family, "t")
+    markdown = render(outcome, family)
+    lines = data["comparison"]["lines"]
+    assert lines[0] == "my_rag: 3 row(s) paired; only in the baseline: 2 row(s): r4, r5"
+    assert "the baseline 20261128-main was measured on a different version of the dataset file" in lines[1]
+    assert all(f"- {line}" in markdown for line in lines), "the Markdown's own lines"
+    table = data["comparison"]["table"]
+    assert table["headers"][2:7] == ["this run", "baseline", "Δ", "95% CI of Δ", "p (worse)"]
+    assert [row[:5] for row in table["rows"]][1] == ["my_rag", "sect cov", "0.667", "0.833", "-0.167"]
+    assert [t["title"] for t in data["breakdowns"]] == ["question type", "domain"]
+    assert ["my_rag", "multi_hop", "0.500", "0.500", "0.500", "—", "—", "1", "0"] in data["breakdowns"][0]["rows"]
+    assert all(f"<summary>By {t['title']}</summary>" in markdown for t in data["breakdowns"])
+    assert summary(outcome, family)["comparison_notes"] == lines, "the run's summary.json carries them too"
+    # Against a run that is not the run's own baseline (view --compare OTHER), the changed rows' section says
+    # which rows only one of the two has.
+    other = page_data(outcome, family, "t", other=("other", main_rows[1:]))["compare"]
+    assert other["lines"] == ["my_rag: 2 row(s) paired; only in this run: 1 row(s): r1; "
+                              "only in the baseline: 2 row(s): r4, r5"]
+    assert page_data(outcome, family, "t", other=("20261128-main", main_rows))["compare"]["lines"] == [], \
+        "against the run's own baseline the Against section says it once"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_a_reader_of_the_page_sees_the_rows_only_the_baseline_has_the_changed_dataset_and_the_breakdowns(tmp_path):
+    from pytest_researchqa.reporting.html import render, write_html
+
+    outcome, family, main_rows = _pr_against_main("citation_accuracy=0.9")
+    write_html(tmp_path / "r.html", render(outcome, family, "researchqa pr", other=("20261128-main", main_rows)))
+    dom = dump(tmp_path / "r.html", "", tmp_path, screenshot="report-against.png", width=1280)
+    text = re.sub(r"<[^>]+>", " ", dom.split('<section id="rows-section"', 1)[0])
+    assert "Against 20261128-main" in text
+    assert "only in the baseline: 2 row(s): r4, r5" in text
+    assert "was measured on a different version of the dataset file" in text
+    comparison = dom.split('<table id="comparison"', 1)[1].split("</table>", 1)[0]
+    assert "<th>p (worse)</th>" in comparison and "<th>95% CI of Δ</th>" in comparison
+    assert "By question type" in text and "By domain" in text and "multi_hop" in text
+    # The failed threshold marks its leaderboard cell; the by-type and by-domain cells of the same metric are not
+    # what it measured.
+    marked = re.findall(r'<td class="[^"]*gate-failed[^"]*" title="([^"]*)">([^<]*)', dom)
+    assert [value for _, value in marked] == ["0.667 [0.500–1.000]"], marked
 
 
 # Once the page is drawn: whether the page is wider than the window, whether the leaderboard scrolls in its own
@@ -229,5 +305,7 @@ def test_a_leaderboard_compared_with_a_baseline_fits_1280_px_and_marks_the_cell_
     assert "<th>Δ cite acc</th>" not in board and '<div class="delta">Δ</div>' in board
     failed = re.findall(r'<td class="num gate-failed" title="([^"]*)">([^<]*)<div class="delta">([^<]*)</div>', board)
     assert len(failed) == 1, board
+    assert len(re.findall(r'class="[^"]*gate-failed', dom)) == 1, "a by-type cell of the gated metric is not what the gate measured"
+    assert "By question type" in dom and "By domain" in dom
     message, value, delta = failed[0]
     assert "citation_accuracy REGRESSED" in message and delta.startswith("-"), (message, value, delta)

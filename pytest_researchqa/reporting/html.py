@@ -22,8 +22,9 @@ from ..families import Family, Table
 from ..records import RowRecord
 from ..row_view import CitationView, RowDetails, details_of
 from ..text_safety import utf8
+from .compare import Baseline, Comparison, compare, coverage_lines
 from .json_summary import json_safe
-from .terminal import leaderboard_notes, leaderboard_tables
+from .terminal import comparison_table, leaderboard_notes, leaderboard_tables
 
 if TYPE_CHECKING:  # pragma: no cover
     from .outcome import RunOutcome
@@ -144,18 +145,22 @@ def page_data(outcome: "RunOutcome", family: Family, title: str, *,
     # A family with its own leaderboard (the rubric family's Elo, battles and win matrix) gives the page the
     # board the terminal and the Markdown draw, in order; the others, the default leaderboard table.
     own, failed = family.board(outcome.records, outcome.family_results)
+    tables = leaderboard_tables(outcome.records, family, outcome.intervals, outcome.comparison)
     board = own if own is not None else [  # the table and the notes the terminal prints under it
-        leaderboard_tables(outcome.records, family, outcome.intervals, outcome.comparison)[0],
-        *leaderboard_notes(outcome.records, family, outcome.intervals, outcome.comparison)]
+        tables[0], *leaderboard_notes(outcome.records, family, outcome.intervals, outcome.comparison)]
     rows = [_row(r, key) for key, r in _keyed(list(outcome.records) + list(outcome.invalid_rows)).items()]
     data: dict[str, Any] = {
         "title": title, "family": family.name, "verdict": outcome.verdict, "gated": outcome.gated,
         "headline": outcome.headline,
         "coverage": outcome.coverage_line,
         "notes": [n for n in (failed, *outcome.notes) if n],
-        "board": [{"title": part.title, "headers": [str(h) for h in part.headers],
-                   "rows": [[str(c) for c in row] for row in part.rows]} if isinstance(part, Table)
-                  else {"text": part} for part in board if part is not None and part != ""],
+        "board": [_table(part) if isinstance(part, Table) else {"text": part}
+                  for part in board if part is not None and part != ""],
+        # The terminal's "by question type", "by domain" (and repeats) tables; a family with its own board has
+        # its breakdowns in it, as in the Markdown.
+        "breakdowns": [_table(t) for t in tables[1:]] if own is None else [],
+        # Against the run's own baseline: the Markdown's "Against" section, its table and what was not paired.
+        "comparison": _against(outcome.comparison, family) if outcome.comparison is not None else None,
         "judge_scales": {d.name: [d.low, d.high] for d in family.judge_dimensions},
         "guards": [{"severity": g.severity, "message": g.message} for g in outcome.guards],  # as the terminal's
         "checks": [{"state": c.state, "fails_run": c.fails_run, "mark": c.mark, "message": c.message}
@@ -168,14 +173,27 @@ def page_data(outcome: "RunOutcome", family: Family, title: str, *,
     if other is not None:
         name, other_records = other
         paired = dict(compare_map or {})  # this run's system -> the other run's (--map NEW=OLD)
-        mine = {r.system: paired.get(r.system or "", r.system) for r in outcome.records}
-        theirs = {r.system for r in other_records}
+        against = compare(outcome.records, Baseline(name, tuple(other_records)), family, paired)
+        said = data["comparison"]["lines"] if data["comparison"] is not None else []
         data["compare"] = {"baseline": name, "changed": _changes(outcome.records, other_records,
                                                                  family.metric_names, paired),
-                           # Systems with no counterpart have no rows to pair: said, not silently empty.
-                           "only_here": sorted(s for s, there in mine.items() if s and there not in theirs),
-                           "only_baseline": sorted(s for s in theirs - set(mine.values()) if s)}
+                           # What was paired and what was not (rows and systems only one run has: said, not
+                           # silently left out), as coverage_lines says it, where the "Against" section (the
+                           # run's own baseline) has not said it already.
+                           "lines": [line for line in coverage_lines(against) if line not in said]}
     return data
+
+
+def _table(table: Table) -> dict[str, Any]:
+    return {"title": table.title, "headers": [str(h) for h in table.headers],
+            "rows": [[str(c) for c in row] for row in table.rows]}
+
+
+def _against(comparison: Comparison, family: Family) -> dict[str, Any]:
+    """The comparison with the run's own baseline as the terminal and the Markdown give it: the table (this run,
+    baseline, Δ, its interval and p per system and metric), then the rows only one run has and the notes."""
+    return {"baseline": comparison.baseline, "table": _table(comparison_table(comparison, family)),
+            "lines": coverage_lines(comparison)}
 
 
 def render(outcome: "RunOutcome", family: Family, title: str = "researchqa", *,

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..families import Family
+from .compare import coverage_lines
 from .repeats import repeat_spreads
 from .summaries import by_system
 
@@ -87,6 +88,9 @@ def summary(outcome: "RunOutcome", family: Family, run: Optional[dict[str, Any]]
         "invalid_rows": len(outcome.invalid_rows),
         "below_bar": outcome.below_bar + outcome.failed_rows,
         "compared_with": outcome.comparison.baseline if outcome.comparison else None,
+        # What the comparison paired and what not (rows only one run has, a changed dataset file), as every
+        # medium says it under the comparison.
+        "comparison_notes": coverage_lines(outcome.comparison) if outcome.comparison else [],
         "missing_baseline": outcome.missing_baseline,
         "checks": [{"kind": c.kind, "name": c.name, "state": c.state, "fails_run": c.fails_run,
                     "message": c.message} for c in outcome.checks],

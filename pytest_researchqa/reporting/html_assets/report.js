@@ -69,13 +69,22 @@
     });
     box.append(el("p", { class: "muted", text: data.coverage }));
     for (const note of data.notes) box.append(el("p", { class: "muted", text: note }));
+    if (data.checks.length) {
+      box.append(el("h2", { text: data.gated ? "Gates" : "Verdict" }));  // as the Markdown heads it
+      box.append(el("ul", { class: "checks" }, ...data.checks.map((c) => el("li", { class: c.state, text: `${CHECK_SYMBOL[c.fails_run ? "failed" : c.state] || c.mark} ${c.message}` }))));
+    }
+    if (data.comparison) {  // the Markdown's "Against" section: each metric's change, then what was not paired
+      box.append(el("h2", { text: `Against ${data.comparison.baseline}` }));
+      if (data.comparison.table.rows.length) box.append(el("div", { class: "board-box" }, boardTable(data.comparison.table, "comparison")));
+      box.append(lines(data.comparison.lines));
+    }
     if (data.guards.length) {
       box.append(el("h2", { text: "Judge guards" }));
       for (const g of data.guards) box.append(el("p", { class: g.severity === "warning" ? "note" : "muted", text: g.message }));
     }
-    if (data.checks.length) {
-      box.append(el("h2", { text: data.gated ? "Gates" : "Verdict" }));  // as the Markdown heads it
-      box.append(el("ul", { class: "checks" }, ...data.checks.map((c) => el("li", { class: c.state, text: `${CHECK_SYMBOL[c.fails_run ? "failed" : c.state] || c.mark} ${c.message}` }))));
+    if (data.breakdowns.length) {  // the terminal's "by question type" and "by domain" tables, as the Markdown's sections
+      box.append(el("h2", { text: "Breakdowns" }));
+      for (const t of data.breakdowns) box.append(el("h3", { text: "By " + t.title }), el("div", { class: "board-box" }, boardTable(t, null)));
     }
     if (data.figures.length) {
       // Images, not inline SVG: a figure's text (domains, system names) can never run as script.
@@ -89,14 +98,20 @@
     }
   }
 
+  // What a comparison paired and what not: rows only one run has, a changed dataset file (said, never silent).
+  const lines = (texts) => el("ul", { class: "compared" }, ...texts.map((text) => el("li", { text })));
+
   // A metric's Δ against the baseline goes under its value, in the same cell, so the leaderboard of a
-  // comparison is as wide as the one without; a cell a gate that did not pass is about is marked, its
-  // message on hover.
+  // comparison is as wide as the one without; a cell of the leaderboard a gate that did not pass is about
+  // is marked, its message on hover (a breakdown's cells of the same metric are not what the gate measured).
   function boardTable(part, id) {
     const deltaOf = part.headers.map((h, i) => (i > 0 && h === "Δ " + part.headers[i - 1] ? i : -1));
     const shown = part.headers.map((h, i) => i).filter((i) => !deltaOf.includes(i));
+    // A column of words (a breakdown's question type or domain, the comparison's metric) reads left-aligned.
+    const words = part.headers.map((h, i) => i > 0 && part.rows.length > 0 && part.rows.every((row) => !/^[-+−]?[\d.∞]/.test(row[i]))
+      && part.rows.some((row) => row[i] !== "—"));
     const gateCells = new Map();
-    for (const g of data.gate_cells || []) gateCells.set(`${g.system}\u241f${g.delta ? "Δ " : ""}${g.label}`, g);
+    for (const g of id === "leaderboard" ? data.gate_cells || [] : []) gateCells.set(`${g.system}\u241f${g.delta ? "Δ " : ""}${g.label}`, g);
     const table = el("table", { id, class: "board" });
     table.append(el("thead", {}, el("tr", {}, ...shown.map((i) => {
       const th = el("th", { text: part.headers[i] });
@@ -106,7 +121,7 @@
     const body = el("tbody");
     for (const row of part.rows) {
       body.append(el("tr", {}, ...shown.map((i) => {
-        const td = i ? el("td", { class: "num", text: row[i] }) : el("td", {}, ...breakable(row[i]));
+        const td = i ? el("td", { class: words[i] ? null : "num", text: row[i] }) : el("td", {}, ...breakable(row[i]));
         const d = deltaOf[i + 1] > 0 ? i + 1 : -1;
         if (d > 0) td.append(el("div", { class: "delta", text: row[d] }));
         for (const key of [part.headers[i], ...(d > 0 ? [part.headers[d]] : [])]) {
@@ -352,10 +367,7 @@
     const changed = data.compare.changed;
     const shown = changed.length > LIMIT ? ` (the ${LIMIT} that changed most shown)` : "";
     box.append(el("h2", { text: `Changed against ${data.compare.baseline}: ${changed.length} row(s)${shown}` }));
-    const unpaired = [[data.compare.only_here, "only in this run"], [data.compare.only_baseline, "only in the baseline"]];
-    for (const [systems, where] of unpaired) {
-      if (systems && systems.length) box.append(el("p", { class: "note", text: `System(s) ${where}, not compared: ${systems.join(", ")}` }));
-    }
+    if (data.compare.lines.length) box.append(lines(data.compare.lines));
     if (!changed.length) {  // a header over no row reads as a table that failed to load
       box.append(el("p", { class: "note", text: "No row of a system in both runs changed its metrics." }));
       return;
