@@ -314,8 +314,8 @@ def _view(spec: str, runs_dir: Path, *, compare: Optional[str], output: Optional
         baseline = load_run(resolve_run(compare, runs_dir))
         other = (baseline.name, baseline.records)
     target = output or saved.folder / "report.html"
-    write_html(target, render(session.outcome(), session.family, f"researchqa {saved.name}", other=other,
-                              compare_map=parse_mapping(mapping)))
+    write_html(target, render(session.outcome(), session.family, f"researchqa {saved.name}", run_name=saved.name,
+                              other=other, compare_map=parse_mapping(mapping)))
     print(f"researchqa: HTML report of {saved.name} in {target}")
     if open_it and (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or sys.platform == "darwin"):
         import webbrowser

@@ -483,7 +483,8 @@ class RunHooks:
             baseline = state.session.baseline  # the rows that changed against it, as `view --compare` shows
             other = (baseline.name, baseline.records) if baseline is not None else None
             self._output("the HTML report", html_path, lambda: write_html(html_path, render(
-                outcome, state.family, f"researchqa {settings.save_name}", figures=self.plots, other=other,
+                outcome, state.family, f"researchqa {settings.save_name}", run_name=settings.save_name,
+                figures=self.plots, other=other,
                 compare_map=settings.compare_map)))
 
     def _after_answers(self, state: "RunState") -> None:

@@ -131,6 +131,8 @@ def test_view_writes_a_saved_runs_report_and_compare_lists_the_rows_that_changed
     packed = re.search(r'id="researchqa-data"[^>]*>([^<]+)<', (tmp_path / "r.html").read_text()).group(1)
     shown = json.loads(gzip.decompress(base64.b64decode(packed)))
     before_name = shown["compare"]["baseline"]
+    # A review mark names the run by its name, which calibrate --run takes (tester41 T10: it was the page title).
+    assert shown["run"].endswith("-after") and shown["title"] == f"researchqa {shown['run']}"
     texts = [part["text"] for part in shown["board"] if "text" in part]
     # The Δ columns are against the run's own baseline, which the page names under its leaderboard (as the
     # terminal and Markdown do) beside the one compared with.

@@ -138,7 +138,7 @@ def _gate_cells(outcome: "RunOutcome", family: Family) -> list[dict[str, Any]]:
     return cells
 
 
-def page_data(outcome: "RunOutcome", family: Family, title: str, *,
+def page_data(outcome: "RunOutcome", family: Family, title: str, *, run_name: str = "",
               other: Optional[tuple[str, Sequence[RowRecord]]] = None, compare_map: Optional[Mapping[str, str]] = None,
               figures: Sequence[Path] = ()) -> dict[str, Any]:
     """Everything the page shows, as plain data (tested without a browser)."""
@@ -150,7 +150,8 @@ def page_data(outcome: "RunOutcome", family: Family, title: str, *,
         tables[0], *leaderboard_notes(outcome.records, family, outcome.intervals, outcome.comparison)]
     rows = [_row(r, key) for key, r in _keyed(list(outcome.records) + list(outcome.invalid_rows)).items()]
     data: dict[str, Any] = {
-        "title": title, "family": family.name, "verdict": outcome.verdict, "gated": outcome.gated,
+        "title": title, "run": run_name or title,  # the run a review mark names (calibrate --run)
+        "family": family.name, "verdict": outcome.verdict, "gated": outcome.gated,
         "headline": outcome.headline,
         "coverage": outcome.coverage_line,
         "notes": [n for n in (failed, *outcome.notes) if n],
@@ -196,10 +197,11 @@ def _against(comparison: Comparison, family: Family) -> dict[str, Any]:
             "lines": coverage_lines(comparison)}
 
 
-def render(outcome: "RunOutcome", family: Family, title: str = "researchqa", *,
+def render(outcome: "RunOutcome", family: Family, title: str = "researchqa", *, run_name: str = "",
            other: Optional[tuple[str, Sequence[RowRecord]]] = None, compare_map: Optional[Mapping[str, str]] = None,
            figures: Sequence[Path] = ()) -> str:
-    data = page_data(outcome, family, title, other=other, compare_map=compare_map, figures=figures)
+    data = page_data(outcome, family, title, run_name=run_name, other=other, compare_map=compare_map,
+                     figures=figures)
     packed = base64.b64encode(gzip.compress(utf8(json.dumps(data, ensure_ascii=False)), 6, mtime=0))
     assets = resources.files("pytest_researchqa.reporting") / "html_assets"
     template = (assets / "report.html").read_text(encoding="utf-8")

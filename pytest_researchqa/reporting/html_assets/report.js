@@ -230,7 +230,7 @@
     if (saved) note.value = saved.note || "";
     const save = () => {
       const human = label.values.includes(Number(choice.value)) ? Number(choice.value) : choice.value;
-      const entry = { schema: data.labels_schema, kind: label.kind, system: label.system, row_id: label.row_id, run: data.title, judge: label.judge, human, note: note.value };
+      const entry = { schema: data.labels_schema, kind: label.kind, system: label.system, row_id: label.row_id, run: data.run, judge: label.judge, human, note: note.value };
       for (const k of ["citation_index", "quote", "dimension", "item_index", "item"]) if (label[k] !== undefined) entry[k] = label[k];
       marks.set(id, entry);
       $("review-count").textContent = `${marks.size} review mark(s)`;
