@@ -400,3 +400,17 @@ def test_a_judge_error_of_the_citation_familys_answer_judges_leaves_no_citation_
     comparison = compare(new, baseline, CITATION)
     [gate] = evaluate_regressions([parse_regression_gate("citation_precision", CITATION)], comparison)
     assert gate.state == "failed" and gate.test.rows == 24 and not comparison.systems[0].judge_gaps
+
+
+def test_a_row_answered_several_times_with_a_judge_down_on_one_answer_is_left_out_of_a_judged_comparison():
+    """--researchqa-repeats pairs a row once, as its answers' mean: a mean with one answer judged by fewer
+    judges is not every judge's mean either."""
+    from dataclasses import replace
+
+    from pytest_researchqa.families.rubric import RUBRIC
+
+    baseline = Baseline("main", tuple(judged_row(n, 0.6) for n in range(12)))
+    new = [replace(judged_row(n, 0.6), repeat=0) for n in range(12)]
+    new += [replace(judged_row(n, 0.4, "error") if n < 6 else judged_row(n, 0.6), repeat=1) for n in range(12)]
+    [bm25] = compare(new, baseline, RUBRIC).systems
+    assert bm25.deltas["coverage"].rows == 6 and bm25.judge_gaps["coverage"].rows == 6
