@@ -480,3 +480,28 @@ def test_a_yaml_row_with_an_impossible_date_names_the_date_field_and_keeps_its_i
     result.stdout.fnmatch_lines(["*invalid-q3*"])
     errors = run("--researchqa-family=rubric", "--researchqa-dataset=rows.yaml", "-rE")
     errors.stdout.fnmatch_lines(["*rows.yaml, row 2 (line 9), field 'date': not a row: month must be in 1..12*"])
+
+
+
+def test_a_judge_outage_in_the_pull_request_leaves_its_rows_out_of_the_coverage_regression_gate(
+        pytester, server, tmp_path_factory):
+    """tester41 T3a: judge-a is unreachable in the PR run, so each row's coverage is judge-flaky's alone while the
+    manifest still names both judges: the gate compared one judge's score with two judges' mean (here a gain that
+    would hide a drop; the other way round, a false "REGRESSED ... p(worse) <0.001")."""
+    judges = ("--researchqa-family=rubric", "--researchqa-model=openai/good", "--researchqa-model=openai/sloppy",
+              "--researchqa-judge=openai/judge-a", "--researchqa-judge=openai/judge-flaky", "--researchqa-retries=0")
+    base = run_pytest(pytester, *judges, "--researchqa-save=main", cache=tmp_path_factory.mktemp("c1"), server=server)
+    assert base.ret == 0
+    pr = run_pytest(pytester, *judges, "--researchqa-model-param=openai/judge-a:api_base=http://127.0.0.1:9/v1",
+                    "--researchqa-compare=main", "--researchqa-fail-on-regression=coverage",
+                    "--researchqa-undecidable=fail", cache=tmp_path_factory.mktemp("c2"), server=server)
+    assert leaderboard_table(pr)["openai/good"]["judge err"] == str(SAMPLE_ROWS), "the outage itself"
+    left_out = (f"left out {SAMPLE_ROWS} of {SAMPLE_ROWS} paired row(s), not judged by the same judges in both runs "
+                f"(judge errors in this run: openai/judge-a on {SAMPLE_ROWS} (*Connection error.))")
+    pr.stdout.fnmatch_lines([f"openai/good: {SAMPLE_ROWS} row(s) paired; coverage: {left_out}",
+                             f"*openai/good: coverage UNDECIDABLE: no row both runs graded measured it (its "
+                             f"{SAMPLE_ROWS} measured paired row(s) were left out, not judged by the same judges in "
+                             f"both runs: judge errors in this run: openai/judge-a on {SAMPLE_ROWS} (*))",
+                             "*openai/sloppy: coverage UNDECIDABLE: no row both runs graded measured it (its*"])
+    assert "REGRESSED" not in pr.stdout.str() and ": no significant drop, ok" not in pr.stdout.str()
+    assert pr.ret == 1, "--researchqa-undecidable=fail: an outage is never a pass"

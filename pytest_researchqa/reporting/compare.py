@@ -2,9 +2,11 @@
 
 Each system of this run is compared with the baseline's system of the same name,
 or the one ``--researchqa-compare-map=NEW=OLD`` names. Rows are paired by row id;
-a metric is compared on the rows both runs graded and measured. Rows that only
-one run has are kept, counted and named (:attr:`SystemComparison.only_here`,
-:attr:`SystemComparison.only_baseline`), never silently dropped.
+a metric is compared on the rows both runs graded and measured; a metric the row's judges score (its
+``MetricSpec.measured_by`` names ``judges``) only on the rows the same judges gave a verdict in both runs
+(a judge error in one run makes its value another measurement): those left out are counted and the judges
+named (:class:`JudgeGaps`). Rows that only one run has are kept, counted and named
+(:attr:`SystemComparison.only_here`, :attr:`SystemComparison.only_baseline`), never silently dropped.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class SystemComparison:
     only_baseline: tuple[str, ...]
     deltas: dict[str, Optional[PairedTest]] = field(default_factory=dict)  # per family metric
     wanted: Optional[str] = None  # the baseline system looked for (a --researchqa-compare-map target)
+    # per judged metric: the paired rows its deltas leave out, judged by other judges in one run (JudgeGaps)
+    judge_gaps: dict[str, "JudgeGaps"] = field(default_factory=dict)
 
     def scoped_pairs(self, question_type: Optional[str]) -> list[tuple[RowRecord, RowRecord]]:
         return [(new, old) for new, old in self.pairs if question_type in (None, new.question_type)]
@@ -54,6 +58,8 @@ class Comparison:
     unit: str = "papers"  # what the paired test resamples together (the family's cluster unit)
     # metric -> how the baseline measured it differently (MetricSpec.measured_by): its gates cannot decide
     measured_differently: Mapping[str, str] = field(default_factory=dict)
+    # the metrics the row's judges score (measured_by names "judges"): compared on rows alike judged only
+    judged_metrics: tuple[str, ...] = ()
 
     def of(self, system: str) -> Optional[SystemComparison]:
         return next((s for s in self.systems if s.system == system), None)
@@ -75,20 +81,111 @@ def metric_pairs(pairs: Sequence[tuple[RowRecord, RowRecord]], metric: str) -> t
     """Papers, new values and old values of the pairs that both runs graded and measured on ``metric``."""
     papers, new, old = [], [], []
     for a, b in pairs:
-        if not (a.graded and b.graded):
-            continue
-        x, y = a.metrics.get(metric), b.metrics.get(metric)
-        if x is None or y is None:
+        if not both_measured(a, b, metric):
             continue
         papers.append(a.paper_id or b.paper_id or a.row_id or "?")
-        new.append(float(x))
-        old.append(float(y))
+        new.append(float(a.metrics[metric]))  # type: ignore[arg-type]  # both_measured: not None
+        old.append(float(b.metrics[metric]))  # type: ignore[arg-type]
     return papers, new, old
+
+
+def both_measured(a: RowRecord, b: RowRecord, metric: str) -> bool:
+    """Both runs graded the row and have a value of ``metric`` on it: a pair its comparison can read."""
+    return a.graded and b.graded and a.metrics.get(metric) is not None and b.metrics.get(metric) is not None
 
 
 def paired_metric_test(pairs: Sequence[tuple[RowRecord, RowRecord]], metric: str) -> Optional[PairedTest]:
     papers, new, old = metric_pairs(pairs, metric)
     return paired_test(papers, new, old)
+
+
+def verdicts(record: RowRecord) -> frozenset[str]:
+    """The judges that gave the row a verdict (its judge errors left out)."""
+    by_judge = record.judge.by_judge if record.judge is not None else {}
+    return frozenset(name for name, scores in by_judge.items() if not scores.error)
+
+
+@dataclass(frozen=True)
+class JudgeGaps:
+    """The paired rows a judged metric's comparison leaves out: both runs measured the metric on them, but
+    not with the same judges (a judge error in one run, as a provider outage), so their difference compares
+    one judge's score with several judges' mean. Per run, each judge with no verdict on some of them: how
+    many, and its first error."""
+
+    rows: int = 0  # paired rows left out
+    measured: int = 0  # paired rows both runs graded and measured (those left out among them)
+    here: tuple[tuple[str, int, str], ...] = ()  # (judge, rows, first error) of this run
+    there: tuple[tuple[str, int, str], ...] = ()  # of the baseline
+
+    def describe(self, baseline: str) -> str:
+        """``left out 3 of 12 paired row(s), not judged by the same judges in both runs (judge errors in this
+        run: openai/b on 3 (its first error))`` ("" when none was left out)."""
+        if not self.rows:
+            return ""
+        return (f"left out {self.rows} of {self.measured} paired row(s), not judged by the same judges in both runs "
+                f"({self.errors(baseline)})")
+
+    def none_left(self, baseline: str) -> str:
+        """Why a test had no row: every one both runs measured was left out ("" when some were not)."""
+        if not self.rows or self.rows < self.measured:
+            return ""
+        return (f"its {self.rows} measured paired row(s) were left out, not judged by the same judges in both runs: "
+                f"{self.errors(baseline)}")
+
+    def errors(self, baseline: str) -> str:
+        """Per run, the judges that gave no verdict on rows left out: on how many, and the first error."""
+        runs = [f"in {run}: " + ", ".join(f"{name} on {n} ({_tail(error)})" for name, n, error in judges)
+                for run, judges in (("this run", self.here), (f"the baseline {baseline}", self.there)) if judges]
+        return f"judge errors {'; '.join(runs)}"
+
+
+def _tail(error: str, width: int = 80) -> str:
+    """An error on one line, its end kept when long (where a provider's error says what went wrong)."""
+    text = " ".join(error.split())
+    return text if len(text) <= width else "…" + text[1 - width:]
+
+
+def same_judges(pairs: Sequence[tuple[RowRecord, RowRecord]],
+                metric: str) -> tuple[list[tuple[RowRecord, RowRecord]], JudgeGaps]:
+    """The pairs to compare a judged metric on, and those left out: a pair both runs measured whose judges
+    that gave a verdict differ between the runs (:class:`JudgeGaps`)."""
+    kept, measured, left = [], 0, 0
+    missing: tuple[dict[str, list[str]], dict[str, list[str]]] = ({}, {})
+    for new, old in pairs:
+        if not both_measured(new, old, metric):
+            kept.append((new, old))  # metric_pairs leaves it out, as any unmeasured pair
+            continue
+        measured += 1
+        gave = verdicts(new), verdicts(old)
+        if gave[0] == gave[1]:
+            kept.append((new, old))
+            continue
+        left += 1
+        named = dict.fromkeys([*_judges_of(new), *_judges_of(old)])
+        for record, gave_here, found in ((new, gave[0], missing[0]), (old, gave[1], missing[1])):
+            for name in named:
+                if name not in gave_here:
+                    found.setdefault(name, []).append(_judge_error(record, name))
+    here, there = (tuple((name, len(errors), errors[0]) for name, errors in sorted(found.items()))
+                   for found in missing)
+    return kept, JudgeGaps(left, measured, here, there)
+
+
+def comparable(pairs: Sequence[tuple[RowRecord, RowRecord]], metric: str,
+               judged: Sequence[str]) -> tuple[list[tuple[RowRecord, RowRecord]], JudgeGaps]:
+    """The pairs a metric is compared on: for a judged metric (in ``judged``, Comparison.judged_metrics), those
+    the same judges gave a verdict in both runs (:func:`same_judges`); for any other, all of them."""
+    return same_judges(pairs, metric) if metric in judged else (list(pairs), JudgeGaps())
+
+
+def _judges_of(record: RowRecord) -> list[str]:
+    return list(record.judge.by_judge) if record.judge is not None else []
+
+
+def _judge_error(record: RowRecord, name: str) -> str:
+    scores = record.judge.by_judge.get(name) if record.judge is not None else None
+    error = scores.error if scores is not None and scores.error else "no verdict recorded"
+    return error.removeprefix(f"judge {name}: ")
 
 
 def compare(records: Sequence[RowRecord], baseline: Baseline, family: Family,
@@ -99,6 +196,7 @@ def compare(records: Sequence[RowRecord], baseline: Baseline, family: Family,
     mapping = dict(mapping or {})
     # A row answered several times (--researchqa-repeats) is paired once, as the mean of its answers.
     ours = group(per_row_means(records), system_of)
+    judged = tuple(m.name for m in family.metrics if "judges" in m.measured_by)
     theirs = group(per_row_means(baseline.records), system_of)
     systems = []
     for system in sorted(ours):
@@ -111,9 +209,13 @@ def compare(records: Sequence[RowRecord], baseline: Baseline, family: Family,
         old_by_id = {r.row_id or r.nodeid or "?": r for r in old_rows}
         shared = sorted(new_by_id.keys() & old_by_id.keys())
         pairs = tuple((new_by_id[k], old_by_id[k]) for k in shared)
-        deltas = {m: paired_metric_test(pairs, m) for m in family.metric_names}
+        deltas, gaps = {}, {}
+        for m in family.metric_names:
+            compared, gaps[m] = comparable(pairs, m, judged)
+            deltas[m] = paired_metric_test(compared, m)
         systems.append(SystemComparison(system, counterpart, pairs, tuple(sorted(new_by_id.keys() - old_by_id.keys())),
-                                        tuple(sorted(old_by_id.keys() - new_by_id.keys())), deltas))
+                                        tuple(sorted(old_by_id.keys() - new_by_id.keys())), deltas,
+                                        judge_gaps={m: g for m, g in gaps.items() if g.rows}))
     used = {s.baseline_system for s in systems}
     unmatched = tuple(sorted(name for name in theirs if name not in used))
     notes = [f"the map {new}={old} names no system of this run (its systems: {', '.join(sorted(ours))})"
@@ -128,7 +230,7 @@ def compare(records: Sequence[RowRecord], baseline: Baseline, family: Family,
     measured_differently = {m.name: why for m in family.metrics
                             if (why := judging_differs(judging or {}, baseline.judging, m.measured_by))}
     return Comparison(baseline.name, tuple(systems), unmatched, tuple(notes), family.cluster_unit,
-                      measured_differently)
+                      measured_differently, judged)
 
 
 _JUDGES_OWN_KEYS = ("judges", "judge_mode", "protocol")  # said of a run's judges: alike when either ran none
@@ -169,6 +271,8 @@ def coverage_lines(comparison: Comparison) -> list[str]:
             line += f"; only in this run: {name_rows(s.only_here)}"
         if s.only_baseline:
             line += f"; only in the baseline: {name_rows(s.only_baseline)}"
+        for metric, gaps in s.judge_gaps.items():
+            line += f"; {metric}: {gaps.describe(comparison.baseline)}"
         lines.append(line)
     if comparison.unmatched_baseline_systems:
         lines.append(f"baseline systems nothing was compared with: {', '.join(comparison.unmatched_baseline_systems)}")

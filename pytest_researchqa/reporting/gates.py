@@ -188,6 +188,8 @@ class RegressionResult:
     unit: str = "papers"  # what the test resampled together
     incomparable: str = ""  # how the baseline measured the metric differently (compare.judging_differs)
     no_pairs_why: str = ""  # with no test: why no row both runs graded measured it (unmeasured_why)
+    # the paired rows the test left out, not judged by the same judges in both runs (compare.JudgeGaps.describe)
+    left_out: str = ""
 
     @property
     def worse_by(self) -> Optional[float]:
@@ -263,8 +265,9 @@ class RegressionResult:
                     f"({t.new_mean} vs {t.old_mean} over {t.rows} rows)")
         interval = f", 95% CI {t.low:+.3f} to {t.high:+.3f}" if t.low is not None and t.high is not None else ""
         p = describe_p(t.p_worse(self.gate.higher_is_better))
+        left_out = f" ({self.left_out})" if self.left_out else ""
         facts = (f"{t.new_mean:.3f} vs {t.old_mean:.3f}, delta {t.delta:+.3f}{interval}, p(worse) {p} "
-                 f"over {t.papers} {self.unit} / {t.rows} rows")
+                 f"over {t.papers} {self.unit} / {t.rows} rows{left_out}")
         if not self.can_reach_alpha and not (t.changed == 0 and t.papers >= MIN_PAPERS):
             few = self._too_few(t)
             if state == "failed":
@@ -285,19 +288,21 @@ class RegressionResult:
 
 
 def evaluate_regressions(gates: Sequence[RegressionGate], comparison: "Comparison") -> list[RegressionResult]:
-    from .compare import paired_metric_test
+    from .compare import comparable, paired_metric_test
 
     results = []
     for system in comparison.systems:
         for gate in gates:
-            test = (paired_metric_test(system.scoped_pairs(gate.question_type), gate.metric)
-                    if system.baseline_system is not None else None)
+            pairs = system.scoped_pairs(gate.question_type)
+            # A judged metric: only on the rows the same judges gave a verdict in both runs.
+            compared, gaps = comparable(pairs, gate.metric, comparison.judged_metrics)
+            test = paired_metric_test(compared, gate.metric) if system.baseline_system is not None else None
+            why = "" if test is not None else (gaps.none_left(comparison.baseline)
+                                               or unmeasured_why(pairs, comparison.baseline, gate.metric))
             results.append(RegressionResult(gate, system.system, comparison.baseline, system.baseline_system, test,
                                             wanted=system.wanted, unit=comparison.unit,
                                             incomparable=comparison.measured_differently.get(gate.metric, ""),
-                                            no_pairs_why=unmeasured_why(system.scoped_pairs(gate.question_type),
-                                                                        comparison.baseline, gate.metric)
-                                            if test is None else ""))
+                                            no_pairs_why=why, left_out=gaps.describe(comparison.baseline)))
     return results
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 from ..families import Family, MetricSpec
 from ..records import RowRecord
 from ..stats import paper_means
-from .compare import Comparison, metric_pairs
+from .compare import Comparison, comparable, metric_pairs
 from .summaries import Summary, by_system, group, summarize, system_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -183,7 +183,7 @@ def paper_deltas(comparison: Comparison, family: Family) -> Optional[Any]:
     for spec in family.metrics:
         series = []
         for s in comparison.systems:
-            papers, new, old = metric_pairs(s.pairs, spec.name)
+            papers, new, old = metric_pairs(comparable(s.pairs, spec.name, comparison.judged_metrics)[0], spec.name)
             if papers:
                 series.append((s.system, list(paper_means(papers, [a - b for a, b in zip(new, old)]).values())))
         if series:

@@ -77,5 +77,8 @@ def per_row_means(records: Sequence[RowRecord]) -> list[RowRecord]:
         for name in sorted(names):
             values = [v for r in graded if (v := r.metrics.get(name)) is not None]
             metrics[name] = statistics.fmean(values) if values else None
-        merged.append(replace(graded[0], metrics=metrics, repeat=0))
+        # A mean over answers some judge gave no verdict on is not every judge's mean: the merged record keeps
+        # the judges of such an answer (compare.same_judges then leaves the row out of a judged comparison).
+        gapped = next((r for r in graded if r.judge_failures), graded[0])
+        merged.append(replace(graded[0], metrics=metrics, repeat=0, judge=gapped.judge))
     return merged

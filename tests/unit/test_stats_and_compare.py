@@ -8,7 +8,7 @@ import pytest
 
 from pytest_researchqa.families.citation import CITATION
 from pytest_researchqa.records import RowRecord
-from pytest_researchqa.reporting.compare import Baseline, compare, name_rows, parse_mapping
+from pytest_researchqa.reporting.compare import Baseline, compare, coverage_lines, name_rows, parse_mapping
 from pytest_researchqa.reporting.gates import (
     GateSpecError,
     evaluate,
@@ -336,3 +336,81 @@ def test_an_undecidable_regression_gate_says_this_run_measured_the_metric_on_non
     [gate] = evaluate_regressions([parse_regression_gate("citation_precision", CITATION)],
                                   compare(apart, shifted, CITATION))
     assert gate.describe().endswith("(this run and the baseline main measured citation_precision on different rows)")
+
+
+def judged_row(n, coverage, lenient="ok", judges=("strict", "lenient")):
+    """A rubric row of bm25 judged by ``judges``: each judge's coverage, or ``lenient="error"`` for a lenient
+    judge that gave no verdict (the row keeps the strict judge's value, as a run with one judge down)."""
+    from pytest_researchqa.records import JudgeResult, JudgeScores
+
+    by_judge = {"strict": JudgeScores({"coverage": coverage}),
+                "lenient": JudgeScores({"error": "judge lenient: failed after 3 attempts; last: Connection error."}
+                                       if lenient == "error" else {"coverage": coverage})}
+    return RowRecord(row_id=f"q{n}", system="bm25", question_type="rubric", metrics={"coverage": coverage},
+                     judge=JudgeResult(by_judge={name: by_judge[name] for name in judges}))
+
+
+def test_rows_a_judge_gave_no_verdict_in_one_run_are_left_out_of_the_coverage_gate_instead_of_failing_it():
+    """tester41 T3a: the lenient judge down on half the pull request's rows left them the strict judge's
+    lower score, and the gate read a significant regression of an unchanged system."""
+    from pytest_researchqa.families.rubric import RUBRIC
+
+    baseline = Baseline("main", tuple(judged_row(n, 0.6) for n in range(12)))
+    new = [judged_row(n, 0.4, "error") if n < 6 else judged_row(n, 0.6) for n in range(12)]
+    comparison = compare(new, baseline, RUBRIC)
+    [gate] = evaluate_regressions([parse_regression_gate("coverage", RUBRIC)], comparison)
+    assert gate.passed and gate.test is not None and gate.test.rows == 6
+    left_out = ("left out 6 of 12 paired row(s), not judged by the same judges in both runs (judge errors in this "
+                "run: lenient on 6 (failed after 3 attempts; last: Connection error.))")
+    assert gate.describe() == (f"bm25: coverage: 0.600 vs 0.600, delta +0.000, 95% CI +0.000 to +0.000, p(worse) "
+                               f"1.000 over 6 queries / 6 rows ({left_out}): no significant drop, ok")
+    [bm25] = comparison.systems
+    assert bm25.deltas["coverage"].rows == 6, "the comparison table counts the rows its delta is over"
+    assert f"bm25: 12 row(s) paired; coverage: {left_out}" in coverage_lines(comparison)
+
+
+def test_a_coverage_gate_whose_every_row_lacks_a_judge_in_one_run_is_undecidable_and_names_the_judge_errors():
+    from pytest_researchqa.families.rubric import RUBRIC
+
+    baseline = Baseline("main", tuple(judged_row(n, 0.6, "error") for n in range(12)))
+    [gate] = evaluate_regressions([parse_regression_gate("coverage", RUBRIC)],
+                                  compare([judged_row(n, 0.2) for n in range(12)], baseline, RUBRIC))
+    assert gate.state == "undecidable"
+    assert gate.describe() == ("bm25: coverage UNDECIDABLE: no row both runs graded measured it (its 12 measured "
+                               "paired row(s) were left out, not judged by the same judges in both runs: judge errors "
+                               "in the baseline main: lenient on 12 (failed after 3 attempts; last: Connection error.))")
+
+
+def test_rows_judged_by_the_same_judges_in_both_runs_are_compared_even_when_a_judge_failed_on_both():
+    from pytest_researchqa.families.rubric import RUBRIC
+
+    baseline = Baseline("main", tuple(judged_row(n, 0.6, "error") for n in range(12)))
+    comparison = compare([judged_row(n, 0.2, "error") for n in range(12)], baseline, RUBRIC)
+    [gate] = evaluate_regressions([parse_regression_gate("coverage", RUBRIC)], comparison)
+    assert gate.state == "failed" and "left out" not in gate.describe() and not comparison.systems[0].judge_gaps
+
+
+def test_a_judge_error_of_the_citation_familys_answer_judges_leaves_no_citation_metric_out():
+    """Its judges score factual accuracy and completeness, which no regression gate reads; premise_flagged's
+    own judge errors the row when it gives no verdict (an errored row is never compared)."""
+    from dataclasses import replace
+
+    new, baseline = runs(0.4, 0.6)
+    new = [replace(r, judge=judged_row(0, 0.5, "error").judge) for r in new]
+    comparison = compare(new, baseline, CITATION)
+    [gate] = evaluate_regressions([parse_regression_gate("citation_precision", CITATION)], comparison)
+    assert gate.state == "failed" and gate.test.rows == 24 and not comparison.systems[0].judge_gaps
+
+
+def test_a_row_answered_several_times_with_a_judge_down_on_one_answer_is_left_out_of_a_judged_comparison():
+    """--researchqa-repeats pairs a row once, as its answers' mean: a mean with one answer judged by fewer
+    judges is not every judge's mean either."""
+    from dataclasses import replace
+
+    from pytest_researchqa.families.rubric import RUBRIC
+
+    baseline = Baseline("main", tuple(judged_row(n, 0.6) for n in range(12)))
+    new = [replace(judged_row(n, 0.6), repeat=0) for n in range(12)]
+    new += [replace(judged_row(n, 0.4, "error") if n < 6 else judged_row(n, 0.6), repeat=1) for n in range(12)]
+    [bm25] = compare(new, baseline, RUBRIC).systems
+    assert bm25.deltas["coverage"].rows == 6 and bm25.judge_gaps["coverage"].rows == 6
