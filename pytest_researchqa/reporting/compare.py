@@ -262,7 +262,7 @@ def coverage_lines(comparison: Comparison) -> list[str]:
     lines = []
     for s in comparison.systems:
         if s.baseline_system is None:
-            why = missing_counterpart(s.system, s.wanted, comparison.baseline)
+            why = missing_counterpart(s.system, s.wanted, comparison.baseline, comparison.unmatched_baseline_systems)
             lines.append(f"{s.system}: {why}; {name_rows(s.only_here)} not compared")
             continue
         against = "" if s.baseline_system == s.system else f" (as {s.baseline_system})"
@@ -279,10 +279,12 @@ def coverage_lines(comparison: Comparison) -> list[str]:
     return lines + list(comparison.notes)
 
 
-def missing_counterpart(system: str, wanted: Optional[str], baseline: str) -> str:
+def missing_counterpart(system: str, wanted: Optional[str], baseline: str, unmatched: Sequence[str] = ()) -> str:
     """Why a system has nothing to compare with: the baseline lacks it, or lacks the system it was mapped to
-    (``wanted``). Said for a live run and for ``python -m pytest_researchqa compare``, each with its option."""
+    (``wanted``). Said for a live run and for ``python -m pytest_researchqa compare``, each with its option;
+    the map names the baseline's one system nothing was compared with when there is one (``unmatched``)."""
     if wanted is not None and wanted != system:
         return f"the baseline {baseline} has no system {wanted!r} (the --researchqa-compare-map target)"
+    old = unmatched[0] if len(unmatched) == 1 else "BASELINE_SYSTEM"
     return (f"the baseline {baseline} has no system {system!r} (map it with "
-            f"--researchqa-compare-map={system}=BASELINE_SYSTEM, or compare's --map {system}=BASELINE_SYSTEM)")
+            f"--researchqa-compare-map={system}={old}, or compare's --map {system}={old})")

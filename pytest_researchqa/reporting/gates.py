@@ -190,6 +190,7 @@ class RegressionResult:
     no_pairs_why: str = ""  # with no test: why no row both runs graded measured it (unmeasured_why)
     # the paired rows the test left out, not judged by the same judges in both runs (compare.JudgeGaps.describe)
     left_out: str = ""
+    unmatched: tuple[str, ...] = ()  # the baseline's systems nothing was compared with (the map's candidates)
 
     @property
     def worse_by(self) -> Optional[float]:
@@ -251,7 +252,8 @@ class RegressionResult:
         if self.baseline_system is None:
             from .compare import missing_counterpart
 
-            return f"{self.system}: {metric} FAILED: {missing_counterpart(self.system, self.wanted, self.baseline)}"
+            why = missing_counterpart(self.system, self.wanted, self.baseline, self.unmatched)
+            return f"{self.system}: {metric} FAILED: {why}"
         if self.incomparable:
             return (f"{self.system}: {metric} UNDECIDABLE: the baseline {self.baseline} measured it differently "
                     f"({self.incomparable}), so a difference would not be a regression")
@@ -302,7 +304,8 @@ def evaluate_regressions(gates: Sequence[RegressionGate], comparison: "Compariso
             results.append(RegressionResult(gate, system.system, comparison.baseline, system.baseline_system, test,
                                             wanted=system.wanted, unit=comparison.unit,
                                             incomparable=comparison.measured_differently.get(gate.metric, ""),
-                                            no_pairs_why=why, left_out=gaps.describe(comparison.baseline)))
+                                            no_pairs_why=why, left_out=gaps.describe(comparison.baseline),
+                                            unmatched=comparison.unmatched_baseline_systems))
     return results
 
 
