@@ -513,8 +513,9 @@ class RunHooks:
         try:
             step = resolve(state.family.after_answers)
             results = step(list(state.session.records), state.services, state.settings, say)
-        except KeyboardInterrupt:
-            state.session.family_step_error = f"{step_name} was interrupted (Ctrl-C); its results are missing"
+        except KeyboardInterrupt as stop:  # what the step says it lost (the rubric family: its battles so far)
+            lost = str(stop) or "its results are missing"
+            state.session.family_step_error = f"{step_name} was interrupted (Ctrl-C): {lost}"
             return True
         except Exception as error:  # noqa: BLE001 -- a family's code, after every row ran: the reports still come
             state.session.family_step_error = (f"{step_name} raised {type(error).__name__}: {error}; "

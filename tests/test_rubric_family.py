@@ -518,7 +518,8 @@ def test_ctrl_c_while_the_battles_are_judged_is_an_interrupted_run_in_every_medi
                  subprocess_=True)
     assert result.ret == pytest.ExitCode.INTERRUPTED, "pytest's own exit status for an interrupt, not a signal death"
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
-    step = "the rubric family's end-of-run step (*) was interrupted (Ctrl-C); its results are missing"
+    step = (f"the rubric family's end-of-run step (*) was interrupted (Ctrl-C): the * of {SAMPLE_ROWS} scheduled "
+            "battles judged so far are dropped and no Elo is computed")
     headline = f"run INTERRUPTED after {2 * SAMPLE_ROWS} of {2 * SAMPLE_ROWS} selected rows; gates FAILED: 1 of 3 "
     result.stdout.fnmatch_lines([f"❌ {step}", f"researchqa: {headline}*"])
     board = leaderboard_table(result)
@@ -529,7 +530,7 @@ def test_ctrl_c_while_the_battles_are_judged_is_an_interrupted_run_in_every_medi
     assert [c["name"] for c in data["checks"] if c["state"] == "failed"] == ["run::family_step"]
     assert f"**{headline}" in (pytester.path / "s.md").read_text(encoding="utf-8")
     junit = (pytester.path / "s.xml").read_text(encoding="utf-8")
-    assert 'classname="researchqa.gates.run" name="family_step"' in junit and "was interrupted (Ctrl-C)" in junit
+    assert 'classname="researchqa.gates.run" name="family_step"' in junit and "judged so far are dropped" in junit
     runs = pytester.path / ".researchqa" / "runs"
     [cut] = runs.glob("*-cut")
     assert json.loads((cut / "manifest.json").read_text(encoding="utf-8"))["outcome"]["interrupted"] is True

@@ -229,18 +229,22 @@ def run_tournament(records: Sequence[RowRecord], services: Any, settings: Any,
     errors: list[str] = []
     consistent = 0
     step = max(1, -(-len(pending) // 4))  # progress at each quarter
-    for done, (a, b, _, forward, backward) in enumerate(pending, start=1):
-        try:
-            there = forward.result()["scores"]["preferred"]
-            back = backward.result()["scores"]["preferred"]
-        except ProviderError as error:
-            errors.append(f"{a.row_id} {a.system} vs {b.system}: {error}")
-            continue
-        finally:
-            if done % step == 0 or done == len(pending):
-                say(f"researchqa: battles judged {done}/{len(pending)}")
-        consistent += (there, back) in (("A", "B"), ("B", "A"), ("tie", "tie"))
-        battles.append((a.system, b.system, ensemble(a, b, there, back, rules.direct_points)))
+    try:
+        for done, (a, b, _, forward, backward) in enumerate(pending, start=1):
+            try:
+                there = forward.result()["scores"]["preferred"]
+                back = backward.result()["scores"]["preferred"]
+            except ProviderError as error:
+                errors.append(f"{a.row_id} {a.system} vs {b.system}: {error}")
+                continue
+            finally:
+                if done % step == 0 or done == len(pending):
+                    say(f"researchqa: battles judged {done}/{len(pending)}")
+            consistent += (there, back) in (("A", "B"), ("B", "A"), ("tie", "tie"))
+            battles.append((a.system, b.system, ensemble(a, b, there, back, rules.direct_points)))
+    except KeyboardInterrupt:  # Ctrl-C: the run is interrupted (RunHooks._after_answers); say what is lost
+        raise KeyboardInterrupt(f"the {len(battles)} of {len(planned)} scheduled battles judged so far are dropped "
+                                "and no Elo is computed") from None
     ratings = bootstrap(systems, battles, prior_draws=rules.prior_draws) if battles else []
     finite = [r for r in ratings if math.isfinite(r.point)]
     judges = sorted({p[2] for p in pending})
