@@ -404,7 +404,10 @@ class RunHooks:
             return  # the benchmark never ran: nothing to close, nothing to decide
         if (state.family.after_answers and not is_worker(self.config) and state.session.records
                 and not session.config.option.collectonly and exitstatus != pytest.ExitCode.INTERRUPTED):
-            self._after_answers(state)
+            if self._after_answers(state):  # Ctrl-C in the step: the run is interrupted, as during rows
+                self.keyboard_interrupt = True
+                exitstatus = session.exitstatus = pytest.ExitCode.INTERRUPTED
+                session.shouldstop = f"KeyboardInterrupt during the {state.family.name} family's end-of-run step"
         state.close()
         if is_worker(self.config):
             self.config.workeroutput[WORKER_SELECTION] = (self.generated, self.selected)  # type: ignore[attr-defined]
@@ -487,9 +490,12 @@ class RunHooks:
                 figures=self.plots, other=other,
                 compare_map=settings.compare_map)))
 
-    def _after_answers(self, state: "RunState") -> None:
+    def _after_answers(self, state: "RunState") -> bool:
         """The family's end-of-run step (the rubric family's pairwise battles), once every row is answered:
-        on the controller, through the run's model runner, with progress lines."""
+        on the controller, through the run's model runner, with progress lines. A step that raises, or returns
+        its data with a ``failed`` reason (the rubric family: too few battles judged), fails the run
+        (``run::family_step``); one stopped by Ctrl-C too, and True is returned: the run is then interrupted,
+        its reports written as for an interrupt during the rows (tester41 T1: a raw traceback, no report)."""
         from .families import resolve
 
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -504,13 +510,22 @@ class RunHooks:
             started_lines = True
             reporter.write_line(line)
 
+        step_name = f"the {state.family.name} family's end-of-run step ({state.family.after_answers})"
         try:
             step = resolve(state.family.after_answers)
-            state.session.family_results = step(list(state.session.records), state.services, state.settings, say)
+            results = step(list(state.session.records), state.services, state.settings, say)
+        except KeyboardInterrupt as stop:  # what the step says it lost (the rubric family: its battles so far)
+            lost = str(stop) or "its results are missing"
+            state.session.family_step_error = f"{step_name} was interrupted (Ctrl-C): {lost}"
+            return True
         except Exception as error:  # noqa: BLE001 -- a family's code, after every row ran: the reports still come
-            state.session.family_step_error = (
-                f"the {state.family.name} family's end-of-run step ({state.family.after_answers}) raised "
-                f"{type(error).__name__}: {error}; its results are missing")
+            state.session.family_step_error = (f"{step_name} raised {type(error).__name__}: {error}; "
+                                               "its results are missing")
+            return False
+        state.session.family_results = results or {}
+        if isinstance(results, dict) and results.get("failed"):  # it ran, and says its result is not there
+            state.session.family_step_error = f"{step_name} failed: {results['failed']}"
+        return False
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if self.progress is not None:

@@ -505,3 +505,103 @@ def test_a_judge_outage_in_the_pull_request_leaves_its_rows_out_of_the_coverage_
                              "*openai/sloppy: coverage UNDECIDABLE: no row both runs graded measured it (its*"])
     assert "REGRESSED" not in pr.stdout.str() and ": no significant drop, ok" not in pr.stdout.str()
     assert pr.ret == 1, "--researchqa-undecidable=fail: an outage is never a pass"
+
+
+# Ctrl-C while the battles are judged, as a user's: SIGINT at the third battle's verdict (tester41 T1).
+CTRL_C_AT_THE_THIRD_BATTLE = """
+import os
+import signal
+
+from pytest_researchqa.families.rubric import tournament
+
+judged = []
+ensemble = tournament.ensemble
+
+
+def interrupting(*args, **kwargs):
+    judged.append(args)
+    if len(judged) == 3:
+        os.kill(os.getpid(), signal.SIGINT)
+    return ensemble(*args, **kwargs)
+
+
+tournament.ensemble = interrupting
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_the_battles_are_judged_is_an_interrupted_run_in_every_medium_with_the_coverage_kept(
+        run, pytester, capsys):
+    """tester41 T1: the KeyboardInterrupt escaped as a raw traceback (exit -2); no JSON, Markdown, JUnit or
+    manifest, and the saved run read "unfinished"."""
+    from pytest_researchqa.__main__ import main
+
+    pytester.makeconftest(CTRL_C_AT_THE_THIRD_BATTLE)
+    result = run("--researchqa-family=rubric", "--researchqa-model=openai/good", "--researchqa-model=openai/sloppy",
+                 "--researchqa-judge=openai/judge-a", "--researchqa-save=cut", "--researchqa-json=s.json",
+                 "--researchqa-markdown=s.md", "--junitxml=s.xml", "--researchqa-fail-under=coverage=0.001",
+                 subprocess_=True)
+    assert result.ret == pytest.ExitCode.INTERRUPTED, "pytest's own exit status for an interrupt, not a signal death"
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    step = (f"the rubric family's end-of-run step (*) was interrupted (Ctrl-C): the * of {SAMPLE_ROWS} scheduled "
+            "battles judged so far are dropped and no Elo is computed")
+    headline = f"run INTERRUPTED after {2 * SAMPLE_ROWS} of {2 * SAMPLE_ROWS} selected rows; gates FAILED: 1 of 3 "
+    result.stdout.fnmatch_lines([f"❌ {step}", f"researchqa: {headline}*"])
+    board = leaderboard_table(result)
+    assert board["openai/good"]["Coverage %"] not in ("—", "error"), "the answered rows' coverage is kept"
+    assert board["openai/good"]["Elo"] == "—", "the battles judged before the interrupt are dropped"
+    data = json.loads((pytester.path / "s.json").read_text(encoding="utf-8"))
+    assert (data["interrupted"], data["verdict"], data["passed"]) == (True, "failed", False)
+    assert [c["name"] for c in data["checks"] if c["state"] == "failed"] == ["run::family_step"]
+    assert f"**{headline}" in (pytester.path / "s.md").read_text(encoding="utf-8")
+    junit = (pytester.path / "s.xml").read_text(encoding="utf-8")
+    assert 'classname="researchqa.gates.run" name="family_step"' in junit and "judged so far are dropped" in junit
+    runs = pytester.path / ".researchqa" / "runs"
+    [cut] = runs.glob("*-cut")
+    assert json.loads((cut / "manifest.json").read_text(encoding="utf-8"))["outcome"]["interrupted"] is True
+    capsys.readouterr()
+    assert main(["--runs", str(runs), "list"]) == 0
+    assert f"{cut.name}  (interrupted)" in capsys.readouterr().out.splitlines()
+
+
+def test_a_pairwise_judge_that_fails_every_battle_fails_the_run_saying_the_elo_could_not_be_computed(
+        run, pytester):
+    """tester41 T2: 0 of 12 battles judged read "gates passed", exit 0, and blamed a disconnected graph."""
+    args = ("--researchqa-family=rubric", "--researchqa-model=openai/good", "--researchqa-model=openai/sloppy",
+            "--researchqa-judge=openai/down", "--researchqa-judge=openai/judge-a", "--researchqa-retries=0")
+    gated = run(*args, "--researchqa-fail-under=coverage=0.005", "--researchqa-json=s.json", "--junitxml=s.xml")
+    assert gated.ret == pytest.ExitCode.TESTS_FAILED
+    lost = (f"the rubric family's end-of-run step (*) failed: the Elo could not be computed: none of the "
+            f"{SAMPLE_ROWS} scheduled battles was judged; the pairwise judge failed on {SAMPLE_ROWS}, first: "
+            "* openai/good vs openai/sloppy: judge openai/down: *")
+    gated.stdout.fnmatch_lines([f"❌ {lost}", "researchqa: gates FAILED: 1 of 3 check(s) failed"])
+    assert "not connected" not in gated.stdout.str(), "no battle at all is not a disconnected graph"
+    data = json.loads((pytester.path / "s.json").read_text(encoding="utf-8"))
+    assert (data["verdict"], data["passed"]) == ("failed", False)
+    assert [c["name"] for c in data["checks"] if c["state"] == "failed"] == ["run::family_step"]
+    assert data["family_results"]["battles"] == 0 and data["family_results"]["scheduled"] == SAMPLE_ROWS
+    junit = (pytester.path / "s.xml").read_text(encoding="utf-8")
+    assert 'classname="researchqa.gates.run" name="family_step"' in junit and "the Elo could not be computed" in junit
+    ungated = run(*args)
+    assert ungated.ret == pytest.ExitCode.TESTS_FAILED
+    ungated.stdout.fnmatch_lines([f"researchqa: run FAILED: {lost} (no gate configured)"])
+
+
+def test_a_tournament_fails_below_half_of_its_scheduled_battles_judged_and_names_the_judges_first_error():
+    from pytest_researchqa.families.rubric.tournament import too_few_judged
+
+    assert too_few_judged(6, 12, ["r1 a vs b: down"] * 6) is None, "half judged is enough"
+    assert too_few_judged(12, 12, []) is None and too_few_judged(0, 0, []) is None
+    assert too_few_judged(5, 12, ["r1 a vs b: down"] * 7) == (
+        "the Elo rests on 5 of the 12 scheduled battles, fewer than half; the pairwise judge failed on 7, first: "
+        "r1 a vs b: down")
+
+
+def test_a_one_system_run_says_why_it_has_no_battles_and_no_elo(run):
+    """tester41 T10: one system read Elo "—" and battles 0 with no word why."""
+    result = run("--researchqa-family=rubric", "--researchqa-judge=openai/judge-a")
+    assert result.ret == 0
+    board = leaderboard_table(result)["rubric-oracle"]
+    assert (board["Elo"], board["battles"]) == ("—", "0")
+    result.stdout.fnmatch_lines(["no pairwise battles: only one system (rubric-oracle) has judged answers; battles "
+                                 "and Elo need two systems or more"])

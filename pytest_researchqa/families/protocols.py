@@ -50,7 +50,9 @@ class ModelSystemFactory(Protocol):
 
 
 class AfterAnswers(Protocol):
-    """Runs on the controller once every row is answered; returns plain data for the renderer and manifest."""
+    """Runs on the controller once every row is answered; returns plain data for the renderer and manifest.
+    Data with a ``"failed"`` key (a sentence: why the step has no result to report) fails the run
+    (``run::family_step``), as a step that raises does."""
 
     def __call__(self, records: "list[RowRecord]", services: Services, settings: Settings,
                  say: Callable[[str], None]) -> Optional[dict[str, Any]]: ...

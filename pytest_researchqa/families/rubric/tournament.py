@@ -15,7 +15,8 @@ at least ``PAPER_BATTLES_PER_DOMAIN`` battles (or every battle the domain
 offers), spread evenly over the pairs, each pair's queries a seeded draw from
 the domain; Bradley-Terry is fitted without a prior and the bootstrap mean is
 reported, as Table 3 prints. A battle whose judge failed is left out and counted,
-never scored as a tie. Judging goes through the run's model runner (slots,
+never scored as a tie; fewer than half of the scheduled battles judged fails the run
+(``too_few_judged``). Judging goes through the run's model runner (slots,
 pacing, retries) and the judge cache (a re-run makes no call).
 """
 
@@ -36,6 +37,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 DIRECT_WIN_POINTS = 4.0  # Eq. 1 of the seed
 ENSEMBLE_POINTS = {"eq1": DIRECT_WIN_POINTS, "notebook": 5.0}  # the notebook behind Table 3 adds 5 per vote
+# A tournament that judged fewer than this share of its scheduled battles fails the run (too_few_judged).
+MIN_JUDGED_SHARE = 0.5
 PAPER_BATTLES_PER_DOMAIN = 1000  # "each domain consists of a minimum of 1K battles" (seed 004, 4.2)
 
 
@@ -186,6 +189,18 @@ def ensemble(first: Contender, second: Contender, forward: str, backward: str,
     return 1.0 if first_total > second_total else 0.0
 
 
+def too_few_judged(judged: int, scheduled: int, errors: Sequence[str]) -> Optional[str]:
+    """Why a tournament that judged fewer than half of its scheduled battles (``MIN_JUDGED_SHARE``) has no
+    result to report (its judge failed on the rest), or None. The run then fails (``run::family_step``): an
+    Elo lost or resting on a few battles must not read as a passed run (tester41 T2)."""
+    if not scheduled or judged >= MIN_JUDGED_SHARE * scheduled:
+        return None
+    cause = f"; the pairwise judge failed on {scheduled - judged}, first: {errors[0]}" if errors else ""
+    if not judged:
+        return f"the Elo could not be computed: none of the {scheduled} scheduled battles was judged{cause}"
+    return (f"the Elo rests on {judged} of the {scheduled} scheduled battles, fewer than half{cause}")
+
+
 def run_tournament(records: Sequence[RowRecord], services: Any, settings: Any,
                    say: Callable[[str], None]) -> dict[str, Any]:
     """Schedule, judge and rate the battles; plain data for the renderer, the manifest and saved runs."""
@@ -193,7 +208,10 @@ def run_tournament(records: Sequence[RowRecord], services: Any, settings: Any,
 
     by_row = contenders(records)
     systems = sorted({s for answers in by_row.values() for s in answers})
-    if len(systems) < 2:
+    if len(systems) == 1:  # the board's Elo "—" and battles 0 say why (tester41 T10)
+        return {"note": f"no pairwise battles: only one system ({systems[0]}) has judged answers; battles and "
+                        "Elo need two systems or more"}
+    if not systems:
         return {}
     if not settings.judges:
         return {"note": "no pairwise battles: no judge given (--researchqa-judge=MODEL)"}
@@ -211,22 +229,27 @@ def run_tournament(records: Sequence[RowRecord], services: Any, settings: Any,
     errors: list[str] = []
     consistent = 0
     step = max(1, -(-len(pending) // 4))  # progress at each quarter
-    for done, (a, b, _, forward, backward) in enumerate(pending, start=1):
-        try:
-            there = forward.result()["scores"]["preferred"]
-            back = backward.result()["scores"]["preferred"]
-        except ProviderError as error:
-            errors.append(f"{a.row_id} {a.system} vs {b.system}: {error}")
-            continue
-        finally:
-            if done % step == 0 or done == len(pending):
-                say(f"researchqa: battles judged {done}/{len(pending)}")
-        consistent += (there, back) in (("A", "B"), ("B", "A"), ("tie", "tie"))
-        battles.append((a.system, b.system, ensemble(a, b, there, back, rules.direct_points)))
+    try:
+        for done, (a, b, _, forward, backward) in enumerate(pending, start=1):
+            try:
+                there = forward.result()["scores"]["preferred"]
+                back = backward.result()["scores"]["preferred"]
+            except ProviderError as error:
+                errors.append(f"{a.row_id} {a.system} vs {b.system}: {error}")
+                continue
+            finally:
+                if done % step == 0 or done == len(pending):
+                    say(f"researchqa: battles judged {done}/{len(pending)}")
+            consistent += (there, back) in (("A", "B"), ("B", "A"), ("tie", "tie"))
+            battles.append((a.system, b.system, ensemble(a, b, there, back, rules.direct_points)))
+    except KeyboardInterrupt:  # Ctrl-C: the run is interrupted (RunHooks._after_answers); say what is lost
+        raise KeyboardInterrupt(f"the {len(battles)} of {len(planned)} scheduled battles judged so far are dropped "
+                                "and no Elo is computed") from None
     ratings = bootstrap(systems, battles, prior_draws=rules.prior_draws) if battles else []
     finite = [r for r in ratings if math.isfinite(r.point)]
     judges = sorted({p[2] for p in pending})
     return {
+        **({"failed": failed} if (failed := too_few_judged(len(battles), len(planned), errors)) else {}),
         "systems": systems,
         "judges": judges,
         # Each system's and judge's family as the run knows it (None: unknown, a model served on this machine).
@@ -238,7 +261,7 @@ def run_tournament(records: Sequence[RowRecord], services: Any, settings: Any,
         "rules": {"protocol": getattr(settings, "protocol", "project"), "direct_points": rules.direct_points,
                   "prior_draws": rules.prior_draws, "reported": rules.reported},
         "errors": errors,
-        "connected": connected(systems, battles),
+        "connected": connected(systems, battles) if battles else None,  # no battle: no graph to speak of
         "order_consistent": consistent / len(battles) if battles else None,
         "elo": {r.system: {"median": r.median, "mean": r.mean, "sd": r.sd, "point": r.point} for r in finite},
         "bootstrap_diverged": ratings[0].diverged if finite else 0,  # resamples with no finite fit
