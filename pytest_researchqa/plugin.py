@@ -23,7 +23,11 @@ def load(name: str) -> object:
         package = sys.modules[__package__]
         spec = PathFinder.find_spec(qualified, package.__path__)
         sys.modules[qualified] = module = module_from_spec(spec)  # type: ignore[arg-type]
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        try:
+            spec.loader.exec_module(module)  # type: ignore[union-attr]
+        except BaseException:
+            del sys.modules[qualified]  # as the import system does: no half-made module left behind
+            raise
         setattr(package, name, module)
     return sys.modules[qualified]
 
@@ -31,6 +35,7 @@ def load(name: str) -> object:
 # In dependency order: each module's own imports find the ones before it already imported.
 for _name in ("options", "hookspecs", "fixtures", "startup_hooks"):
     load(_name)
+del _name
 
 from .fixtures import *  # noqa: E402, F403  (pytest finds the fixtures and hooks as attributes of the plugin)
 from .startup_hooks import *  # noqa: E402, F403
