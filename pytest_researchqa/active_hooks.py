@@ -1,6 +1,6 @@
 """The plugin's hooks that matter only once it is used: activation registers this module as a plugin
 (``researchqa-active``), so an installed but unused plugin neither loads nor runs them; and what
-``plugin.pytest_generate_tests`` does for a test that asks for a row.
+``startup_hooks.pytest_generate_tests`` does for a test that asks for a row.
 
 PYTEST_DONT_REWRITE: it holds no test's asserts, so pytest compiles it as Python does instead of
 rewriting it (docs/architecture.md).

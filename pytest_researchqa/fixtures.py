@@ -4,11 +4,10 @@ Any test function that asks for ``researchqa_row`` (or a fixture built on
 it) is parametrized over the dataset; asking for ``researchqa_answer`` or
 ``researchqa_system`` parametrizes it per system as well.
 
-pytest loads this module at every start-up (the plugin names its fixtures), and without byte-code
-caches parses and compiles it each time: each body imports what it uses when it first runs.
+The plugin loads this module at every start-up (``plugin.py``: from its byte-code, past pytest's
+rewriter) and names its fixtures: each body imports what it uses when it first runs.
 
-PYTEST_DONT_REWRITE: it holds no test's asserts, so pytest compiles it as Python does instead of
-rewriting it (docs/architecture.md).
+PYTEST_DONT_REWRITE: it holds no test's asserts (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -28,6 +27,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from .stash import Case
     from .state import RunState
     from .systems import System
+
+# What the plugin module takes from here (``plugin.py``).
+__all__ = ["researchqa_answer", "researchqa_answered", "researchqa_case", "researchqa_dataset", "researchqa_judge",
+           "researchqa_paper", "researchqa_premise_judge", "researchqa_recorder", "researchqa_row",
+           "researchqa_settings", "researchqa_system"]
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ A package announces its family through the ``pytest_researchqa.families`` entry 
 that implements this hook; the built-in families are announced the same way (pyproject.toml). A project's
 own ``conftest.py`` may implement it too.
 
-PYTEST_DONT_REWRITE: pytest loads this module at every start-up; it holds no test's asserts, so
-pytest compiles it as Python does instead of rewriting it (docs/architecture.md).
+The plugin loads this module at every start-up (``plugin.py``: from its byte-code, past pytest's
+rewriter). PYTEST_DONT_REWRITE: it holds no test's asserts (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ def pytest_researchqa_families() -> Sequence[Any]:
 # instead of importing it, so the lowest module imports nothing above it and start-up loads neither.
 @pytest.hookspec(firstresult=True)
 def pytest_researchqa_activate(config: pytest.Config) -> Any:
-    """Read the settings and register the run's hooks, once; the settings (``plugin.py`` implements it)."""
+    """Read the settings and register the run's hooks, once; the settings (``startup_hooks.py`` implements it)."""
     raise NotImplementedError
 
 
 @pytest.hookspec(firstresult=True)
 def pytest_researchqa_run_state(config: pytest.Config) -> Any:
-    """The run's state, built on first use (``plugin.py`` implements it)."""
+    """The run's state, built on first use (``startup_hooks.py`` implements it)."""
     raise NotImplementedError

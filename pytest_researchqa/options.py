@@ -6,34 +6,36 @@ key of the same name with underscores (``researchqa_dataset``...), typed, so
 pytest 9's native ``[tool.pytest]`` table accepts ``researchqa_sample = 6``.
 Bad values raise ``pytest.UsageError`` naming the valid choices (``settings``).
 
-PYTEST_DONT_REWRITE: pytest loads this module at every start-up; it holds no test's asserts, so
-pytest compiles it as Python does instead of rewriting it (docs/architecture.md).
+The plugin loads this module at every start-up (``plugin.py``: from its byte-code, past pytest's
+rewriter). PYTEST_DONT_REWRITE: it holds no test's asserts (docs/architecture.md).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, NamedTuple, Optional
+from typing import Any, Literal, Optional
 
 import pytest
 
 
-class Option(NamedTuple):
-    flag: str
-    kind: str  # "path", "append", "int", "float", "flag", "choice", "text"
-    help: str
-    default: Any = None
-    choices: tuple[str, ...] = ()
-    minimum: Optional[float] = None
+class Option:
+    """One row of the table. A plain class with slots: a named tuple's class costs more to make at every
+    start-up than the table's fifty rows (docs/performance.md)."""
 
-    @property
-    def dest(self) -> str:
-        return self.flag[2:].replace("-", "_")
+    __slots__ = ("flag", "kind", "help", "default", "choices", "minimum", "dest")
+
+    def __init__(self, flag: str, kind: str, help: str, default: Any = None, choices: tuple[str, ...] = (),
+                 minimum: Optional[float] = None) -> None:
+        self.flag = flag
+        self.kind = kind  # "path", "append", "int", "float", "flag", "choice", "text"
+        self.help = help
+        self.default = default
+        self.choices = choices
+        self.minimum = minimum
+        self.dest = flag[2:].replace("-", "_")
 
 
 # The table: a header line per option (flag, kind, then default=, choices= and minimum= when set) and its help
-# on the indented lines below it, joined with spaces. Text, not a tuple of calls: pytest's assertion rewriter
-# parses and compiles this module at every start-up when byte-code is not written (PYTHONDONTWRITEBYTECODE),
-# and a call costs it about as much to parse as a whole line of text costs to split (docs/performance.md).
+# on the indented lines below it, joined with spaces.
 _TABLE = """
 --researchqa-run  flag
     Run the benchmark with the settings from the ini file. Any --researchqa-* option on the command line does
@@ -171,17 +173,13 @@ _TABLE = """
 
 
 def _table_options(table: str) -> tuple[Option, ...]:
-    rows: list[tuple[list[str], list[str]]] = []
-    for line in table.splitlines():
-        if line.startswith("--"):
-            rows.append((line.split(), []))
-        elif line.strip():
-            rows[-1][1].append(line.strip())
     options = []
-    for (flag, kind, *fields), help_lines in rows:
+    for entry in table.split("\n--")[1:]:
+        header, help_text = entry.split("\n", 1)
+        flag, kind, *fields = header.split()
         extra = dict(field.split("=", 1) for field in fields)
         number = {"int": int, "float": float}.get(kind, str)
-        options.append(Option(flag, kind, " ".join(help_lines),
+        options.append(Option(f"--{flag}", kind, " ".join(help_text.split()),
                               number(extra["default"]) if "default" in extra else None,
                               tuple(extra["choices"].split(",")) if "choices" in extra else (),
                               number(extra["minimum"]) if "minimum" in extra else None))

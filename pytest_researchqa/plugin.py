@@ -1,112 +1,41 @@
-"""pytest-researchqa's hooks: thin, each delegating to a small module.
+"""The module pytest loads at every start-up (the ``pytest11`` entry point): the plugin's hooks
+(``startup_hooks``) and fixtures (``fixtures``), loaded by Python's own import system.
 
-Where a row goes: ``state`` decides the cases and ``families`` names them;
-``fixtures`` load the row (``loaders``), its paper (``papers``) and the
-system's answer (``systems``, ``llm``); assertions grade it (``assertions``,
-``metrics``, ``matcher``) into the item's record (``records``); the record
-rides the test report to the controller, where ``session`` aggregates,
-``reporting`` renders and gates decide the exit status.
+pytest's assertion rewriter claims every module of an installed plugin and, where byte-code is not written
+(``PYTHONDONTWRITEBYTECODE=1``), parses and compiles each from source at every start, even one marked
+``PYTEST_DONT_REWRITE``. The start-up modules hold no test's asserts, so the rewriter would only cost time:
+``load`` runs them from the byte-code pip wrote at install, as Python's own import does. Only this module and
+the package's ``__init__`` pass through the rewriter, and both are kept small (docs/performance.md). Every other
+module loads on first use, as usual.
 
-pytest imports this module, ``options``, ``fixtures`` and ``hookspecs`` at every start-up, and without
-byte-code caches parses and compiles them each time: they hold only what an unused plugin needs. When the
-plugin is first used (an option given, xdist workers, or a test asking for a row), ``activation`` reads the
-settings and registers the run's hooks (``active_hooks``, ``run_hooks``).
-
-PYTEST_DONT_REWRITE: it holds no test's asserts, so pytest compiles it as Python does instead of
-rewriting it (docs/architecture.md).
+PYTEST_DONT_REWRITE: it holds no test's asserts (docs/architecture.md).
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-import pytest
-
-from .fixtures import (  # noqa: F401  (fixtures are found as attributes of the plugin)
-    researchqa_answer,
-    researchqa_answered,
-    researchqa_case,
-    researchqa_dataset,
-    researchqa_judge,
-    researchqa_paper,
-    researchqa_premise_judge,
-    researchqa_recorder,
-    researchqa_row,
-    researchqa_settings,
-    researchqa_system,
-)
-from .options import add_options, given_options
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .settings import Settings
-    from .state import RunState
+import sys
+from importlib.machinery import PathFinder
+from importlib.util import module_from_spec
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    add_options(parser)
-
-
-def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    """The hook a benchmark family implements (hookspecs.py), as pytest-xdist adds its own."""
-    from . import hookspecs
-
-    pluginmanager.add_hookspecs(hookspecs)
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """Activate now when an option is given (or xdist workers report here); otherwise on first use (a
-    test asking for a row), so a project that never uses the plugin loads and registers nothing more."""
-    if config.option.help:
-        return  # the options' help needs no settings, and a bad setting must not hide the help that explains it
-    if given_options(config) or _under_xdist(config):
-        from .activation import activate
-
-        activate(config)
-    elif _strict_markers(config):
-        from .activation import register_installed_families_markers
-
-        register_installed_families_markers(config)  # a project's own `@pytest.mark.lookup` may load before rows
-
-
-def pytest_researchqa_activate(config: pytest.Config) -> "Settings":
-    from .activation import activate
-
-    return activate(config)
-
-
-def pytest_researchqa_run_state(config: pytest.Config) -> "RunState":
-    from .activation import new_state
-
-    return new_state(config)
-
-
-def _strict_markers(config: pytest.Config) -> bool:
-    """Whether an unknown mark fails collection: pytest 9 reads its ``strict_markers`` ini key, then
-    ``strict``; pytest 8 has the command-line flags only."""
-    for key in ("strict_markers", "strict"):
+def load(name: str) -> object:
+    """Import ``pytest_researchqa.<name>`` through Python's own loader, past pytest's rewriter."""
+    qualified = f"{__package__}.{name}"
+    if qualified not in sys.modules:
+        package = sys.modules[__package__]
+        spec = PathFinder.find_spec(qualified, package.__path__)
+        sys.modules[qualified] = module = module_from_spec(spec)  # type: ignore[arg-type]
         try:
-            value = config.getini(key)
-        except ValueError:  # pytest 8: no such ini key
-            break
-        if value is not None:
-            return bool(value)
-    return bool(getattr(config.option, "strict_markers", False) or getattr(config.option, "strict", False))
+            spec.loader.exec_module(module)  # type: ignore[union-attr]
+        except BaseException:
+            del sys.modules[qualified]  # as the import system does: no half-made module left behind
+            raise
+        setattr(package, name, module)
+    return sys.modules[qualified]
 
 
-def _under_xdist(config: pytest.Config) -> bool:
-    """A run with xdist workers: the controller gathers their rows whatever the options say."""
-    return config.pluginmanager.hasplugin("xdist") and getattr(config.option, "dist", "no") != "no"
+# In dependency order: each module's own imports find the ones before it already imported.
+for _name in ("options", "hookspecs", "fixtures", "startup_hooks"):
+    load(_name)
+del _name
 
-
-# stash.CASE_FIXTURES, named again: importing the stash here would load it at every start-up.
-CASE_FIXTURES = ("researchqa_case", "researchqa_answered")
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    # The parametrized fixture: researchqa_case (every fixture of a row builds on it), or the built-in
-    # test's one fixture that makes them all (researchqa_answered).
-    for name in CASE_FIXTURES:
-        if name in metafunc.fixturenames:
-            from .activation import parametrize
-
-            return parametrize(metafunc, name)
+from .fixtures import *  # noqa: E402, F403  (pytest finds the fixtures and hooks as attributes of the plugin)
+from .startup_hooks import *  # noqa: E402, F403

@@ -43,7 +43,7 @@ def settings_of(config: pytest.Config) -> "Settings":
     """The run's settings, read on first use: a project that never uses the plugin never reads them."""
     settings = config.stash.get(SETTINGS, None)
     if settings is None:
-        settings = config.hook.pytest_researchqa_activate(config=config)  # plugin.py: activation, once
+        settings = config.hook.pytest_researchqa_activate(config=config)  # startup_hooks.py: activation, once
     return settings
 
 

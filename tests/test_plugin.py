@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -493,38 +494,48 @@ def test_the_plugin_is_inert_when_unused(pytester):
 
 
 # What an installed but unused plugin loads: its hooks, their options, the fixtures, and the family hook's
-# specification; exactly these, so that a new module-level import cannot slip onto every project's start-up
-# (without byte-code caches pytest parses and compiles each of them at every start: docs/performance.md). The
-# stash, the settings, the run's hooks and the xdist adapter load when the plugin is first used.
+# specification; exactly these, so that a new module-level import cannot slip onto every project's start-up. The
+# stash, the settings, the run's hooks and the xdist adapter load when the plugin is first used. Only the package
+# and the entry point pass through pytest's assertion rewriter (which, without byte-code caches, parses and
+# compiles each module it loads at every start): the plugin loads the others with Python's own loader, from
+# their byte-code (docs/performance.md).
 START_UP_MODULES = ["pytest_researchqa", "pytest_researchqa.fixtures", "pytest_researchqa.hookspecs",
-                    "pytest_researchqa.options", "pytest_researchqa.plugin"]
+                    "pytest_researchqa.options", "pytest_researchqa.plugin", "pytest_researchqa.startup_hooks"]
+REWRITTEN_AT_START_UP = ["pytest_researchqa", "pytest_researchqa.plugin"]
 
 
 @pytest.mark.slow
 def test_pytest_start_up_imports_no_heavy_library(pytester):
     pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
-    # One fresh interpreter for the three: --version, a plain run, --help (whose text has the plugin's options).
+    # pytest marks an installed plugin's package for rewriting, but not this checkout's editable install (its
+    # file list names a bundled script first): the plain run marks it as a regular install has it marked.
+    pytester.makepyfile(rewrite_ours="import pytest\npytest.register_assert_rewrite('pytest_researchqa')\n")
+    # One fresh interpreter for the three: a plain run, --version, --help (whose text has the plugin's options).
     probe = textwrap.dedent(
         """
         import sys, pytest
+        pytest.main(["-q", "-p", "no:cacheprovider", "-p", "rewrite_ours", "test_plain.py"])
         pytest.main(["--version"])
-        pytest.main(["-q", "-p", "no:cacheprovider", "test_plain.py"])
         pytest.main(["--help"])
         heavy = [m for m in ("litellm", "pydantic", "numpy", "pypdf", "rapidfuzz", "rank_bm25", "yaml") if m in sys.modules]
         print("HEAVY", heavy)
-        print("OURS", sorted(m for m in sys.modules if m.startswith("pytest_researchqa")))
+        ours = sorted(m for m in sys.modules if m.startswith("pytest_researchqa"))
+        print("OURS", ours)
+        print("REWRITTEN", [m for m in ours if type(sys.modules[m].__loader__).__name__ == "AssertionRewritingHook"])
         """
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=pytester.path)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=pytester.path,
+                          env={**os.environ, "PYTHONPATH": str(pytester.path)})
     assert "HEAVY []" in done.stdout, done.stdout + done.stderr
     assert f"OURS {START_UP_MODULES}" in done.stdout, done.stdout + done.stderr
+    assert f"REWRITTEN {REWRITTEN_AT_START_UP}" in done.stdout, done.stdout + done.stderr
     assert "--researchqa-fail-under" in done.stdout.split("HEAVY")[0], "pytest --help lists the plugin's options"
 
 
 def test_the_plugin_names_the_same_case_fixtures_as_the_stash():
-    from pytest_researchqa import plugin, stash
+    from pytest_researchqa import startup_hooks, stash
 
-    assert plugin.CASE_FIXTURES == stash.CASE_FIXTURES
+    assert startup_hooks.CASE_FIXTURES == stash.CASE_FIXTURES
 
 
 @pytest.mark.slow
