@@ -76,24 +76,55 @@ def _litellm_stays_loaded():
             _LITELLM_FROZEN.append(True)
 
 
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
     """Tests that read real papers (``read_once``) are slow: pypdf takes seconds a paper, more than a
-    developer's inner loop (``-m "not slow"``) can spend. CI runs them all.
+    developer's inner loop (``-m "not slow"``) can spend; so are those ``tests/slow_tests.txt`` lists
+    (measured). CI runs them all.
 
-    Slow tests run first: under xdist a long test dealt out last keeps one worker busy while the other
-    idles (longest first is the classic rule for two machines). The order is the same in every worker,
-    as xdist requires."""
+    Slow tests run first, the longest kinds (marked where they are written: fresh interpreters, xdist;
+    reading real papers) before the listed ones (0.3 s of CPU and up): under xdist a long test dealt out
+    last keeps one worker busy while the other idles (longest first is the classic rule for two machines).
+    The order is the same in every worker, as xdist requires."""
     unlisted = set()
+    measured = _measured_slow()
+    rank = {}
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if "read_once" in fixtures:
             item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("slow") is not None:
+            rank[item.nodeid] = 0
+        elif item.nodeid.split("[", 1)[0] in measured:
+            item.add_marker(pytest.mark.slow)
+            rank[item.nodeid] = 1
         if "litellm_loaded" in fixtures and not _uses_models(item.nodeid):
             unlisted.add(item.nodeid.split("::", 1)[0])
     if unlisted:
         raise pytest.UsageError(f"tests using models in {sorted(unlisted)}: add them (or the tests) to MODEL_MODULES "
                                 "in conftest.py")
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    _check_measured_slow(config, items, measured)
+    items.sort(key=lambda item: rank.get(item.nodeid, 2))
+
+
+SLOW_TESTS = os.path.join(os.path.dirname(__file__), "tests", "slow_tests.txt")
+
+
+def _measured_slow() -> frozenset:
+    """The tests ``tests/slow_tests.txt`` lists (measured above the inner loop's share of CPU a test)."""
+    with open(SLOW_TESTS, encoding="utf-8") as listed:
+        return frozenset(line.strip() for line in listed if line.strip() and not line.startswith("#"))
+
+
+def _check_measured_slow(config, items, measured) -> None:
+    """A line naming no test of a module collected whole (a test renamed or removed) is an error, not a test
+    silently back in the inner loop. Not checked when the command line names single tests."""
+    if any("::" in arg for arg in config.args):
+        return
+    found = {item.nodeid.split("[", 1)[0] for item in items}
+    modules = {nodeid.split("::", 1)[0] for nodeid in found}
+    stale = sorted(name for name in measured if name.split("::", 1)[0] in modules and name not in found)
+    if stale:
+        raise pytest.UsageError(f"tests/slow_tests.txt names tests that do not exist: {stale}")
 
 
 # The test modules with tests that use models (the ``litellm_loaded`` fixture), or the single tests
@@ -218,20 +249,26 @@ def _freeze_long_lived_objects():
 def read_once(request, tmp_path_factory):
     """``read_once(path, paper_id=None)``: a paper read through one extraction cache that outlives the run.
 
-    pypdf takes seconds a real paper (25 s of CPU for ../shared/papers): each is extracted once, into
-    pytest's cache folder (``.pytest_cache/d/researchqa-extracted``, or the session's temporary folder
-    under ``-p no:cacheprovider``), and later runs read the cached text. The plugin's own extraction
-    cache does the keying: the file's SHA-256, pypdf's version and the extraction's version, so an edited
-    paper, another pypdf or a changed extraction is read again. Under xdist the workers share the folder
-    (one extracts a paper while the other waits). Tests of reading and caching itself call ``read_paper``.
+    pypdf takes seconds a real paper (30 s of CPU for ../shared/papers, a tenth of the whole suite): each
+    is extracted once, into pytest's cache folder (``.pytest_cache/d/researchqa-extracted``, the same
+    folder under ``-p no:cacheprovider``, which only stops pytest's own cache: this one is the suite's),
+    and later runs read the cached text. The plugin's own extraction cache does the keying: the file's
+    SHA-256, pypdf's version and the extraction's version, so an edited paper, another pypdf or a changed
+    extraction is read again. Under xdist the workers share the folder (one extracts a paper while the
+    other waits). A checkout that cannot be written extracts into the session's temporary folder. Tests
+    of reading and caching itself call ``read_paper``.
     """
     from pytest_researchqa.papers import read_paper
 
     if getattr(request.config, "cache", None) is not None:
         cache = request.config.cache.mkdir("researchqa-extracted")
     else:
-        base = tmp_path_factory.getbasetemp()
-        cache = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "extracted-papers"
+        cache = request.config.rootpath / ".pytest_cache" / "d" / "researchqa-extracted"
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            base = tmp_path_factory.getbasetemp()
+            cache = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "extracted-papers"
     papers: dict = {}
 
     def read(path, paper_id=None):

@@ -787,7 +787,7 @@ class TestPartialRuns:
                 raise KeyboardInterrupt  # the second Ctrl-C
             """)
         result = pytester.runpytest_subprocess(
-            "-p", "no:cacheprovider", f"--researchqa-cache-dir={run.keywords['cache']}",
+            *WITHOUT_HYPOTHESIS, "-p", "no:cacheprovider", f"--researchqa-cache-dir={run.keywords['cache']}",
             "--researchqa-system=slow_rag:answer", "-k", "lookup", "--researchqa-save=cut",
             "--researchqa-fail-under=citation_accuracy=0.5", "--researchqa-json=s.json")
         assert result.ret != 0
@@ -811,7 +811,7 @@ class TestPartialRuns:
                 return {"answer": "See the paper.", "citations": [paper.text.split(".")[0]]}
             """)
         result = pytester.runpytest_subprocess(
-            "-p", "no:cacheprovider", f"--researchqa-cache-dir={run.keywords['cache']}", "-n", "2",
+            *WITHOUT_HYPOTHESIS, "-p", "no:cacheprovider", f"--researchqa-cache-dir={run.keywords['cache']}", "-n", "2",
             "--researchqa-system=dying_rag:answer", "-k", "lookup", "--researchqa-json=s.json", timeout=300)
         assert result.ret == pytest.ExitCode.TESTS_FAILED
         crashed = "❌ 1 test(s) crashed their xdist worker: researchqa::test_question[dying_rag:answer-lookup-edu-lookup-2]; "
@@ -844,7 +844,7 @@ class TestPartialRuns:
                 os.kill(os.getpid(), signal.SIGKILL)
             """)
         result = pytester.runpytest_subprocess(
-            "-p", "no:cacheprovider", f"--researchqa-cache-dir={run.keywords['cache']}", "-n", "2",
+            *WITHOUT_HYPOTHESIS, "-p", "no:cacheprovider", f"--researchqa-cache-dir={run.keywords['cache']}", "-n", "2",
             "--researchqa-system=dying_rag:answer", "-k", "lookup", "--researchqa-save=crashed",
             "--researchqa-fail-under=citation_accuracy=0.5", timeout=300)
         assert result.ret == pytest.ExitCode.TESTS_FAILED
