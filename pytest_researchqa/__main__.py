@@ -287,7 +287,9 @@ def _calibrate(path: Path, runs_dir: Path, *, run: Optional[str], as_json: bool)
         path = bundled_path("datasets", "sample", "labels.jsonl")
     labels, problems = read_labels(path)
     if run is not None:
-        labels = fill_from_run(labels, load_run(resolve_run(run, runs_dir)).records)
+        saved = load_run(resolve_run(run, runs_dir))
+        judged = (saved.manifest.get("family_results") or {}).get("judged") or ()
+        labels = fill_from_run(labels, saved.records, judged)
     found = report(labels)
     if as_json:
         import json

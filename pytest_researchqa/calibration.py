@@ -112,9 +112,12 @@ def _label(data: Any, where: str) -> Label:
     return Label(kind, row_id, system, judge, human, key, orders, where)
 
 
-def fill_from_run(labels: Sequence[Label], records: Sequence["RowRecord"]) -> list[Label]:
+def fill_from_run(labels: Sequence[Label], records: Sequence["RowRecord"],
+                  battles: Sequence[Any] = ()) -> list[Label]:
     """Labels without a judge value take it from a saved run's records (the cached verdicts): free. One whose
-    row, or whose system on that row, the run does not have says so (``not_in_run``): a typo, not a missing value."""
+    row, or whose system on that row, the run does not have says so (``not_in_run``): a typo, not a missing value.
+    A pairwise label takes the direct judge's verdicts in both orders from the run's judged battles (``battles``:
+    the rubric family's ``family_results["judged"]``)."""
     by_row = {(r.system, r.row_id): r for r in records}
     systems: dict[Optional[str], list[str]] = {}
     for r in records:
@@ -122,6 +125,9 @@ def fill_from_run(labels: Sequence[Label], records: Sequence["RowRecord"]) -> li
             systems.setdefault(r.row_id, []).append(r.system)
     filled = []
     for label in labels:
+        if label.kind == "pairwise":
+            filled.append(_pairwise_from_run(label, battles) if label.judge is None else label)
+            continue
         record = by_row.get((label.system, label.row_id))
         value = label.judge
         missing = None
@@ -133,6 +139,35 @@ def fill_from_run(labels: Sequence[Label], records: Sequence["RowRecord"]) -> li
                        f"{', '.join(map(repr, sorted(set(systems[label.row_id]))))})")
         filled.append(replace(label, judge=value, not_in_run=missing))
     return filled
+
+
+def _pairwise_from_run(label: Label, battles: Sequence[Any]) -> Label:
+    """The direct judge's verdicts on the labelled pair's battle, as the label reads them (``a`` is system_a),
+    in both orders; the judge's value is theirs when they agree, a tie when they do not."""
+    system_a, _, system_b = label.key.partition("|")
+    for battle in battles:
+        if not isinstance(battle, dict) or battle.get("row_id") != label.row_id:
+            continue
+        pair = (battle.get("first"), battle.get("second"))
+        orders = battle.get("orders")
+        if pair not in ((system_a, system_b), (system_b, system_a)) or not isinstance(orders, list) or len(orders) != 2:
+            continue
+        a_first = pair[0] == system_a
+        # orders[0] shows `first` as A, orders[1] shows `second` as A
+        first, reversed_ = _as_label(orders[0], a_shown_as_a=a_first), _as_label(orders[1], a_shown_as_a=not a_first)
+        if first is None or reversed_ is None:
+            continue
+        return replace(label, judge=first if first == reversed_ else "tie", judge_orders=(first, reversed_))
+    return replace(label, not_in_run=f"row {label.row_id!r} has no judged battle of {system_a!r} and {system_b!r} "
+                                      "in the run")
+
+
+def _as_label(choice: Any, *, a_shown_as_a: bool) -> Optional[str]:
+    if choice == "tie":
+        return "tie"
+    if choice not in ("A", "B"):
+        return None
+    return "a" if (choice == "A") == a_shown_as_a else "b"
 
 
 def _recorded(label: Label, record: "RowRecord") -> Any:

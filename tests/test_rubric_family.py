@@ -94,7 +94,7 @@ def test_the_bundled_sample_with_the_rubric_oracle_covers_every_item(run, server
 
 
 def test_under_the_paper_protocol_a_system_that_wins_every_battle_keeps_its_battles_and_shows_no_finite_elo(
-        run, server, pytester):
+        run, server, pytester, capsys):
     """tester39 G3: plain Bradley-Terry has no finite fit when good wins every battle; the run crashed with
     ZeroDivisionError and lost the judged battles."""
     result = run("--researchqa-model=openai/good", "--researchqa-model=openai/sloppy", "--researchqa-json=s.json",
@@ -112,6 +112,26 @@ def test_under_the_paper_protocol_a_system_that_wins_every_battle_keeps_its_batt
     results = json.loads((pytester.path / "s.json").read_text())["family_results"]
     assert results["battles"] == SAMPLE_ROWS and results["elo"] == {}
     assert results["no_finite_fit"] == {"openai/good": "+", "openai/sloppy": "-"}
+    # Each battle as judged is kept: which query, the direct judge in both orders (tester41 T4), so calibrate
+    # --run fills a pairwise label from the run, whichever way round the label names the two systems.
+    judged = results["judged"]
+    assert len(judged) == SAMPLE_ROWS and {b["judge"] for b in judged} == {"openai/judge-a"}
+    battle = judged[0]
+    assert set(battle) == {"row_id", "first", "second", "judge", "orders", "score"}
+    labels = pytester.path / "labels.jsonl"
+    labels.write_text("\n".join(json.dumps(label) for label in (
+        {"kind": "pairwise", "row_id": battle["row_id"], "system_a": battle["second"], "system_b": battle["first"],
+         "human": "a" if battle["second"] == "openai/good" else "b"},
+        {"kind": "pairwise", "row_id": "no-such-row", "system_a": "openai/good", "system_b": "openai/sloppy",
+         "human": "a"})) + "\n")
+    from pytest_researchqa.__main__ import main
+
+    capsys.readouterr()
+    assert main(["calibrate", str(labels), "--run", "last", "--json"]) == 0
+    [pairwise] = [k for k in json.loads(capsys.readouterr().out)["agreement"] if k["kind"] == "pairwise"]
+    assert (pairwise["labels"], pairwise["skipped"]) == (1, 1) and len(pairwise["not_in_run"]) == 1, pairwise
+    assert "has no judged battle of 'openai/good' and 'openai/sloppy'" in pairwise["not_in_run"][0]
+    assert pairwise["figures"]["accuracy"]["value"] == 1.0, "the judge prefers good in both orders, as the person"
 
 
 @pytest.mark.slow

@@ -127,3 +127,21 @@ def test_labels_whose_row_or_system_is_not_in_the_run_are_named_apart_from_those
     assert main(["--runs", str(runs), "calibrate", str(labels), "--run", "judged", "--json"]) == 0
     [citation] = json.loads(capsys.readouterr().out)["agreement"]
     assert citation["skipped"] == 2 and len(citation["not_in_run"]) == 2
+
+
+def test_a_pairwise_label_reads_the_run_s_battle_in_its_own_orientation_and_a_split_verdict_as_a_tie():
+    from pytest_researchqa.calibration import fill_from_run
+
+    def label(a, b):
+        return Label("pairwise", "q1", None, None, "a", f"{a}|{b}", None)
+
+    # orders[0] shows first (x) as A, orders[1] shows second (y) as A: x preferred, then y preferred.
+    battles = [{"row_id": "q1", "first": "x", "second": "y", "judge": "j", "orders": ["A", "A"], "score": 0.5}]
+    same, turned = fill_from_run([label("x", "y"), label("y", "x")], [], battles)
+    assert (same.judge, same.judge_orders) == ("tie", ("a", "b"))
+    assert (turned.judge, turned.judge_orders) == ("tie", ("b", "a"))
+    agreed = [{"row_id": "q1", "first": "x", "second": "y", "judge": "j", "orders": ["B", "A"], "score": 0.0}]
+    [filled] = fill_from_run([label("x", "y")], [], agreed)
+    assert (filled.judge, filled.judge_orders, filled.not_in_run) == ("b", ("b", "b"), None)
+    [absent] = fill_from_run([label("x", "z")], [], agreed)
+    assert absent.judge is None and "no judged battle of 'x' and 'z'" in (absent.not_in_run or "")

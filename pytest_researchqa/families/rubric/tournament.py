@@ -226,11 +226,12 @@ def run_tournament(records: Sequence[RowRecord], services: Any, settings: Any,
         judge = services.pairwise_judge(first, second)
         pending.append((a, b, judge.name, judge.submit(a.query, a.text, b.text), judge.submit(a.query, b.text, a.text)))
     battles: list[Battle] = []
+    judged: list[dict[str, Any]] = []  # each battle as judged: which query, the direct judge in each order
     errors: list[str] = []
     consistent = 0
     step = max(1, -(-len(pending) // 4))  # progress at each quarter
     try:
-        for done, (a, b, _, forward, backward) in enumerate(pending, start=1):
+        for done, (a, b, judge_name, forward, backward) in enumerate(pending, start=1):
             try:
                 there = forward.result()["scores"]["preferred"]
                 back = backward.result()["scores"]["preferred"]
@@ -242,6 +243,8 @@ def run_tournament(records: Sequence[RowRecord], services: Any, settings: Any,
                     say(f"researchqa: battles judged {done}/{len(pending)}")
             consistent += (there, back) in (("A", "B"), ("B", "A"), ("tie", "tie"))
             battles.append((a.system, b.system, ensemble(a, b, there, back, rules.direct_points)))
+            judged.append({"row_id": a.row_id, "first": a.system, "second": b.system, "judge": judge_name,
+                           "orders": [there, back], "score": battles[-1][2]})
     except KeyboardInterrupt:  # Ctrl-C: the run is interrupted (RunHooks._after_answers); say what is lost
         raise KeyboardInterrupt(f"the {len(battles)} of {len(planned)} scheduled battles judged so far are dropped "
                                 "and no Elo is computed") from None
@@ -271,4 +274,6 @@ def run_tournament(records: Sequence[RowRecord], services: Any, settings: Any,
                           for r in ratings if not math.isfinite(r.point)} if len(finite) < len(ratings) else None,
         "win_rates": {a: {b: list(v) for b, v in row.items()} for a, row in win_rates(battles).items()},
         "outcomes": [list(b) for b in battles],
+        # first shown as A in orders[0], second shown as A in orders[1]; score: the ensemble's for first
+        "judged": judged,
     }
