@@ -194,8 +194,14 @@ def test_two_models_get_coverage_elo_a_win_matrix_and_the_kind_table_and_a_rerun
                    screenshot="report-rubric-row.png")
         aside = dom.split('<aside id="row-page">', 1)[1]
         assert re.search(r'<p class="justification"><strong>openai/judge-a: \d</strong> \d+ of \d+ key words', aside)
-        assert aside.count('class="justification"') == 8, "one per rubric item of the row"
+        # ... and the battle the answer was in, the direct judge in both orders (tester41 T4), reviewable
+        assert aside.count('class="justification"') == 8 + 1, "one per rubric item of the row, and its battle"
+        assert "pairwise battles (1)" in aside and "<strong>vs openai/sloppy: won</strong>" in aside
+        assert re.search(r"openai/judge-a preferred (this answer|tie|openai/sloppy) with this answer shown (first|"
+                         r"second), (this answer|tie|openai/sloppy) with it shown (first|second); the ensemble", aside)
+        assert aside.count('class="review"') == 8 + 1
         assert 'id="leaderboard"' in dom and "row beats column" in dom
+    assert [b for b in page["battles"] if b["row_id"] == "ai-dense-retrieval"], "the page carries the battles"
 
 
 @pytest.mark.slow

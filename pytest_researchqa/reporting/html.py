@@ -167,6 +167,8 @@ def page_data(outcome: "RunOutcome", family: Family, title: str, *, run_name: st
         "checks": [{"state": c.state, "fails_run": c.fails_run, "mark": c.mark, "message": c.message}
                    for c in outcome.checks],
         "gate_cells": _gate_cells(outcome, family),
+        # A family's battles as judged (the rubric family's), shown on the row pages of the answers in them.
+        "battles": list((outcome.family_results or {}).get("judged") or []),
         "metrics": [{"name": m.name, "label": m.label} for m in family.metrics],
         "rows": rows, "labels_schema": LABELS_SCHEMA,
         "figures": [{"name": f.stem, "svg": f.read_text(encoding="utf-8")} for f in figures if f.suffix == ".svg"],

@@ -221,7 +221,7 @@
 
   function review(target, label) {
     // One mark per thing judged: the reviewer picks the right value (prefilled with the machine's) and a note.
-    const id = label.kind + "|" + label.system + "|" + label.row_id + "|" + (label.citation_index ?? label.dimension ?? label.item_index ?? "");
+    const id = label.kind + "|" + label.system + "|" + label.row_id + "|" + (label.citation_index ?? label.dimension ?? label.item_index ?? label.system_b ?? "");
     const choice = el("select", { "aria-label": "right value" });
     for (const v of label.values) choice.append(el("option", { value: String(v), text: String(v) }));
     const note = el("input", { type: "text", placeholder: "note" });
@@ -231,7 +231,7 @@
     const save = () => {
       const human = label.values.includes(Number(choice.value)) ? Number(choice.value) : choice.value;
       const entry = { schema: data.labels_schema, kind: label.kind, system: label.system, row_id: label.row_id, run: data.run, judge: label.judge, human, note: note.value };
-      for (const k of ["citation_index", "quote", "dimension", "item_index", "item"]) if (label[k] !== undefined) entry[k] = label[k];
+      for (const k of ["citation_index", "quote", "dimension", "item_index", "item", "system_a", "system_b", "judge_orders"]) if (label[k] !== undefined) entry[k] = label[k];
       marks.set(id, entry);
       $("review-count").textContent = `${marks.size} review mark(s)`;
       $("download-labels").disabled = marks.size === 0;
@@ -326,6 +326,27 @@
           box.append(el("p", {}, el("strong", { text: `${dim}: ${items ? fmt(value, 2) : value}` }), scale, " ", why[dim] || ""));
           if (!items && Number.isInteger(value)) review(box, { kind: "judge", system: r.system, row_id: r.row_id, dimension: dim, judge: value, values: Array.from({ length: hi - lo + 1 }, (_, k) => lo + k) });
         }
+        page.append(box);
+      }
+    }
+    // The pairwise battles this answer was in (the rubric family): the direct judge in both orders, and the
+    // ensemble's score, read from this answer's side; each can be reviewed as a pairwise label.
+    const battles = (data.battles || []).filter((b) => b.row_id === r.row_id && (b.first === r.system || b.second === r.system));
+    if (battles.length) {
+      page.append(el("div", { class: "label", text: `pairwise battles (${battles.length})` }));
+      for (const b of battles) {
+        const mine = b.first === r.system;
+        const other = mine ? b.second : b.first;
+        const side = (choice, shownFirst) => choice === "tie" ? "tie" : ((choice === "A") === shownFirst ? "this answer" : other);
+        const orders = [side(b.orders[0], mine), side(b.orders[1], !mine)];
+        const score = mine ? b.score : 1 - b.score;
+        const box = el("div", { class: "block" }, el("strong", { text: `vs ${other}: ${score === 1 ? "won" : score === 0 ? "lost" : "tie"}` }),
+          el("p", { class: "justification", text: `${b.judge} preferred ${orders[0]} with this answer shown ${mine ? "first" : "second"}, ` +
+            `${orders[1]} with it shown ${mine ? "second" : "first"}; the ensemble (with coverage) scores this answer ${fmt(score, 1)}` }));
+        const asLabel = (choice, shownFirst) => choice === "tie" ? "tie" : ((choice === "A") === shownFirst ? "a" : "b");
+        const judgeOrders = [asLabel(b.orders[0], mine), asLabel(b.orders[1], !mine)];
+        review(box, { kind: "pairwise", system: r.system, row_id: r.row_id, system_a: r.system, system_b: other,
+                      judge: judgeOrders[0] === judgeOrders[1] ? judgeOrders[0] : "tie", judge_orders: judgeOrders, values: ["a", "b", "tie"] });
         page.append(box);
       }
     }
