@@ -16,7 +16,7 @@ from typing import Any, Mapping, Optional, Sequence
 from .families import Family
 from .records import RowRecord
 from .reporting.compare import Baseline, Comparison, compare
-from .reporting.gates import Gate, RegressionGate, evaluate, evaluate_regressions
+from .reporting.gates import Gate, GateResult, RegressionGate, RegressionResult, evaluate, evaluate_regressions
 from .reporting.guards import judge_guards
 from .reporting.outcome import Check, RunOutcome, Selection
 from .reporting.summaries import group, system_of
@@ -36,6 +36,7 @@ class ResearchSession:
     records: list[RowRecord] = field(default_factory=list)
     foreign_failures: int = 0
     crashed: tuple[str, ...] = ()  # node ids of tests whose xdist worker died running them
+    systems: tuple[str, ...] = ()  # the systems the run was asked to measure (its gates' subjects)
     selection: Selection = field(default_factory=Selection)
     interrupted: bool = False
     unfinished: bool = False  # a saved run killed before its end (show, view): RunOutcome.unfinished
@@ -103,9 +104,12 @@ class ResearchSession:
             comparison = compare(records, self.baseline, self.family, self.compare_map, self.dataset_sha,
                                  self.judging)
         regressions = evaluate_regressions(self.regressions, comparison) if gated and comparison else []
+        gates = evaluate(self.gates, records) if gated else []
+        if gated and (self.crashed or self.interrupted):  # a system none of whose rows ran keeps its gates
+            gates, regressions = self._unmeasured_systems(records, comparison, gates, regressions)
         return RunOutcome(
             records=records,
-            gates=tuple(evaluate(self.gates, records)) if gated else (),
+            gates=tuple(gates),
             guards=tuple(judge_guards(records, self.family, self.local_models)),
             measured=measured,
             errors=errors,
@@ -129,6 +133,21 @@ class ResearchSession:
             interrupted=self.interrupted,
             unfinished=self.unfinished,
         )
+
+    def _unmeasured_systems(self, records: Sequence[RowRecord], comparison: Optional[Comparison],
+                            gates: list[GateResult], regressions: list[RegressionResult],
+                            ) -> tuple[list[GateResult], list[RegressionResult]]:
+        """Each gate of a system that measured no row because the run was cut short (crashed workers, Ctrl-C),
+        undecidable, where it would otherwise be left out of the checks as if never configured."""
+        measured = {r.system for r in records}
+        missing = [system for system in self.systems if system not in measured]
+        gates = gates + [GateResult(gate, system, None) for system in missing for gate in self.gates]
+        if comparison is not None:
+            regressions = regressions + [
+                RegressionResult(gate, system, comparison.baseline, self.compare_map.get(system, system), None,
+                                 unit=comparison.unit, no_pairs_why="this run measured none of its rows")
+                for system in missing for gate in self.regressions]
+        return gates, regressions
 
     def _cut_short(self, measured: int) -> list[str]:
         """Without gates, what a gated run would call partial and every medium still says: an interrupted run,

@@ -54,7 +54,7 @@ class RunState:
         self.session = ResearchSession(
             self.family, settings.gates, allow_partial=settings.allow_partial, gates_apply=not settings.audit,
             regressions=settings.regressions, compare_map=settings.compare_map,
-            undecidable_fails=settings.undecidable_fails, local_models=local)
+            undecidable_fails=settings.undecidable_fails, local_models=local, systems=settings.all_systems)
 
     @property
     def dataset_path(self) -> Path:

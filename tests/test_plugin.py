@@ -771,6 +771,9 @@ class TestPartialRuns:
                                      "researchqa: run INTERRUPTED after 0 of 6 selected rows; *"])
         markdown = (pytester.path / "s.md").read_text(encoding="utf-8")
         assert "run INTERRUPTED after 0 of 6 selected rows" in markdown
+        # The configured gate is one of the checks, not left out as if never given (tester41 T10).
+        gate = "stopped_rag:answer: citation_accuracy>=0.5 UNDECIDABLE: no graded row measured it"
+        assert gate in result.stdout.str() and gate in markdown
 
     @pytest.mark.slow
     @pytest.mark.parametrize("first", [True, False], ids=["before_ours", "after_ours"])

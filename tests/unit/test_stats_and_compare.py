@@ -418,3 +418,26 @@ def test_a_row_answered_several_times_with_a_judge_down_on_one_answer_is_left_ou
     new += [replace(judged_row(n, 0.4, "error") if n < 6 else judged_row(n, 0.6), repeat=1) for n in range(12)]
     [bm25] = compare(new, baseline, RUBRIC).systems
     assert bm25.deltas["coverage"].rows == 6 and bm25.judge_gaps["coverage"].rows == 6
+
+
+def test_a_cut_short_run_keeps_the_gates_of_a_system_none_of_whose_rows_ran_as_undecidable():
+    """tester41 T10: with every row of a system crashed, its configured gates vanished from the checks."""
+    from pytest_researchqa.reporting.gates import Gate
+    from pytest_researchqa.session import ResearchSession
+
+    new, baseline = runs(0.5, 0.5)
+    session = ResearchSession(CITATION, [Gate("citation_precision", 0.4)], regressions=[
+        parse_regression_gate("citation_precision", CITATION)], baseline=baseline, interrupted=True,
+        systems=("bm25", "never-ran"))
+    for one in new:
+        session.add(one)
+    checks = {c.name: c for c in session.outcome().checks}
+    assert checks["threshold::citation_precision>=0.4[never-ran]"].state == "undecidable"
+    ran_none = checks["regression::citation_precision[never-ran]"]
+    assert ran_none.state == "undecidable" and "this run measured none of its rows" in ran_none.message
+    assert checks["regression::citation_precision[bm25]"].state == "passed"
+    whole = ResearchSession(CITATION, [Gate("citation_precision", 0.4)], systems=("bm25", "never-ran"))
+    for one in new:
+        whole.add(one)
+    assert [c.name for c in whole.outcome().checks] == ["threshold::citation_precision>=0.4[bm25]"], (
+        "a run that was not cut short (a -k slice) gates only what it measured")
