@@ -200,13 +200,17 @@ def add_sections(report: pytest.TestReport, record: "RowRecord") -> None:
         report.sections.append(("researchqa judge errors", "\n".join(failures)))
 
 
+_OWN_TESTCASE_UNGATED = frozenset({"run::family_step"})
+
+
 def check_reports(outcome: Any) -> list[pytest.TestReport]:
     """The gates as test reports (setup, call, teardown each), so JUnit and pytest's own counts carry
     every gate as a testcase of its own: ``researchqa.gates.<kind>`` / ``<metric>[<system>]``."""
     reports: list[pytest.TestReport] = []
-    if not outcome.gated:
-        return reports  # without gates, a row in error or a failing test is its own testcase already
-    for check in outcome.checks:
+    # Without gates, a row in error, a crashed or a failing test is its own testcase already; a family's failed
+    # end-of-run step (the rubric family's tournament) is a test of none, so it is one of its own.
+    checks = outcome.checks if outcome.gated else [c for c in outcome.checks if c.name in _OWN_TESTCASE_UNGATED]
+    for check in checks:
         nodeid = f"researchqa::gates::{check.name}"
         location = ("researchqa", None, f"gates::{check.name}")
         properties = [("researchqa.gate_state", check.state)]

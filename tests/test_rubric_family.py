@@ -608,9 +608,13 @@ def test_a_pairwise_judge_that_fails_every_battle_fails_the_run_saying_the_elo_c
     assert data["family_results"]["battles"] == 0 and data["family_results"]["scheduled"] == SAMPLE_ROWS
     junit = (pytester.path / "s.xml").read_text(encoding="utf-8")
     assert 'classname="researchqa.gates.run" name="family_step"' in junit and "the Elo could not be computed" in junit
-    ungated = run(*args)
+    ungated = run(*args, "--junitxml=u.xml")
     assert ungated.ret == pytest.ExitCode.TESTS_FAILED
     ungated.stdout.fnmatch_lines([f"researchqa: run FAILED: {lost} (no gate configured)"])
+    # tester42 N1: without gates too, the failed step is a testcase of its own: JUnit and pytest's counts say why.
+    junit = (pytester.path / "u.xml").read_text(encoding="utf-8")
+    assert 'classname="researchqa.gates.run" name="family_step"' in junit and 'failures="1"' in junit
+    ungated.assert_outcomes(passed=2 * SAMPLE_ROWS, failed=1)
 
 
 def test_a_tournament_fails_below_half_of_its_scheduled_battles_judged_and_names_the_judges_first_error():
