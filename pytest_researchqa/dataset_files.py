@@ -94,6 +94,14 @@ def jsonl_records(path: Path) -> Iterator[tuple[str, Any]]:
                 yield f"line {number}", Unparsable("nested too deeply to be a row")
 
 
+def pandas_hint(path: Path, orientation: str) -> str:
+    """What to do with a file pandas wrote in an orientation other than rows."""
+    shape = "rows keyed by their index" if orientation == "index" else "columns"
+    return (f"{path}: looks like pandas' DataFrame.to_json(orient='{orientation}'): one object of {shape}, not a "
+            "list of rows: write df.to_json('rows.jsonl', orient='records', lines=True) and read that "
+            "(see docs/datasets.md)")
+
+
 def pandas_orientation(data: dict[str, Any]) -> str | None:
     """Which of pandas' to_json orientations other than rows wrote ``data``, if one did: ``columns`` (its
     default: each key a column, each value an object from row index to value), ``split`` or ``index``."""
@@ -116,14 +124,12 @@ def wrapper_records(path: Path, data: Any, text: str) -> Iterator[tuple[str, Any
             keys = ", ".join(map(repr, list(data)[:5])) or "none"
             orientation = pandas_orientation(data)
             if orientation is not None:
-                raise DatasetError(f"{path}: looks like pandas' DataFrame.to_json(orient='{orientation}'), one "
-                                   "object of columns, not rows: write df.to_json('rows.jsonl', orient='records', "
-                                   "lines=True) and read that (see docs/datasets.md)")
+                raise DatasetError(pandas_hint(path, orientation))
             # One row as a JSON Lines file of one line (Hugging Face's to_json): say how to make it read.
             one_row = " (a single row? put it in a list, or name the file .jsonl)" if "question" in data else ""
             raise DatasetError(f'{path}: not a dataset shape this plugin reads: expected {{"version": ..., '
-                               f'"rows": [...]}}, a list of rows or the QASPER release; found an object with keys '
-                               f"{keys}{one_row} (see docs/datasets.md)")
+                               f'"rows": [...]}}, a list of rows, the QASPER release or a SQuAD-format file; found an '
+                               f"object with keys {keys}{one_row} (see docs/datasets.md)")
     elif isinstance(data, list):
         rows = data
     else:

@@ -452,8 +452,9 @@ class RunHooks:
 
     def _systems_unused(self, state: "RunState") -> Optional[str]:
         """A note when systems were named but no collected test asked for an answer: none of them ran."""
-        if not state.session.records or any(r.system for r in state.session.records):
-            return None
+        records = state.session.records
+        if not records or any(r.system for r in records) or all(r.invalid_row for r in records):
+            return None  # every row invalid: no row could be answered, which the invalid rows say
         named = [f"--{dest.replace('_', '-')}" for dest in ("researchqa_system", "researchqa_model")
                  if dest in state.settings.given]
         if not named:

@@ -211,3 +211,12 @@ def test_rows_of_one_file_share_their_field_sets_and_equal_metadata_and_read_as_
     copied = first.model_copy(update={"paper_doi": "10.1/2"})
     assert "paper_doi" in copied.model_fields_set and "paper_doi" not in second.model_fields_set
     assert first == second.model_copy(update={"row_id": "r0"})
+
+
+def test_a_dataset_whose_every_row_is_invalid_says_so_and_not_that_no_test_asked_for_an_answer(pytester, tmp_path):
+    """tester42 N6: the run's notes said 'no collected test asks for an answer: no system ran'."""
+    (pytester.path / "bad.jsonl").write_text('{"row_id": 5}\n')
+    result = pytester.runpytest("-p", "no:cacheprovider", "--researchqa-dataset=bad.jsonl",
+                                "--researchqa-system=oracle", f"--researchqa-cache-dir={tmp_path}")
+    result.stdout.fnmatch_lines(["*invalid row: bad.jsonl, line 1, field *"])
+    assert "no collected test asks for an answer" not in result.stdout.str()

@@ -66,8 +66,11 @@ def test_a_file_pandas_wrote_in_another_orientation_is_refused_with_the_call_tha
     data = {"columns": columns,
             "split": {"columns": list(rows[0]), "index": [0, 1], "data": [list(r.values()) for r in rows]},
             "index": {str(n): row for n, row in enumerate(rows)}}[shape]
-    path = tmp_path / "rows.json"
-    path.write_text(json.dumps(data))
-    with pytest.raises(DatasetError, match=r"pandas' DataFrame.to_json\(orient='" + shape + r"'\).*"
-                                           r"to_json\('rows.jsonl', orient='records', lines=True\)"):
-        load_dataset(path)
+    shown = {"columns": "columns", "split": "columns", "index": "rows keyed by their index"}[shape]
+    for name in ("rows.json", "rows.jsonl"):  # tester42 N6: a .jsonl file of one line is the whole frame too
+        path = tmp_path / name
+        path.write_text(json.dumps(data))
+        with pytest.raises(DatasetError, match=r"pandas' DataFrame.to_json\(orient='" + shape + r"'\): one object "
+                                               f"of {shown}, not a list of rows: write "
+                                               r"df.to_json\('rows.jsonl', orient='records', lines=True\)"):
+            load_dataset(path)

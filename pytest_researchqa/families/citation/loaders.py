@@ -31,6 +31,8 @@ from ...dataset_files import (
     Unparsable,
     is_json_lines,
     jsonl_records,
+    pandas_hint,
+    pandas_orientation,
     read_json,
     read_text,
     wrapper_records,
@@ -98,6 +100,8 @@ def _from_records(path: Path, records: Iterable[tuple[str, Any]], flat: bool) ->
         if isinstance(record, Unparsable):
             problems.append(RowProblem(str(path), location, record.field, record.message, record.row_id))
             continue
+        if flat and not rows and not problems and isinstance(record, dict) and pandas_orientation(record):
+            raise DatasetError(pandas_hint(path, pandas_orientation(record) or ""))  # one line: the whole frame
         if not isinstance(record, dict):
             found = type(record).__name__
             problems.append(RowProblem(str(path), location, "(row)", f"expected an object, found {found}"))
