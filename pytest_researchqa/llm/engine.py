@@ -156,7 +156,10 @@ class Activity:
         self.asked(kind, key)
 
         def done(finished: "concurrent.futures.Future[Any]") -> None:
-            if finished.cancelled() or finished.exception() is not None:
+            if finished.cancelled() or isinstance(finished.exception(), (concurrent.futures.CancelledError,
+                                                                          asyncio.CancelledError)):
+                return  # never answered (a Ctrl-C cancelled it): asked, not a failure
+            if finished.exception() is not None:
                 self.finished(kind, key, "failed")
                 return
             result = finished.result()

@@ -469,3 +469,19 @@ def test_a_rows_file_line_is_what_json_dumps_writes():
     plain = RowRecord(row_id="r1", system="é s", metrics={"b": 1.5, "a": None}).to_plain()
     assert record_line(plain) == json.dumps(plain, ensure_ascii=False)
     assert saved_line(plain) == (json.dumps(plain, ensure_ascii=False, sort_keys=True) + "\n").encode()
+
+
+def test_a_verdict_cancelled_before_its_answer_is_asked_not_failed():
+    """tester42 N5: after a Ctrl-C in the battles, 18 calls never made read 'verdicts 48 of 48 asked (18 failed)'."""
+    import concurrent.futures
+
+    from pytest_researchqa.llm.engine import Activity
+
+    activity = Activity()
+    cancelled: concurrent.futures.Future[object] = concurrent.futures.Future()
+    failed: concurrent.futures.Future[object] = concurrent.futures.Future()
+    activity.watch("verdict", "never-sent", cancelled)
+    activity.watch("verdict", "down", failed)
+    cancelled.cancel()
+    failed.set_exception(RuntimeError("the judge is down"))
+    assert activity.counts("verdict") == (2, 1, 0, 1), "asked 2, done 1 (the failure), cached 0, failed 1"
