@@ -121,7 +121,10 @@
     const body = el("tbody");
     for (const row of part.rows) {
       body.append(el("tr", {}, ...shown.map((i) => {
-        const td = i ? el("td", { class: words[i] ? null : "num", text: row[i] }) : el("td", {}, ...breakable(row[i]));
+        // A value and its interval ("0.565 [0.556–0.569]", "1.000 ±0.000") break between them, never inside.
+        const td = !i ? el("td", {}, ...breakable(row[i])) : words[i] ? el("td", { text: row[i] })
+          : el("td", { class: "num" }, ...String(row[i]).split(/ (?=[±[])/).flatMap((part, k) =>
+            [...(k ? [" "] : []), el("span", { class: "nowrap", text: part })]));
         const d = deltaOf[i + 1] > 0 ? i + 1 : -1;
         if (d > 0) td.append(el("div", { class: "delta", text: row[d] }));
         for (const key of [part.headers[i], ...(d > 0 ? [part.headers[d]] : [])]) {
