@@ -23,3 +23,19 @@ def test_a_module_that_fails_to_import_leaves_nothing_behind(tmp_path, monkeypat
         plugin.load("broken_for_the_loader")
     assert "pytest_researchqa.broken_for_the_loader" not in sys.modules
     assert not hasattr(package, "broken_for_the_loader")
+
+
+def test_the_type_stub_declares_each_public_name_from_the_module_that_exports_it():
+    """``__init__.pyi`` is what mypy reads for the package: a name added to ``exports`` without it (or from
+    another module) would type-check against nothing."""
+    import ast
+    from pathlib import Path
+
+    import pytest_researchqa
+    from pytest_researchqa.exports import EXPORTS
+
+    stub = ast.parse((Path(pytest_researchqa.__file__).parent / "__init__.pyi").read_text(encoding="utf-8"))
+    declared = {alias.name: node.module for node in stub.body if isinstance(node, ast.ImportFrom)
+                for alias in node.names}
+    assert declared == EXPORTS
+    assert sorted(pytest_researchqa.__all__) == sorted(EXPORTS)
