@@ -243,7 +243,7 @@ def test_the_page_says_what_the_markdown_says_under_a_comparison_and_has_its_per
 def test_a_reader_of_the_page_sees_the_rows_only_the_baseline_has_the_changed_dataset_and_the_breakdowns(tmp_path):
     from pytest_researchqa.reporting.html import render, write_html
 
-    outcome, family, main_rows = _pr_against_main("citation_accuracy=0.9")
+    outcome, family, main_rows = _pr_against_main("citation_accuracy=0.9", "multi_hop.section_coverage=0.9")
     write_html(tmp_path / "r.html", render(outcome, family, "researchqa pr", other=("20261128-main", main_rows)))
     dom = dump(tmp_path / "r.html", "", tmp_path, screenshot="report-against.png", width=1280)
     text = re.sub(r"<[^>]+>", " ", dom.split('<section id="rows-section"', 1)[0])
@@ -254,11 +254,14 @@ def test_a_reader_of_the_page_sees_the_rows_only_the_baseline_has_the_changed_da
     assert "<th>p (worse)</th>" in comparison and "<th>95% CI of Δ</th>" in comparison
     assert "By question type" in text and "By domain" in text and "multi_hop" in text
     # The failed threshold marks its leaderboard cell; the by-type and by-domain cells of the same metric are not
-    # what it measured.
+    # what it measured. A gate on one question type marks that type's cell of the by-type table (tester42 N3).
     marked = re.findall(r'<td class="[^"]*gate-failed[^"]*" title="([^"]*)">(.*?)(?:<div class="delta">|</td>)', dom)
     # The value and its interval each stay on one line (tester42 N4): they break between them, not inside.
     assert [value for _, value in marked] == ['<span class="nowrap">0.667</span> <span class="nowrap">[0.500–1.000]'
-                                              '</span>'], marked
+                                              '</span>', '<span class="nowrap">0.500</span>'], marked
+    assert "citation_accuracy&gt;=0.9" in marked[0][0] and "multi_hop.section_coverage&gt;=0.9" in marked[1][0]
+    by_type = dom.split("By question type", 1)[1].split("</table>", 1)[0]
+    assert by_type.count("gate-failed") == 1
 
 
 # Once the page is drawn: whether the page is wider than the window, whether the leaderboard scrolls in its own

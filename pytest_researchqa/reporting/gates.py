@@ -113,14 +113,14 @@ class GateResult:
         return f"{self.system}: {self.gate.label}: {self.value:.3f} {verdict}"
 
 
-_WHOLE_GATE_NAME = re.compile(r"(threshold|regression)::(\w+)(?:[<>]=[^\[]*)?\[(.*)\]")
+_GATE_NAME = re.compile(r"(threshold|regression)::(?:(\w+)\.)?(\w+)(?:[<>]=[^\[]*)?\[(.*)\]")
 
 
-def whole_dataset_gate(check_name: str) -> Optional[tuple[str, str, str]]:
-    """A gate's test name read back (a saved run keeps its checks by name): ``(kind, metric, system)`` for a
-    gate on the whole dataset; None for a run check or a gate on one question type (``lookup.metric``)."""
-    found = _WHOLE_GATE_NAME.fullmatch(check_name)
-    return None if found is None else (found[1], found[2], found[3])
+def gate_of_check(check_name: str) -> Optional[tuple[str, Optional[str], str, str]]:
+    """A gate's test name read back (a saved run keeps its checks by name): ``(kind, question type or None,
+    metric, system)``; None for a run check."""
+    found = _GATE_NAME.fullmatch(check_name)
+    return None if found is None else (found[1], found[2], found[3], found[4])
 
 
 def evaluate(gates: Sequence[Gate], records: Sequence[RowRecord]) -> list[GateResult]:

@@ -122,18 +122,18 @@ def _changes(records: Sequence[RowRecord], other: Sequence[RowRecord], metrics: 
 
 
 def _gate_cells(outcome: "RunOutcome", family: Family) -> list[dict[str, Any]]:
-    """The leaderboard cells a check that did not pass is about: a threshold's value, a regression's Δ.
-
-    Gates on one question type are about the by-type table, not these cells, and are left to the list.
-    """
-    from .gates import whole_dataset_gate
+    """The board cells a check that did not pass is about: on the leaderboard, a threshold's value and a
+    regression's Δ; for a gate on one question type (``type``), that type's value in the by-type table."""
+    from .gates import gate_of_check
 
     labels = {m.name: m.label for m in family.metrics}
     cells = []
     for check in outcome.checks:
-        gate = whole_dataset_gate(check.name) if check.state != "passed" else None
-        if gate is not None and gate[1] in labels:
-            cells.append({"system": gate[2], "label": labels[gate[1]], "delta": gate[0] == "regression",
+        gate = gate_of_check(check.name) if check.state != "passed" else None
+        if gate is not None and gate[2] in labels:
+            kind, question_type, metric, system = gate
+            cells.append({"system": system, "label": labels[metric], "type": question_type,
+                          "delta": kind == "regression" and question_type is None,
                           "state": "failed" if check.fails_run else check.state, "message": check.message})
     return cells
 

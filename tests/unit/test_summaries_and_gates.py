@@ -114,13 +114,13 @@ def test_a_gate_on_a_question_type_its_metric_is_never_measured_on_is_refused_at
     assert parse_gate("adversarial.refusal_correctness=0.5", CITATION).question_type == "adversarial"
 
 
-def test_a_gates_test_name_reads_back_as_its_kind_metric_and_system_only_for_a_gate_on_the_whole_dataset():
-    from pytest_researchqa.reporting.gates import Gate, GateResult, RegressionGate, RegressionResult, whole_dataset_gate
+def test_a_gates_test_name_reads_back_as_its_kind_question_type_metric_and_system():
+    from pytest_researchqa.reporting.gates import Gate, GateResult, RegressionGate, RegressionResult, gate_of_check
 
     threshold = GateResult(Gate("citation_precision", 0.9), "my.pkg:answer[v2]", 0.5)
     regression = RegressionResult(RegressionGate("section_coverage", 0.02), "bm25", "main", "bm25", None)
     typed = GateResult(Gate("citation_precision", 1e-5, question_type="lookup"), "bm25", 0.5)
-    assert whole_dataset_gate(threshold.name) == ("threshold", "citation_precision", "my.pkg:answer[v2]")
-    assert whole_dataset_gate(regression.name) == ("regression", "section_coverage", "bm25")
-    assert whole_dataset_gate(typed.name) is None, "a gate on one question type is not about a leaderboard cell"
-    assert whole_dataset_gate("run::no_errors") is None
+    assert gate_of_check(threshold.name) == ("threshold", None, "citation_precision", "my.pkg:answer[v2]")
+    assert gate_of_check(regression.name) == ("regression", None, "section_coverage", "bm25")
+    assert gate_of_check(typed.name) == ("threshold", "lookup", "citation_precision", "bm25")
+    assert gate_of_check("run::no_errors") is None

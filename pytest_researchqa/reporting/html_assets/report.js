@@ -102,16 +102,22 @@
   const lines = (texts) => el("ul", { class: "compared" }, ...texts.map((text) => el("li", { text })));
 
   // A metric's Δ against the baseline goes under its value, in the same cell, so the leaderboard of a
-  // comparison is as wide as the one without; a cell of the leaderboard a gate that did not pass is about
-  // is marked, its message on hover (a breakdown's cells of the same metric are not what the gate measured).
+  // comparison is as wide as the one without; a cell a gate that did not pass is about is marked, its message
+  // on hover (a breakdown's cells of a whole-dataset gate's metric are not what that gate measured).
   function boardTable(part, id) {
     const deltaOf = part.headers.map((h, i) => (i > 0 && h === "Δ " + part.headers[i - 1] ? i : -1));
     const shown = part.headers.map((h, i) => i).filter((i) => !deltaOf.includes(i));
     // A column of words (a breakdown's question type or domain, the comparison's metric) reads left-aligned.
     const words = part.headers.map((h, i) => i > 0 && part.rows.length > 0 && part.rows.every((row) => !/^[-+−]?[\d.∞]/.test(row[i]))
       && part.rows.some((row) => row[i] !== "—"));
+    // Gates on the whole dataset mark the leaderboard; a gate on one question type, that type's row of the
+    // by-type table (its second column the type).
+    const byType = part.title === "question type";
     const gateCells = new Map();
-    for (const g of id === "leaderboard" ? data.gate_cells || [] : []) gateCells.set(`${g.system}\u241f${g.delta ? "Δ " : ""}${g.label}`, g);
+    for (const g of data.gate_cells || []) {
+      if (id === "leaderboard" && !g.type) gateCells.set(`${g.system}\u241f${g.delta ? "Δ " : ""}${g.label}`, g);
+      if (byType && g.type) gateCells.set(`${g.system}\u241f${g.type}\u241f${g.label}`, g);
+    }
     const table = el("table", { id, class: "board" });
     table.append(el("thead", {}, el("tr", {}, ...shown.map((i) => {
       const th = el("th", { text: part.headers[i] });
@@ -128,7 +134,7 @@
         const d = deltaOf[i + 1] > 0 ? i + 1 : -1;
         if (d > 0) td.append(el("div", { class: "delta", text: row[d] }));
         for (const key of [part.headers[i], ...(d > 0 ? [part.headers[d]] : [])]) {
-          const g = gateCells.get(`${row[0]}\u241f${key}`);
+          const g = gateCells.get(byType ? `${row[0]}\u241f${row[1]}\u241f${key}` : `${row[0]}\u241f${key}`);
           if (g) { td.classList.add("gate-" + g.state); td.title = g.message; }
         }
         return td;
