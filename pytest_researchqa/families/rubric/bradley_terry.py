@@ -199,18 +199,19 @@ def bootstrap(systems: Sequence[str], battles: Sequence[Battle], *, rounds: int 
     rng = np.random.default_rng(seed)
     samples = np.empty((rounds, size))
     diverged = 0
-    # A resample without a finite fit drives strengths to 0: the ratios below then meet 0/0, said by the count.
+    # Pairs a resample did not draw meet 0/0 in the iteration's ratios (guarded there): no warning for them.
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for n in range(rounds):
             counts = rng.multinomial(len(battles), share).astype(float)
             # Without prior draws a group that won (or lost) every battle drawn against the rest has no finite
             # fit even while each of its systems won something: an iteration would stop at a gap that only
-            # tells how long it ran (thousands of Elo). Such a resample is counted and left out, unfitted.
+            # tells how long it ran (thousands of Elo). Such a resample is counted and left out, unfitted; with
+            # the prior every resample has a finite fit.
             if not prior_draws and runaway(systems, [distinct[k] for k in np.flatnonzero(counts)]):
-                samples[n], converged = np.nan, False
+                samples[n] = np.nan
+                diverged += 1
             else:
-                samples[n], converged = _refit(np, start, prior_wins, prior_games, first, second, score, counts)
-            diverged += not converged
+                samples[n] = _refit(np, start, prior_wins, prior_games, first, second, score, counts)
         kept = samples[~np.isnan(samples).any(axis=1)]
     if not len(kept):
         kept = np.full((1, size), np.nan)
@@ -220,8 +221,8 @@ def bootstrap(systems: Sequence[str], battles: Sequence[Battle], *, rounds: int 
 
 
 def _refit(np: Any, start: Any, prior_wins: Any, prior_games: Any, first: Any, second: Any, score: Any,
-           counts: Any) -> tuple[Any, bool]:
-    """One resample's Elo scores (:func:`fit`'s iteration on arrays), and whether they are a finite fit."""
+           counts: Any) -> Any:
+    """One resample's Elo scores (:func:`fit`'s iteration on arrays); the resample has a finite fit."""
     wins = prior_wins.copy()
     np.add.at(wins, first, counts * score)
     np.add.at(wins, second, counts * (1.0 - score))
@@ -238,12 +239,7 @@ def _refit(np: Any, start: Any, prior_wins: Any, prior_games: Any, first: Any, s
         if change < 1e-9:
             break
     logs = ELO_SCALE * np.log10(np.maximum(strength, 1e-300))
-    finite = bool(np.all(np.isfinite(strength))) and float(strength.min()) > _NO_FIT_STRENGTH
-    return logs - logs.mean() + ELO_MEAN, finite
-
-
-# A strength this small is one a resample drove to 0 (about -100,000 Elo): no finite fit.
-_NO_FIT_STRENGTH = 1e-250
+    return logs - logs.mean() + ELO_MEAN
 
 
 def win_rates(battles: Iterable[Battle]) -> dict[str, dict[str, tuple[float, int]]]:
