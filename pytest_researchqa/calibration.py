@@ -123,10 +123,15 @@ def fill_from_run(labels: Sequence[Label], records: Sequence["RowRecord"],
     for r in records:
         if r.system:
             systems.setdefault(r.row_id, []).append(r.system)
+    battles_of: dict[Any, list[Any]] = {}  # row id -> its judged battles, read once for every label
+    for battle in battles:
+        if isinstance(battle, dict):
+            battles_of.setdefault(battle.get("row_id"), []).append(battle)
     filled = []
     for label in labels:
         if label.kind == "pairwise":
-            filled.append(_pairwise_from_run(label, battles) if label.judge is None else label)
+            filled.append(label if label.judge is not None else
+                          _pairwise_from_run(label, battles_of.get(label.row_id, ())))
             continue
         record = by_row.get((label.system, label.row_id))
         value = label.judge
@@ -141,13 +146,12 @@ def fill_from_run(labels: Sequence[Label], records: Sequence["RowRecord"],
     return filled
 
 
-def _pairwise_from_run(label: Label, battles: Sequence[Any]) -> Label:
-    """The direct judge's verdicts on the labelled pair's battle, as the label reads them (``a`` is system_a),
-    in both orders; the judge's value is theirs when they agree, a tie when they do not."""
+def _pairwise_from_run(label: Label, battles: Sequence[dict[str, Any]]) -> Label:
+    """The direct judge's verdicts on the labelled pair's battle (``battles``: those of the label's row), as
+    the label reads them (``a`` is system_a), in both orders; the judge's value is theirs when they agree, a
+    tie when they do not."""
     system_a, _, system_b = label.key.partition("|")
     for battle in battles:
-        if not isinstance(battle, dict) or battle.get("row_id") != label.row_id:
-            continue
         pair = (battle.get("first"), battle.get("second"))
         orders = battle.get("orders")
         if pair not in ((system_a, system_b), (system_b, system_a)) or not isinstance(orders, list) or len(orders) != 2:

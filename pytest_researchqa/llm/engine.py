@@ -156,10 +156,12 @@ class Activity:
         self.asked(kind, key)
 
         def done(finished: "concurrent.futures.Future[Any]") -> None:
-            if finished.cancelled() or isinstance(finished.exception(), (concurrent.futures.CancelledError,
-                                                                          asyncio.CancelledError)):
+            if finished.cancelled():
                 return  # never answered (a Ctrl-C cancelled it): asked, not a failure
-            if finished.exception() is not None:
+            error = finished.exception()
+            if isinstance(error, (concurrent.futures.CancelledError, asyncio.CancelledError)):
+                return  # the call inside it was cancelled: the same
+            if error is not None:
                 self.finished(kind, key, "failed")
                 return
             result = finished.result()

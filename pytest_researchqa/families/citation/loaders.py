@@ -100,8 +100,8 @@ def _from_records(path: Path, records: Iterable[tuple[str, Any]], flat: bool) ->
         if isinstance(record, Unparsable):
             problems.append(RowProblem(str(path), location, record.field, record.message, record.row_id))
             continue
-        if flat and not rows and not problems and isinstance(record, dict) and pandas_orientation(record):
-            raise DatasetError(pandas_hint(path, pandas_orientation(record) or ""))  # one line: the whole frame
+        if flat and not rows and not problems and isinstance(record, dict) and (frame := pandas_orientation(record)):
+            raise DatasetError(pandas_hint(path, frame))  # one line: the whole frame
         if not isinstance(record, dict):
             found = type(record).__name__
             problems.append(RowProblem(str(path), location, "(row)", f"expected an object, found {found}"))
