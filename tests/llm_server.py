@@ -332,6 +332,9 @@ class ScriptedLLM:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes on a kept-alive connection: with Nagle's algorithm the
+            # body waits for the client's delayed ACK, 40 ms a call (a real server sends them at once).
+            disable_nagle_algorithm = True
 
             def do_GET(self):
                 server.gets.append(self.path)
