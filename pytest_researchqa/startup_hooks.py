@@ -46,6 +46,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Activate now when an option is given (or xdist workers report here); otherwise on first use (a
     test asking for a row), so a project that never uses the plugin loads and registers nothing more."""
+    _forget_modules_dropped_since_the_last_run()
     if config.option.help:
         return  # the options' help needs no settings, and a bad setting must not hide the help that explains it
     if given_options(config) or _under_xdist(config):
@@ -56,6 +57,34 @@ def pytest_configure(config: pytest.Config) -> None:
         from .activation import register_installed_families_markers
 
         register_installed_families_markers(config)  # a project's own `@pytest.mark.lookup` may load before rows
+
+
+def _forget_modules_dropped_since_the_last_run() -> None:
+    """pytester's in-process runs (``runpytest``) drop from ``sys.modules`` what a run imported, but a package
+    keeps its attribute for each dropped submodule: ``from . import active_hooks`` would then find the last
+    run's module (with the last run's stash keys) while ``from .active_hooks import X`` imports a fresh one.
+    Forgetting those attributes makes every import of the next run find one module again."""
+    import sys
+
+    prefix = f"{__package__}."
+    dropped = False
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == __package__ or name.startswith(prefix)):
+            continue
+        for attribute, value in list(vars(module).items()):
+            qualified = getattr(value, "__name__", None) if type(value) is type(sys) else None
+            if qualified is not None and qualified.startswith(prefix) and sys.modules.get(qualified) is not value:
+                delattr(module, attribute)
+                dropped = True
+    if dropped and "numpy" not in sys.modules:
+        try:  # numpy cannot be imported again once dropped: say so now, not as a crash after the rows
+            import numpy  # noqa: F401
+        except ImportError as error:
+            raise pytest.UsageError(
+                "researchqa: an earlier in-process run in this interpreter (pytester's runpytest) loaded numpy, "
+                f"which pytester then dropped and which cannot be loaded twice ({error}). Import numpy in "
+                "your conftest.py before the first run (pytester keeps what was loaded before it), or use "
+                "pytester.runpytest_subprocess (docs/systems.md).") from None
 
 
 def pytest_researchqa_activate(config: pytest.Config) -> "Settings":

@@ -97,6 +97,35 @@ def test_a_run_in_a_process_that_froze_objects_itself_leaves_its_freeze_alone(ru
     assert 0 < gc.get_freeze_count() <= before, "nothing of the run's own frozen, nothing of the suite's let go"
 
 
+# A user's own tests of their benchmark set-up: in-process pytester runs, one after another (tester42 N2).
+USERS_PYTESTER_TESTS = """
+    import pytest
+
+    @pytest.mark.parametrize("system", ["oracle", "bm25", "oracle"])
+    def test_each_run_measures_every_row(pytester, system, tmp_path):
+        result = pytester.runpytest("-p", "no:cacheprovider", f"--researchqa-system={system}",
+                                    f"--researchqa-cache-dir={tmp_path}")
+        outcomes = result.parseoutcomes()
+        assert outcomes.get("passed", 0) + outcomes.get("xfailed", 0) == 27, result.stdout.str()[-2000:]
+        assert "27 of 27 selected rows measured" in result.stdout.str()
+    """
+
+
+@pytest.mark.parametrize("numpy_first", [True, False], ids=["numpy_in_conftest", "numpy_left_to_the_runs"])
+def test_a_users_in_process_pytester_runs_each_collect_every_row_or_say_why_not(pytester, numpy_first):
+    pytester.makeconftest('pytest_plugins = ["pytester"]\n' + ("import numpy  # noqa\n" if numpy_first else ""))
+    pytester.makepyfile(test_setup=USERS_PYTESTER_TESTS)
+    result = pytester.runpytest_subprocess(*WITHOUT_HYPOTHESIS, "-p", "no:cacheprovider", "-p", "no:randomly")
+    if numpy_first:
+        result.assert_outcomes(passed=3)
+        return
+    # The first run loads numpy (the leaderboard's intervals); pytester drops it, and it cannot load again.
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(["*ERROR: researchqa: an earlier in-process run in this interpreter*loaded numpy*"
+                                 "Import numpy in your conftest.py before the first run*"])
+    assert "INTERNALERROR" not in result.stdout.str() and "no collected test takes them" not in result.stdout.str()
+
+
 def test_item_ids_carry_system_question_type_and_row_id(run):
     result = run("--researchqa-system=oracle", "--collect-only", "-q")
     result.stdout.fnmatch_lines(["researchqa::test_question[[]oracle-lookup-edu-lookup-1[]]"])
