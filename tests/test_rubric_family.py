@@ -44,6 +44,7 @@ def cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip("|").split("|")]
 
 
+@pytest.mark.slow
 @needs_shared
 def test_the_50_real_queries_load_answer_and_skip_grading_with_the_reason(run):
     path = shared_path(*REAL_QUERIES)
@@ -72,6 +73,7 @@ def test_the_real_queries_in_the_released_test_json_shape_load_with_string_citat
     assert len(dataset.rows) == len(real) == 50 and not dataset.problems
 
 
+@pytest.mark.slow
 @needs_shared
 def test_the_real_queries_select_by_field_and_by_general_domain_marker(run):
     path = shared_path(*REAL_QUERIES)
@@ -82,6 +84,7 @@ def test_the_real_queries_select_by_field_and_by_general_domain_marker(run):
     by_domain.stdout.fnmatch_lines(["5/50 tests collected (45 deselected)*"])
 
 
+@pytest.mark.slow
 def test_the_bundled_sample_with_the_rubric_oracle_covers_every_item(run, server):
     result = run("--researchqa-family=rubric", "--researchqa-judge=openai/judge-a")
     result.assert_outcomes(passed=SAMPLE_ROWS)
@@ -93,6 +96,7 @@ def test_the_bundled_sample_with_the_rubric_oracle_covers_every_item(run, server
     assert all(c.startswith("0% (") for c in cells(kinds[2])[1:]), "every kind represented, none missed"
 
 
+@pytest.mark.slow
 def test_under_the_paper_protocol_a_system_that_wins_every_battle_keeps_its_battles_and_shows_no_finite_elo(
         run, server, pytester, capsys):
     """tester39 G3: plain Bradley-Terry has no finite fit when good wins every battle; the run crashed with
@@ -240,6 +244,7 @@ def test_a_judge_that_never_gives_a_verdict_makes_the_row_an_error_not_a_zero(ru
     assert junit.count("<error ") == 2 and "<failure" not in junit
 
 
+@pytest.mark.slow
 def test_the_task_options_are_switchable_and_recorded_per_row(run, server, pytester):
     run("--researchqa-model=openai/good", "--researchqa-family=rubric", "-k", "Linguistics",
         "--researchqa-date-cutoff=off", "--researchqa-length-words=0", "--researchqa-save=plain")
@@ -258,6 +263,7 @@ def test_the_task_options_are_switchable_and_recorded_per_row(run, server, pytes
     assert tasks["default"] == {"date_cutoff": "2018-08-01", "length_words": 250}
 
 
+@pytest.mark.slow
 def test_rows_without_items_can_be_judged_on_the_generic_rubric(run, pytester, server):
     rows = pytester.path / "queries.jsonl"
     rows.write_text(json.dumps({"task_id": "q1", "question": "How do coral reefs recover after bleaching events?",
@@ -304,6 +310,7 @@ def test_the_existing_judge_guards_apply_to_the_coverage_judge(run, pytester):
     assert [g.split(":")[0] for g in guards] == ["warning", "flip rate"], "the HTML report shows the guards too"
 
 
+@pytest.mark.slow
 def test_a_projects_own_test_grades_coverage_and_a_failing_row_shows_each_items_reason(run, pytester):
     pytester.makepyfile(test_mine="""
         from pytest_researchqa.families.rubric.grading import grade_coverage
@@ -341,14 +348,23 @@ def test_the_audit_describes_the_rows_without_answering(run, server):
 
 
 @pytest.mark.slow
-def test_a_gate_on_coverage_by_general_domain_decides_the_exit_status(run):
+def test_a_gate_on_coverage_by_general_domain_decides_the_exit_status(run, pytester, tmp_path):
     passing = run("--researchqa-family=rubric", "--researchqa-judge=openai/judge-a",
                   "--researchqa-fail-under=humanities.coverage=0.9")
     assert passing.ret == 0
     failing = run("--researchqa-model=openai/sloppy", "--researchqa-family=rubric",
-                  "--researchqa-judge=openai/judge-a", "--researchqa-fail-under=coverage=0.5")
+                  "--researchqa-judge=openai/judge-a", "--researchqa-fail-under=coverage=0.5",
+                  "--researchqa-html=gated.html")
     failing.stdout.fnmatch_lines(["openai/sloppy: coverage>=0.5: * FAILED by *"])
     assert failing.ret == 1
+    if CHROMIUM is not None:  # the report marks the board's Coverage % cell the gate failed on (tester42 N3)
+        from test_html_report import dump
+
+        board = dump(pytester.path / "gated.html", "", tmp_path, screenshot="report-rubric-gate.png").split('id="leaderboard"', 1)[1].split("</table>")[0]
+        marked = re.findall(r'<td class="num gate-failed" title="([^"]*)">(.*?)</td>', board)
+        assert len(marked) == 1 and "coverage&gt;=0.5" in marked[0][0], marked
+        coverage = leaderboard_table(failing)["openai/sloppy"]["Coverage %"]
+        assert f">{coverage}<" in marked[0][1], "the Coverage % cell, not another of the row"
 
 
 def test_editing_a_judge_prompt_changes_every_verdicts_cache_key(tmp_path, monkeypatch):
@@ -479,6 +495,7 @@ def test_an_async_system_of_the_users_answers_research_queries_that_have_no_pape
     result.assert_outcomes(skipped=3)  # answered and saved, not graded: no judge was named
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("protocol", ["project", "paper"])
 def test_every_call_to_a_local_server_is_capped_as_its_profile_says_answers_and_verdicts_alike(run, server, protocol):
     """Only the citation family's answers were capped: a small local judge under the paper protocol (plain-text
@@ -494,6 +511,7 @@ def test_every_call_to_a_local_server_is_capped_as_its_profile_says_answers_and_
     assert {r.get("max_tokens") for r in server.requests if r["model"] == "judge-a"} == {64}
 
 
+@pytest.mark.slow
 def test_a_yaml_row_with_an_impossible_date_names_the_date_field_and_keeps_its_id(run, pytester):
     """YAML reads 2025-13-45 as a date and fails building the whole row: it was "field '(row)'" and the test
     lost the row's id (a tester's rows.yaml)."""

@@ -65,6 +65,9 @@ class MetricSpec:
     # protocol, flagged_judge): a baseline that differs in one measured something else, so a regression gate
     # against it is undecidable. Empty: the metric is deterministic.
     measured_by: tuple[str, ...] = ()
+    # The column of a family's own board that shows it, where that is not ``label`` (the rubric family's
+    # "Coverage %"): the HTML report marks that cell for a gate on the metric.
+    board_label: str = ""
 
     def score(self, value: float) -> float:
         """``value`` on one scale for every metric: 0 the worst its range allows, 1 the best."""

@@ -126,7 +126,7 @@ def _gate_cells(outcome: "RunOutcome", family: Family) -> list[dict[str, Any]]:
     regression's Δ; for a gate on one question type (``type``), that type's value in the by-type table."""
     from .gates import gate_of_check
 
-    labels = {m.name: m.label for m in family.metrics}
+    labels = {m.name: m.board_label or m.label for m in family.metrics}
     cells = []
     for check in outcome.checks:
         gate = gate_of_check(check.name) if check.state != "passed" else None

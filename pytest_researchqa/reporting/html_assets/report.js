@@ -115,7 +115,9 @@
     const byType = part.title === "question type";
     const gateCells = new Map();
     for (const g of data.gate_cells || []) {
-      if (id === "leaderboard" && !g.type) gateCells.set(`${g.system}\u241f${g.delta ? "Δ " : ""}${g.label}`, g);
+      // A regression marks the Δ under the value, or the value where the board has no Δ (a family's own board).
+      const delta = g.delta && part.headers.includes("Δ " + g.label);
+      if (id === "leaderboard" && !g.type) gateCells.set(`${g.system}\u241f${delta ? "Δ " : ""}${g.label}`, g);
       if (byType && g.type) gateCells.set(`${g.system}\u241f${g.type}\u241f${g.label}`, g);
     }
     const table = el("table", { id, class: "board" });
