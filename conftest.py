@@ -78,53 +78,25 @@ def _litellm_stays_loaded():
 
 def pytest_collection_modifyitems(config, items):
     """Tests that read real papers (``read_once``) are slow: pypdf takes seconds a paper, more than a
-    developer's inner loop (``-m "not slow"``) can spend; so are those ``tests/slow_tests.txt`` lists
-    (measured). CI runs them all.
+    developer's inner loop (``-m "not slow"``) can spend. Others are marked ``slow`` where they are written:
+    fresh interpreters, xdist, kills, a browser, and those measured at 0.3 s of CPU or more (whole pytester
+    scenarios, Hypothesis properties, model scenarios), so that the inner loop keeps its budget of 30 s. CI
+    runs them all.
 
-    Slow tests run first, the longest kinds (marked where they are written: fresh interpreters, xdist;
-    reading real papers) before the listed ones (0.3 s of CPU and up): under xdist a long test dealt out
-    last keeps one worker busy while the other idles (longest first is the classic rule for two machines).
-    The order is the same in every worker, as xdist requires."""
+    Slow tests run first: under xdist a long test dealt out last keeps one worker busy while the other idles
+    (longest first is the classic rule for two machines). The order is the same in every worker, as xdist
+    requires."""
     unlisted = set()
-    measured = _measured_slow()
-    rank = {}
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if "read_once" in fixtures:
             item.add_marker(pytest.mark.slow)
-        if item.get_closest_marker("slow") is not None:
-            rank[item.nodeid] = 0
-        elif item.nodeid.split("[", 1)[0] in measured:
-            item.add_marker(pytest.mark.slow)
-            rank[item.nodeid] = 1
         if "litellm_loaded" in fixtures and not _uses_models(item.nodeid):
             unlisted.add(item.nodeid.split("::", 1)[0])
     if unlisted:
         raise pytest.UsageError(f"tests using models in {sorted(unlisted)}: add them (or the tests) to MODEL_MODULES "
                                 "in conftest.py")
-    _check_measured_slow(config, items, measured)
-    items.sort(key=lambda item: rank.get(item.nodeid, 2))
-
-
-SLOW_TESTS = os.path.join(os.path.dirname(__file__), "tests", "slow_tests.txt")
-
-
-def _measured_slow() -> frozenset:
-    """The tests ``tests/slow_tests.txt`` lists (measured above the inner loop's share of CPU a test)."""
-    with open(SLOW_TESTS, encoding="utf-8") as listed:
-        return frozenset(line.strip() for line in listed if line.strip() and not line.startswith("#"))
-
-
-def _check_measured_slow(config, items, measured) -> None:
-    """A line naming no test of a module collected whole (a test renamed or removed) is an error, not a test
-    silently back in the inner loop. Not checked when the command line names single tests."""
-    if any("::" in arg for arg in config.args):
-        return
-    found = {item.nodeid.split("[", 1)[0] for item in items}
-    modules = {nodeid.split("::", 1)[0] for nodeid in found}
-    stale = sorted(name for name in measured if name.split("::", 1)[0] in modules and name not in found)
-    if stale:
-        raise pytest.UsageError(f"tests/slow_tests.txt names tests that do not exist: {stale}")
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 # The test modules with tests that use models (the ``litellm_loaded`` fixture), or the single tests

@@ -24,6 +24,7 @@ def glossary(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+@pytest.mark.slow
 def test_a_family_installed_as_its_own_package_runs_with_its_rows_test_system_and_metric(glossary, tmp_path):
     result = glossary.runpytest("--researchqa-dataset=terms.jsonl", f"--researchqa-cache-dir={tmp_path}",
                                 "-p", "no:cacheprovider", "-v")
@@ -83,6 +84,7 @@ def test_the_built_in_families_are_announced_through_the_same_entry_point():
     assert list(available_families()) == ["citation", "rubric"]
 
 
+@pytest.mark.slow
 def test_its_own_model_system_answers_and_its_own_judge_kind_grades_with_its_own_prompts(glossary, tmp_path, server):
     result = run_pytest(glossary, "--researchqa-dataset=terms.jsonl", "--researchqa-model=openai/good",
                         "--researchqa-judge=openai/judge-a", cache=tmp_path, server=server)
@@ -174,6 +176,7 @@ def broken(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path:
     ("hook_raises", "has a pytest_researchqa_families hook that raised RuntimeError: the hook of broken_family exploded"),
     ("not_family", "has a pytest_researchqa_families hook that returned {'name': 'broken'}, not a Family"),
 ])
+@pytest.mark.slow
 def test_a_family_plugin_that_does_not_load_breaks_only_the_runs_that_ask_for_it_and_says_so(
         broken, monkeypatch, mode, problem):
     monkeypatch.setenv("BROKEN_FAMILY", mode)
@@ -297,6 +300,7 @@ def cli(*argv: str) -> tuple[int, str, str]:
     return status, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.slow
 def test_saved_runs_of_a_family_a_conftest_declares_are_shown_viewed_and_compared_from_their_kept_declaration(
         glossary, tmp_path):
     glossary.makeconftest(PLAIN_FAMILY.replace("{extra}", "dict(renderer='plain_board:render')"))
@@ -366,6 +370,7 @@ def test_a_built_in_system_named_for_another_familys_rows_is_a_usage_error_befor
     result.stderr.fnmatch_lines([f"ERROR: researchqa: {message}"])
 
 
+@pytest.mark.slow
 def test_two_families_recognizing_one_dataset_is_said_in_one_line_naming_both_and_the_one_used(glossary, tmp_path):
     glossary.makeconftest("""
 import dataclasses

@@ -131,6 +131,7 @@ def test_paraphrased_and_altered_quotes_are_repaired_from_the_matchers_diagnosis
     assert "2 repaired" in printed
 
 
+@pytest.mark.slow
 def test_fabricated_quotes_are_dropped_with_the_reason_and_rows_keep_only_covered_sections(generate, tides, tmp_path):
     status, printed, report = generate(tides, tmp_path / "rows.yaml")
     tides_report = paper_report(report, "tides")

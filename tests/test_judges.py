@@ -143,6 +143,7 @@ def test_saturation_is_reported_with_both_spreads(pytester, server, tmp_path):
                                  "(0.000 rescaled to 0-1), the citation metrics by 0.*"])
 
 
+@pytest.mark.slow
 def test_a_fabricated_citation_judged_accurate_is_listed_as_a_contradiction(pytester, server, tmp_path):
     result = run(pytester, server, tmp_path, "--researchqa-model=openai/sloppy",
                  "--researchqa-judge=openai/judge-saturated", "-k", "edu-lookup-1")
@@ -198,6 +199,7 @@ def test_the_flip_rate_probe_reports_how_often_scores_change(pytester, server, t
     result.stdout.fnmatch_lines(["flip rate: */* judge scores (*) changed when * sampled verdicts were re-judged 2 more time(s)"])
 
 
+@pytest.mark.slow
 def test_claims_mode_scores_from_the_lists(pytester, server, tmp_path):
     result = run(pytester, server, tmp_path, "--researchqa-system=oracle", "--researchqa-judge=openai/judge-a",
                  "--researchqa-judge-mode=claims", "-k", "lookup")

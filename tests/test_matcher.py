@@ -269,6 +269,7 @@ def test_a_key_positions_text_offset_walked_from_the_offset_steps_is_the_offset_
         assert index.raw_offset(position) == expected, (text, position)
 
 
+@pytest.mark.slow
 @given(st.text(alphabet=st.sampled_from("ab1.-\u2212 \n%<=\u2264\u00b1\ufb01\u00e9e\u0301\u03b1\u00b7\u2013")) | st.text(),
        st.integers(1, 40))
 def test_a_key_positions_text_offset_read_from_the_key_flags_is_the_offset_maps(text, repeat):
@@ -470,6 +471,7 @@ def test_elisions_split_where_the_marks_pattern_splits(text):
     assert split_elisions(text) == ([part.strip() for part in _ELISION.split(text)] if marked else [text])
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.text(alphabet=st.sampled_from("ab Tt .!?\u2014\u2013-()[]:;\"'\u201d\u2019\n")) | st.text())
 def test_comment_boundaries_are_where_the_separator_and_sentence_end_patterns_find_them(text):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,6 +28,7 @@ def _all_starts(key: str, text: str, low: int, high: int) -> list[int]:
     return starts
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(key=_keys, data=st.data())
 def test_a_look_up_agrees_with_str_find_on_random_keys_and_bounds(key: str, data: st.DataObject) -> None:
@@ -46,6 +48,7 @@ def test_a_look_up_agrees_with_str_find_on_random_keys_and_bounds(key: str, data
     assert index.starts(text, most) == _all_starts(key, text, 0, len(key))[:most]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(key=st.one_of(_keys, st.text(alphabet=_WIDE, max_size=200)), data=st.data())
 def test_a_look_up_that_misses_gives_every_start_of_the_strings_head_as_str_find_finds_them(
@@ -69,6 +72,7 @@ def test_a_look_up_that_misses_gives_every_start_of_the_strings_head_as_str_find
     assert index.find(text) == key.find(text)  # what it remembered of the look-up agrees too
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(key=st.text(alphabet=_WIDE, max_size=200), data=st.data())
 def test_stretches_with_characters_beyond_latin_1_are_found_as_str_find_finds_them(key: str, data: st.DataObject) -> None:
@@ -106,6 +110,7 @@ def test_the_index_holds_about_five_or_six_bytes_a_key_character() -> None:
     assert 0 < GramIndex(key).nbytes() <= 6 * len(key)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(a=st.text(alphabet="ab\xe9\u03b1", max_size=40), b=st.text(alphabet="ab\xe9\u03b1", max_size=40),
        i=st.integers(0, 45), j=st.integers(0, 45))
@@ -119,6 +124,7 @@ def test_the_common_prefix_of_two_keys_agrees_with_a_comparison_character_by_cha
 _QUOTE_CHARACTERS = "aZ5 .,-\u2212\u2013\u00b7%\u2264\ufb01\u03b1\u00e9\u2019\n"
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(text=st.text(alphabet=_QUOTE_CHARACTERS, max_size=40), data=st.data())
 def test_the_key_of_a_marked_texts_start_is_as_long_as_the_key_offsets_before_it_say(text: str, data: st.DataObject) -> None:
@@ -126,6 +132,7 @@ def test_the_key_of_a_marked_texts_start_is_as_long_as_the_key_offsets_before_it
     assert len(text_key(mark_context(text)[:cut])) == int(key_offsets(text).searchsorted(cut))
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(key=_keys, data=st.data())
 def test_a_lazy_index_answers_by_scans_as_the_built_one_does_and_builds_once_they_have_read_enough(

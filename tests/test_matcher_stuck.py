@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,6 +28,7 @@ _WORDS = ["the", "model", "is", "trained", "on", "data", "and", "12", "3.5", "no
 _lines = st.lists(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8).map(" ".join), min_size=1, max_size=30)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(lines=_lines, data=st.data())
 def test_a_quote_stuck_in_the_paper_is_found_nowhere_by_locate_and_its_anchored_prefix_is_locates(
@@ -70,6 +72,7 @@ def _pages(seed: int) -> list[list[str]]:
             for _ in range(chosen.randint(4, 6))]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(pages=st.integers(0, 2**32).map(_pages), header=st.sampled_from(_HEADERS), data=st.data())
 def test_a_quote_stuck_away_from_page_furniture_is_stuck_in_the_unmasked_key_too(
@@ -140,6 +143,7 @@ _OPENER_WORDS = ["this", "these", "that", "those", "which", "i.e.", "ie", "i.e",
                  "as shown", "as noted", "as stated"]
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(word=st.sampled_from(_OPENER_WORDS), cases=st.lists(st.booleans(), min_size=20, max_size=20),
        tail=st.text(alphabet="abs ,.\u0131\u0130\u017f", max_size=12))

@@ -192,6 +192,7 @@ def test_bm25_finds_the_same_words_in_ascii_text_as_the_word_pattern_does():
         assert tokens(text) == [w for w in re.findall(r"\w+", text.lower()) if w not in _STOPWORDS], repr(text)
 
 
+@pytest.mark.slow
 def test_bm25_cuts_passages_where_splitting_each_sentence_into_words_would():
     import random
     import re

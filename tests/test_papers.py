@@ -83,6 +83,7 @@ UNREADABLE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("make", "cause"), UNREADABLE.values(), ids=UNREADABLE.keys())
 def test_an_unreadable_pdf_raises_with_its_cause(tmp_path, make, cause):
     path = make(tmp_path / "bad.pdf")
@@ -242,6 +243,7 @@ def test_a_failed_download_is_the_row_error(tmp_path, pdf_server):
         store.get("W9", "file:///etc/passwd")
 
 
+@pytest.mark.slow
 def test_the_plugin_downloads_only_with_the_flag(pytester, pdf_server, tmp_path):
     base, requests = pdf_server
     row = {

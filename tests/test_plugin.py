@@ -63,6 +63,7 @@ def test_the_built_in_test_sets_up_one_fixture_a_row(run):
     result.stdout.fnmatch_lines(["*(fixtures used: request, researchqa_answered)"])
 
 
+@pytest.mark.slow
 def test_rows_run_with_the_objects_alive_before_them_out_of_the_collectors_walks_until_the_run_ends(run, pytester):
     """Python's full collections walk every object alive, and the dataset, the items and the modules live to the end of
     the run: while rows run they are frozen out of the collector's generations (gc.freeze), and handed back when the
@@ -88,6 +89,7 @@ def test_rows_run_with_the_objects_alive_before_them_out_of_the_collectors_walks
     assert end == "end 0", "the run hands the collector back what it froze"
 
 
+@pytest.mark.slow
 def test_a_run_in_a_process_that_froze_objects_itself_leaves_its_freeze_alone(run):
     import gc
 
@@ -111,6 +113,7 @@ USERS_PYTESTER_TESTS = """
     """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("numpy_first", [True, False], ids=["numpy_in_conftest", "numpy_left_to_the_runs"])
 def test_a_users_in_process_pytester_runs_each_collect_every_row_or_say_why_not(pytester, numpy_first):
     pytester.makeconftest('pytest_plugins = ["pytester"]\n' + ("import numpy  # noqa\n" if numpy_first else ""))
@@ -151,6 +154,7 @@ def test_k_and_m_select_the_slices_users_expect(run, selection, expected):
     result.assert_outcomes(passed=expected, deselected=ROWS - expected)
 
 
+@pytest.mark.slow
 def test_sample_picks_every_question_type_evenly_spaced_and_deterministically(run):
     first = run("--researchqa-system=oracle", "--researchqa-sample=5", "--collect-only", "-q")
     second = run("--researchqa-system=oracle", "--researchqa-sample=5", "--collect-only", "-q")
@@ -169,6 +173,7 @@ def test_sample_picks_every_question_type_evenly_spaced_and_deterministically(ru
     ran.stdout.fnmatch_lines(["4 of 4 selected rows measured (0 errors); slice: --researchqa-sample=4 (rows of 3 papers)"])
 
 
+@pytest.mark.slow
 def test_sample_is_drawn_from_the_rows_k_and_m_keep(run):
     result = run("--researchqa-system=oracle", "--researchqa-system=bm25", "--researchqa-sample=4", "-k", "ml and not adv",
                  "--collect-only", "-q")
@@ -209,6 +214,7 @@ def test_last_failed_reruns_only_the_failed_rows(pytester: pytest.Pytester, tmp_
     again.assert_outcomes(failed=failed, deselected=ROWS - failed)
 
 
+@pytest.mark.slow
 def test_junitxml_names_each_row(run, pytester):
     run("--researchqa-system=oracle", "--junitxml=report.xml")
     xml = (pytester.path / "report.xml").read_text()
@@ -217,6 +223,7 @@ def test_junitxml_names_each_row(run, pytester):
     assert 'name="test_question[oracle-multi_hop-ml-multihop-2]"' in xml
 
 
+@pytest.mark.slow
 def test_a_project_can_write_its_own_tests_with_the_fixtures(run, pytester):
     pytester.makepyfile(
         test_mine="""
@@ -237,6 +244,7 @@ def test_a_project_can_write_its_own_tests_with_the_fixtures(run, pytester):
     assert "no system ran" not in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_fixtures_work_without_any_researchqa_option(run, pytester):
     pytester.makepyfile(test_rows="def test_row(researchqa_row):\n    assert researchqa_row.question\n")
     run().assert_outcomes(passed=ROWS)
@@ -288,6 +296,7 @@ def test_a_system_that_crashes_makes_its_rows_error_not_fail(run, pytester):
     assert leaderboard_table(result)["broken:answer"]["errors"] == "6"
 
 
+@pytest.mark.slow
 def test_an_answer_that_is_not_valid_unicode_errors_its_row_and_the_run_writes_every_file(run, pytester):
     pytester.makepyfile(halfemoji='def answer(question, paper):\n    return "broken emoji \\ud83d here"\n')
     pytester.syspathinsert()
@@ -357,6 +366,7 @@ def test_a_bad_row_errors_with_file_line_and_field_and_the_others_run(run, pytes
     ])
 
 
+@pytest.mark.slow
 def test_a_dataset_whose_every_row_is_invalid_shows_each_row_error_not_an_empty_dataset(run, pytester):
     option = write_rows(pytester, [flat_row("r1", question=None), flat_row("r2", question_type="trivia")], {"p1": PAPER})
     result = run(option, "--researchqa-system=oracle", "-rE")
@@ -365,6 +375,7 @@ def test_a_dataset_whose_every_row_is_invalid_shows_each_row_error_not_an_empty_
     result.stdout.no_fnmatch_line("*has no rows to run*")
 
 
+@pytest.mark.slow
 def test_invalid_rows_are_counted_apart_not_as_a_system_and_a_gate_does_not_pass_without_them(run, pytester):
     option = write_rows(pytester, [flat_row("r1"), flat_row("r2", question=None), flat_row("r3")], {"p1": PAPER})
     result = run(option, "--researchqa-system=oracle", "--researchqa-fail-under=citation_accuracy=0.5")
@@ -403,6 +414,7 @@ def test_a_paper_id_that_escapes_the_papers_folder_is_refused(run, pytester):
     result.stdout.fnmatch_lines(["*outside the papers folder*refused*"])
 
 
+@pytest.mark.slow
 def test_a_row_whose_expected_passage_is_not_in_the_paper_is_an_xfailed_dataset_defect(run, pytester):
     broken = flat_row("r2", expected_references=[{"section_label": "Results", "alternatives": ["A sentence the paper never had."]}])
     option = write_rows(pytester, [flat_row("r1"), broken], {"p1": PAPER})
@@ -413,6 +425,7 @@ def test_a_row_whose_expected_passage_is_not_in_the_paper_is_an_xfailed_dataset_
     graded.assert_outcomes(passed=1, xfailed=1)  # graded: the oracle cites the missing passage, below its bar
 
 
+@pytest.mark.slow
 def test_the_dataset_defect_note_counts_dataset_rows_as_the_audit_does_and_says_the_pairs_under_two_systems(
         run, pytester):
     """tester39 G7: 18 defect rows under two systems read "36 row(s) not graded"; the audit said 18."""
@@ -476,6 +489,7 @@ class TestGates:
         [gate] = [t for t in suite.iter("testcase") if t.get("classname") == "researchqa.gates.threshold"]
         assert gate.get("name") == "citation_accuracy>=0.9[bm25]" and gate.find("failure") is None
 
+    @pytest.mark.slow
     def test_a_failed_gate_is_a_failing_junit_testcase_and_the_final_line_agrees(self, run, pytester):
         result = run("--researchqa-system=bm25", "--researchqa-fail-under=multi_hop.section_coverage=0.9",
                      "--junitxml=report.xml")
@@ -490,6 +504,7 @@ class TestGates:
         properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
         assert {"researchqa.citation_accuracy", "researchqa.section_coverage", "researchqa.latency_s"} <= set(properties)
 
+    @pytest.mark.slow
     def test_a_gate_that_fails_says_which_and_by_how_much(self, run):
         result = run("--researchqa-system=bm25", "--researchqa-fail-under=multi_hop.section_coverage=0.9")
         assert result.ret == 1
@@ -592,6 +607,7 @@ def test_ini_settings_never_add_the_benchmark_to_a_chosen_test(pytester, tmp_pat
     asked.stdout.fnmatch_lines(["*oracle: citation_accuracy>=0.9: 1.000 ok*"])
 
 
+@pytest.mark.slow
 def test_ini_settings_alone_never_import_the_named_system_in_a_plain_unit_run(pytester, tmp_path):
     # In-process runs: pytester drops the project's modules after each run, so each run imports heavy_rag
     # afresh, as a fresh interpreter would, if it imports it at all.
@@ -708,6 +724,7 @@ class TestPartialRuns:
         result.stdout.fnmatch_lines(["*the run stopped early (-x / --maxfail)*"])
         assert "the run was interrupted" not in result.stdout.str()
 
+    @pytest.mark.slow
     def test_a_gate_never_passes_a_rerun_of_the_last_failures(self, run, pytester):
         option = write_rows(pytester, [flat_row("r1", paper_id="ghost"), flat_row("r2"), flat_row("r3")],
                             {"p1": PAPER})
@@ -717,6 +734,7 @@ class TestPartialRuns:
         assert result.ret == 1
         result.stdout.fnmatch_lines(["*gate evaluated on the subset --lf selected*"])
 
+    @pytest.mark.slow
     def test_allow_partial_lets_the_gate_decide(self, run, pytester):
         option = write_rows(pytester, [flat_row("r1"), flat_row("r2", paper_id="ghost"), flat_row("r3")],
                             {"p1": PAPER})
@@ -725,6 +743,7 @@ class TestPartialRuns:
         result.stdout.fnmatch_lines(["2 of 3 selected rows measured (1 error)"])
         result.stdout.no_fnmatch_line("*gate evaluated on*")
 
+    @pytest.mark.slow
     def test_a_run_stopped_with_ctrl_c_is_said_interrupted_everywhere_and_last_skips_it(self, run, pytester, capsys):
         from pytest_researchqa.__main__ import main
         from pytest_researchqa.runs import resolve_run
@@ -783,6 +802,7 @@ class TestPartialRuns:
         assert capsys.readouterr().out.startswith(f"## researchqa run {killed.name} (1 row) — UNFINISHED (killed): "
                                                   "no verdict")
 
+    @pytest.mark.slow
     def test_a_run_interrupted_before_any_row_finished_still_prints_its_verdict(self, run, pytester):
         # tester38 F9: the JUnit file and the Markdown carried the gates' verdict, the terminal printed none.
         pytester.makepyfile(stopped_rag="""
@@ -885,6 +905,7 @@ class TestPartialRuns:
                                      "researchqa: gates FAILED*"])
         assert not (pytester.path / ".researchqa" / "runs").exists(), "no row finished: nothing saved"
 
+    @pytest.mark.slow
     def test_the_summary_says_how_much_was_measured_and_names_the_slice(self, run, pytester, capsys):
         result = run("--researchqa-system=oracle", "-k", "lookup")
         said = "6 of 6 selected rows measured (0 errors); slice: -k 'lookup'"
@@ -911,6 +932,7 @@ class TestPartialRuns:
         result.stderr.fnmatch_lines([f"*{empty}*"])
 
 
+@pytest.mark.slow
 def test_audit_with_a_gate_says_the_gates_do_not_apply(run):
     result = run("--researchqa-audit", "--researchqa-fail-under=citation_accuracy=0.9")
     assert result.ret == 0
@@ -960,6 +982,7 @@ def test_report(request):
 '''
 
 
+@pytest.mark.slow
 def test_an_async_system_with_one_shared_client_passes_every_row_on_one_pipelined_loop(run, pytester):
     pytester.makepyfile(asyncsys=ASYNC_SYSTEM)
     pytester.makeconftest(
@@ -1022,6 +1045,7 @@ def test_a_failed_model_row_says_what_the_model_was_given(run, pytester):
 
 
 class TestOneOutcomeEveryMedium:
+    @pytest.mark.slow
     @pytest.mark.parametrize("gate", [(), ("--researchqa-fail-under=citation_accuracy=0.5",)])
     def test_rows_failed_under_fail_rows_fail_the_run_in_every_medium_gated_or_not(self, run, pytester, gate):
         # tester39 G1: with a gate, 14 red rows and JUnit failures=14 exited 0 "gates passed ✅"; without one,
@@ -1037,6 +1061,7 @@ class TestOneOutcomeEveryMedium:
         suite = ElementTree.parse(pytester.path / "j.xml").getroot().find("testsuite")
         assert int(suite.get("failures")) >= 14
 
+    @pytest.mark.slow
     def test_gates_that_could_not_decide_are_not_passed_in_the_json_summary(self, run, pytester):
         # tester39 G8: an UNDECIDED run read `passed: true`, green on a dashboard keyed on it.
         result = run("--researchqa-system=bm25", "--researchqa-compare=main", "--researchqa-compare-missing=skip",
@@ -1061,12 +1086,14 @@ class TestOneOutcomeEveryMedium:
         active = pytester.runpytest("--markers", "--researchqa-system=oracle", "-p", "no:cacheprovider")
         active.stdout.fnmatch_lines(["@pytest.mark.lookup: researchqa rows of question type lookup"])
 
+    @pytest.mark.slow
     def test_a_path_that_does_not_exist_gets_pytests_own_error(self, run):
         result = run("--researchqa-system=bm25", "no_such_folder")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines(["*file or directory not found: no_such_folder*"])
         assert "has no rows to run" not in result.stderr.str()
 
+    @pytest.mark.slow
     def test_only_runs_the_benchmark_in_a_project_with_tests(self, run, pytester):
         pytester.makepyfile(test_unit="def test_unit():\n    assert False\n")
         result = run("--researchqa-only", "--researchqa-system=oracle")

@@ -91,6 +91,7 @@ def run(pytester, server, tmp_path, *args):
     return run_pytest(pytester, *args, cache=tmp_path, server=server)
 
 
+@pytest.mark.slow
 def test_the_judge_decides_premise_flagged_instead_of_the_heuristic_and_a_rerun_asks_nothing(pytester, server, tmp_path):
     heuristic = run(pytester, server, tmp_path, "--researchqa-system=accepting:answer", "-k", "adv")
     assert board(heuristic)["accepting:answer"]["flagged"] == "0.000"
@@ -104,6 +105,7 @@ def test_the_judge_decides_premise_flagged_instead_of_the_heuristic_and_a_rerun_
     assert server.calls("judge-yes") == 9, "cached verdicts: no call on a re-run"
 
 
+@pytest.mark.slow
 def test_the_judge_is_asked_only_about_false_premise_rows_and_never_overrides_a_systems_own_refusal(
         pytester, server, tmp_path):
     result = run(pytester, server, tmp_path, "--researchqa-system=oracle", "--researchqa-system=accepting:answer",
@@ -133,6 +135,7 @@ def test_a_failing_rows_message_and_its_saved_record_carry_the_judges_reason(pyt
     ("openai/judge-filler", "malformed reply after one repair follow-up*"),
     ("openai/down", "failed after 2 attempts; last: InternalServerError*"),  # its server fails every call
 ])
+@pytest.mark.slow
 def test_a_judge_that_never_gives_a_verdict_errors_the_row_in_one_line_naming_judge_and_row_never_a_zero(
         pytester, server, tmp_path, judge, why):
     result = run(pytester, server, tmp_path, "--researchqa-system=accepting:answer",
@@ -150,6 +153,7 @@ def test_a_judge_that_never_gives_a_verdict_errors_the_row_in_one_line_naming_ju
     assert "Traceback" not in out and "engine.py" not in out and "ProviderError" not in out
 
 
+@pytest.mark.slow
 def test_a_projects_own_test_taking_the_premise_judge_errors_its_row_too_when_the_judge_gives_no_verdict(
         pytester, server, tmp_path):
     pytester.makepyfile(test_own="""
@@ -165,6 +169,7 @@ def test_premise(researchqa_row, researchqa_answer, researchqa_premise_judge):
                                  "the premise judge openai/judge-broken gave no verdict on row edu-adv-1: *"])
 
 
+@pytest.mark.slow
 def test_a_model_systems_answers_are_judged_as_they_arrive_and_planned_in_a_dry_run(pytester, server, tmp_path):
     plan = run(pytester, server, tmp_path, "--researchqa-model=openai/good",
                "--researchqa-flagged-judge=openai/judge-yes", "--researchqa-dry-run")
@@ -176,6 +181,7 @@ def test_a_model_systems_answers_are_judged_as_they_arrive_and_planned_in_a_dry_
     assert server.calls("judge-yes") == 9
 
 
+@pytest.mark.slow
 def test_a_refreshed_answer_that_changed_is_judged_again_and_one_that_came_back_word_for_word_keeps_its_verdict(
         pytester, server, tmp_path):
     # tester F21b: --researchqa-refresh re-asks the systems; a verdict follows the answer it judged.

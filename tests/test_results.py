@@ -40,6 +40,7 @@ def test_every_run_leaves_its_rows_and_a_manifest(pytester, tmp_path):
     assert not (folder / "rows.partial.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_a_rows_report_sheds_its_record_once_every_plugin_has_seen_it_and_the_item_keeps_none(pytester, tmp_path):
     """pytest's terminal reporter keeps every report to the end of the run (issue 24 item 3): a report
     carries the row's record only while the hooks run, and the item forgets its record after teardown."""
@@ -152,6 +153,7 @@ def test_model_parameters_that_look_like_secrets_never_reach_the_manifest():
         "m": {"api_key": "<redacted>", "api_base": "http://x", "Authorization": "<redacted>"}}
 
 
+@pytest.mark.slow
 def test_markdown_goes_to_a_file_and_to_the_github_job_summary(pytester, tmp_path, monkeypatch):
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
@@ -508,6 +510,7 @@ def test_a_run_is_named_by_its_save_name_exactly_not_by_a_suffix_of_another(tmp_
         resolve_run("42", tmp_path)
 
 
+@pytest.mark.slow
 def test_a_baseline_of_another_family_is_a_usage_error_not_a_wrong_reason(pytester, tmp_path):
     pytester.runpytest("--researchqa-family=rubric", "--researchqa-save=rub", f"--researchqa-cache-dir={tmp_path}", *RUN)
     result = pytester.runpytest("--researchqa-system=bm25", "--researchqa-compare=rub",
@@ -526,6 +529,7 @@ def answer(question, paper, *, row):
 '''
 
 
+@pytest.mark.slow
 def test_a_run_without_gates_whose_row_errors_says_it_failed_in_every_medium(pytester, tmp_path):
     pytester.makepyfile(crashy=CRASHES_ON_ONE_ROW)
     pytester.syspathinsert()
@@ -548,6 +552,7 @@ def test_a_run_without_gates_whose_row_errors_says_it_failed_in_every_medium(pyt
     assert 'errors="1"' in junit and "researchqa.gates" not in junit, "the erroring row is the testcase"
 
 
+@pytest.mark.slow
 def test_a_run_whose_dataset_rows_are_invalid_says_it_failed_in_every_medium_gated_or_not(pytester, tmp_path):
     pytester.makefile(".jsonl", rows='{"row_id": "r1", "paper_id": "p1"}\n{not json\n')
     common = ("--researchqa-dataset=rows.jsonl", "--researchqa-system=oracle", "-p", "no:cacheprovider",

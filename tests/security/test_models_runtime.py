@@ -261,6 +261,7 @@ runner.close()
 """
 
 
+@pytest.mark.slow
 def test_two_processes_asking_one_key_make_one_call_and_the_other_reads_its_answer(tmp_path):
     import subprocess
 

@@ -64,6 +64,7 @@ def test_a_name_the_new_module_lacks_is_an_attribute_error_through_the_old_path(
         _ = shim.no_such_name
 
 
+@pytest.mark.slow
 def test_importing_every_module_of_the_package_and_its_top_level_names_warns_about_nothing():
     """Nothing inside the package uses an old path (run in a fresh interpreter: modules here are loaded)."""
     old = {f"pytest_researchqa.{name}" for name in [*OLD_PATHS, *MOVED_INTO_PACKAGE, "__main__"]}

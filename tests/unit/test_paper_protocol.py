@@ -252,6 +252,7 @@ def _walk(node):
         yield from _walk(child)
 
 
+@pytest.mark.slow
 def test_a_small_tournament_under_the_paper_rules_counts_its_resamples_without_a_finite_fit_and_warns_nothing_raw():
     """12 battles at 54/46 (a tester's run): without a prior, a resample where one system wins every battle has
     no finite fit, and its clipped strengths made the mean 1137/863 ± 3793 with raw numpy RuntimeWarnings."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -50,6 +51,7 @@ def test_a_small_sample_spreads_over_the_papers_as_well_as_the_types():
     assert {BUNDLED_PAPERS[p] for p in stratified_sample(BUNDLED_TYPES, 4)} == {"env"}, "by type alone: one paper"
 
 
+@pytest.mark.slow
 @given(st.lists(st.tuples(st.sampled_from("abcd"), st.sampled_from("pqrstu")), min_size=1, max_size=120),
        st.integers(min_value=1, max_value=150))
 def test_a_sample_over_papers_keeps_its_size_and_types_and_covers_every_paper_it_can(rows, size):
