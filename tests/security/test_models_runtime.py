@@ -123,7 +123,7 @@ def test_two_runs_sharing_one_cache_pay_for_each_call_once(pytester, tmp_path):
     The first run is a process of its own; the second runs in this one (cheaper; the claims are files)."""
     import subprocess
 
-    with ScriptedLLM(latency_s=0.6) as slow:  # the first run takes ~6 s: the second starts inside it
+    with ScriptedLLM(latency_s=0.4) as slow:  # the first run's calls take ~4 s: the second starts inside them
         cache = tmp_path / "cache"
         (tmp_path / "first").mkdir()
         first = subprocess.Popen(_run_args(slow.url, cache, "--researchqa-concurrency=1", "-k", "env"),
