@@ -463,10 +463,10 @@ def test_a_rubric_run_whose_answers_are_cached_says_so_from_its_first_seconds_wh
 
     args = ("--researchqa-family=rubric", "--researchqa-model=openai/good", "--researchqa-sample=6")
     run(*args).assert_outcomes(skipped=6)  # answered and saved, not graded (no judge)
-    # The first progress line comes after 1 s, not 5, and each verdict takes 0.6 s, one at a time (a local
-    # server): the line is written while verdicts are on the way, as at 5 s with 1.5 s verdicts, in 4 s not 10.
-    monkeypatch.setattr(progress, "FIRST_REPORT_S", 1.0)
-    server.latency_s = 0.6
+    # The first progress line comes after 0.5 s, not 5, and each verdict takes 0.3 s, one at a time (a local
+    # server): the line is written while verdicts are on the way, as at 5 s with 3 s verdicts, in 2 s not 20.
+    monkeypatch.setattr(progress, "FIRST_REPORT_S", 0.5)
+    server.latency_s = 0.3
     # In-process, with output capture on (as in a user's run) while each row's test waits for its verdict:
     # the progress lines go to pytest's terminal, here pytester's captured output.
     result = run(*args, "--researchqa-judge=openai/judge-a")
