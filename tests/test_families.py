@@ -59,6 +59,7 @@ def test_under_strict_markers_a_projects_own_test_marked_with_its_type_is_accept
     result.assert_outcomes(passed=1)
 
 
+@pytest.mark.slow
 def test_a_row_of_a_type_the_family_does_not_declare_errors_alone_even_under_strict_markers(glossary, tmp_path):
     stray = [*TERMS, {"id": "t4", "term": "kernel", "keywords": ["similarity"], "type": "weird"}]
     glossary.path.joinpath("terms.jsonl").write_text("\n".join(json.dumps(t) for t in stray) + "\n")

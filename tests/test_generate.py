@@ -155,6 +155,7 @@ def test_fabricated_quotes_are_dropped_with_the_reason_and_rows_keep_only_covere
     assert_every_passage_verbatim(tmp_path / "rows.yaml", tides, tmp_path / "cache")
 
 
+@pytest.mark.slow
 def test_the_rows_carry_each_type_s_own_fields(generate, tides, tmp_path):
     generate(tides, tmp_path / "rows.yaml")
     rows = {row.row_id: row for row in load_dataset(tmp_path / "rows.yaml").rows}

@@ -322,6 +322,7 @@ def test_provider_errors_are_errors_not_zeros(pytester, server, tmp_path):
     assert cells["errors"] == "2"
 
 
+@pytest.mark.slow
 def test_baseline_mode_shows_citation_metrics_as_dashes(pytester, server, tmp_path):
     result = run(pytester, server, "--researchqa-model=openai/good", "--researchqa-baseline", "-k", "ml-lookup",
                  cache=tmp_path)

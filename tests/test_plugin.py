@@ -191,6 +191,7 @@ def test_exitfirst_stops_at_the_first_failing_row(run):
     assert outcomes.get("passed", 0) < ROWS - 1
 
 
+@pytest.mark.slow
 def test_a_row_below_its_bar_fails_as_a_short_diagnosis_without_a_traceback(run):
     result = run("--researchqa-system=bm25", "--researchqa-fail-rows", "-k", "edu-multihop-1")
     assert result.ret == 1
@@ -1024,6 +1025,7 @@ def test_a_model_without_the_llm_extra_is_a_usage_error_naming_it(pytester, monk
     result.stderr.fnmatch_lines(["*litellm, which is not installed: pip install 'pytest-researchqa[[]llm]'*"])
 
 
+@pytest.mark.slow
 def test_a_run_that_measures_nothing_says_so(run, pytester):
     pytester.makepyfile(prose="from pytest_researchqa import Answer\n\n"
                               "def answer(question, paper):\n    return Answer('Some prose.', cites=False)\n")

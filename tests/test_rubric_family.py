@@ -527,6 +527,7 @@ def test_a_yaml_row_with_an_impossible_date_names_the_date_field_and_keeps_its_i
 
 
 
+@pytest.mark.slow
 def test_a_judge_outage_in_the_pull_request_leaves_its_rows_out_of_the_coverage_regression_gate(
         pytester, server, tmp_path_factory):
     """tester41 T3a: judge-a is unreachable in the PR run, so each row's coverage is judge-flaky's alone while the
@@ -608,6 +609,7 @@ def test_ctrl_c_while_the_battles_are_judged_is_an_interrupted_run_in_every_medi
     assert f"{cut.name}  (interrupted)" in capsys.readouterr().out.splitlines()
 
 
+@pytest.mark.slow
 def test_a_pairwise_judge_that_fails_every_battle_fails_the_run_saying_the_elo_could_not_be_computed(
         run, pytester):
     """tester41 T2: 0 of 12 battles judged read "gates passed", exit 0, and blamed a disconnected graph."""
@@ -645,6 +647,7 @@ def test_a_tournament_fails_below_half_of_its_scheduled_battles_judged_and_names
         "r1 a vs b: down")
 
 
+@pytest.mark.slow
 def test_a_one_system_run_says_why_it_has_no_battles_and_no_elo(run):
     """tester41 T10: one system read Elo "—" and battles 0 with no word why."""
     result = run("--researchqa-family=rubric", "--researchqa-judge=openai/judge-a")

@@ -278,6 +278,7 @@ def test_a_small_tournament_under_the_paper_rules_counts_its_resamples_without_a
     assert "Elo: Bradley-Terry on ensemble-judged battles, mean of 1,000 bootstraps ± SD" in shown, "as shown"
 
 
+@pytest.mark.slow
 def test_a_resample_where_one_system_beat_both_others_counts_as_without_a_finite_fit_though_each_won_something():
     """Three systems, a ahead of b and c 9 to 1 each, b and c even: a resample that drew neither of a's two
     losses has no finite fit (a beat the group {b, c} every time) while b and c still won against each other.

@@ -24,6 +24,7 @@ def test_no_sample_or_a_large_one_runs_every_row():
     assert stratified_sample(BUNDLED, 100) == list(range(27))
 
 
+@pytest.mark.slow
 @given(st.lists(st.sampled_from("abcd"), min_size=1, max_size=200), st.integers(min_value=1, max_value=250))
 def test_a_sample_has_the_requested_size_distinct_rows_in_file_order_and_every_type_it_can(strata, size):
     picked = stratified_sample(strata, size)
