@@ -10,7 +10,7 @@ from typing import Any, Optional, Sequence
 from ...records import RowRecord
 from ...stats import bootstrap_mean
 from .. import Board, Family, Table
-from . import GENERAL_DOMAINS, domain_marker
+from . import GENERAL_DOMAINS, METRICS, domain_marker
 from .checks import system_checks
 from .details import details_of
 from .kinds import ITEM_KINDS
@@ -81,8 +81,8 @@ def main_table(records: Sequence[RowRecord], results: Optional[dict[str, Any]]) 
     for first, second, _ in (results or {}).get("outcomes") or []:
         played[first] = played.get(first, 0) + 1
         played[second] = played.get(second, 0) + 1
-    headers = ["system", "Coverage %", "95% CI", "Elo", "± SD", "battles", "avg words", "graded", "not graded",
-               "errors", "judge err", "latency s", "cost $"]
+    headers = ["system", METRICS[0].board_label, "95% CI", "Elo", "± SD", "battles", "avg words", "graded",
+               "not graded", "errors", "judge err", "latency s", "cost $"]
     rows = []
     for system in system_order(grouped, results):
         rs = grouped[system]
