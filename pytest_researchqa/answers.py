@@ -118,6 +118,11 @@ def _coerced(value: Any, where: str) -> Answer:
             raise TypeError(f"{where} returned 'citations' that is not a list of strings")
         refused = value.get("refused")
         return Answer(text=text, citations=list(citations), refused=refused if isinstance(refused, bool) else None)
+    if type(value).__qualname__ == Answer.__qualname__ and type(value).__module__ == Answer.__module__:
+        raise TypeError(
+            f"{where} returned an Answer of an earlier import of {Answer.__module__}, which is no longer loaded "
+            "(an in-process pytester run drops the modules it loaded): import Answer inside the system, or use "
+            "pytester.runpytest_subprocess")
     raise TypeError(
         f"{where} returned {type(value).__name__}; return an Answer, a dict with 'answer' and 'citations', or a string"
     )

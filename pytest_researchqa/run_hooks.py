@@ -105,6 +105,8 @@ class RunHooks:
 
             gc.unfreeze()  # an in-process run (pytester) hands the collector back what it found
             self.frozen = False
+        if "importlib_metadata" in sys.modules:  # loaded by litellm (a model's run) or a user's system
+            _give_back_the_standard_distribution_finder()
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -661,3 +663,22 @@ def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:
             panel = panels[case.system]
             system.when_answered(row, paper, lambda answer, row=row, panel=panel: [
                 judge.submit(*subject) for judge in panel if (subject := judge.subject(row, answer))], **repeat)
+
+
+def _give_back_the_standard_distribution_finder() -> None:
+    """The ``importlib_metadata`` backport takes the standard library's distribution finder off the import
+    system for the whole interpreter, adding its own. An in-process run (pytester's ``runpytest``) then drops
+    the backport and its finder, and every later run finds no installed package: no plugin loads, not even
+    this one (tester43 HIGH-3). Putting the standard finder back lists each distribution twice while the
+    backport stays loaded, which every reader of entry points takes in its stride."""
+    from importlib.machinery import PathFinder
+
+    if "find_distributions" not in vars(PathFinder):
+        PathFinder.find_distributions = staticmethod(_find_distributions)  # type: ignore[method-assign]
+
+
+def _find_distributions(*args: Any, **kwargs: Any) -> Any:
+    """The standard library's ``PathFinder.find_distributions``, as Python defines it."""
+    from importlib.metadata import MetadataPathFinder
+
+    return MetadataPathFinder.find_distributions(*args, **kwargs)

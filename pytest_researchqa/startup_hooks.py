@@ -24,6 +24,8 @@ import pytest
 from .options import add_options, given_options
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Mapping
+
     from .settings import Settings
     from .state import RunState
 
@@ -61,9 +63,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _forget_modules_dropped_since_the_last_run() -> None:
     """pytester's in-process runs (``runpytest``) drop from ``sys.modules`` what a run imported, but a package
-    keeps its attribute for each dropped submodule: ``from . import active_hooks`` would then find the last
-    run's module (with the last run's stash keys) while ``from .active_hooks import X`` imports a fresh one.
-    Forgetting those attributes makes every import of the next run find one module again."""
+    keeps its attribute for each dropped submodule, and for each public name it handed out (``exports``):
+    ``from . import active_hooks`` would then find the last run's module (with the last run's stash keys) and
+    ``from pytest_researchqa import Answer`` the last run's class, while the next run's code checks against
+    fresh ones. Forgetting those attributes makes every import of the next run find one module again."""
     import sys
 
     prefix = f"{__package__}."
@@ -72,11 +75,14 @@ def _forget_modules_dropped_since_the_last_run() -> None:
         if module is None or not (name == __package__ or name.startswith(prefix)):
             continue
         for attribute, value in list(vars(module).items()):
-            qualified = getattr(value, "__name__", None) if type(value) is type(sys) else None
-            if qualified is not None and qualified.startswith(prefix) and sys.modules.get(qualified) is not value:
+            if _from_a_dropped_module(value, prefix, sys.modules):
                 delattr(module, attribute)
                 dropped = True
+    package = sys.modules[__package__]
+    # numpy's C extension stays loaded once dropped, so every later run must hear it, not only the first.
     if dropped and "numpy" not in sys.modules:
+        package._numpy_dropped_by_an_earlier_run = True  # type: ignore[attr-defined]
+    if vars(package).get("_numpy_dropped_by_an_earlier_run") and "numpy" not in sys.modules:  # no __getattr__
         try:  # numpy cannot be imported again once dropped: say so now, not as a crash after the rows
             import numpy  # noqa: F401
         except ImportError as error:
@@ -85,6 +91,22 @@ def _forget_modules_dropped_since_the_last_run() -> None:
                 f"which pytester then dropped and which cannot be loaded twice ({error}). Import numpy in "
                 "your conftest.py before the first run (pytester keeps what was loaded before it), or use "
                 "pytester.runpytest_subprocess (docs/systems.md).") from None
+
+
+def _from_a_dropped_module(value: object, prefix: str, modules: Mapping[str, object]) -> bool:
+    """Whether ``value`` is one of this package's submodules, or a class or function of one, that is no longer
+    the one ``sys.modules`` holds."""
+    import types
+
+    if isinstance(value, types.ModuleType):
+        return value.__name__.startswith(prefix) and modules.get(value.__name__) is not value
+    if not isinstance(value, (type, types.FunctionType)):
+        return False
+    home = getattr(value, "__module__", None)
+    if not isinstance(home, str) or not home.startswith(prefix):
+        return False
+    module = modules.get(home)
+    return module is None or getattr(module, value.__name__, value) is not value
 
 
 def pytest_researchqa_activate(config: pytest.Config) -> "Settings":

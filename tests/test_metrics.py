@@ -526,3 +526,13 @@ def test_each_citations_view_shows_the_sections_the_rows_one_section_report_give
         assert citation_views(matches, index, shown, report) == citation_views(matches, index, shown)
         assert [v["sections"] for v in citation_views(matches, index, shown, report)] == [
             ["Results"], [], [], [], ["Methods"]]
+
+
+def test_an_answer_of_an_earlier_import_of_the_package_is_refused_saying_so():
+    """tester43 HIGH-2: after an in-process pytester run, "returned Answer; return an Answer" said nothing."""
+    from pytest_researchqa.answers import Answer as CurrentAnswer
+    from pytest_researchqa.answers import coerce_answer
+
+    stale = type("Answer", (), {"__module__": CurrentAnswer.__module__, "__qualname__": CurrentAnswer.__qualname__})
+    with pytest.raises(TypeError, match="system 's' returned an Answer of an earlier import of pytest_researchqa.answers"):
+        coerce_answer(stale(), "system 's'")
