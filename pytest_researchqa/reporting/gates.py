@@ -37,6 +37,7 @@ class Gate:
     question_type: Optional[str] = None
     higher_is_better: bool = True
     measured_on: str = "all rows"  # the metric's MetricSpec.rows: which rows can have a value
+    board_label: str = ""  # the metric's MetricSpec.board_label: a percent column is named so the line reads against it
 
     @property
     def label(self) -> str:
@@ -72,7 +73,7 @@ def parse_gate(text: str, family: Family) -> Gate:
         raise GateSpecError(f"{text!r}: {value!r} is not a number") from None
     if not spec.low <= threshold <= spec.high:
         raise GateSpecError(f"{text!r}: thresholds for {metric} are between {spec.low:g} and {spec.high:g}")
-    return Gate(metric, threshold, question_type, spec.higher_is_better, spec.rows)
+    return Gate(metric, threshold, question_type, spec.higher_is_better, spec.rows, spec.board_label)
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,14 @@ class GateResult:
         if not math.isfinite(self.value):
             return f"{self.system}: {self.gate.label} UNDECIDABLE: the mean is {self.value}"
         verdict = "ok" if self.passed else f"FAILED by {abs(self.gate.threshold - self.value):.3f}"
-        return f"{self.system}: {self.gate.label}: {self.value:.3f} {verdict}"
+        return f"{self.system}: {self.gate.label}: {self.value:.3f} {verdict}{self._as_on_the_board()}"
+
+    def _as_on_the_board(self) -> str:
+        """A gate takes a fraction; a board that shows the metric in percent (the rubric family's Coverage %)
+        reads 100 times larger, so the line gives both (tester43 LOW-4: 0.008 here, 0.8 on the board)."""
+        if not self.gate.board_label.endswith("%") or self.value is None:
+            return ""
+        return f" ({self.gate.board_label} {100 * self.value:.1f} against {100 * self.gate.threshold:g})"
 
 
 _GATE_NAME = re.compile(r"(threshold|regression)::(?:(\w+)\.)?(\w+)(?:[<>]=[^\[]*)?\[(.*)\]")
