@@ -114,7 +114,7 @@ class JudgeGaps:
 
     rows: int = 0  # paired rows left out
     measured: int = 0  # paired rows both runs graded and measured (those left out among them)
-    here: tuple[tuple[str, int, str], ...] = ()  # (judge, rows, first error) of this run
+    here: tuple[tuple[str, int, str], ...] = ()  # (judge, rows, first error or "" if not a judge of it) of this run
     there: tuple[tuple[str, int, str], ...] = ()  # of the baseline
 
     def describe(self, baseline: str) -> str:
@@ -133,10 +133,16 @@ class JudgeGaps:
                 f"{self.errors(baseline)}")
 
     def errors(self, baseline: str) -> str:
-        """Per run, the judges that gave no verdict on rows left out: on how many, and the first error."""
-        runs = [f"in {run}: " + ", ".join(f"{name} on {n} ({_tail(error)})" for name, n, error in judges)
-                for run, judges in (("this run", self.here), (f"the baseline {baseline}", self.there)) if judges]
-        return f"judge errors {'; '.join(runs)}"
+        """Per run, the judges that gave no verdict on rows left out: on how many, and the first error; a judge
+        the run never asked (runs judged by different judges) is named as such, not as an error (tester43
+        LOW-5)."""
+        failed, absent = [], []
+        for run, judges in (("this run", self.here), (f"the baseline {baseline}", self.there)):
+            errors = [f"{name} on {n} ({_tail(error)})" for name, n, error in judges if error]
+            if errors:
+                failed.append(f"in {run}: " + ", ".join(errors))
+            absent += [f"{name} is not a judge of {run} ({n} row(s))" for name, n, error in judges if not error]
+        return "; ".join(([f"judge errors {'; '.join(failed)}"] if failed else []) + absent)
 
 
 def _tail(error: str, width: int = 80) -> str:
@@ -183,8 +189,9 @@ def _judges_of(record: RowRecord) -> list[str]:
 
 
 def _judge_error(record: RowRecord, name: str) -> str:
+    """The judge's error on the row; "" when the run has no verdict of it at all (not one of its judges)."""
     scores = record.judge.by_judge.get(name) if record.judge is not None else None
-    error = scores.error if scores is not None and scores.error else "no verdict recorded"
+    error = scores.error if scores is not None and scores.error else ""
     return error.removeprefix(f"judge {name}: ")
 
 

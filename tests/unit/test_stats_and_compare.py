@@ -385,6 +385,18 @@ def test_a_coverage_gate_whose_every_row_lacks_a_judge_in_one_run_is_undecidable
                                "in the baseline main: lenient on 12 (failed after 3 attempts; last: Connection error.))")
 
 
+def test_a_judge_only_one_run_asked_is_named_as_not_a_judge_of_the_other_not_as_its_error():
+    """tester43 LOW-5: runs judged by different judges read "judge errors in this run: ... (no verdict
+    recorded)", though no judge of this run had failed."""
+    from pytest_researchqa.families.rubric import RUBRIC
+
+    baseline = Baseline("main", tuple(judged_row(n, 0.6) for n in range(4)))
+    comparison = compare([judged_row(n, 0.6, judges=("strict",)) for n in range(4)], baseline, RUBRIC)
+    [line] = [line for line in coverage_lines(comparison) if "left out" in line]
+    assert line.endswith("not judged by the same judges in both runs (lenient is not a judge of this run (4 row(s)))"), line
+    assert "judge errors" not in line and "no verdict recorded" not in line
+
+
 def test_rows_judged_by_the_same_judges_in_both_runs_are_compared_even_when_a_judge_failed_on_both():
     from pytest_researchqa.families.rubric import RUBRIC
 
