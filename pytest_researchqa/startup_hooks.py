@@ -70,14 +70,16 @@ def _forget_modules_dropped_since_the_last_run() -> None:
     import sys
 
     prefix = f"{__package__}."
-    dropped = False
-    for name, module in list(sys.modules.items()):
-        if module is None or not (name == __package__ or name.startswith(prefix)):
-            continue
-        for attribute, value in list(vars(module).items()):
-            if _from_a_dropped_module(value, prefix, sys.modules):
-                delattr(module, attribute)
-                dropped = True
+    ours = [m for n, m in list(sys.modules.items()) if m is not None and (n == __package__ or n.startswith(prefix))]
+    # A dropped submodule leaves its attribute on a surviving package (the top one always survives): look there
+    # first, so a run after none dropped (every run of a user, most of a test suite's) walks a few names only.
+    dropped = any(_from_a_dropped_module(value, prefix, sys.modules)
+                  for module in ours if hasattr(module, "__path__") for value in list(vars(module).values()))
+    if dropped:
+        for module in ours:
+            for attribute, value in list(vars(module).items()):
+                if _from_a_dropped_module(value, prefix, sys.modules):
+                    delattr(module, attribute)
     package = sys.modules[__package__]
     # numpy's C extension stays loaded once dropped, so every later run must hear it, not only the first.
     if dropped and "numpy" not in sys.modules:

@@ -49,6 +49,7 @@ class _Discovery:
 
     origins: dict[str, str]  # plugin name -> "entry point NAME = VALUE of package DIST VERSION"
     broken: dict[str, BrokenPlugin]
+    scanned: bool = False  # the installed packages were read (once a plugin manager: they do not change in a run)
 
 
 _DISCOVERED: "weakref.WeakKeyDictionary[pluggy.PluginManager, _Discovery]" = weakref.WeakKeyDictionary()
@@ -79,7 +80,13 @@ def _load_entry_points(pluginmanager: pluggy.PluginManager) -> None:
     from importlib.metadata import distributions
 
     found = _discovery(pluginmanager)
+    if found.scanned:
+        return
+    found.scanned = True
     for dist in list(distributions()):
+        # Most packages announce no family: a look at the file's text spares parsing its entry points.
+        if f"[{ENTRY_POINT_GROUP}]" not in (dist.read_text("entry_points.txt") or ""):
+            continue
         for entry in dist.entry_points:
             if (entry.group != ENTRY_POINT_GROUP or entry.name in found.broken
                     or pluginmanager.get_plugin(entry.name) or pluginmanager.is_blocked(entry.name)):
