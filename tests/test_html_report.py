@@ -264,6 +264,25 @@ def test_a_reader_of_the_page_sees_the_rows_only_the_baseline_has_the_changed_da
     assert by_type.count("gate-failed") == 1
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_a_cell_a_failed_gate_and_an_undecidable_one_are_about_is_marked_failed_naming_both(tmp_path, monkeypatch):
+    """tester44 MED-1: a failed threshold and an undecidable regression on one metric drew the cell undecidable
+    (yellow), its tooltip the undecidable message alone."""
+    from pytest_researchqa.reporting import html
+
+    outcome, family, main_rows = _pr_against_main("citation_accuracy=0.9")
+    cells = html._gate_cells(outcome, family)
+    assert [(c["label"], c["state"]) for c in cells] == [("cite acc", "failed")]
+    undecidable = {**cells[0], "delta": True, "state": "undecidable", "message": "my_rag: citation_accuracy UNDECIDABLE"}
+    monkeypatch.setattr(html, "_gate_cells", lambda *_: [*cells, undecidable])
+    html.write_html(tmp_path / "r.html", html.render(outcome, family, "researchqa pr"))
+    board = dump(tmp_path / "r.html", "", tmp_path).split('<table id="leaderboard"', 1)[1].split("</table>", 1)[0]
+    marked = re.findall(r'<td class="num (gate-\w+)" title="([^"]*)">', board)
+    assert [state for state, _ in marked] == ["gate-failed"], marked
+    assert marked[0][1].split("\n") == [cells[0]["message"].replace(">", "&gt;"), undecidable["message"]], marked
+
+
 # Once the page is drawn: whether the page is wider than the window, whether the leaderboard scrolls in its own
 # box, and where its system cell is once that box is scrolled to its end (as body attributes --dump-dom shows).
 MEASURE = """<script>

@@ -113,12 +113,14 @@
     // Gates on the whole dataset mark the leaderboard; a gate on one question type, that type's row of the
     // by-type table (its second column the type).
     const byType = part.title === "question type";
+    // Several gates may mark one cell (a threshold and a regression on one metric): each is kept.
     const gateCells = new Map();
+    const mark = (key, g) => gateCells.set(key, [...(gateCells.get(key) || []), g]);
     for (const g of data.gate_cells || []) {
       // A regression marks the Δ under the value, or the value where the board has no Δ (a family's own board).
       const delta = g.delta && part.headers.includes("Δ " + g.label);
-      if (id === "leaderboard" && !g.type) gateCells.set(`${g.system}\u241f${delta ? "Δ " : ""}${g.label}`, g);
-      if (byType && g.type) gateCells.set(`${g.system}\u241f${g.type}\u241f${g.label}`, g);
+      if (id === "leaderboard" && !g.type) mark(`${g.system}\u241f${delta ? "Δ " : ""}${g.label}`, g);
+      if (byType && g.type) mark(`${g.system}\u241f${g.type}\u241f${g.label}`, g);
     }
     const table = el("table", { id, class: "board" });
     table.append(el("thead", {}, el("tr", {}, ...shown.map((i) => {
@@ -135,9 +137,13 @@
             [...(k ? [" "] : []), el("span", { class: "nowrap", text: part })]));
         const d = deltaOf[i + 1] > 0 ? i + 1 : -1;
         if (d > 0) td.append(el("div", { class: "delta", text: row[d] }));
-        for (const key of [part.headers[i], ...(d > 0 ? [part.headers[d]] : [])]) {
-          const g = gateCells.get(byType ? `${row[0]}\u241f${row[1]}\u241f${key}` : `${row[0]}\u241f${key}`);
-          if (g) { td.classList.add("gate-" + g.state); td.title = g.message; }
+        const gates = [part.headers[i], ...(d > 0 ? [part.headers[d]] : [])].flatMap((key) =>
+          gateCells.get(byType ? `${row[0]}\u241f${row[1]}\u241f${key}` : `${row[0]}\u241f${key}`) || []);
+        if (gates.length) {
+          // A failed gate outweighs an undecidable one on the same cell; the tooltip names every gate, failed first.
+          const failed = gates.filter((g) => g.state === "failed");
+          td.classList.add(failed.length ? "gate-failed" : "gate-undecidable");
+          td.title = [...failed, ...gates.filter((g) => g.state !== "failed")].map((g) => g.message).join("\n");
         }
         return td;
       })));
