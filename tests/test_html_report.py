@@ -283,6 +283,37 @@ def test_a_cell_a_failed_gate_and_an_undecidable_one_are_about_is_marked_failed_
     assert marked[0][1].split("\n") == [cells[0]["message"].replace(">", "&gt;"), undecidable["message"]], marked
 
 
+def rubric_row(n: int, system: str, coverage: float, judges: tuple[str, ...]):
+    from pytest_researchqa.records import JudgeResult, JudgeScores, RowRecord
+
+    return RowRecord(row_id=f"q{n}", system=system, question_type="rubric", outcome="passed",
+                     metrics={"coverage": coverage},
+                     judge=JudgeResult(by_judge={j: JudgeScores({"coverage": coverage}) for j in judges}))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_the_changed_rows_leave_out_a_judged_metric_the_comparison_left_out_and_name_this_runs_system(tmp_path):
+    """tester44 MED-2: rows the comparison left out (not judged by the same judges in both runs) were listed as
+    changed, under the baseline's system name."""
+    from pytest_researchqa.families.rubric import RUBRIC
+    from pytest_researchqa.reporting.html import page_data, render, write_html
+    from pytest_researchqa.session import ResearchSession
+
+    baseline = [rubric_row(n, "openai/sloppy", 0.25, ("judge-a",)) for n in range(3)]
+    session = ResearchSession(RUBRIC)
+    for n in range(3):  # q0 judged by the same judge in both runs; q1, q2 by another
+        session.add(rubric_row(n, "openai/good", 0.5, ("judge-a",) if n == 0 else ("judge-b",)))
+    outcome, mapping = session.outcome(), {"openai/good": "openai/sloppy"}
+    data = page_data(outcome, RUBRIC, "t", other=("base", baseline), compare_map=mapping)
+    assert [(c["key"].split("\u241f")[-1], c["deltas"]) for c in data["compare"]["changed"]] == [("q0", {"coverage": 0.25})]
+    assert any("left out 2 of 3 paired row(s)" in line for line in data["compare"]["lines"]), data["compare"]["lines"]
+    write_html(tmp_path / "r.html", render(outcome, RUBRIC, "t", other=("base", baseline), compare_map=mapping))
+    changed = dump(tmp_path / "r.html", "", tmp_path).split('<table id="changed"', 1)[1].split("</table>", 1)[0]
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", changed)
+    assert re.sub(r"<[^>]+>", "", cells[1]) == "openai/good (baseline: openai/sloppy)", cells[:3]
+
+
 # Once the page is drawn: whether the page is wider than the window, whether the leaderboard scrolls in its own
 # box, and where its system cell is once that box is scrolled to its end (as body attributes --dump-dom shows).
 MEASURE = """<script>

@@ -195,6 +195,12 @@ def _judge_error(record: RowRecord, name: str) -> str:
     return error.removeprefix(f"judge {name}: ")
 
 
+def judged_metrics(family: Family) -> tuple[str, ...]:
+    """The metrics the row's judges score: a pair is compared on them only where the same judges gave a verdict
+    in both runs (:func:`same_judges`)."""
+    return tuple(m.name for m in family.metrics if "judges" in m.measured_by)
+
+
 def compare(records: Sequence[RowRecord], baseline: Baseline, family: Family,
             mapping: Optional[Mapping[str, str]] = None, dataset_sha: Optional[str] = None,
             judging: Optional[Mapping[str, Any]] = None) -> Comparison:
@@ -203,7 +209,7 @@ def compare(records: Sequence[RowRecord], baseline: Baseline, family: Family,
     mapping = dict(mapping or {})
     # A row answered several times (--researchqa-repeats) is paired once, as the mean of its answers.
     ours = group(per_row_means(records), system_of)
-    judged = tuple(m.name for m in family.metrics if "judges" in m.measured_by)
+    judged = judged_metrics(family)
     theirs = group(per_row_means(baseline.records), system_of)
     systems = []
     for system in sorted(ours):

@@ -22,7 +22,7 @@ from ..families import Family, Table
 from ..records import RowRecord
 from ..row_view import CitationView, RowDetails, details_of
 from ..text_safety import utf8
-from .compare import Baseline, Comparison, compare, coverage_lines
+from .compare import Baseline, Comparison, compare, coverage_lines, judged_metrics, verdicts
 from .json_summary import json_safe
 from .terminal import comparison_table, leaderboard_notes, leaderboard_tables
 
@@ -102,19 +102,22 @@ def _keyed(records: Sequence[RowRecord]) -> dict[str, RowRecord]:
 
 
 def _changes(records: Sequence[RowRecord], other: Sequence[RowRecord], metrics: Sequence[str],
-             compare_map: Mapping[str, str]) -> list[dict[str, Any]]:
+             compare_map: Mapping[str, str], judged: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Rows both runs measured whose metrics moved, largest total change first; ``compare_map``: this run's
-    system -> the other run's system it is paired with (a system not named: the same name)."""
+    system -> the other run's system it is paired with (a system not named: the same name). A metric in
+    ``judged`` moves only where the same judges gave the row a verdict in both runs, as the comparison has it
+    (tester44 MED-2: rows it left out were listed as changed)."""
     mine, theirs = _keyed(records), _keyed(other)
     changed = []
     for key, record in mine.items():
         old = theirs.get(f"{compare_map.get(record.system or '', record.system)}\u241f{record.row_id}")
         if old is None:
             continue
+        same_judges = verdicts(record) == verdicts(old)
         deltas = {m: new - was for m in metrics
                   if isinstance(new := record.metrics.get(m), (int, float)) and isinstance(was := old.metrics.get(m),
                                                                                            (int, float))
-                  and new != was}
+                  and new != was and (same_judges or m not in judged)}
         if deltas:
             changed.append({"key": key, "deltas": deltas, "size": sum(abs(d) for d in deltas.values()),
                             "old": _row(old, key)})
@@ -179,7 +182,7 @@ def page_data(outcome: "RunOutcome", family: Family, title: str, *, run_name: st
         against = compare(outcome.records, Baseline(name, tuple(other_records)), family, paired)
         said = data["comparison"]["lines"] if data["comparison"] is not None else []
         data["compare"] = {"baseline": name, "changed": _changes(outcome.records, other_records,
-                                                                 family.metric_names, paired),
+                                                                 family.metric_names, paired, judged_metrics(family)),
                            # What was paired and what was not (rows and systems only one run has: said, not
                            # silently left out), as coverage_lines says it, where the "Against" section (the
                            # run's own baseline) has not said it already.

@@ -416,7 +416,9 @@
     for (const c of changed.slice(0, LIMIT)) {
       const now = byKey.get(c.key);
       const tr = el("tr", { "data-row-id": now ? now.row_id : c.old.row_id },
-        el("td", { text: c.old.row_id }), el("td", {}, ...breakable(c.old.system)),
+        // This run's system; the baseline's beside it where --researchqa-compare-map paired another.
+        el("td", { text: c.old.row_id }), el("td", {}, ...breakable(now && now.system !== c.old.system
+          ? `${now.system} (baseline: ${c.old.system})` : (now || c.old).system)),
         el("td", { text: Object.entries(c.deltas).map(([m, v]) => `${m} ${v > 0 ? "+" : ""}${v.toFixed(3)}`).join(", ") }),
         changedCell(now), changedCell(c.old));
       tr.addEventListener("click", () => setState({ row: c.key }));
