@@ -29,7 +29,7 @@ def activate(config: pytest.Config) -> "Settings":
         return settings
     from .run_hooks import RunHooks
     from .settings import read_settings
-    from .xdist_compat import ControllerHooks, WorkerHooks, groups_by_paper
+    from .xdist_compat import ControllerHooks, WorkerHooks, add_controller_system_paths, groups_by_paper
 
     settings = read_settings(config)
     config.stash[SETTINGS] = settings
@@ -50,6 +50,7 @@ def activate(config: pytest.Config) -> "Settings":
                                       "researchqa-xdist")
     elif is_worker(config):
         config.pluginmanager.register(WorkerHooks(), "researchqa-xdist")
+        add_controller_system_paths(config)
     if settings.models or settings.judges or settings.flagged_judge:
         import importlib.util
 

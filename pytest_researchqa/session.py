@@ -132,6 +132,7 @@ class ResearchSession:
             recorded_checks=self.recorded[1] if self.recorded is not None else None,
             interrupted=self.interrupted,
             unfinished=self.unfinished,
+            gates_without_rows=self.gates_decide and not gated and self.recorded is None,
         )
 
     def _unmeasured_systems(self, records: Sequence[RowRecord], comparison: Optional[Comparison],

@@ -123,6 +123,17 @@ RECORD_TEXT = "researchqa_json"
 REPORT_TEXT = "researchqa_report"
 ROW_NODEIDS = "researchqa::"  # the built-in test's rows (active_hooks.PROTOCOL_NODEID)
 READS_TEXT = "researchqa_reads_text"  # in a worker's workerinput: its controller unpacks the text
+SYSTEM_PATHS = "researchqa_system_paths"  # in a worker's workerinput: where the controller imported user systems
+
+
+def add_controller_system_paths(config: pytest.Config) -> None:
+    """On a worker: put the folders the controller imported the user's systems from on ``sys.path`` (at its
+    end, so nothing the worker finds already changes), as the controller found them."""
+    import sys
+
+    for path in getattr(config, "workerinput", {}).get(SYSTEM_PATHS, ()):
+        if path not in sys.path:
+            sys.path.append(path)
 # In a worker's workerinput: the controller hands it each paper's rows together, once (the by-paper scheduler).
 WHOLE_PAPERS = "researchqa_whole_papers"
 
@@ -289,6 +300,12 @@ class ControllerHooks:
         node.workerinput[READS_TEXT] = True
         if self._papers_by_test_id is not None:
             node.workerinput[WHOLE_PAPERS] = True
+        from .stash import SETTINGS
+        from .systems import import_roots
+
+        config = getattr(node, "config", None)  # xdist's WorkerController has it; a test's stand-in may not
+        settings = config.stash.get(SETTINGS, None) if config is not None else None
+        node.workerinput[SYSTEM_PATHS] = import_roots(settings.systems) if settings is not None else []
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self._on_collection(ids)

@@ -147,6 +147,18 @@ def test_a_users_in_process_pytester_runs_each_collect_every_row_or_say_why_not(
     assert "INTERNALERROR" not in output and "no collected test takes them" not in output
 
 
+@pytest.mark.slow
+def test_an_in_process_xdist_run_of_the_users_own_system_imports_it_where_the_controller_found_it(run, pytester):
+    """tester44 MED-3: after pytester.syspathinsert() every local worker crashed on `No module named 'my_rag'`
+    (xdist gives them the path it saw at its own import), 8 times over, and the run read "no gate configured"."""
+    pytester.makepyfile(my_rag="def answer(question, paper):\n    return 'The paper does not say.'\n")
+    pytester.syspathinsert()
+    result = run("--researchqa-system=my_rag:answer", "-n", "2", "--researchqa-fail-under=section_coverage=0.9")
+    output = result.stdout.str()
+    assert "crashed worker" not in output and "No module named" not in output, output[-3000:]
+    result.stdout.fnmatch_lines([f"{ROWS} of {ROWS} selected rows measured (0 errors)*", "researchqa: gates FAILED*"])
+
+
 def test_item_ids_carry_system_question_type_and_row_id(run):
     result = run("--researchqa-system=oracle", "--collect-only", "-q")
     result.stdout.fnmatch_lines(["researchqa::test_question[[]oracle-lookup-edu-lookup-1[]]"])

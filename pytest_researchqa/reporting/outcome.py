@@ -75,6 +75,9 @@ class RunOutcome:
     family_step_error: Optional[str] = None  # that step raised (its results are missing)
     undecidable_fails: bool = False  # --researchqa-undecidable=fail
     missing_baseline: Optional[str] = None  # --researchqa-compare named a run that does not exist (yet)
+    # Gates were given, but the run selected no benchmark row for them to decide (-k matching none, a test file
+    # of one's own run with the ini's gates): said so, never "no gate configured" (tester44 MED-3).
+    gates_without_rows: bool = False
 
     crashed: tuple[str, ...] = ()  # tests whose xdist worker died running them (a row's result may be missing)
     interrupted: bool = False  # stopped by Ctrl-C (exit status 2): `last` skips it, every medium says so
@@ -172,10 +175,11 @@ class RunOutcome:
         checks = self.checks
         failed = sum(c.fails_run for c in checks)
         undecided = sum(c.state == "undecidable" for c in checks)
+        why = "no benchmark row selected for the gates" if self.gates_without_rows else "no gate configured"
         if self.verdict == "report":
-            return "report only: no gate configured (rows below their bar do not fail the run)"
+            return f"report only: {why} (rows below their bar do not fail the run)"
         if self.verdict == "failed" and not self.gated:
-            return f"run FAILED: {'; '.join(c.message for c in checks if c.fails_run)} (no gate configured)"
+            return f"run FAILED: {'; '.join(c.message for c in checks if c.fails_run)} ({why})"
         if self.verdict == "failed":
             return f"gates FAILED: {failed} of {len(checks)} check(s) failed"
         if self.verdict == "undecidable":

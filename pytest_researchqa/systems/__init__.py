@@ -15,7 +15,7 @@ import threading
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
 from ..answers import Answer, coerce_answer
 
@@ -146,6 +146,28 @@ def load_system(spec: str) -> System:
     if not callable(function):
         raise SystemSpecError(f"system {spec!r}: {attribute!r} is not callable")
     return System(spec, _user_adapter(function), is_async=inspect.iscoroutinefunction(function))
+
+
+def import_roots(specs: Sequence[str]) -> list[str]:
+    """The ``sys.path`` entries the user's systems (``module:function``) were imported from in this process:
+    an xdist worker adds those it lacks (a local worker gets the path xdist saw when it was imported, which
+    a path added later, as pytester's ``syspathinsert``, is not on; tester44 MED-3)."""
+    import sys
+
+    roots = []
+    for spec in specs:
+        module_name = spec.partition(":")[0] if ":" in spec else ""
+        module = sys.modules.get(module_name) if module_name else None
+        found = getattr(module, "__file__", None)
+        if not found:
+            continue
+        root = Path(found).resolve().parent
+        # a package's __init__ stands for its folder; each dotted part above the module is one folder up
+        for _ in range(module_name.count(".") + (Path(found).name == "__init__.py")):
+            root = root.parent
+        if str(root) not in roots:
+            roots.append(str(root))
+    return roots
 
 
 def _user_adapter(function: Callable[..., Any]) -> Callable[..., Any]:

@@ -122,6 +122,16 @@ def test_without_gates_a_clean_run_is_a_report_and_a_row_in_error_fails_it():
     assert outcome.headline == "run FAILED: 1 row(s) errored (no gate configured)"
 
 
+def test_a_gated_run_that_selected_no_benchmark_row_says_so_not_that_no_gate_is_configured():
+    """tester44 MED-3: `-k zzz --researchqa-fail-under=...` read "report only: no gate configured"."""
+    session = ResearchSession(CITATION, [parse_gate("citation_accuracy=0.5", CITATION)], selection=Selection(rows=0))
+    outcome = session.outcome()
+    assert (outcome.gated, outcome.verdict) == (False, "report")
+    assert outcome.headline == "report only: no benchmark row selected for the gates (rows below their bar do not fail the run)"
+    ungated = ResearchSession(CITATION, selection=Selection(rows=0)).outcome()
+    assert ungated.headline.startswith("report only: no gate configured")
+
+
 def test_progress_counts_only_model_rows_even_when_other_rows_error():
     progress = Progress(reporter=None, total=1)
     progress.row_done(RowRecord(row_id="a", system="broken:answer", error="RuntimeError"))
