@@ -8,7 +8,6 @@ policy (``auto`` picks a judge of another model family than the system).
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, cast
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,6 +26,8 @@ class Services:
         self._runner: Optional["ModelRunner"] = None
         self._cache: Optional["AnswerCache"] = None
         self._judge_kinds: "Optional[dict[str, type[ModelJudge]]]" = None
+        # The run's xdist workers (1 serial): each has a runner of its own and spends its share of the budget.
+        self.workers = 1
 
     def is_model(self, name: Optional[str]) -> bool:
         return name is not None and name in self.settings.models
@@ -83,9 +84,9 @@ class Services:
 
             self._runner = ModelRunner(self.settings.concurrency, self.settings.rows_per_minute)
             if self.settings.max_cost is not None:
-                # Each xdist worker has a runner of its own: each may spend its share of the budget.
-                workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
-                self._runner.budget_usd = self.settings.max_cost / max(workers, 1)
+                # The worker count xdist told this run, not the environment's: a pytester run inside a
+                # worker of an outer `pytest -n N` inherits its PYTEST_XDIST_WORKER_COUNT (tester44 LOW-4).
+                self._runner.budget_usd = self.settings.max_cost / max(self.workers, 1)
         return self._runner
 
     def cache(self) -> "AnswerCache":

@@ -123,6 +123,11 @@ RECORD_TEXT = "researchqa_json"
 REPORT_TEXT = "researchqa_report"
 ROW_NODEIDS = "researchqa::"  # the built-in test's rows (active_hooks.PROTOCOL_NODEID)
 READS_TEXT = "researchqa_reads_text"  # in a worker's workerinput: its controller unpacks the text
+def worker_count(config: pytest.Config) -> int:
+    """How many workers this run's xdist controller started (1 when this is no worker)."""
+    return int(getattr(config, "workerinput", {}).get("workercount") or 1)
+
+
 SYSTEM_PATHS = "researchqa_system_paths"  # in a worker's workerinput: where the controller imported user systems
 
 
