@@ -219,7 +219,8 @@ def check_reports(outcome: Any) -> list[pytest.TestReport]:
         if check.fails_run:
             call_outcome, longrepr = "failed", check.message
         elif check.state == "undecidable":
-            call_outcome, longrepr = "skipped", ("researchqa", None, f"UNDECIDABLE: {check.message}")
+            said = check.message if "UNDECIDABLE" in check.message else f"UNDECIDABLE: {check.message}"  # once
+            call_outcome, longrepr = "skipped", ("researchqa", None, said)
         else:
             call_outcome, longrepr = "passed", None
         phases: tuple[tuple[Literal["setup", "call", "teardown"], Literal["passed", "failed", "skipped"], Any], ...]

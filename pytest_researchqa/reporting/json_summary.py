@@ -99,8 +99,11 @@ def summary(outcome: "RunOutcome", family: Family, run: Optional[dict[str, Any]]
                   for g in outcome.gates],
         "regressions": [{"gate": r.gate.label, "metric": r.gate.metric, "question_type": r.gate.question_type,
                          "system": r.system, "baseline": r.baseline, "baseline_system": r.baseline_system,
-                         "min_effect": r.gate.min_effect if r.can_reach_alpha else r.small_data_effect,
-                         "decided_on": "significance" if r.can_reach_alpha else "effect size", "state": r.state,
+                         # A gate that decided nothing has no rule it decided by (tester44 LOW-6): null both.
+                         "min_effect": None if r.state == "undecidable" else (
+                             r.gate.min_effect if r.can_reach_alpha else r.small_data_effect),
+                         "decided_on": None if r.state == "undecidable" else (
+                             "significance" if r.can_reach_alpha else "effect size"), "state": r.state,
                          "delta": _number(r.test.delta) if r.test else None,
                          "p_worse": _number(r.test.p_worse(r.gate.higher_is_better)) if r.test else None,
                          "units": r.test.papers if r.test else None, "unit": r.unit,

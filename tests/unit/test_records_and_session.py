@@ -495,3 +495,17 @@ def test_a_verdict_cancelled_before_its_answer_is_asked_not_failed():
     cancelled.cancel()
     failed.set_exception(RuntimeError("the judge is down"))
     assert activity.counts("verdict") == (2, 1, 0, 1), "asked 2, done 1 (the failure), cached 0, failed 1"
+
+
+def test_an_undecidable_gates_skip_reason_says_undecidable_once():
+    """tester44 LOW-5: JUnit read "UNDECIDABLE: openai/sloppy: coverage UNDECIDABLE: the baseline ..."."""
+    from types import SimpleNamespace
+
+    from pytest_researchqa.reporting.outcome import Check
+    from pytest_researchqa.row_reports import check_reports
+
+    gate = Check("regression", "regression::coverage[s]", "undecidable", "s: coverage UNDECIDABLE: no row", False)
+    baseline = Check("regression", "regression::baseline", "undecidable", "no baseline: nothing compared", False)
+    reasons = [r.longrepr[2] for r in check_reports(SimpleNamespace(gated=True, checks=[gate, baseline]))
+               if r.when == "call"]
+    assert reasons == ["s: coverage UNDECIDABLE: no row", "UNDECIDABLE: no baseline: nothing compared"]

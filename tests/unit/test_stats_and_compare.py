@@ -453,3 +453,17 @@ def test_a_cut_short_run_keeps_the_gates_of_a_system_none_of_whose_rows_ran_as_u
         whole.add(one)
     assert [c.name for c in whole.outcome().checks] == ["threshold::citation_precision>=0.4[bm25]"], (
         "a run that was not cut short (a -k slice) gates only what it measured")
+
+
+def test_the_json_of_a_regression_gate_that_could_not_decide_names_no_rule_it_decided_by():
+    """tester44 LOW-6: an undecidable gate's JSON entry said `decided_on: effect size`, `min_effect: 0.05`."""
+    from pytest_researchqa.families.rubric import RUBRIC
+    from pytest_researchqa.reporting.json_summary import summary
+    from pytest_researchqa.session import ResearchSession
+
+    session = ResearchSession(RUBRIC, regressions=[parse_regression_gate("coverage", RUBRIC)],
+                              baseline=Baseline("main", tuple(judged_row(n, 0.6, "error") for n in range(12))))
+    for n in range(12):
+        session.add(judged_row(n, 0.2))
+    [entry] = summary(session.outcome(), RUBRIC)["regressions"]
+    assert (entry["state"], entry["decided_on"], entry["min_effect"]) == ("undecidable", None, None)
