@@ -232,12 +232,12 @@ def register_installed_families_markers(config: pytest.Config) -> None:
 def new_state(config: pytest.Config) -> "RunState":
     """The run's state (``stash.run_state`` builds it on first use)."""
     from .state import RunState
-    from .xdist_compat import handed_whole_papers, worker_count
+    from .xdist_compat import handed_whole_papers, spend_ledger
 
     selects = bool(config.option.keyword or config.option.markexpr)
     state = RunState(activate(config), sample_after_selection=selects)
     state.whole_papers = handed_whole_papers(config)
-    state.services.workers = worker_count(config)
+    state.services.spend_ledger = spend_ledger(config)
     return state
 
 

@@ -6,6 +6,8 @@ as "—", never "$0" (a local server, an unlisted model). Every total of the plu
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Iterable, Optional
 
 
@@ -28,6 +30,34 @@ def spend_text(cost: Optional[float]) -> str:
 
 # The start of the error of a row that --researchqa-max-cost kept from running.
 BUDGET_STOP = "not run: the run's budget"
+
+
+class SpendLedger:
+    """What every process of one run has spent, for one ``--researchqa-max-cost``: each xdist worker keeps its own
+    total in a file of a folder its controller made, and reads all of them before a call. A fixed share of the
+    budget per worker would strand money: xdist hands each paper's rows to one worker, so one worker can have
+    every row of a slice (tester45)."""
+
+    def __init__(self, folder: Path, name: str) -> None:
+        self._mine = folder / name
+        self._folder = folder
+
+    def record(self, spent: float) -> None:
+        """This process's total so far (replaced whole: a reader never sees half a number)."""
+        partial = self._mine.with_name(f".{self._mine.name}.partial")
+        partial.write_text(repr(spent))
+        os.replace(partial, self._mine)
+
+    def total(self) -> float:
+        """What the run has spent: every process's last total (a file that cannot be read counts nothing)."""
+        spent = 0.0
+        for entry in os.scandir(self._folder):
+            if not entry.name.startswith("."):
+                try:
+                    spent += float(Path(entry.path).read_text())
+                except (OSError, ValueError):
+                    continue
+        return spent
 
 
 def price_of(model: str, prompt_tokens: int, completion_tokens: int) -> Optional[float]:

@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 WORKER_SELECTION = "researchqa_selection"
 WORKER_CACHE_NOTE = "researchqa_cache_note"
+WORKER_PLAN = "researchqa_plan"  # the call plan's lines (--researchqa-dry-run, --researchqa-max-cost)
+WORKER_REFUSAL = "researchqa_refusal"  # the usage error that ended the run before any row
 _T = TypeVar("_T")
 
 
@@ -61,6 +63,8 @@ class RunHooks:
         self.spills: Optional[bool] = None  # whether saved records let go of their details (_spills_details)
         self.unwritten: dict[str, str] = {}  # path -> why a full disk (or a bad path) kept it from being written
         self.keyboard_interrupt = False  # pytest met a Ctrl-C (see pytest_sessionfinish: a second one hides it)
+        self.refused = False  # this process ended the run before any row (_refuse)
+        self.refusal: Optional[str] = None  # the usage error an xdist worker ended the run with (_refuse)
         self.frozen = False  # whether this run moved the objects alive at its start out of Python's collections
 
     @property
@@ -100,6 +104,8 @@ class RunHooks:
             self.frozen = True
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.refusal is not None:  # where pytest prints a usage error: last, on stderr
+            sys.stderr.write(f"ERROR: {self.refusal}\n\n")
         if self.frozen:
             import gc
 
@@ -123,38 +129,61 @@ class RunHooks:
             dropped = set(map(id, deselected))
             items[:] = [i for i in items if id(i) not in dropped]
         self._check_budget(config, items)
+        self._check_selection(config, items)
 
     def _check_budget(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        """--researchqa-dry-run and --researchqa-max-cost: the call plan, before any call is made (under
-        xdist the controller collects nothing: the plan is each worker's, so it is not printed there)."""
+        """--researchqa-dry-run and --researchqa-max-cost: the call plan, before any call is made. Under xdist
+        each worker collects every item, so its plan is the run's: it hands the plan (and a refusal) to the
+        controller, which collects nothing and prints them (:meth:`_refuse`)."""
         settings = config.stash[SETTINGS]
-        if not settings.models or not (settings.dry_run or settings.max_cost is not None) or is_worker(config):
+        if not settings.models or not (settings.dry_run or settings.max_cost is not None):
             return
-        from .budget import plan_calls, plan_lines, total_cost
         from .costs import spend_text
 
-        state = run_state(config)
-        cases = [c for i in items if (c := case_of(i)) is not None]
-        estimate: Optional[float] = None
-        if state.family.call_estimate:  # a family that counts its own calls (the rubric family's battles)
-            self._print_estimate(cases)
-        else:
-            plans = plan_calls(state, cases)
-            reporter = config.pluginmanager.get_plugin("terminalreporter")
-            if reporter is not None:
-                reporter.write_line("")
-                for line in plan_lines(plans):
-                    reporter.write_line(f"researchqa plan: {line}")
-            estimate = total_cost(plans)
+        estimate = self._plan([c for i in items if (c := case_of(i)) is not None])
+        if is_worker(config):
+            config.workeroutput[WORKER_PLAN] = self.estimated  # type: ignore[attr-defined]
         if settings.max_cost is not None and estimate is not None and estimate > settings.max_cost:
-            raise pytest.UsageError(f"researchqa: the run's estimated cost {spend_text(estimate)} is above "
-                                    f"--researchqa-max-cost={spend_text(settings.max_cost)}: select fewer rows "
-                                    "(--researchqa-sample, -k) or raise the budget")
+            self._refuse(items, f"researchqa: the run's estimated cost {spend_text(estimate)} is above "
+                                f"--researchqa-max-cost={spend_text(settings.max_cost)}: select fewer rows "
+                                "(--researchqa-sample, -k) or raise the budget")
+            return
         if settings.dry_run:  # every benchmark row is deselected: nothing runs, nothing is called
             rows = [i for i in items if case_of(i) is not None]
             config.hook.pytest_deselected(items=rows)
             items[:] = [i for i in items if case_of(i) is None]
             config.stash[DRY_RUN] = True
+
+    def _plan(self, cases: list[Any]) -> Optional[float]:
+        """The call plan of these cases (or the family's own estimate), printed: its lines are ``self.estimated``.
+        Returns the estimated cost, when known."""
+        if self.state.family.call_estimate:  # a family that counts its own calls (the rubric family's battles)
+            self._print_estimate(cases)
+            return None
+        from .budget import plan_calls, plan_lines, total_cost
+
+        plans = plan_calls(self.state, cases)
+        self.estimated = ["", *(f"researchqa plan: {line}" for line in plan_lines(plans))]
+        self._write_lines(self.estimated)
+        return total_cost(plans)
+
+    def _write_lines(self, lines: list[str]) -> None:
+        """Lines for the terminal; a worker's have no terminal (its controller prints what it hands over)."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and not is_worker(self.config):
+            for line in lines:
+                reporter.write_line(line)
+
+    def _refuse(self, items: list[pytest.Item], message: str) -> None:
+        """End the run before any row with a usage error (exit 4). An xdist worker must not raise it: its controller
+        would hand it tests it never runs (INTERNALERROR) and the message would be lost. The worker keeps no test
+        and hands the message over; the controller ends the run with it (``pytest_sessionfinish``)."""
+        self.refused = True
+        if not is_worker(self.config):
+            raise pytest.UsageError(message)
+        self.config.hook.pytest_deselected(items=list(items))
+        items.clear()
+        self.config.workeroutput[WORKER_REFUSAL] = message  # type: ignore[attr-defined]
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -164,59 +193,67 @@ class RunHooks:
         row_items = [i for i in session.items if (c := case_of(i)) is not None and c.kind == "row"]
         self.selected = len(row_items)
         self.generated = self.config.stash.get(GENERATED, self.selected)
-        settings = self.config.stash[SETTINGS]
-        if not row_items and not settings.requested:
-            return  # a run without the benchmark: nothing to count, nothing to start
-        if settings.requested and self.selected == 0 and not session.config.option.collectonly:
-            self._refuse_an_empty_selection(session)
-        if session.config.option.collectonly:
-            return  # --collect-only must never spend money
+        if not row_items or session.config.option.collectonly or self.refused:
+            return  # no row to start (--collect-only must never spend money; pytest calls this after a refusal)
         self._freeze()  # the items, as the dataset at the start of collection
         self._start_rows(row_items)
 
-    def _refuse_an_empty_selection(self, session: pytest.Session) -> None:
-        """A requested benchmark that selected no row is a usage error, unless pytest's own error says more."""
-        if any((c := case_of(i)) is not None and c.kind == "problem" for i in session.items):
-            return  # the invalid rows' own errors say why nothing runs
+    def _check_selection(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """Before any row: the family's check of the selected rows, and a requested benchmark that selected no row
+        is a usage error, unless pytest's own error says more or the selection kept other tests (``-k test_plain``:
+        they run, and the summary says no row was selected). Decided here, before xdist's workers send what they
+        collected, so that the exit status and every medium read the same with ``-n`` as without it."""
+        if config.stash.get(DRY_RUN, False) or config.option.collectonly or self.refused:
+            return  # nothing runs: the plan is printed, the rows listed, or the run refused already
+        cases = [c for i in items if (c := case_of(i)) is not None]
+        rows = [c for c in cases if c.kind == "row"]
+        if rows:
+            self._check_the_family_may_start(items, rows)
+            return
+        if not config.stash[SETTINGS].requested or any(c.kind == "problem" for c in cases):
+            return  # the benchmark was not asked for, or invalid rows' own errors say why nothing runs
         from .row_reports import first_missing_path
 
-        if not session.config.option.pyargs and first_missing_path(session.config) is not None:
+        if not config.option.pyargs and first_missing_path(config) is not None:
             return  # pytest's own "file or directory not found" follows; ours would replace it
-        if self.generated == 0:
-            # pytest calls this hook from a `finally`: a load error raised during collection would
-            # be replaced by ours, so load again here and let its own message stand.
-            _ = self.state.dataset
-            self._say_why_the_default_test_did_not_load()
-            raise pytest.UsageError(f"researchqa: the dataset {self.state.dataset_path} has no rows to run")
-        raise pytest.UsageError(f"researchqa: no row of {self.state.dataset_path} matches the selection "
+        generated = config.stash.get(GENERATED, 0)
+        if generated == 0:
+            _ = self.state.dataset  # a load error raised during collection: its own message stands
+            self._refuse(items, self._why_the_dataset_gave_no_row())
+        elif not items:  # other tests kept by the selection run; the summary says no row was selected
+            self._refuse(items, f"researchqa: no row of {self.state.dataset_path} matches the selection "
                                 f"({self._selection().slice_description or 'deselected'})")
 
-    def _say_why_the_default_test_did_not_load(self) -> None:
-        """Why a dataset with rows gave no row to run: the family's default test module did not import (said as
-        collection said it), or no test takes a row."""
+    def _check_the_family_may_start(self, items: list[pytest.Item], cases: list[Any]) -> None:
+        """The family's check of the selected rows before any of them (``Family.before_rows``)."""
+        state = self.state
+        if state.family.before_rows:
+            from .families import resolve
+
+            rows = {id(row): row for row in (state.dataset.rows[case.position] for case in cases)}
+            refusal = resolve(state.family.before_rows)(list(rows.values()), state.settings)
+            if refusal:
+                self._refuse(items, refusal)
+
+    def _why_the_dataset_gave_no_row(self) -> str:
+        """Why a run generated no row: the dataset has none, the family's default test module did not import (said
+        as collection said it), or no test takes a row."""
         from .families import DeclarationError
 
         rows, family = self.state.dataset.rows, self.state.family
-        if rows:
-            try:
-                family.protocol_file()
-            except DeclarationError as error:
-                raise pytest.UsageError(f"researchqa: {error}") from None
-            raise pytest.UsageError(
-                f"researchqa: the dataset {self.state.dataset_path} has {len(rows)} row(s), but no collected test "
+        if not rows:
+            return f"researchqa: the dataset {self.state.dataset_path} has no rows to run"
+        try:
+            family.protocol_file()
+        except DeclarationError as error:
+            return f"researchqa: {error}"
+        return (f"researchqa: the dataset {self.state.dataset_path} has {len(rows)} row(s), but no collected test "
                 f"takes them: none has a researchqa_row argument (the {family.name} family's default tests, in its "
                 f"protocol_module {family.protocol_module}, have none)")
 
     def _start_rows(self, row_items: list[pytest.Item]) -> None:
-        """The family's check before any row, the estimate and progress, and the model calls set in flight."""
+        """The estimate and progress, and the model calls set in flight."""
         state, settings = self.state, self.config.stash[SETTINGS]
-        if state.family.before_rows:
-            from .families import resolve
-
-            rows = [state.dataset.rows[c.position] for i in row_items if (c := case_of(i)) is not None]
-            refusal = resolve(state.family.before_rows)(list({id(r): r for r in rows}.values()), settings)
-            if refusal:
-                raise pytest.UsageError(refusal)
         if not is_worker(self.config):
             self._print_estimate([c for i in row_items if (c := case_of(i)) is not None])
             if settings.models:
@@ -243,11 +280,16 @@ class RunHooks:
     # -- xdist controller ----------------------------------------------------------------
     def node_collected(self, ids: list[str]) -> None:
         settings = self.config.stash[SETTINGS]
-        if (self.estimated is None and settings.active and settings.benchmark_family.call_estimate
-                and (settings.models or settings.judges)):  # before xdist hands out the first row
+        planned = (settings.benchmark_family.call_estimate and (settings.models or settings.judges)
+                   or settings.models and settings.max_cost is not None)
+        if self.estimated is None and settings.active and planned and not settings.dry_run:
+            # The plan, before xdist hands out the first row. A dry run's workers kept no row: theirs is printed
+            # as they end (node_down), as is the plan of a run they refused.
             by_id = {case_id: case for case, case_id, _ in self.state.cases(with_systems=True)}
-            self._print_estimate([case for nodeid in dict.fromkeys(ids)
-                                  if (case := by_id.get(nodeid.rpartition("[")[2].rstrip("]"))) is not None])
+            cases = [case for nodeid in dict.fromkeys(ids)
+                     if (case := by_id.get(nodeid.rpartition("[")[2].rstrip("]"))) is not None]
+            if any(case.kind == "row" for case in cases):
+                self._plan(cases)
         models = settings.models
         if self.progress is None and models:
             total = sum(1 for nodeid in ids if any(f"[{model}-" in nodeid for model in models))
@@ -260,6 +302,13 @@ class RunHooks:
         note = workeroutput.get(WORKER_CACHE_NOTE)
         if note:
             self.worker_notes.append(note)
+        plan = workeroutput.get(WORKER_PLAN)
+        if plan is not None and self.estimated is None:  # every worker plans the same rows: the first one's
+            self.estimated = list(plan)
+            self._write_lines(self.estimated)
+            if self.config.stash[SETTINGS].dry_run:
+                self.config.stash[DRY_RUN] = True
+        self.refusal = self.refusal or workeroutput.get(WORKER_REFUSAL)
 
     def papers_by_test_id(self) -> dict[str, str]:
         """The paper of each row's test id, for the controller's scheduler. The dataset is read here once and,
@@ -285,10 +334,7 @@ class RunHooks:
         rows = state.dataset.rows
         answers = [(case.system, rows[case.position]) for case in cases if case.kind == "row" and case.system]
         self.estimated = resolve(state.family.call_estimate)(answers, state.services, settings)
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            for line in self.estimated:
-                reporter.write_line(line)
+        self._write_lines(self.estimated)
 
     def _new_progress(self, total: int, calls_here: bool = True) -> Any:
         """The run's progress lines; ``calls_here``: this process makes the model calls (not xdist's controller),
@@ -392,15 +438,9 @@ class RunHooks:
     @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file: the gates' testcases go in it
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """With gates, the run's outcome decides the exit status (see docs/gating.md)."""
-        if exitstatus != pytest.ExitCode.INTERRUPTED and (
-                self.keyboard_interrupt or isinstance(sys.exc_info()[1], KeyboardInterrupt)):
-            # A second Ctrl-C (an impatient user, GNU timeout signalling the group) cut pytest's own handling of
-            # the first short, before it set exit status 2: the run is still interrupted, never a finished one.
-            exitstatus = session.exitstatus = pytest.ExitCode.INTERRUPTED
+        exitstatus = session.exitstatus = self._exit_status_so_far(exitstatus)
         if self.progress is not None:
             self.progress.stop()  # every row is done; a run that ends early has no summary to stop it
-        if self.config.stash.get(DRY_RUN, False) and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
-            session.exitstatus = pytest.ExitCode.OK  # a dry run that printed its plan did what was asked
         state = started(self.config)
         if state is None:
             return  # the benchmark never ran: nothing to close, nothing to decide
@@ -414,15 +454,24 @@ class RunHooks:
         if is_worker(self.config):
             self.config.workeroutput[WORKER_SELECTION] = (self.generated, self.selected)  # type: ignore[attr-defined]
             self.config.workeroutput[WORKER_CACHE_NOTE] = state.services.cache_note()  # type: ignore[attr-defined]
-            return
-        if session.config.option.collectonly:
-            return  # the rows were only listed: no outcome to decide, no gate, no file written
-        if not (state.settings.requested or self.generated or state.session.records):
-            return  # the benchmark was neither asked for nor met in a test (ini settings, a plain unit run)
-        passed = self._conclude(state, session, exitstatus)
-        if passed is None or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-            return
-        session.exitstatus = pytest.ExitCode.OK if passed else pytest.ExitCode.TESTS_FAILED
+        elif not session.config.option.collectonly and (  # --collect-only: no outcome, no gate, no file
+                state.settings.requested or self.generated or state.session.records):  # else: ini settings alone
+            passed = self._conclude(state, session, exitstatus)
+            if passed is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+                session.exitstatus = pytest.ExitCode.OK if passed else pytest.ExitCode.TESTS_FAILED
+
+    def _exit_status_so_far(self, exitstatus: int) -> int:
+        """pytest's exit status, read as this run ended: still interrupted, refused, or a dry run's success."""
+        if exitstatus != pytest.ExitCode.INTERRUPTED and (
+                self.keyboard_interrupt or isinstance(sys.exc_info()[1], KeyboardInterrupt)):
+            # A second Ctrl-C (an impatient user, GNU timeout signalling the group) cut pytest's own handling of
+            # the first short, before it set exit status 2: the run is still interrupted, never a finished one.
+            return pytest.ExitCode.INTERRUPTED
+        if self.refusal is not None:  # as pytest ends a run whose collection raised a usage error
+            return pytest.ExitCode.USAGE_ERROR
+        if self.config.stash.get(DRY_RUN, False) and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+            return pytest.ExitCode.OK  # a dry run that printed its plan did what was asked
+        return exitstatus
 
     def _conclude(self, state: "RunState", session: pytest.Session, exitstatus: int) -> Optional[bool]:
         """The controller's close: the run's outcome, its files, its checks as reports; the gates' verdict."""
@@ -457,6 +506,8 @@ class RunHooks:
         records = state.session.records
         if not records or any(r.system for r in records) or all(r.invalid_row for r in records):
             return None  # every row invalid: no row could be answered, which the invalid rows say
+        if state.settings.audit:
+            return None  # an audit runs no system, and its headline says so
         named = [f"--{dest.replace('_', '-')}" for dest in ("researchqa_system", "researchqa_model")
                  if dest in state.settings.given]
         if not named:

@@ -26,8 +26,8 @@ class Services:
         self._runner: Optional["ModelRunner"] = None
         self._cache: Optional["AnswerCache"] = None
         self._judge_kinds: "Optional[dict[str, type[ModelJudge]]]" = None
-        # The run's xdist workers (1 serial): each has a runner of its own and spends its share of the budget.
-        self.workers = 1
+        # Under xdist: the folder where the run's workers keep what each spent, and this worker's name in it.
+        self.spend_ledger: Optional[tuple[str, str]] = None
 
     def is_model(self, name: Optional[str]) -> bool:
         return name is not None and name in self.settings.models
@@ -84,9 +84,14 @@ class Services:
 
             self._runner = ModelRunner(self.settings.concurrency, self.settings.rows_per_minute)
             if self.settings.max_cost is not None:
-                # The worker count xdist told this run, not the environment's: a pytester run inside a
-                # worker of an outer `pytest -n N` inherits its PYTEST_XDIST_WORKER_COUNT (tester44 LOW-4).
-                self._runner.budget_usd = self.settings.max_cost / max(self.workers, 1)
+                self._runner.budget_usd = self.settings.max_cost
+                if self.spend_ledger is not None:  # xdist's workers spend one budget together
+                    from pathlib import Path
+
+                    from .costs import SpendLedger
+
+                    folder, name = self.spend_ledger
+                    self._runner.ledger = SpendLedger(Path(folder), name)
         return self._runner
 
     def cache(self) -> "AnswerCache":

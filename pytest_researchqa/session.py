@@ -24,6 +24,7 @@ from .stats import Interval, bootstrap_mean
 
 __all__ = ["ResearchSession", "RunOutcome", "Selection"]
 
+AUDIT_UNGATED = "gates are not evaluated in an audit, which runs no system"
 INTERRUPTED = "the run was interrupted"  # Ctrl-C (pytest's exit status 2): every medium says it in these words
 
 
@@ -91,8 +92,6 @@ class ResearchSession:
         if self.recorded is not None:
             gated = self.recorded[0]
         notes: list[str] = list(dict.fromkeys(self.run_notes))
-        if (self.gates or self.regressions) and not self.gates_apply:
-            notes.append("gates are not evaluated in audit mode (no system runs)")
         answered = [r for r in records if r.system and not r.error]
         if answered and all(r.baseline for r in answered) and not any(r.judge for r in answered):
             notes.append("warning: this run measured no answer quality: baseline answers carry no citations to "
@@ -132,8 +131,14 @@ class ResearchSession:
             recorded_checks=self.recorded[1] if self.recorded is not None else None,
             interrupted=self.interrupted,
             unfinished=self.unfinished,
-            gates_without_rows=self.gates_decide and not gated and self.recorded is None,
+            ungated_why=self._ungated_why(gated),
         )
+
+    def _ungated_why(self, gated: bool) -> Optional[str]:
+        """Why the gates given decided nothing (None: they decided, or none was given)."""
+        if gated or self.recorded is not None or not (self.gates or self.regressions):
+            return None
+        return AUDIT_UNGATED if not self.gates_apply else "no benchmark row selected for the gates"
 
     def _unmeasured_systems(self, records: Sequence[RowRecord], comparison: Optional[Comparison],
                             gates: list[GateResult], regressions: list[RegressionResult],

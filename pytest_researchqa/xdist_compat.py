@@ -29,6 +29,7 @@ rewriting it (docs/architecture.md).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Optional
 
 import pytest
@@ -123,9 +124,16 @@ RECORD_TEXT = "researchqa_json"
 REPORT_TEXT = "researchqa_report"
 ROW_NODEIDS = "researchqa::"  # the built-in test's rows (active_hooks.PROTOCOL_NODEID)
 READS_TEXT = "researchqa_reads_text"  # in a worker's workerinput: its controller unpacks the text
-def worker_count(config: pytest.Config) -> int:
-    """How many workers this run's xdist controller started (1 when this is no worker)."""
-    return int(getattr(config, "workerinput", {}).get("workercount") or 1)
+SPEND_FOLDER = "researchqa_spend_folder"  # in a worker's workerinput: where the run's workers keep what they spent
+
+
+def spend_ledger(config: pytest.Config) -> Optional[tuple[str, str]]:
+    """On a worker of a run with a budget: the folder its controller made for what the workers spend, and this
+    worker's name in it. From xdist's workerinput, never the environment: a pytester run inside a worker of an
+    outer ``pytest -n N`` is serial, with the whole budget to itself (tester44 LOW-4)."""
+    workerinput = getattr(config, "workerinput", {})
+    folder = workerinput.get(SPEND_FOLDER)
+    return (str(folder), str(workerinput.get("workerid", "worker"))) if folder else None
 
 
 SYSTEM_PATHS = "researchqa_system_paths"  # in a worker's workerinput: where the controller imported user systems
@@ -268,6 +276,7 @@ class ControllerHooks:
         self._on_collection = on_collection
         self._on_node_down = on_node_down
         self._papers_by_test_id = papers_by_test_id
+        self._spent: Optional[str] = None  # the folder of what the workers spent (--researchqa-max-cost)
 
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         """Rows of one paper to one worker (see :func:`groups_by_paper`); None leaves xdist's choice."""
@@ -311,6 +320,19 @@ class ControllerHooks:
         config = getattr(node, "config", None)  # xdist's WorkerController has it; a test's stand-in may not
         settings = config.stash.get(SETTINGS, None) if config is not None else None
         node.workerinput[SYSTEM_PATHS] = import_roots(settings.systems) if settings is not None else []
+        if config is not None and settings is not None and settings.max_cost is not None:
+            node.workerinput[SPEND_FOLDER] = self._spend_folder(config)
+
+    def _spend_folder(self, config: pytest.Config) -> str:
+        """One folder for the run's workers to keep what each spent (:class:`~.costs.SpendLedger`), removed when
+        the run ends; a replacement worker reads what its crashed predecessor spent."""
+        if self._spent is None:
+            import shutil
+            import tempfile
+
+            self._spent = tempfile.mkdtemp(prefix="researchqa-spent-")
+            config.add_cleanup(functools.partial(shutil.rmtree, self._spent, ignore_errors=True))
+        return self._spent
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self._on_collection(ids)

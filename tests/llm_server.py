@@ -328,6 +328,9 @@ class ScriptedLLM:
         self.models: Optional[dict] = None
         self.gets: list[str] = []
         self.drip_gets = False  # GETs answered one byte every 0.1 s, headers included (for ~20 s, then cut)
+        # The tokens every completion reports (None: the reply's own small counts), to make a priced call cost
+        # what a real one of that size would.
+        self.usage: Optional[tuple[int, int]] = None
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -399,6 +402,10 @@ class ScriptedLLM:
                     return
                 status, payload, delay = server.respond(body)
                 body["_status"] = status
+                if server.usage is not None and isinstance(payload, dict) and "usage" in payload:
+                    prompt, completion_tokens = server.usage
+                    payload["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion_tokens,
+                                        "total_tokens": prompt + completion_tokens}
                 with server.lock:
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)

@@ -471,6 +471,26 @@ def test_a_dry_run_prints_the_call_plan_and_calls_nothing(pytester, server, tmp_
 
 
 @pytest.mark.slow
+def test_under_xdist_a_dry_run_calls_nothing_and_a_budget_below_the_estimate_refuses_to_start(pytester, server,
+                                                                                              tmp_path):
+    """tester45 MED-3: under `-n 2` a dry run made its 9 calls, and a budget below the estimate ran anyway (each
+    worker had half of it): xdist's controller collects nothing, and its workers never planned."""
+    dry = run_pytest(pytester, "--researchqa-model=openai/good", "-k", "edu", "--researchqa-dry-run", "-n", "2",
+                     cache=tmp_path, server=server, subprocess_=True)
+    assert dry.ret == pytest.ExitCode.OK and server.calls() == 0, dry.stdout.str()[-3000:]
+    dry.stdout.fnmatch_lines(["researchqa plan: answer openai/good: 9 call(s) to make, 0 answered already; *",
+                              "researchqa plan: total: 9 model call(s), estimated —*"])
+    priced = ("--researchqa-model=openai/gpt-4o", "--researchqa-model-param=openai/gpt-4o:profile=remote", "-k", "edu")
+    refused = run_pytest(pytester, *priced, "--researchqa-max-cost=0.001", "-n", "2", cache=tmp_path, server=server,
+                         subprocess_=True)
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR and server.calls() == 0, refused.stdout.str()[-3000:]
+    refused.stdout.fnmatch_lines(["researchqa plan: answer openai/gpt-4o: 9 call(s) to make, *estimated $0.0*"])
+    refused.stderr.fnmatch_lines(["ERROR: researchqa: the run's estimated cost $0.* is above "
+                                  "--researchqa-max-cost=$0.0010: select fewer rows*"])
+    assert "INTERNALERROR" not in refused.stdout.str()
+
+
+@pytest.mark.slow
 def test_a_budget_below_the_estimate_refuses_to_start_and_an_answered_run_costs_nothing(pytester, server, tmp_path,
                                                                                         monkeypatch):
     priced = ("--researchqa-model=openai/gpt-4o", "--researchqa-model-param=openai/gpt-4o:profile=remote", "-k", "edu")
@@ -488,6 +508,45 @@ def test_a_budget_below_the_estimate_refuses_to_start_and_an_answered_run_costs_
     again = run(pytester, server, *priced, "--researchqa-max-cost=0.001", cache=tmp_path)
     assert again.ret == pytest.ExitCode.OK and server.calls() == 9, "every answer is on disk: nothing to pay for"
     again.stdout.fnmatch_lines(["researchqa plan: answer openai/gpt-4o: 0 call(s) to make, 9 answered already; *"])
+
+
+def test_xdist_workers_spend_one_budget_together_through_their_ledger(tmp_path):
+    """tester45: each worker had a fixed share, and xdist hands a paper's rows to one worker, so a slice of one
+    paper stopped at half the budget. The workers' runners now read what all of them spent."""
+    import asyncio
+
+    from pytest_researchqa.costs import SpendLedger
+    from pytest_researchqa.llm.engine import BudgetReached, CallResult, ModelRunner
+
+    first, second = ModelRunner(), ModelRunner()
+    try:
+        for runner, name in ((first, "gw0"), (second, "gw1")):
+            runner.budget_usd, runner.ledger = 0.01, SpendLedger(tmp_path, name)
+        for _ in range(3):  # one worker spends 0.009 of 0.01: a half share would have stopped it at 0.005
+            asyncio.run(first.pace("openai"))
+            first.charge(CallResult(content="x", latency_s=0.1, cost_usd=0.003))
+        asyncio.run(second.pace("openai"))  # 0.009 spent in all: the other worker's call still goes
+        second.charge(CallResult(content="x", latency_s=0.1, cost_usd=0.002))
+        for runner in (first, second):  # 0.011 in all: neither starts another
+            with pytest.raises(BudgetReached, match=r"not run: the run's budget \(\$0.0100\) was spent"):
+                asyncio.run(runner.pace("openai"))
+        (tmp_path / "gw2").write_text("not a number")  # a replacement worker's file, cut short by a crash
+        assert SpendLedger(tmp_path, "gw3").total() == pytest.approx(0.011)
+    finally:
+        first.close()
+        second.close()
+
+
+@pytest.mark.slow
+def test_under_xdist_a_slice_of_one_paper_can_spend_the_whole_budget(pytester, server, tmp_path):
+    """tester45: `-n 2 -k edu` put all 9 rows (one paper) on one worker, whose half of the budget ran out after 7."""
+    server.usage = (1160, 500)  # each call costs what the plan estimates for it: $0.0079 at gpt-4o's price
+    priced = ("--researchqa-model=openai/gpt-4o", "--researchqa-model-param=openai/gpt-4o:profile=remote", "-k", "edu")
+    result = run_pytest(pytester, *priced, "--researchqa-max-cost=0.075", "-n", "2", cache=tmp_path, server=server,
+                        subprocess_=True)
+    result.stdout.fnmatch_lines(["researchqa plan: total: 9 model call(s), estimated $0.0711*"])
+    assert result.ret == pytest.ExitCode.OK and server.calls() == 9, result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines(["9 of 9 selected rows measured (0 errors)*"])
 
 
 def test_a_spent_budget_stops_new_calls_and_no_gate_passes_on_the_run():

@@ -955,6 +955,23 @@ class TestPartialRuns:
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines(["*no row of *sample.yaml matches the selection (-k 'no_such_row')*"])
 
+    @pytest.mark.slow
+    def test_a_selection_that_keeps_only_a_users_own_test_runs_it_with_and_without_xdist(self, run, pytester):
+        """tester45 HIGH-1: `-n 2 -k plain` crashed in xdist's scheduler (INTERNALERROR: the worker refused after
+        it had sent its tests); serially the user's test never ran and the run was a usage error. `-k zzz` under
+        xdist exited 5 with no word of why; serially 4, saying why."""
+        pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+        gates = ("--researchqa-system=bm25", "--researchqa-fail-under=citation_accuracy=0.5", "--researchqa-json=s.json")
+        for extra in ((), ("-n", "2")):
+            kept = run(*gates, "-k", "plain", *extra, subprocess_=bool(extra))
+            assert kept.ret == pytest.ExitCode.OK and "INTERNALERROR" not in kept.stdout.str(), kept.stdout.str()[-3000:]
+            kept.assert_outcomes(passed=1, deselected=ROWS if not extra else None)
+            kept.stdout.fnmatch_lines(["researchqa: report only: no benchmark row selected for the gates*"])
+            assert json.loads((pytester.path / "s.json").read_text())["verdict"] == "report"
+            none = run(*gates, "-k", "zzz", *extra, subprocess_=bool(extra))
+            assert none.ret == pytest.ExitCode.USAGE_ERROR, (extra, none.stdout.str()[-3000:])
+            none.stderr.fnmatch_lines(["ERROR: researchqa: no row of *sample.yaml matches the selection (-k 'zzz')"])
+
     def test_an_empty_dataset_is_a_usage_error_naming_the_file(self, run, pytester):
         empty = pytester.path / "empty.jsonl"
         empty.write_text("")
@@ -964,10 +981,18 @@ class TestPartialRuns:
 
 
 @pytest.mark.slow
-def test_audit_with_a_gate_says_the_gates_do_not_apply(run):
-    result = run("--researchqa-audit", "--researchqa-fail-under=citation_accuracy=0.9")
+def test_audit_with_a_gate_says_the_gates_do_not_apply(run, pytester):
+    result = run("--researchqa-audit", "--researchqa-fail-under=citation_accuracy=0.9", "--researchqa-system=bm25",
+                 "--researchqa-json=s.json", "--researchqa-markdown=s.md")
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["*gates are not evaluated in audit mode*"])
+    said = "report only: gates are not evaluated in an audit, which runs no system"
+    result.stdout.fnmatch_lines(["*researchqa dataset audit*", "gates are not evaluated in an audit, which runs no system"])
+    # tester45 LOW-5: the JSON said "no gate configured", Markdown "report (no gate)", and a note that the named
+    # systems never ran because "no collected test asks for an answer" (an audit answers nothing, by design).
+    assert json.loads((pytester.path / "s.json").read_text())["headline"].startswith(said)
+    markdown = (pytester.path / "s.md").read_text()
+    assert markdown.startswith("## researchqa — report (gates are not evaluated in an audit, which runs no system)")
+    assert "no collected test asks for an answer" not in result.stdout.str() + markdown
 
 
 ASYNC_SYSTEM = '''

@@ -17,7 +17,10 @@ import random
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Coroutine, Optional
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..costs import SpendLedger
 
 # Status codes worth retrying: timeouts, conflicts, rate limits, server errors.
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
@@ -227,8 +230,9 @@ class ModelRunner:
         self._slots: dict[str, asyncio.Semaphore] = {}
         self._limits: dict[str, int] = {}
         self._pacers: dict[str, _Pacer] = {}
-        self.budget_usd: Optional[float] = None  # --researchqa-max-cost (this process's share under xdist)
-        self.spent_usd = 0.0
+        self.budget_usd: Optional[float] = None  # --researchqa-max-cost
+        self.spent_usd = 0.0  # by this process
+        self.ledger: Optional["SpendLedger"] = None  # the run's spending over its xdist workers
         self.activity = Activity()  # answers and verdicts asked and done, requests on the wire: for progress
 
     async def send(self, call: Awaitable["CallResult"]) -> "CallResult":
@@ -239,6 +243,8 @@ class ModelRunner:
         """Count a finished call's known price against the budget."""
         if result.cost_usd is not None:
             self.spent_usd += result.cost_usd
+            if self.ledger is not None:
+                self.ledger.record(self.spent_usd)
         return result
 
     def limit(self, provider: str, concurrency: int) -> None:
@@ -289,7 +295,8 @@ class ModelRunner:
     async def pace(self, provider: str) -> None:
         """Wait for this provider's next start slot; call right before each request is sent.
         A spent budget stops every request from here on (calls already sent finish)."""
-        if self.budget_usd is not None and self.spent_usd >= self.budget_usd:
+        if self.budget_usd is not None and (
+                self.ledger.total() if self.ledger is not None else self.spent_usd) >= self.budget_usd:
             from ..costs import BUDGET_STOP, spend_text
 
             raise BudgetReached(f"{BUDGET_STOP} ({spend_text(self.budget_usd)}) was spent before this call")

@@ -45,7 +45,8 @@ def render(outcome: "RunOutcome", family: Family, title: str = "researchqa") -> 
     comparison = outcome.comparison
     tables = leaderboard_tables(outcome.records, family, outcome.intervals, comparison)
     verdict = {"passed": " — gates passed ✅", "failed": " — gates FAILED ❌" if outcome.gated else " — FAILED ❌",
-               "undecidable": " — gates UNDECIDED ⚠️", "report": " — report (no gate)"}[outcome.verdict]
+               "undecidable": " — gates UNDECIDED ⚠️",
+               "report": f" — report ({outcome.ungated_why or 'no gate'})"}[outcome.verdict]
     if outcome.interrupted:  # said first, gated or not: a PR comment must not read as a whole run's report
         verdict = " — UNFINISHED (killed): no verdict" if outcome.unfinished else f" — INTERRUPTED{verdict}"
     parts = [f"## {title}{verdict}", "", table(tables[0].headers, tables[0].rows), ""]

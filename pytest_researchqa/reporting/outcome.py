@@ -75,9 +75,9 @@ class RunOutcome:
     family_step_error: Optional[str] = None  # that step raised (its results are missing)
     undecidable_fails: bool = False  # --researchqa-undecidable=fail
     missing_baseline: Optional[str] = None  # --researchqa-compare named a run that does not exist (yet)
-    # Gates were given, but the run selected no benchmark row for them to decide (-k matching none, a test file
-    # of one's own run with the ini's gates): said so, never "no gate configured" (tester44 MED-3).
-    gates_without_rows: bool = False
+    # Why gates that were given decided nothing: the run selected no benchmark row for them (a test file of one's
+    # own run with the ini's gates; tester44 MED-3), or it was an audit. Said so, never "no gate configured".
+    ungated_why: Optional[str] = None
 
     crashed: tuple[str, ...] = ()  # tests whose xdist worker died running them (a row's result may be missing)
     interrupted: bool = False  # stopped by Ctrl-C (exit status 2): `last` skips it, every medium says so
@@ -175,7 +175,7 @@ class RunOutcome:
         checks = self.checks
         failed = sum(c.fails_run for c in checks)
         undecided = sum(c.state == "undecidable" for c in checks)
-        why = "no benchmark row selected for the gates" if self.gates_without_rows else "no gate configured"
+        why = self.ungated_why or "no gate configured"
         if self.verdict == "report":
             return f"report only: {why} (rows below their bar do not fail the run)"
         if self.verdict == "failed" and not self.gated:

@@ -35,8 +35,9 @@ def write_audit(reporter: Any, outcome: "RunOutcome", family: "Family") -> None:
     if outcome.invalid_rows:
         write(f"{len(outcome.invalid_rows)} invalid dataset row(s): each is an erroring test naming its file, "
               "row and field", red=True)
-    for note in outcome.notes:
-        write(note, yellow=True)
+    for note in (*outcome.notes, outcome.ungated_why):
+        if note:
+            write(note, yellow=True)
 
 
 def write_summary(reporter: Any, outcome: "RunOutcome", family: "Family", settings: "Settings", *,

@@ -130,6 +130,14 @@ def test_a_gated_run_that_selected_no_benchmark_row_says_so_not_that_no_gate_is_
     assert outcome.headline == "report only: no benchmark row selected for the gates (rows below their bar do not fail the run)"
     ungated = ResearchSession(CITATION, selection=Selection(rows=0)).outcome()
     assert ungated.headline.startswith("report only: no gate configured")
+    # tester45 MED-2, LOW-5: Markdown's title said "report (no gate)"; an audit's headline "no gate configured".
+    from pytest_researchqa.reporting.markdown import render
+
+    assert render(outcome, CITATION).startswith("## researchqa — report (no benchmark row selected for the gates)")
+    assert render(ungated, CITATION).startswith("## researchqa — report (no gate)\n")
+    audit = ResearchSession(CITATION, [parse_gate("citation_accuracy=0.5", CITATION)], gates_apply=False)
+    audit.add(RowRecord(row_id="a", system=None, metrics={}))
+    assert audit.outcome().headline.startswith("report only: gates are not evaluated in an audit, which runs no system")
 
 
 def test_progress_counts_only_model_rows_even_when_other_rows_error():
