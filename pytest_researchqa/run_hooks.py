@@ -280,11 +280,12 @@ class RunHooks:
     # -- xdist controller ----------------------------------------------------------------
     def node_collected(self, ids: list[str]) -> None:
         settings = self.config.stash[SETTINGS]
-        planned = (settings.benchmark_family.call_estimate and (settings.models or settings.judges)
-                   or settings.models and settings.max_cost is not None)
-        if self.estimated is None and settings.active and planned and not settings.dry_run:
-            # The plan, before xdist hands out the first row. A dry run's workers kept no row: theirs is printed
-            # as they end (node_down), as is the plan of a run they refused.
+        if (self.estimated is None and settings.active and settings.benchmark_family.call_estimate
+                and (settings.models or settings.judges) and not settings.dry_run):
+            # The family's estimate, before xdist hands out the first row. The call plan of --researchqa-max-cost
+            # is the workers' (it prices calls with litellm, seconds to import on a controller that makes no call
+            # and holds the workers' first rows meanwhile): printed as the first worker ends (node_down), as is a
+            # dry run's, whose workers keep no row.
             by_id = {case_id: case for case, case_id, _ in self.state.cases(with_systems=True)}
             cases = [case for nodeid in dict.fromkeys(ids)
                      if (case := by_id.get(nodeid.rpartition("[")[2].rstrip("]"))) is not None]
