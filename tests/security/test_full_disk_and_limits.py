@@ -235,18 +235,20 @@ def test_a_thousand_system_schedule_is_counted_not_listed():
     assert judge_calls_refusal(calls, 0) is None and judge_calls_refusal(20_000, 20_000) is None
 
 
-def test_a_rubric_run_over_the_judge_call_cap_refuses_to_start(pytester, tmp_path):
+@pytest.mark.parametrize("extra", [(), pytest.param(("-n", "2"), marks=pytest.mark.slow, id="xdist")],
+                         ids=["serial", "xdist"])
+def test_a_rubric_run_over_the_judge_call_cap_refuses_to_start(pytester, tmp_path, extra):
+    """Under xdist too: a worker's refusal reaches its controller (tester45: INTERNALERROR, the message lost)."""
     args = ("--researchqa-system=rubric-oracle", "--researchqa-model=openai/good", "--researchqa-family=rubric",
             "--researchqa-judge=openai/judge-a", "--researchqa-model-param=openai/good:api_base=http://127.0.0.1:9",
             "--researchqa-model-param=openai/judge-a:api_base=http://127.0.0.1:9")  # nothing listens: no call made
-    for extra in ((), ("-n", "2")):  # under xdist too: a worker's refusal reaches its controller (tester45)
-        result = run_pytest(pytester, *args, "--researchqa-max-judge-calls=20", *extra, cache=tmp_path,
-                            subprocess_=bool(extra))
-        assert result.ret == pytest.ExitCode.USAGE_ERROR, (extra, result.stdout.str()[-3000:])
-        result.stderr.fnmatch_lines(["ERROR: researchqa: the pairwise schedule needs 24 judge calls, more than the "
-                                     "cap of 20; to run it, pass --researchqa-max-judge-calls=24 (or 0 for no cap)*"])
-        assert "INTERNALERROR" not in result.stdout.str()
-        assert not (tmp_path / "answers").exists(), "refused before any row ran"
+    result = run_pytest(pytester, *args, "--researchqa-max-judge-calls=20", *extra, cache=tmp_path,
+                        subprocess_=bool(extra))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()[-3000:]
+    result.stderr.fnmatch_lines(["ERROR: researchqa: the pairwise schedule needs 24 judge calls, more than the "
+                                 "cap of 20; to run it, pass --researchqa-max-judge-calls=24 (or 0 for no cap)*"])
+    assert "INTERNALERROR" not in result.stdout.str()
+    assert not (tmp_path / "answers").exists(), "refused before any row ran"
 
 
 # ------------------------------------------------------------------ item 12: a slow-drip local server
