@@ -455,7 +455,7 @@ class RunHooks:
         if is_worker(self.config):
             self.config.workeroutput[WORKER_SELECTION] = (self.generated, self.selected)  # type: ignore[attr-defined]
             self.config.workeroutput[WORKER_CACHE_NOTE] = state.services.cache_note()  # type: ignore[attr-defined]
-        elif not session.config.option.collectonly and (  # --collect-only: no outcome, no gate, no file
+        elif not (session.config.option.collectonly or self.refused or self.refusal) and (  # no outcome, no file
                 state.settings.requested or self.generated or state.session.records):  # else: ini settings alone
             passed = self._conclude(state, session, exitstatus)
             if passed is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):

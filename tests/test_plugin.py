@@ -968,9 +968,13 @@ class TestPartialRuns:
             kept.assert_outcomes(passed=1, deselected=ROWS if not extra else None)
             kept.stdout.fnmatch_lines(["researchqa: report only: no benchmark row selected for the gates*"])
             assert json.loads((pytester.path / "s.json").read_text())["verdict"] == "report"
+            (pytester.path / "s.json").unlink()
             none = run(*gates, "-k", "zzz", *extra, subprocess_=bool(extra))
             assert none.ret == pytest.ExitCode.USAGE_ERROR, (extra, none.stdout.str()[-3000:])
             none.stderr.fnmatch_lines(["ERROR: researchqa: no row of *sample.yaml matches the selection (-k 'zzz')"])
+            # A refused run has no verdict: before, its summary read "report only: no benchmark row selected ..."
+            # above the error, and it wrote a JSON summary saying "report".
+            assert "researchqa verdict" not in none.stdout.str() and not (pytester.path / "s.json").exists()
 
     def test_an_empty_dataset_is_a_usage_error_naming_the_file(self, run, pytester):
         empty = pytester.path / "empty.jsonl"
