@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .state import RunState
 
 JUDGE_OUTPUT_TOKENS = 300
+# A cited answer's length when nothing caps it (a model's without max_tokens, bm25's, the user's system's).
+UNCAPPED_ANSWER_TOKENS = 500
 JUDGE_PROMPT_OVERHEAD_TOKENS = 700  # the rubric and guidance around the question and the answer
 
 
@@ -44,41 +46,46 @@ class PlannedCalls:
 
 
 def plan_calls(state: "RunState", cases: Iterable["Case"]) -> list[PlannedCalls]:
-    """The answer and judge calls of these cases' model rows (rows of other systems cost nothing)."""
+    """The answer calls of these cases' model rows, and the judge calls of every answered row (a judge grades
+    bm25's or the user's own answers too, at a price; rows of other systems answer for nothing)."""
+    from .llm.judges import in_flip_sample
     from .papers import PaperUnavailable
 
     plans: dict[tuple[str, str], PlannedCalls] = {}
     for case in cases:
-        if case.kind != "row" or case.system is None or not state.services.is_model(case.system):
+        if case.kind != "row" or case.system is None:
             continue
         row = state.dataset.rows[case.position]
-        try:
-            paper = state.papers.get(row.paper_id, row.paper_s3_url) if state.family.uses_papers else None
-        except PaperUnavailable:
-            continue  # the row errors on its own; it calls nothing
-        system: Any = state.services.system(case.system)
-        planned = system.planned_call(row, paper, case.repeat) if hasattr(system, "planned_call") else None
-        answer = plans.setdefault((case.system, "answer"),
-                                  PlannedCalls(case.system, "answer", priced=not system.spec.local))
-        if planned is None:
-            answer.cached += 1
-            continue
-        prompt_tokens, output_tokens = planned
-        answer.fresh += 1
-        answer.prompt_tokens += prompt_tokens
-        answer.completion_tokens += output_tokens
-        judges = list(state.services.judges_for(case.system)) if state.settings.judges else []
+        answer_tokens = UNCAPPED_ANSWER_TOKENS  # what a judge reads of an answer not yet given
+        if state.services.is_model(case.system):
+            try:
+                paper = state.papers.get(row.paper_id, row.paper_s3_url) if state.family.uses_papers else None
+            except PaperUnavailable:
+                continue  # the row errors on its own; it calls nothing
+            system: Any = state.services.system(case.system)
+            planned = system.planned_call(row, paper, case.repeat) if hasattr(system, "planned_call") else None
+            answer = plans.setdefault((case.system, "answer"),
+                                      PlannedCalls(case.system, "answer", priced=not system.spec.local))
+            if planned is None:
+                answer.cached += 1
+                continue  # answered already, and judged with it
+            prompt_tokens, answer_tokens = planned
+            answer.fresh += 1
+            answer.prompt_tokens += prompt_tokens
+            answer.completion_tokens += answer_tokens
+        panel = state.services.judges_for(case.system) if state.settings.judges else []
+        verdicts_each = 1 + (getattr(panel, "repeats", 0) if in_flip_sample(row.row_id) else 0)  # the flip probe's
+        judges = [(judge, verdicts_each) for judge in panel]
         premise = state.services.premise_judge()
         if premise is not None and getattr(row, "question_type", None) == "adversarial":
-            judges.append(premise)  # a verdict for each answer to a false-premise question
-        if judges:
-            judged_chars = len(row.question) + len(getattr(row, "expected_answer", "") or "")
-            for judge in judges:
-                verdicts = plans.setdefault((judge.name, "judge"),
-                                            PlannedCalls(judge.spec.name, "judge", priced=not judge.spec.local))
-                verdicts.fresh += 1
-                verdicts.prompt_tokens += JUDGE_PROMPT_OVERHEAD_TOKENS + judged_chars // 4 + output_tokens
-                verdicts.completion_tokens += JUDGE_OUTPUT_TOKENS
+            judges.append((premise, 1))  # a verdict for each answer to a false-premise question
+        judged_chars = len(row.question) + len(getattr(row, "expected_answer", "") or "")
+        for judge, calls in judges:
+            verdicts = plans.setdefault((judge.name, "judge"),
+                                        PlannedCalls(judge.spec.name, "judge", priced=not judge.spec.local))
+            verdicts.fresh += calls
+            verdicts.prompt_tokens += calls * (JUDGE_PROMPT_OVERHEAD_TOKENS + judged_chars // 4 + answer_tokens)
+            verdicts.completion_tokens += calls * JUDGE_OUTPUT_TOKENS
     return list(plans.values())
 
 

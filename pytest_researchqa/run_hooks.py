@@ -63,6 +63,7 @@ class RunHooks:
         self.spills: Optional[bool] = None  # whether saved records let go of their details (_spills_details)
         self.unwritten: dict[str, str] = {}  # path -> why a full disk (or a bad path) kept it from being written
         self.keyboard_interrupt = False  # pytest met a Ctrl-C (see pytest_sessionfinish: a second one hides it)
+        self.plan_to_print: list[str] = []  # the call plan an xdist worker handed over, for the summary
         self.refused = False  # this process ended the run before any row (_refuse)
         self.refusal: Optional[str] = None  # the usage error an xdist worker ended the run with (_refuse)
         self.frozen = False  # whether this run moved the objects alive at its start out of Python's collections
@@ -136,8 +137,9 @@ class RunHooks:
         each worker collects every item, so its plan is the run's: it hands the plan (and a refusal) to the
         controller, which collects nothing and prints them (:meth:`_refuse`)."""
         settings = config.stash[SETTINGS]
-        if not settings.models or not (settings.dry_run or settings.max_cost is not None):
-            return
+        if (not (settings.models or settings.judges or settings.flagged_judge)
+                or not (settings.dry_run or settings.max_cost is not None)):
+            return  # no model to call: no plan
         from .costs import spend_text
 
         estimate = self._plan([c for i in items if (c := case_of(i)) is not None])
@@ -158,8 +160,7 @@ class RunHooks:
         """The call plan of these cases (or the family's own estimate), printed: its lines are ``self.estimated``.
         Returns the estimated cost, when known."""
         if self.state.family.call_estimate:  # a family that counts its own calls (the rubric family's battles)
-            self._print_estimate(cases)
-            return None
+            return self._print_estimate(cases)
         from .budget import plan_calls, plan_lines, total_cost
 
         plans = plan_calls(self.state, cases)
@@ -216,10 +217,17 @@ class RunHooks:
 
         if not config.option.pyargs and first_missing_path(config) is not None:
             return  # pytest's own "file or directory not found" follows; ours would replace it
-        generated = config.stash.get(GENERATED, 0)
-        if generated == 0:
+        if config.stash.get(GENERATED, 0) == 0:
             _ = self.state.dataset  # a load error raised during collection: its own message stands
-            self._refuse(items, self._why_the_dataset_gave_no_row())
+            broken = self._why_the_dataset_gave_no_row()
+            if broken is not None:
+                self._refuse(items, broken)
+            elif not items:  # the rows' tests were not collected (--lf after a test of one's own failed): fine
+                family = self.state.family
+                self._refuse(items, f"researchqa: the dataset {self.state.dataset_path} has "
+                                    f"{len(self.state.dataset.rows)} row(s), but no collected test takes them: none "
+                                    f"has a researchqa_row argument (the {family.name} family's default tests, in "
+                                    f"its protocol_module {family.protocol_module}, have none)")
         elif not items:  # other tests kept by the selection run; the summary says no row was selected
             self._refuse(items, f"researchqa: no row of {self.state.dataset_path} matches the selection "
                                 f"({self._selection().slice_description or 'deselected'})")
@@ -235,9 +243,10 @@ class RunHooks:
             if refusal:
                 self._refuse(items, refusal)
 
-    def _why_the_dataset_gave_no_row(self) -> str:
-        """Why a run generated no row: the dataset has none, the family's default test module did not import (said
-        as collection said it), or no test takes a row."""
+    def _why_the_dataset_gave_no_row(self) -> Optional[str]:
+        """Why a run generated no row, when something is broken: the dataset has none, or the family's default test
+        module did not import (said as collection said it). None when the rows are there and the family's tests
+        load: none was collected (``--lf`` after a test of one's own failed, a path given), or none takes a row."""
         from .families import DeclarationError
 
         rows, family = self.state.dataset.rows, self.state.family
@@ -247,15 +256,14 @@ class RunHooks:
             family.protocol_file()
         except DeclarationError as error:
             return f"researchqa: {error}"
-        return (f"researchqa: the dataset {self.state.dataset_path} has {len(rows)} row(s), but no collected test "
-                f"takes them: none has a researchqa_row argument (the {family.name} family's default tests, in its "
-                f"protocol_module {family.protocol_module}, have none)")
+        return None
 
     def _start_rows(self, row_items: list[pytest.Item]) -> None:
         """The estimate and progress, and the model calls set in flight."""
         state, settings = self.state, self.config.stash[SETTINGS]
         if not is_worker(self.config):
-            self._print_estimate([c for i in row_items if (c := case_of(i)) is not None])
+            if self.estimated is None:  # not printed with the plan of --researchqa-max-cost
+                self._print_estimate([c for i in row_items if (c := case_of(i)) is not None])
             if settings.models:
                 models = [i for i in row_items if state.services.is_model(case_of(i).system)]  # type: ignore[union-attr]
                 state.services.ready_models()  # litellm's import is not the first seconds of the progress clock
@@ -305,8 +313,7 @@ class RunHooks:
             self.worker_notes.append(note)
         plan = workeroutput.get(WORKER_PLAN)
         if plan is not None and self.estimated is None:  # every worker plans the same rows: the first one's
-            self.estimated = list(plan)
-            self._write_lines(self.estimated)
+            self.estimated = self.plan_to_print = list(plan)  # in the summary: other workers may still be running
             if self.config.stash[SETTINGS].dry_run:
                 self.config.stash[DRY_RUN] = True
         self.refusal = self.refusal or workeroutput.get(WORKER_REFUSAL)
@@ -323,19 +330,25 @@ class RunHooks:
             state.forget_dataset()
         return papers
 
-    def _print_estimate(self, cases: list[Any]) -> None:
-        """The family's call and cost estimate (``Family.call_estimate``), printed once before the first call."""
+    def _print_estimate(self, cases: list[Any]) -> Optional[float]:
+        """The family's call and cost estimate (``Family.call_estimate``), printed once before the first call;
+        returns the estimated cost, when the family estimated one."""
         state = self.state
         settings = state.settings
         self.estimated = []
         if not state.family.call_estimate or not (settings.models or settings.judges) or settings.audit:
-            return
+            return None
         from .families import resolve
+        from .families.protocols import Estimate
 
         rows = state.dataset.rows
         answers = [(case.system, rows[case.position]) for case in cases if case.kind == "row" and case.system]
-        self.estimated = resolve(state.family.call_estimate)(answers, state.services, settings)
+        estimate = resolve(state.family.call_estimate)(answers, state.services, settings)
+        if not isinstance(estimate, Estimate):  # a family that prints lines and estimates no cost
+            estimate = Estimate(list(estimate), None)
+        self.estimated = estimate.lines
         self._write_lines(self.estimated)
+        return estimate.cost_usd
 
     def _new_progress(self, total: int, calls_here: bool = True) -> Any:
         """The run's progress lines; ``calls_here``: this process makes the model calls (not xdist's controller),
@@ -585,6 +598,8 @@ class RunHooks:
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if self.progress is not None:
             self.progress.stop()  # no progress line inside the summary
+        for line in self.plan_to_print:  # an xdist worker's plan (node_down)
+            terminalreporter.write_line(line)
         state = started(config)
         # Decided with no row finished (interrupted at once): its verdict is printed all the same.
         if state is None or is_worker(config) or not (state.session.records or state.session.decided):

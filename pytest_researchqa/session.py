@@ -96,6 +96,9 @@ class ResearchSession:
         if answered and all(r.baseline for r in answered) and not any(r.judge for r in answered):
             notes.append("warning: this run measured no answer quality: baseline answers carry no citations to "
                          "grade and no judge is configured (add --researchqa-judge=MODEL)")
+        if (unjudged := self._not_judged_for_the_budget()) and not gated:  # gated: said in the gates' checks
+            notes.append(f"{unjudged} row(s) not judged: the run's budget (--researchqa-max-cost) was spent before "
+                         "their verdicts")
         if self.missing_baseline is not None and not (gated and self.regressions):
             notes.append(f"no baseline: nothing compared (no saved run matches {self.missing_baseline!r})")
         comparison: Optional[Comparison] = None
@@ -174,12 +177,21 @@ class ResearchSession:
             return f"{len(self.crashed)} test(s) crashed their xdist worker"
         return "the run stopped early (-x / --maxfail)"
 
+    def _not_judged_for_the_budget(self) -> int:
+        """Rows a judge did not grade because --researchqa-max-cost was spent before its verdict."""
+        from .costs import BUDGET_STOP
+
+        return sum(1 for r in self.records if not r.error and any(BUDGET_STOP in f for f in r.judge_failures))
+
     def _partial_reasons(self, measured: int) -> list[str]:
         from .costs import BUDGET_STOP
 
         stopped = sum(1 for r in self.records if r.error and BUDGET_STOP in r.error)
         budget = [f"gate not decided: {stopped} row(s) not run because the run's budget "
                   "(--researchqa-max-cost) was spent"] if stopped else []
+        if unjudged := self._not_judged_for_the_budget():
+            budget.append(f"gate not decided: {unjudged} row(s) not judged because the run's budget "
+                          "(--researchqa-max-cost) was spent")
         if self.allow_partial:
             return budget  # a budget-stopped run is never a pass, partial runs allowed or not
         reasons = budget  # invalid rows fail the run on their own (run::valid_rows), allowed partial or not

@@ -510,6 +510,54 @@ def test_a_budget_below_the_estimate_refuses_to_start_and_an_answered_run_costs_
     again.stdout.fnmatch_lines(["researchqa plan: answer openai/gpt-4o: 0 call(s) to make, 9 answered already; *"])
 
 
+def test_a_dry_run_plans_the_judge_calls_of_every_answered_row_and_a_judge_alone_is_planned_too(
+        pytester, server, tmp_path):
+    """tester46 HIGH-1: with a judge and no --researchqa-model, a dry run printed no plan and judged all 27 rows;
+    MED-6: the plan left out the verdicts on bm25's answers (54 planned, 81 made)."""
+    alone = run(pytester, server, "--researchqa-system=bm25", "--researchqa-judge=openai/sloppy", "-k", "edu",
+                "--researchqa-dry-run", cache=tmp_path)
+    assert alone.ret == pytest.ExitCode.OK and server.calls() == 0, alone.stdout.str()[-3000:]
+    alone.stdout.fnmatch_lines(["researchqa plan: judge  openai/sloppy: 9 call(s) to make, *",
+                                "researchqa plan: total: 9 model call(s), *"])
+    both = run(pytester, server, "--researchqa-model=openai/good", "--researchqa-system=bm25",
+               "--researchqa-judge=openai/sloppy", "-k", "edu", "--researchqa-dry-run", cache=tmp_path)
+    assert server.calls() == 0
+    for line in ("answer openai/good: 9 call(s) to make, *", "judge  openai/sloppy: 18 call(s) to make, *",
+                 "total: 27 model call(s), *"):
+        both.stdout.fnmatch_lines([f"researchqa plan: {line}"])
+
+
+@pytest.mark.slow
+def test_a_judges_reported_cost_counts_against_the_budget(pytester, server, tmp_path):
+    """tester46 HIGH-2: verdicts were never priced, so a priced judge grading bm25 spent 37 times the budget."""
+    server.usage = (20_000, 5_000)  # $0.10 a verdict at gpt-4o's price: far above the plan's ~$0.006
+    judge = ("--researchqa-system=bm25", "--researchqa-judge=openai/gpt-4o", "-k", "edu",
+             "--researchqa-model-param=openai/gpt-4o:profile=remote", "--researchqa-concurrency=1")
+    result = run_pytest(pytester, *judge, "--researchqa-max-cost=0.09", cache=tmp_path, server=server)
+    result.stdout.fnmatch_lines(["researchqa plan: judge  openai/gpt-4o: 9 call(s) to make*"])
+    assert server.calls() == 1, "the first verdict spent the budget: no other was asked"
+    result.stdout.fnmatch_lines(["8 row(s) not judged: the run's budget (--researchqa-max-cost) was spent before "
+                                 "their verdicts"])
+    gated = run_pytest(pytester, *judge, "--researchqa-max-cost=0.09", "--researchqa-fail-under=citation_accuracy=0.5",
+                       cache=tmp_path, server=server)  # one verdict on disk, one more bought: 7 rows unjudged
+    assert gated.ret == pytest.ExitCode.TESTS_FAILED, "no gate passes on a run the budget cut short"
+    gated.stdout.fnmatch_lines(["*gate not decided: 7 row(s) not judged because the run's budget "
+                                "(--researchqa-max-cost) was spent*"])
+
+
+@pytest.mark.slow
+def test_a_rubric_run_whose_estimate_is_above_the_budget_refuses_to_start(pytester, server, tmp_path):
+    """tester46 MED-4: the rubric family printed "estimated cost $0.3718" above a $0.001 budget, then ran."""
+    priced = ("--researchqa-family=rubric", "--researchqa-system=rubric-oracle", "--researchqa-model=openai/gpt-4o",
+              "--researchqa-judge=openai/gpt-4o", "--researchqa-model-param=openai/gpt-4o:profile=remote")
+    refused = run_pytest(pytester, *priced, "--researchqa-max-cost=0.001", cache=tmp_path, server=server)
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR and server.calls() == 0, refused.stdout.str()[-3000:]
+    refused.stderr.fnmatch_lines(["ERROR: researchqa: the run's estimated cost $0.* is above "
+                                  "--researchqa-max-cost=$0.0010*"])
+    estimates = [line for line in refused.stdout.lines if line.startswith("researchqa: estimated cost $")]
+    assert len(estimates) == 1, "printed once (it was printed twice serially)"
+
+
 def test_xdist_workers_spend_one_budget_together_through_their_ledger(tmp_path):
     """tester45: each worker had a fixed share, and xdist hands a paper's rows to one worker, so a slice of one
     paper stopped at half the budget. The workers' runners now read what all of them spent."""

@@ -976,6 +976,17 @@ class TestPartialRuns:
             # above the error, and it wrote a JSON summary saying "report".
             assert "researchqa verdict" not in none.stdout.str() and not (pytester.path / "s.json").exists()
 
+    def test_last_failed_after_only_a_users_own_test_failed_reruns_that_test(self, pytester, tmp_path):
+        """tester46 MED-5: `--lf` collects only the failed test's file, so no row was generated, and the run was a
+        usage error ("no collected test takes them") that never reran the failing test."""
+        pytester.makepyfile(test_plain="def test_plain():\n    assert False\n")
+        args = ("--researchqa-system=oracle", f"--researchqa-cache-dir={tmp_path}")
+        assert pytester.runpytest(*args).ret == pytest.ExitCode.TESTS_FAILED
+        again = pytester.runpytest(*args, "--lf")
+        again.assert_outcomes(failed=1)
+        assert "ERROR: researchqa" not in again.stderr.str() and "run failed: 1 other test(s) failed" in (
+            again.stdout.str().lower())
+
     def test_an_empty_dataset_is_a_usage_error_naming_the_file(self, run, pytester):
         empty = pytester.path / "empty.jsonl"
         empty.write_text("")

@@ -18,7 +18,7 @@ A family provides (docs/extending.md walks through a small one):
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Optional, Protocol, Sequence, Union
 
 from ..dataset import FamilyRow as FamilyRow  # part of a family's interface, defined beside Dataset
 
@@ -67,9 +67,17 @@ class LeaderboardRenderer(Protocol):
                  results: Optional[Mapping[str, Any]]) -> "Union[str, Board]": ...
 
 
+class Estimate(NamedTuple):
+    """What a run will ask of models before its first call: the lines printed, and the estimated cost in US
+    dollars (None: unknown, a model without a price), which ``--researchqa-max-cost`` refuses above."""
+
+    lines: list[str]
+    cost_usd: Optional[float]
+
+
 class CallEstimate(Protocol):
-    """The lines printed before a run's first model call: what it will ask and may cost, given the
-    (system, row) pairs the run will answer."""
+    """What a run will ask and may cost, given the (system, row) pairs it will answer: an :class:`Estimate`, or
+    only the lines to print (a cost nobody estimated: the budget then applies to what calls report)."""
 
     def __call__(self, answers: "Sequence[tuple[str, Any]]", services: Services,
-                 settings: Settings) -> list[str]: ...
+                 settings: Settings) -> "Union[Estimate, list[str]]": ...

@@ -293,8 +293,9 @@ class ModelJudge(ModelCaller):
 
         async def attempt() -> CallResult:
             await self.runner.pace(self.spec.provider)
+            # Priced (unless served on this machine): --researchqa-max-cost counts a verdict's cost as an answer's.
             return await self.runner.send(_acompletion(self.spec.name, messages, self.timeout_s, params,
-                                                       priced=False, router=self.router))
+                                                       priced=not self.spec.local, router=self.router))
 
         result, scores = await with_retries(attempt, retries=self.retries, describe=f"judge {self.name}",
                                             validate=lambda r: self.parse(r.content, *subject),

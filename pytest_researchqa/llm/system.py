@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generic, Optional, TypeVar
 
 from ..answers import Answer
+from ..budget import UNCAPPED_ANSWER_TOKENS
 from ..dataset import FamilyRow
 from ..llm_params import (
     LOCAL_CONTEXT_TOKENS,
@@ -50,8 +51,6 @@ DEFAULT_CONTEXT_TOKENS = 128_000
 # the output, the prompt around the paper and a repair turn (the bad reply echoed, the schema).
 LOCAL_CHARS_PER_TOKEN = 3
 LOCAL_OUTPUT_TOKENS = 768
-# A cited answer's length when nothing caps it, for cost estimates before a run (--researchqa-max-cost).
-OUTPUT_TOKENS_ESTIMATE = 500
 # Parameters that steer the plugin, never sent to the provider.
 PLUGIN_PARAMS = ("max_input_tokens", "structured_output", "profile", "concurrency", "timeout")
 # How often a process waiting for another one's answer to the same key looks for it.
@@ -364,7 +363,7 @@ class ModelSystem(ModelCaller, Generic[RowT]):
         output cap); None when its answer is on disk already."""
         if not self.refresh and self.cache.get(self.repeat_key(row, paper, repeat)) is not None:
             return None
-        uncapped = LOCAL_OUTPUT_TOKENS if self.spec.local else OUTPUT_TOKENS_ESTIMATE
+        uncapped = LOCAL_OUTPUT_TOKENS if self.spec.local else UNCAPPED_ANSWER_TOKENS
         output = self.spec.params.get("max_tokens") or uncapped
         return self.prompt_chars(row, paper) // CHARS_PER_TOKEN + 1, int(output)
 

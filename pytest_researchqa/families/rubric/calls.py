@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from ...llm.system import CHARS_PER_TOKEN
+from ..protocols import Estimate
 
 if TYPE_CHECKING:  # pragma: no cover
     from .rows import ResearchRow
@@ -187,13 +188,14 @@ def plan(answers: Sequence[tuple[str, Any]], services: Any, settings: Any) -> Ca
     return counted
 
 
-def estimate_lines(answers: Sequence[tuple[str, Any]], services: Any, settings: Any) -> list[str]:
-    """What the plugin prints before the first call of a rubric run (nothing when no model is asked)."""
+def estimate_lines(answers: Sequence[tuple[str, Any]], services: Any, settings: Any) -> Estimate:
+    """What the plugin prints before the first call of a rubric run (nothing when no model is asked), and the
+    estimated cost."""
     from ...costs import spend_text, total_cost
 
     calls = plan(answers, services, settings)
     if not calls.calls:
-        return []
+        return Estimate([], 0.0)
     systems = len({system for system, _ in answers})
     queries = len({row.row_id for _, row in answers})
     parts = []
@@ -209,7 +211,8 @@ def estimate_lines(answers: Sequence[tuple[str, Any]], services: Any, settings: 
     prices = {model: None if model in calls.local else price(model, use) for model, use in calls.by_model.items()}
     known = {model: usd for model, usd in prices.items() if usd is not None}
     unknown = sorted(model for model, usd in prices.items() if usd is None)
-    total = spend_text(total_cost(prices.values()))
+    cost = total_cost(prices.values())
+    total = spend_text(cost)
     if known and unknown:  # the total is unknown; what is known is still worth saying
         total += f" ({spend_text(total_cost(known.values()))} for {', '.join(sorted(known))})"
     basis = (f"tokens estimated as prompt characters / {CHARS_PER_TOKEN}, answers of "
@@ -217,4 +220,4 @@ def estimate_lines(answers: Sequence[tuple[str, Any]], services: Any, settings: 
     lines.append(f"researchqa: estimated cost {total} ({basis}"
                  + (f"; no price for {', '.join(unknown)}: a local server or a model litellm does not list"
                     if unknown else "") + ")")
-    return lines
+    return Estimate(lines, cost)
