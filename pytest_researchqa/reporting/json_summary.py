@@ -69,7 +69,8 @@ def summary(outcome: "RunOutcome", family: Family, run: Optional[dict[str, Any]]
             "metrics": metrics,
             "judge": {k: _number(v) for k, v in item.judge_means.items()},
             "latency_s": _number(item.latency_s),
-            "cost_usd": _number(item.cost_usd),
+            # Rounded to a millionth of a dollar: a sum of prices is not exact in binary (0.3434999999999999).
+            "cost_usd": None if (cost := _number(item.cost_usd)) is None else round(cost, 6),
             "prompt_tokens": item.prompt_tokens,
             "completion_tokens": item.completion_tokens,
         })

@@ -467,3 +467,18 @@ def test_the_json_of_a_regression_gate_that_could_not_decide_names_no_rule_it_de
         session.add(judged_row(n, 0.2))
     [entry] = summary(session.outcome(), RUBRIC)["regressions"]
     assert (entry["state"], entry["decided_on"], entry["min_effect"]) == ("undecidable", None, None)
+
+
+def test_the_json_summary_gives_a_systems_cost_to_the_millionth_without_float_noise():
+    """tester46: the JSON said "cost_usd": 0.3434999999999999 (a sum of prices is not exact in binary)."""
+    from pytest_researchqa.families.citation import CITATION
+    from pytest_researchqa.records import RowRecord, Usage
+    from pytest_researchqa.reporting.json_summary import summary
+    from pytest_researchqa.session import ResearchSession
+
+    session = ResearchSession(CITATION)
+    for n in range(3):
+        session.add(RowRecord(row_id=f"r{n}", system="openai/x", model_system=True, metrics={"citation_accuracy": 1.0},
+                              usage=Usage(cost_usd=0.1)))
+    [system] = summary(session.outcome(), CITATION)["systems"]
+    assert 0.1 + 0.1 + 0.1 != 0.3 and system["cost_usd"] == 0.3
