@@ -112,7 +112,8 @@ def test_under_the_paper_protocol_a_system_that_wins_every_battle_keeps_its_batt
     assert cells(section(result, "pairwise:")[2])[2] == "100% (12)", "the win matrix is drawn"
     result.stdout.fnmatch_lines(["*Elo: no finite value: plain Bradley-Terry (the paper protocol, no prior) has none "
                                  "when a group of systems wins every battle against the rest: openai/good won every "
-                                 "battle against the others, openai/sloppy lost every one*"])
+                                 "battle against the others (+∞); openai/sloppy lost every one against the others "
+                                 "(−∞); the win matrix*"])
     results = json.loads((pytester.path / "s.json").read_text())["family_results"]
     assert results["battles"] == SAMPLE_ROWS and results["elo"] == {}
     assert results["no_finite_fit"] == {"openai/good": "+", "openai/sloppy": "-"}

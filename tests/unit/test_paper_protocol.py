@@ -294,6 +294,29 @@ def test_a_resample_where_one_system_beat_both_others_counts_as_without_a_finite
     assert bootstrap(["a", "b", "c"], battles, rounds=400)[0].diverged == 0, "the project's prior keeps fits finite"
 
 
+def test_without_a_prior_one_system_that_lost_every_battle_leaves_the_others_rated_among_themselves():
+    """tester41 T9: a loses to b and c every time; b and c split their battles. The paper protocol showed b and
+    c at +∞ with a at −∞, though b's and c's battles give them a finite Elo against each other."""
+    from pytest_researchqa.families.rubric.bradley_terry import finite_core
+    from pytest_researchqa.families.rubric.render import no_fit_note
+
+    battles = ([("b", "a", 1.0)] * 5 + [("c", "a", 1.0)] * 5 + [("b", "c", 1.0)] * 6 + [("c", "b", 1.0)] * 4)
+    assert finite_core(["a", "b", "c"], battles) == (["b", "c"], {"a": -math.inf})
+    scores = fit(["a", "b", "c"], battles, prior_draws=0.0)
+    assert scores["a"] == -math.inf and scores["b"] + scores["c"] == pytest.approx(2000)
+    assert scores["b"] - scores["c"] == pytest.approx(400 * math.log10(6 / 4)), "b's 6-4 over c, as on their own"
+    ratings = bootstrap(["a", "b", "c"], battles, rounds=200, prior_draws=0.0)
+    assert [r.system for r in ratings] == ["b", "c", "a"]
+    assert all(math.isfinite(r.sd) and r.sd > 0 for r in ratings[:2]) and math.isnan(ratings[2].sd)
+    note = no_fit_note({"a": "-"}, ["b", "c"])
+    assert note.startswith("Elo: no finite value for some systems") and "a lost every one against the others (−∞)" \
+        in note and "b, c are rated on their battles among themselves" in note
+    # A strict order leaves no group of two to rate: every system stays unbounded, as before.
+    chain = [("x", "y", 1.0), ("y", "z", 1.0)]
+    assert finite_core(["x", "y", "z"], chain) == ([], {})
+    assert fit(["x", "y", "z"], chain, prior_draws=0.0)["x"] == math.inf
+
+
 def test_without_a_prior_a_system_that_wins_every_battle_has_no_finite_fit_and_the_fit_says_so_instead_of_raising():
     """tester39 G3: the paper protocol's fit divided by a winless system's strength of 0."""
     from pytest_researchqa.families.rubric.bradley_terry import runaway

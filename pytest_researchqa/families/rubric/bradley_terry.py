@@ -13,8 +13,9 @@ win each way): a prior that keeps scores finite. It is not negligible: at the
 paper's scale (18 systems, ~50 battles per pair) it pulls the extremes inwards
 by ~30 Elo. The paper protocol fits plain Bradley-Terry (``prior_draws=0``), as
 the seed's leaderboard does; where it has no finite fit (a group of systems won
-every battle against the rest, :func:`runaway`), the scores are +inf for that
-group, -inf for a group that lost every such battle and nan between them. Systems
+every battle against the rest, :func:`runaway`), the largest group of at least two
+systems that can be rated among themselves is (:func:`finite_core`), and the others
+are +inf above it, -inf below it and nan where they cannot be placed. Systems
 in separate components of the comparison graph share no scale; :func:`connected`
 says whether they do.
 """
@@ -62,15 +63,8 @@ def connected(systems: Sequence[str], battles: Iterable[Battle]) -> bool:
     return len(seen) == len(systems)
 
 
-def runaway(systems: Sequence[str], battles: Iterable[Battle]) -> dict[str, float]:
-    """Where plain Bradley-Terry (no prior) has no finite fit: +inf for each system of a group that won every
-    battle it had against the other systems, -inf for each of a group that lost every such battle, nan for the
-    others (their score is unbounded too, the scale having none); empty when the fit is finite.
-
-    The maximum-likelihood fit is finite exactly when, in each connected part of the comparison graph, every
-    group of systems scored (a win or a tie) at least once against the rest (Ford, 1957): when the graph of
-    "scored against" is strongly connected there.
-    """
+def _scored(systems: Sequence[str], battles: Iterable[Battle]) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """Who scored (won or tied) against whom, and who met whom."""
     scored: dict[str, set[str]] = {s: set() for s in systems}
     met: dict[str, set[str]] = {s: set() for s in systems}
     for first, second, score in battles:
@@ -80,7 +74,11 @@ def runaway(systems: Sequence[str], battles: Iterable[Battle]) -> dict[str, floa
             scored[first].add(second)
         if score < 1:
             scored[second].add(first)
+    return scored, met
 
+
+def _reached(systems: Sequence[str], scored: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Each system's set of systems reached by a chain of "scored against" (itself included)."""
     def reach(start: str) -> set[str]:
         seen, todo = {start}, [start]
         while todo:
@@ -89,7 +87,20 @@ def runaway(systems: Sequence[str], battles: Iterable[Battle]) -> dict[str, floa
                 todo.append(other)
         return seen
 
-    reached = {s: reach(s) for s in systems}
+    return {s: reach(s) for s in systems}
+
+
+def runaway(systems: Sequence[str], battles: Iterable[Battle]) -> dict[str, float]:
+    """Where plain Bradley-Terry (no prior) has no finite fit: +inf for each system of a group that won every
+    battle it had against the other systems, -inf for each of a group that lost every such battle, nan for the
+    others (their score is unbounded too, the scale having none); empty when the fit is finite.
+
+    The maximum-likelihood fit is finite exactly when, in each connected part of the comparison graph, every
+    group of systems scored (a win or a tie) at least once against the rest (Ford, 1957): when the graph of
+    "scored against" is strongly connected there.
+    """
+    scored, met = _scored(systems, battles)
+    reached = _reached(systems, scored)
     found: dict[str, float] = {}
     for system in systems:
         group = {o for o in reached[system] if system in reached[o]}  # its strongly connected group
@@ -107,6 +118,31 @@ def runaway(systems: Sequence[str], battles: Iterable[Battle]) -> dict[str, floa
     if all(math.isnan(v) for v in found.values()):
         return {}
     return {s: found.get(s, math.nan) for s in systems}
+
+
+def finite_core(systems: Sequence[str], battles: Sequence[Battle]) -> tuple[list[str], dict[str, float]]:
+    """Where plain Bradley-Terry has no finite fit (:func:`runaway`), the largest group of at least two systems
+    that can still be rated among themselves (each scored against each by a chain of battles: their fit on their
+    own battles is finite), and each other system's place against it: +inf above it (it scored against the group,
+    the group never against it), -inf below, nan neither (never compared, or apart from the group). This is the
+    limit of the likelihood as the others run off: one system that lost every battle leaves the rest a finite
+    Elo among themselves (tester41 T9). ``([], {})`` when no such group exists."""
+    scored, _ = _scored(systems, battles)
+    reached = _reached(systems, scored)
+    groups = {frozenset(o for o in reached[s] if s in reached[o]) for s in systems}
+    inner = {g: sum(1 for a, b, _ in battles if a in g and b in g) for g in groups}
+    candidates = [g for g in groups if len(g) >= 2]
+    if not candidates:
+        return [], {}
+    core = max(candidates, key=lambda g: (len(g), inner[g], sorted(g)))
+    places: dict[str, float] = {}
+    anchor = next(iter(core))
+    for system in systems:
+        if system in core:
+            continue
+        above, below = anchor in reached[system], system in reached[anchor]
+        places[system] = math.inf if above and not below else -math.inf if below and not above else math.nan
+    return [s for s in systems if s in core], places
 
 
 def _tally(systems: Sequence[str], battles: Iterable[Battle], pairs: set[tuple[int, int]],
@@ -137,7 +173,12 @@ def fit(systems: Sequence[str], battles: Sequence[Battle], *, pairs: set[tuple[i
     if not systems:
         return {}
     if not prior_draws and (unbounded := runaway(systems, battles)):
-        return unbounded
+        core, places = finite_core(systems, battles)
+        if not core:
+            return unbounded
+        fitted = fit(core, [b for b in battles if b[0] not in places and b[1] not in places], tolerance=tolerance,
+                     max_iterations=max_iterations, start=start, prior_draws=0)
+        return {s: fitted[s] if s in fitted else places[s] for s in systems}
     index = {s: n for n, s in enumerate(systems)}
     if pairs is None:
         pairs = {tuple(sorted((index[a], index[b]))) for a, b, _ in battles}  # type: ignore[misc]
@@ -178,8 +219,12 @@ def bootstrap(systems: Sequence[str], battles: Sequence[Battle], *, rounds: int 
         return sorted((Rating(s, point[s], 0.0, point[s], point[s]) for s in systems),
                       key=lambda r: (-r.median, r.system))
     if not all(math.isfinite(p) for p in point.values()):  # no finite fit: none on any resample either
-        return sorted((Rating(s, point[s], math.nan, point[s], point[s], rounds) for s in systems),
-                      key=lambda r: (-r.point if not math.isnan(r.point) else 0.0, r.system))
+        core = [s for s in systems if math.isfinite(point[s])]  # rated among themselves (finite_core)
+        rated = bootstrap(core, [b for b in battles if b[0] in core and b[1] in core], rounds=rounds, seed=seed,
+                          prior_draws=0) if core else []
+        diverged = rated[0].diverged if rated else rounds
+        unrated = [Rating(s, point[s], math.nan, point[s], point[s], diverged) for s in systems if s not in core]
+        return sorted([*rated, *unrated], key=lambda r: (-r.median if not math.isnan(r.median) else 0.0, r.system))
     kinds: dict[Battle, int] = {}
     for battle in battles:
         kinds[battle] = kinds.get(battle, 0) + 1

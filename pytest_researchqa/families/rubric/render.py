@@ -26,14 +26,21 @@ LEAKAGE_NOT_CHECKED = ("leakage: not checked: no row names the survey its rubric
 _UNBOUNDED = {"+": "+∞", "-": "−∞"}  # no finite fit (the paper protocol): a group that won or lost every battle
 
 
-def no_fit_note(no_fit: dict[str, str]) -> str:
-    """Why the paper protocol prints no finite Elo, naming the systems that won or lost every battle."""
+def no_fit_note(no_fit: dict[str, str], rated: Sequence[str] = ()) -> str:
+    """Why the paper protocol prints no finite Elo for some systems (or any), naming those that won or lost every
+    battle against the others; ``rated``: the systems still rated among themselves (bradley_terry.finite_core)."""
     won = ", ".join(s for s, side in no_fit.items() if side == "+")
     lost = ", ".join(s for s, side in no_fit.items() if side == "-")
-    return ("Elo: no finite value: plain Bradley-Terry (the paper protocol, no prior) has none when a group of "
-            f"systems wins every battle against the rest: {won} won every battle against the others, {lost} lost "
-            "every one against the others (+∞/−∞ in the Elo column); the win matrix holds the battles, and the "
-            "project protocol's virtual draws give finite scores")
+    apart = ", ".join(s for s, side in no_fit.items() if side == "?")
+    sides = "; ".join(part for part in (f"{won} won every battle against the others (+∞)" if won else "",
+                                        f"{lost} lost every one against the others (−∞)" if lost else "",
+                                        f"{apart} cannot be placed against them (?)" if apart else "") if part)
+    head = ("Elo: no finite value for some systems" if rated else "Elo: no finite value") + (
+        ": plain Bradley-Terry (the paper protocol, no prior) has none when a group of systems wins every battle "
+        f"against the rest: {sides}")
+    rest = (f"; {', '.join(rated)} are rated on their battles among themselves" if rated else "")
+    return (f"{head}{rest}; the win matrix holds the battles, and the project protocol's virtual draws give finite "
+            "scores")
 
 
 def _pct(value: Optional[float], digits: int = 1) -> str:
@@ -224,7 +231,7 @@ def tournament_warnings(results: dict[str, Any]) -> list[str]:
         warnings.append(f"warning: {len(results['errors'])} battle(s) left out, their judge failed: "
                         + "; ".join(results["errors"][:3]))
     if results.get("no_finite_fit"):
-        warnings.append("warning: " + no_fit_note(results["no_finite_fit"]))
+        warnings.append("warning: " + no_fit_note(results["no_finite_fit"], sorted(results.get("elo") or {})))
     elif results.get("bootstrap_diverged"):
         warnings.append(f"warning: {results['bootstrap_diverged']} of the bootstrap's resamples have a system "
                         "(or a group of systems) winning or losing every battle against the others: they have no "
