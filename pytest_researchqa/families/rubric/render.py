@@ -32,9 +32,10 @@ def no_fit_note(no_fit: dict[str, str], rated: Sequence[str] = ()) -> str:
     won = ", ".join(s for s, side in no_fit.items() if side == "+")
     lost = ", ".join(s for s, side in no_fit.items() if side == "-")
     apart = ", ".join(s for s, side in no_fit.items() if side == "?")
-    sides = "; ".join(part for part in (f"{won} won every battle against the others (+∞)" if won else "",
-                                        f"{lost} lost every one against the others (−∞)" if lost else "",
-                                        f"{apart} cannot be placed against them (?)" if apart else "") if part)
+    parts = (f"{won} won every battle against the others (+∞)" if won else "",
+             f"{lost} lost every one against the others (−∞)" if lost else "",
+             f"{apart} has no finite value either, between them or apart (—)" if apart else "")
+    sides = "; ".join(part for part in parts if part)
     head = ("Elo: no finite value for some systems" if rated else "Elo: no finite value") + (
         ": plain Bradley-Terry (the paper protocol, no prior) has none when a group of systems wins every battle "
         f"against the rest: {sides}")
