@@ -476,8 +476,9 @@ def test_a_rubric_run_whose_answers_are_cached_says_so_from_its_first_seconds_wh
     lines = [line for line in result.stdout.lines if line.startswith("researchqa: ") and "model rows," in line]
     first, last = lines[0], lines[-1]
     match = re.match(r"researchqa: (\d)/6 model rows, 0 errors, \d from cache, answers 6/6 \(6 from cache\), "
-                     r"verdicts (\d) of 6 asked, 1 call in flight, spend —, elapsed \d+s", first)
+                     r"verdicts (\d) of 6 asked, (1 call|0 calls) in flight, spend —, elapsed \d+s", first)
     assert match, first
+    # A loaded machine can sample the line between one verdict's reply and the next request: 0 in flight then.
     assert int(match.group(1)) <= int(match.group(2)) < 6, "a row is done once judged; the rest are on the way"
     assert last.startswith("researchqa: 6/6 model rows, 0 errors, 6 from cache, answers 6/6 (6 from cache), "
                            "verdicts 6 of 6 asked, 0 calls in flight, spend —"), last
