@@ -558,6 +558,17 @@ def test_a_rubric_run_whose_estimate_is_above_the_budget_refuses_to_start(pytest
     assert len(estimates) == 1, "printed once (it was printed twice serially)"
 
 
+def test_an_answer_and_its_verdict_are_cached_under_the_model_not_the_endpoint_or_the_key(pytester, server, tmp_path):
+    """tester47 MED-4: a server on a new port (or a rotated key) paid for every answer and verdict again, though
+    docs/models.md says the cache key is the model's, whatever endpoint answered."""
+    args = ("--researchqa-model=openai/good", "--researchqa-judge=openai/judge-a", "-k", "edu")
+    first = run_pytest(pytester, *args, cache=tmp_path, server=server, key="first-key")
+    assert first.ret == pytest.ExitCode.OK and server.calls() == 18, first.stdout.str()[-2000:]
+    with ScriptedLLM() as moved:
+        again = run_pytest(pytester, *args, cache=tmp_path, server=moved, key="rotated-key")
+        assert again.ret == pytest.ExitCode.OK and moved.calls() == 0, again.stdout.str()[-2000:]
+
+
 def test_xdist_workers_spend_one_budget_together_through_their_ledger(tmp_path):
     """tester45: each worker had a fixed share, and xdist hands a paper's rows to one worker, so a slice of one
     paper stopped at half the budget. The workers' runners now read what all of them spent."""

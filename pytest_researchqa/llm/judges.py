@@ -267,7 +267,7 @@ class ModelJudge(ModelCaller):
 
     # -- shared -----------------------------------------------------------------------
     def key(self, *subject: Any, repeat: int = 0) -> str:
-        return cache_key(judge=self.spec.name, params=self.spec.call_params, prompt=self.prompt.sha, mode=self.kind,
+        return cache_key(judge=self.spec.name, params=self.spec.cache_params, prompt=self.prompt.sha, mode=self.kind,
                          repeat=repeat, **self.key_parts(*subject))
 
     def submit(self, *subject: Any, repeat: int = 0) -> concurrent.futures.Future[Any]:

@@ -23,6 +23,7 @@ from ..llm_params import (
     LOCAL_CONTEXT_TOKENS,
     is_local,
     is_loopback_url,
+    is_secret_name,
     known_secrets,
     parse_model_params,  # noqa: F401  (re-exported)
 )
@@ -51,6 +52,8 @@ DEFAULT_CONTEXT_TOKENS = 128_000
 # the output, the prompt around the paper and a repair turn (the bad reply echoed, the schema).
 LOCAL_CHARS_PER_TOKEN = 3
 LOCAL_OUTPUT_TOKENS = 768
+# Where a call goes, not what it asks: left out of the answer's cache key.
+ENDPOINT_PARAMS = frozenset({"api_base", "base_url"})
 # Parameters that steer the plugin, never sent to the provider.
 PLUGIN_PARAMS = ("max_input_tokens", "structured_output", "profile", "concurrency", "timeout")
 # How often a process waiting for another one's answer to the same key looks for it.
@@ -77,6 +80,12 @@ class ModelSpec:
     @property
     def call_params(self) -> dict[str, Any]:
         return {k: v for k, v in self.params.items() if k not in PLUGIN_PARAMS}
+
+    @property
+    def cache_params(self) -> dict[str, Any]:
+        """The call's parameters that name its answer in the cache: not where it was asked nor with which key (a
+        moved server or a rotated key pays for nothing again; docs/models.md: the key is the model's)."""
+        return {k: v for k, v in self.call_params.items() if k not in ENDPOINT_PARAMS and not is_secret_name(k)}
 
     @functools.cached_property
     def local(self) -> bool:

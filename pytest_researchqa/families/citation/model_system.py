@@ -66,7 +66,7 @@ class CitedAnswerSystem(ModelSystem[Row]):
         paper = _needed(paper)
         return cache_key(
             model=self.spec.name,
-            params=self.spec.call_params,
+            params=self.spec.cache_params,
             prompt=self.prompt.sha,
             mode="baseline" if self.baseline else "cited",
             question=row.question,

@@ -115,7 +115,7 @@ class ResearchAnswerSystem(ModelSystem[ResearchRow]):
         return cls(spec, runner, cache, settings, timeout_s=timeout_s)
 
     def key(self, row: ResearchRow, paper: "Optional[Paper]") -> str:
-        return cache_key(model=self.spec.name, params=self.spec.call_params, prompt=self.prompt.sha,
+        return cache_key(model=self.spec.name, params=self.spec.cache_params, prompt=self.prompt.sha,
                          mode="research", row=row.row_id, query=row.query, task=self.options.for_row(row))
 
     def render(self, row: ResearchRow, paper: "Optional[Paper]") -> tuple[str, dict[str, Any]]:

@@ -27,7 +27,7 @@ class DefinitionModel(ModelSystem[TermRow]):
         self.prompt = load_prompt(PROMPTS, "define")
 
     def key(self, row: TermRow, paper: None) -> str:
-        return cache_key(model=self.spec.name, params=self.spec.call_params, prompt=self.prompt.sha, term=row.term)
+        return cache_key(model=self.spec.name, params=self.spec.cache_params, prompt=self.prompt.sha, term=row.term)
 
     def render(self, row: TermRow, paper: None) -> tuple[str, dict[str, Any]]:
         return fill(self.prompt.template, {"term": row.term}), {"context": "none"}
