@@ -57,6 +57,7 @@ def plan_calls(state: "RunState", cases: Iterable["Case"]) -> list[PlannedCalls]
             continue
         row = state.dataset.rows[case.position]
         answer_tokens = UNCAPPED_ANSWER_TOKENS  # what a judge reads of an answer not yet given
+        cached: Optional[Any] = None  # the answer on disk already: its verdicts may be too
         if state.services.is_model(case.system):
             try:
                 paper = state.papers.get(row.paper_id, row.paper_s3_url) if state.family.uses_papers else None
@@ -68,19 +69,26 @@ def plan_calls(state: "RunState", cases: Iterable["Case"]) -> list[PlannedCalls]
                                       PlannedCalls(case.system, "answer", priced=not system.spec.local))
             if planned is None:
                 answer.cached += 1
-                continue  # answered already, and judged with it
-            prompt_tokens, answer_tokens = planned
-            answer.fresh += 1
-            answer.prompt_tokens += prompt_tokens
-            answer.completion_tokens += answer_tokens
+                cached = system.cached_answer(row, paper, case.repeat)
+                answer_tokens = len(cached.text) // 4 + 1 if cached is not None else answer_tokens
+            else:
+                prompt_tokens, answer_tokens = planned
+                answer.fresh += 1
+                answer.prompt_tokens += prompt_tokens
+                answer.completion_tokens += answer_tokens
         panel = state.services.judges_for(case.system) if state.settings.judges else []
-        verdicts_each = 1 + (getattr(panel, "repeats", 0) if in_flip_sample(row.row_id) else 0)  # the flip probe's
-        judges = [(judge, verdicts_each) for judge in panel]
+        repeats = range(1 + (getattr(panel, "repeats", 0) if in_flip_sample(row.row_id) else 0))  # the flip probe's
+        judges = [(judge, repeats) for judge in panel]
         premise = state.services.premise_judge()
         if premise is not None and getattr(row, "question_type", None) == "adversarial":
-            judges.append((premise, 1))  # a verdict for each answer to a false-premise question
+            # A verdict for each answer to a false-premise question, unless the answer refused (no subject).
+            if cached is None or premise.subject(row, cached) is not None:
+                judges.append((premise, range(1)))
         judged_chars = len(row.question) + len(getattr(row, "expected_answer", "") or "")
-        for judge, calls in judges:
+        for judge, verdicts_of in judges:
+            calls = sum(1 for n in verdicts_of if cached is None or not judge.has_verdict(row, cached, repeat=n))
+            if not calls:
+                continue
             verdicts = plans.setdefault((judge.name, "judge"),
                                         PlannedCalls(judge.spec.name, "judge", priced=not judge.spec.local))
             verdicts.fresh += calls

@@ -129,8 +129,9 @@ class RunHooks:
             config.hook.pytest_deselected(items=deselected)
             dropped = set(map(id, deselected))
             items[:] = [i for i in items if id(i) not in dropped]
-        self._check_budget(config, items)
-        self._check_selection(config, items)
+        self._check_selection(config, items)  # first: a dry run of a selection that matches nothing is refused too
+        if not self.refused:
+            self._check_budget(config, items)
 
     def _check_budget(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         """--researchqa-dry-run and --researchqa-max-cost: the call plan, before any call is made. Under xdist
@@ -468,7 +469,8 @@ class RunHooks:
         if is_worker(self.config):
             self.config.workeroutput[WORKER_SELECTION] = (self.generated, self.selected)  # type: ignore[attr-defined]
             self.config.workeroutput[WORKER_CACHE_NOTE] = state.services.cache_note()  # type: ignore[attr-defined]
-        elif not (session.config.option.collectonly or self.refused or self.refusal) and (  # no outcome, no file
+        elif not (session.config.option.collectonly or self.refused or self.refusal  # no outcome, no file: listed,
+                  or self.config.stash.get(DRY_RUN, False)) and (  # refused, or planned (a dry run measures nothing)
                 state.settings.requested or self.generated or state.session.records):  # else: ini settings alone
             passed = self._conclude(state, session, exitstatus)
             if passed is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):

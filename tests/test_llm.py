@@ -525,6 +525,14 @@ def test_a_dry_run_plans_the_judge_calls_of_every_answered_row_and_a_judge_alone
     for line in ("answer openai/good: 9 call(s) to make, *", "judge  openai/sloppy: 18 call(s) to make, *",
                  "total: 27 model call(s), *"):
         both.stdout.fnmatch_lines([f"researchqa plan: {line}"])
+    # tester47 LOW-7: a dry run wrote a JSON summary ("verdict": "report", 0 measured) over a real run's, and one
+    # of a selection matching nothing exited 0 where the run itself is refused.
+    summary = pytester.path / "s.json"
+    run(pytester, server, "--researchqa-model=openai/good", "--researchqa-dry-run", f"--researchqa-json={summary}",
+        cache=tmp_path)
+    assert not summary.exists()
+    nothing = run(pytester, server, "--researchqa-model=openai/good", "-k", "zzz", "--researchqa-dry-run", cache=tmp_path)
+    assert nothing.ret == pytest.ExitCode.USAGE_ERROR and server.calls() == 0
 
 
 @pytest.mark.slow
@@ -556,6 +564,21 @@ def test_a_rubric_run_whose_estimate_is_above_the_budget_refuses_to_start(pytest
                                   "--researchqa-max-cost=$0.0010*"])
     estimates = [line for line in refused.stdout.lines if line.startswith("researchqa: estimated cost $")]
     assert len(estimates) == 1, "printed once (it was printed twice serially)"
+
+
+def test_the_plan_asks_the_verdicts_a_cached_answer_lacks_and_none_it_has(pytester, server, tmp_path):
+    """tester47 HIGH-1: a judge added to a run whose answers were cached was planned at 0 calls and $0, and a
+    $0.001 budget let it spend ten times that; LOW-5: verdicts on disk were planned as calls."""
+    answers = ("--researchqa-model=openai/good", "-k", "edu")
+    assert run(pytester, server, *answers, cache=tmp_path).ret == pytest.ExitCode.OK and server.calls() == 9
+    judged = (*answers, "--researchqa-judge=openai/gpt-4o", "--researchqa-model-param=openai/gpt-4o:profile=remote")
+    refused = run_pytest(pytester, *judged, "--researchqa-max-cost=0.001", cache=tmp_path, server=server)
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR and server.calls() == 9, refused.stdout.str()[-2000:]
+    refused.stdout.fnmatch_lines(["researchqa plan: judge  openai/gpt-4o: 9 call(s) to make, *estimated $0.0*"])
+    paid = run_pytest(pytester, *judged, "--researchqa-max-cost=1", cache=tmp_path, server=server)
+    assert paid.ret == pytest.ExitCode.OK and server.calls() == 18
+    warm = run_pytest(pytester, *judged, "--researchqa-dry-run", cache=tmp_path, server=server)
+    warm.stdout.fnmatch_lines(["researchqa plan: total: 0 model call(s), *"])
 
 
 def test_an_answer_and_its_verdict_are_cached_under_the_model_not_the_endpoint_or_the_key(pytester, server, tmp_path):

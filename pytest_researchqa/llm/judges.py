@@ -270,6 +270,11 @@ class ModelJudge(ModelCaller):
         return cache_key(judge=self.spec.name, params=self.spec.cache_params, prompt=self.prompt.sha, mode=self.kind,
                          repeat=repeat, **self.key_parts(*subject))
 
+    def has_verdict(self, row: Any, answer: Any, repeat: int = 0) -> bool:
+        """Whether the cache holds this judge's verdict on this answer already (a call the run will not make)."""
+        subject = self.subject(row, answer) or ()
+        return self.cache.get(self.key(*subject, repeat=repeat), self._accepts(subject)) is not None
+
     def submit(self, *subject: Any, repeat: int = 0) -> concurrent.futures.Future[Any]:
         """The verdict's future: from the cache, from a call already in flight, or a new call."""
         key = self.key(*subject, repeat=repeat)

@@ -376,6 +376,11 @@ class ModelSystem(ModelCaller, Generic[RowT]):
         output = self.spec.params.get("max_tokens") or uncapped
         return self.prompt_chars(row, paper) // CHARS_PER_TOKEN + 1, int(output)
 
+    def cached_answer(self, row: RowT, paper: "Optional[Paper]", repeat: int = 0) -> Optional[Answer]:
+        """This row's answer as the cache holds it (None: it has none, or this run refreshes answers)."""
+        entry = None if self.refresh else self.cache.get(self.repeat_key(row, paper, repeat))
+        return None if entry is None else self._to_answer(entry, cached=True)
+
     def _to_answer(self, entry: dict[str, Any], cached: bool = False) -> Answer:
         """``cached``: answered without a call of this run (from the cache, or another run's call)."""
         meta = {k: entry.get(k) for k in ("latency_s", "queue_s", "cost_usd", "prompt_tokens", "completion_tokens",
