@@ -101,9 +101,10 @@ class RunOutcome:
                                f"no baseline: nothing compared (no saved run matches {self.missing_baseline!r}); "
                                "the regression gates cannot decide", self._fails("undecidable")))
         for reason in self.partial_reasons:
-            found.append(Check("run", "run::whole", "failed",
-                               f"{reason}; the gates do not pass a partial run (--researchqa-allow-partial to allow)",
-                               True))
+            why = ("no gate passes a run the budget cut short, --researchqa-allow-partial or not"
+                   if "--researchqa-max-cost" in reason  # session._partial_reasons: the budget's, allowed or not
+                   else "the gates do not pass a partial run (--researchqa-allow-partial to allow)")
+            found.append(Check("run", "run::whole", "failed", f"{reason}; {why}", True))
         return (*found, *self._run_checks())
 
     def _run_checks(self) -> tuple[Check, ...]:
