@@ -19,8 +19,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .state import RunState
 
 JUDGE_OUTPUT_TOKENS = 300
-# A cited answer's length when nothing caps it (a model's without max_tokens, bm25's, the user's system's).
-UNCAPPED_ANSWER_TOKENS = 500
 JUDGE_PROMPT_OVERHEAD_TOKENS = 700  # the rubric and guidance around the question and the answer
 
 
@@ -49,6 +47,7 @@ def plan_calls(state: "RunState", cases: Iterable["Case"]) -> list[PlannedCalls]
     """The answer calls of these cases' model rows, and the judge calls of every answered row (a judge grades
     bm25's or the user's own answers too, at a price; rows of other systems answer for nothing)."""
     from .llm.judges import in_flip_sample
+    from .llm.system import UNCAPPED_ANSWER_TOKENS
     from .papers import PaperUnavailable
 
     plans: dict[tuple[str, str], PlannedCalls] = {}

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generic, Optional, TypeVar
 
 from ..answers import Answer
-from ..budget import UNCAPPED_ANSWER_TOKENS
 from ..dataset import FamilyRow
 from ..llm_params import (
     LOCAL_CONTEXT_TOKENS,
@@ -52,6 +51,9 @@ DEFAULT_CONTEXT_TOKENS = 128_000
 # the output, the prompt around the paper and a repair turn (the bad reply echoed, the schema).
 LOCAL_CHARS_PER_TOKEN = 3
 LOCAL_OUTPUT_TOKENS = 768
+# A cited answer's length when nothing caps it (a model's without max_tokens, bm25's, the user's system's), for
+# cost estimates before a run (budget.plan_calls).
+UNCAPPED_ANSWER_TOKENS = 500
 # Where a call goes, not what it asks: left out of the answer's cache key.
 ENDPOINT_PARAMS = frozenset({"api_base", "base_url"})
 # Parameters that steer the plugin, never sent to the provider.
