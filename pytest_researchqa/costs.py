@@ -43,16 +43,25 @@ class SpendLedger:
         self._folder = folder
 
     def record(self, spent: float) -> None:
-        """This process's total so far (replaced whole: a reader never sees half a number)."""
+        """This process's total so far (replaced whole: a reader never sees half a number). A write that fails (a
+        full disk) leaves the others a lower figure for this process; its own calls still count its own spend."""
         partial = self._mine.with_name(f".{self._mine.name}.partial")
-        partial.write_text(repr(spent))
-        os.replace(partial, self._mine)
+        try:
+            partial.write_text(repr(spent))
+            os.replace(partial, self._mine)
+        except OSError:
+            pass
 
-    def total(self) -> float:
-        """What the run has spent: every process's last total (a file that cannot be read counts nothing)."""
-        spent = 0.0
-        for entry in os.scandir(self._folder):
-            if not entry.name.startswith("."):
+    def total(self, mine: float) -> float:
+        """What the run has spent: ``mine``, this process's, and every other process's last total (a file that
+        cannot be read counts nothing)."""
+        spent = mine
+        try:
+            entries = list(os.scandir(self._folder))
+        except OSError:
+            return spent
+        for entry in entries:
+            if not entry.name.startswith(".") and entry.name != self._mine.name:
                 try:
                     spent += float(Path(entry.path).read_text())
                 except (OSError, ValueError):

@@ -614,7 +614,9 @@ def test_xdist_workers_spend_one_budget_together_through_their_ledger(tmp_path):
             with pytest.raises(BudgetReached, match=r"not run: the run's budget \(\$0.0100\) was spent"):
                 asyncio.run(runner.pace("openai"))
         (tmp_path / "gw2").write_text("not a number")  # a replacement worker's file, cut short by a crash
-        assert SpendLedger(tmp_path, "gw3").total() == pytest.approx(0.011)
+        assert SpendLedger(tmp_path, "gw3").total(0.001) == pytest.approx(0.012)
+        SpendLedger(tmp_path / "gone", "gw4").record(1.0)  # a folder removed under it: no error, nothing counted
+        assert SpendLedger(tmp_path / "gone", "gw4").total(0.5) == 0.5
     finally:
         first.close()
         second.close()

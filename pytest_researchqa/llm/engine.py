@@ -296,7 +296,7 @@ class ModelRunner:
         """Wait for this provider's next start slot; call right before each request is sent.
         A spent budget stops every request from here on (calls already sent finish)."""
         if self.budget_usd is not None and (
-                self.ledger.total() if self.ledger is not None else self.spent_usd) >= self.budget_usd:
+                self.ledger.total(self.spent_usd) if self.ledger is not None else self.spent_usd) >= self.budget_usd:
             from ..costs import BUDGET_STOP, spend_text
 
             raise BudgetReached(f"{BUDGET_STOP} ({spend_text(self.budget_usd)}) was spent before this call")
