@@ -63,12 +63,14 @@ def plan_calls(state: "RunState", cases: Iterable["Case"]) -> list[PlannedCalls]
             except PaperUnavailable:
                 continue  # the row errors on its own; it calls nothing
             system: Any = state.services.system(case.system)
-            planned = system.planned_call(row, paper, case.repeat) if hasattr(system, "planned_call") else None
+            # The cached answer read once: it is the plan's "answered already" and what its verdicts grade.
+            cached = system.cached_answer(row, paper, case.repeat) if hasattr(system, "cached_answer") else None
+            planned = (system.planned_call(row, paper, case.repeat)
+                       if cached is None and hasattr(system, "planned_call") else None)
             answer = plans.setdefault((case.system, "answer"),
                                       PlannedCalls(case.system, "answer", priced=not system.spec.local))
             if planned is None:
                 answer.cached += 1
-                cached = system.cached_answer(row, paper, case.repeat)
                 answer_tokens = len(cached.text) // 4 + 1 if cached is not None else answer_tokens
             else:
                 prompt_tokens, answer_tokens = planned

@@ -30,6 +30,8 @@ def spend_text(cost: Optional[float]) -> str:
 
 # The start of the error of a row that --researchqa-max-cost kept from running.
 BUDGET_STOP = "not run: the run's budget"
+# The end of a gate's partial reason when the budget cut the run short (no --researchqa-allow-partial excuses it).
+BUDGET_SPENT = "because the run's budget (--researchqa-max-cost) was spent"
 
 
 class SpendLedger:

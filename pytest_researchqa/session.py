@@ -96,7 +96,8 @@ class ResearchSession:
         if answered and all(r.baseline for r in answered) and not any(r.judge for r in answered):
             notes.append("warning: this run measured no answer quality: baseline answers carry no citations to "
                          "grade and no judge is configured (add --researchqa-judge=MODEL)")
-        if (unjudged := self._not_judged_for_the_budget()) and not gated:  # gated: said in the gates' checks
+        unjudged = self._not_judged_for_the_budget()
+        if unjudged and not gated:  # gated: said in the gates' checks
             notes.append(f"{unjudged} row(s) not judged: the run's budget (--researchqa-max-cost) was spent before "
                          "their verdicts")
         if self.missing_baseline is not None and not (gated and self.regressions):
@@ -118,7 +119,7 @@ class ResearchSession:
             foreign_failures=self.foreign_failures,
             crashed=self.crashed,
             selection=self.selection,
-            partial_reasons=tuple(self._partial_reasons(measured) if gated
+            partial_reasons=tuple(self._partial_reasons(measured, unjudged) if gated
                                   else self._cut_short(measured)),
             invalid_rows=invalid,
             gated=gated,
@@ -183,15 +184,13 @@ class ResearchSession:
 
         return sum(1 for r in self.records if not r.error and any(BUDGET_STOP in f for f in r.judge_failures))
 
-    def _partial_reasons(self, measured: int) -> list[str]:
-        from .costs import BUDGET_STOP
+    def _partial_reasons(self, measured: int, unjudged: int) -> list[str]:
+        """Why a gated run is partial; ``unjudged``: rows whose verdicts the budget stopped."""
+        from .costs import BUDGET_SPENT, BUDGET_STOP
 
         stopped = sum(1 for r in self.records if r.error and BUDGET_STOP in r.error)
-        budget = [f"gate not decided: {stopped} row(s) not run because the run's budget "
-                  "(--researchqa-max-cost) was spent"] if stopped else []
-        if unjudged := self._not_judged_for_the_budget():
-            budget.append(f"gate not decided: {unjudged} row(s) not judged because the run's budget "
-                          "(--researchqa-max-cost) was spent")
+        budget = [f"gate not decided: {count} row(s) {what} {BUDGET_SPENT}"
+                  for count, what in ((stopped, "not run"), (unjudged, "not judged")) if count]
         if self.allow_partial:
             return budget  # a budget-stopped run is never a pass, partial runs allowed or not
         reasons = budget  # invalid rows fail the run on their own (run::valid_rows), allowed partial or not

@@ -83,7 +83,7 @@ class ModelSpec:
     def call_params(self) -> dict[str, Any]:
         return {k: v for k, v in self.params.items() if k not in PLUGIN_PARAMS}
 
-    @property
+    @functools.cached_property  # read for every row's key: the secret-name check runs once per model
     def cache_params(self) -> dict[str, Any]:
         """The call's parameters that name its answer in the cache: not where it was asked nor with which key (a
         moved server or a rotated key pays for nothing again; docs/models.md: the key is the model's)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Optional
 
+from ..costs import BUDGET_SPENT
 from ..records import RowRecord
 from ..stats import Interval
 from .compare import Comparison
@@ -102,7 +103,7 @@ class RunOutcome:
                                "the regression gates cannot decide", self._fails("undecidable")))
         for reason in self.partial_reasons:
             why = ("no gate passes a run the budget cut short, --researchqa-allow-partial or not"
-                   if "--researchqa-max-cost" in reason  # session._partial_reasons: the budget's, allowed or not
+                   if reason.endswith(BUDGET_SPENT)
                    else "the gates do not pass a partial run (--researchqa-allow-partial to allow)")
             found.append(Check("run", "run::whole", "failed", f"{reason}; {why}", True))
         return (*found, *self._run_checks())
