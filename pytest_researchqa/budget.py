@@ -95,7 +95,7 @@ def plan_calls(state: "RunState", cases: Iterable["Case"]) -> list[PlannedCalls]
             verdicts.fresh += calls
             verdicts.prompt_tokens += calls * (JUDGE_PROMPT_OVERHEAD_TOKENS + judged_chars // 4 + answer_tokens)
             verdicts.completion_tokens += calls * JUDGE_OUTPUT_TOKENS
-    return list(plans.values())
+    return sorted(plans.values(), key=lambda plan: plan.role != "answer")  # answers first, whichever row came first
 
 
 def total_cost(plans: Iterable[PlannedCalls]) -> Optional[float]:

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .records import RowRecord
 
 
 def add_cost(total: Optional[float], cost: Optional[float]) -> Optional[float]:
@@ -24,8 +27,24 @@ def total_cost(costs: Iterable[Optional[float]]) -> Optional[float]:
     return sum(c for c in found if c is not None)
 
 
+def answers_cost(records: Iterable["RowRecord"]) -> Optional[float]:
+    """What the model answers of these rows cost: every answer given, also on a row that errored after it
+    (a judge that failed it); a row with no answer (its call failed) adds nothing."""
+    return total_cost(r.usage.cost_usd for r in records
+                      if r.model_system and (not r.error or r.usage.cost_usd is not None))
+
+
+def verdicts_cost(records: Iterable["RowRecord"]) -> Optional[float]:
+    """What the model judges' verdicts on these rows cost (None: no verdict, or one of unknown price)."""
+    return total_cost(r.usage.judge_cost_usd for r in records if r.usage.verdicts)
+
+
 def spend_text(cost: Optional[float]) -> str:
-    return "—" if cost is None else f"${cost:.4f}"
+    if cost is None:
+        return "—"
+    if 0 < abs(cost) < 0.0001:  # a tiny budget or a cheap call: $0.0000 would read as free
+        return f"${cost:.8f}".rstrip("0")
+    return f"${cost:.4f}"
 
 
 # The start of the error of a row that --researchqa-max-cost kept from running.

@@ -20,6 +20,8 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
+from .costs import add_cost
+
 RECORD_VERSION = 1
 
 
@@ -176,6 +178,16 @@ class JudgeScores:
 
 
 @dataclass(frozen=True)
+class VerdictCosts:
+    """What ``count`` verdicts on one answer cost: ``made_usd`` as their calls cost (a cached verdict's
+    included; None when a price is unknown), ``spent_usd`` what this run's own calls cost."""
+
+    count: int = 0
+    made_usd: Optional[float] = None
+    spent_usd: Optional[float] = None
+
+
+@dataclass(frozen=True)
 class JudgeResult(_PlainReads):
     """Every judge's verdict on one answer and what they agree on: the consensus (mean) and spread (max - min)
     by dimension; for item-wise kinds the judges' mean per rubric item; under --researchqa-judge-repeats, for a
@@ -188,6 +200,8 @@ class JudgeResult(_PlainReads):
     repeats: Optional[dict[str, list[JudgeScores]]] = None
     # The plain form's keys in the order they came (a saved record writes back exactly as it was read).
     layout: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    # Kept on the row's usage by Recorder.judge, not in the plain form.
+    costs: VerdictCosts = field(default=VerdictCosts(), compare=False, repr=False)
 
     @property
     def failures(self) -> list[str]:
@@ -248,7 +262,8 @@ class JudgeResult(_PlainReads):
 
 @dataclass(slots=True)
 class Usage:
-    """What answering a row cost: measured by model systems, partly by any system."""
+    """What answering a row cost, measured by model systems, partly by any system; and what its verdicts
+    cost (:class:`VerdictCosts`), where model judges graded it."""
 
     latency_s: Optional[float] = None
     queue_s: Optional[float] = None
@@ -259,6 +274,18 @@ class Usage:
     context: Optional[str] = None  # "whole paper" or "retrieved passages" for model systems
     prompt_sha: Optional[str] = None
     attempts: Optional[int] = None
+    verdicts: int = 0  # model judges' verdicts given on the answer, whose costs the two fields below sum
+    judge_cost_usd: Optional[float] = None
+    judge_spent_usd: Optional[float] = None
+
+    def add_verdicts(self, costs: VerdictCosts) -> None:
+        """Count what more verdicts on this answer cost (the premise judge's, then the panel's)."""
+        if costs.count == 0:
+            return
+        first = self.verdicts == 0
+        self.verdicts += costs.count
+        self.judge_cost_usd = costs.made_usd if first else add_cost(self.judge_cost_usd, costs.made_usd)
+        self.judge_spent_usd = costs.spent_usd if first else add_cost(self.judge_spent_usd, costs.spent_usd)
 
 
 @dataclass(slots=True)
@@ -337,7 +364,8 @@ class RowRecord:
         take = _plain_copy if copy else _same
         plain = {name: take(getattr(self, name)) if name not in _TYPED_FIELDS else None
                  for name in _RECORD_FIELDS}
-        plain["usage"] = {name: getattr(self.usage, name) for name in _USAGE_ORDER}
+        plain["usage"] = {name: getattr(self.usage, name) for name in _USAGE_ORDER
+                          if self.usage.verdicts or name not in _VERDICT_USAGE}  # as 0.1.0 wrote a row no judge saw
         plain["citations"] = [c.to_plain() for c in self.citations]
         plain["judge"] = self.judge.to_plain() if self.judge is not None else None
         return plain
@@ -397,8 +425,10 @@ _FLAG_FIELDS = ("model_system", "baseline", "invalid_row")
 _NUMBER = (int, float)
 _USAGE_TYPES: dict[str, Any] = {"latency_s": _NUMBER, "queue_s": _NUMBER, "prompt_tokens": int,
                                 "completion_tokens": int, "cost_usd": _NUMBER, "cached": bool, "context": str,
-                                "prompt_sha": str, "attempts": int}
+                                "prompt_sha": str, "attempts": int, "verdicts": int, "judge_cost_usd": _NUMBER,
+                                "judge_spent_usd": _NUMBER}
 _USAGE_ORDER = tuple(f.name for f in fields(Usage))  # scalars only
+_VERDICT_USAGE = frozenset({"verdicts", "judge_cost_usd", "judge_spent_usd"})
 _RECORD_FIELDS = tuple(f.name for f in fields(RowRecord))
 _TYPED_FIELDS = frozenset({"usage", "citations", "judge"})  # converted by their own to_plain
 _JUDGE_KEYS = ("by_judge", "consensus", "spread", "items", "repeats")
@@ -481,6 +511,7 @@ class Recorder:
     def judge(self, result: Union[JudgeResult, dict[str, Any]]) -> None:
         """Keep the judges' result (its plain form, as ``judged`` returns it, is accepted)."""
         self.record.judge = JudgeResult.from_plain(result)
+        self.record.usage.add_verdicts(self.record.judge.costs)
 
 
 def _not_json(value: object, where: str = "") -> Optional[tuple[str, str]]:

@@ -145,11 +145,14 @@ def premise_verdict_of(request: pytest.FixtureRequest, state: "RunState", row: "
     if judge is None or subject is None:
         return
     from .llm.engine import ProviderError
+    from .llm.judges import verdict_costs
 
     failure = None
     try:
-        judge.submit(*subject).result()
+        verdict = judge.submit(*subject).result()
     except ProviderError as raised:
         failure = str(raised).removeprefix(f"judge {judge.name}: ")
+    else:
+        request.node.stash[RECORD].usage.add_verdicts(verdict_costs([verdict]))
     if failure is not None:  # outside the except block: said once, not chained
         error(request, f"the premise judge {judge.name} gave no verdict on row {row.row_id}: {failure}")

@@ -141,9 +141,12 @@ class RunHooks:
         if (not (settings.models or settings.judges or settings.flagged_judge)
                 or not (settings.dry_run or settings.max_cost is not None)):
             return  # no model to call: no plan
+        cases = [c for i in items if (c := case_of(i)) is not None]
+        if not cases:
+            return  # only tests of the project's own selected (-k): no call to plan
         from .costs import spend_text
 
-        estimate = self._plan([c for i in items if (c := case_of(i)) is not None])
+        estimate = self._plan(cases)
         if is_worker(config):
             config.workeroutput[WORKER_PLAN] = self.estimated  # type: ignore[attr-defined]
         if settings.max_cost is not None and estimate is not None and estimate > settings.max_cost:

@@ -975,6 +975,10 @@ class TestPartialRuns:
             # A refused run has no verdict: before, its summary read "report only: no benchmark row selected ..."
             # above the error, and it wrote a JSON summary saying "report".
             assert "researchqa verdict" not in none.stdout.str() and not (pytester.path / "s.json").exists()
+        # tester47 LOW-8: a budget printed an empty plan ("total: 0 model call(s)") for a run of no benchmark row.
+        budgeted = run("--researchqa-system=bm25", "--researchqa-judge=openai/gpt-4o", "--researchqa-max-cost=1",
+                       "-k", "plain")
+        assert budgeted.ret == pytest.ExitCode.OK and "researchqa plan" not in budgeted.stdout.str()
 
     def test_last_failed_after_only_a_users_own_test_failed_reruns_that_test(self, pytester, tmp_path):
         """tester46 MED-5: `--lf` collects only the failed test's file, so no row was generated, and the run was a

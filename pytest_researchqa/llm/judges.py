@@ -21,9 +21,10 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, Validati
 
 from ..answers import placeholder_reason
 from ..bundled import bundled_path
+from ..costs import total_cost
 from ..dataset import FamilyRow
 from ..llm_params import is_local, model_family  # model_family re-exported
-from ..records import JudgeResult, JudgeScores
+from ..records import JudgeResult, JudgeScores, VerdictCosts
 from .cache import AnswerCache, cache_key
 from .contract import MalformedReply, json_object, schema_of, validation_problem
 from .engine import CallResult, ModelRunner, ProviderError, with_retries
@@ -284,7 +285,7 @@ class ModelJudge(ModelCaller):
             if cached is not None:
                 self._found(key)
                 done: concurrent.futures.Future[Any] = concurrent.futures.Future()
-                done.set_result(cached)
+                done.set_result({**cached, "from_cache": True})
                 return done
             return self._in_flight(key, lambda: self._call(subject, key), accept)
 
@@ -306,7 +307,7 @@ class ModelJudge(ModelCaller):
                                             validate=lambda r: self.parse(r.content, *subject),
                                             schema=schema)
         entry = {"judge": self.name, "prompt_sha": self.prompt.sha, "mode": self.kind, "scores": scores,
-                 "latency_s": result.latency_s, "repaired": result.repaired}
+                 "latency_s": result.latency_s, "cost_usd": result.cost_usd, "repaired": result.repaired}
         if self.cached_as_kind:
             entry["kind"] = self.kind
         self.cache.put(key, entry)
@@ -341,9 +342,11 @@ def judge_all(judges: Sequence[ModelJudge], row: "FamilyRow", answer: "Answer", 
     extra = {judge.name: [judge.submit(*subjects[judge.name], repeat=repeat) for repeat in range(1, repeats + 1)]
              for judge in judges}
     by_judge: dict[str, dict[str, Any]] = {}
+    verdicts: list[dict[str, Any]] = []  # the cache entries of every verdict given (what they cost)
     for name, future in futures.items():
         try:
-            by_judge[name] = dict(future.result(timeout=timeout_s)["scores"])
+            verdicts.append(future.result(timeout=timeout_s))
+            by_judge[name] = dict(verdicts[-1]["scores"])
         except ProviderError as error:
             by_judge[name] = {"error": str(error)}
     combine = combine or (type(judges[0]).combine if judges else _nothing_combined)
@@ -353,13 +356,23 @@ def judge_all(judges: Sequence[ModelJudge], row: "FamilyRow", answer: "Answer", 
         again = {}
         for name, pending in extra.items():
             try:
-                verdicts = [dict(f.result(timeout=timeout_s)["scores"]) for f in pending]
-                again[name] = [JudgeScores(by_judge[name]), *map(JudgeScores, verdicts)]
+                probes = [f.result(timeout=timeout_s) for f in pending]
+                verdicts += probes
+                again[name] = [JudgeScores(by_judge[name]), *(JudgeScores(dict(p["scores"])) for p in probes)]
             except ProviderError:
                 pass  # a probe that errors tells nothing about flips
     return JudgeResult(by_judge={name: JudgeScores(scores) for name, scores in by_judge.items()},
                        consensus=combined["consensus"], spread=combined["spread"], items=combined.get("items"),
-                       repeats=again)
+                       repeats=again, costs=verdict_costs(verdicts))
+
+
+def verdict_costs(verdicts: Sequence[dict[str, Any]]) -> VerdictCosts:
+    """What the given verdicts cost when they were made (a cached one as its call cost; unknown when any
+    price is, an entry cached before verdicts kept their cost included) and what this run paid for them
+    (its own calls only)."""
+    fresh = [v.get("cost_usd") for v in verdicts if not v.get("from_cache")]
+    return VerdictCosts(count=len(verdicts), made_usd=total_cost(v.get("cost_usd") for v in verdicts),
+                        spent_usd=total_cost(fresh) if fresh else 0.0)
 
 
 def is_score(value: Any, low: int, high: int) -> bool:

@@ -28,6 +28,11 @@ def _number(value: Optional[float]) -> Optional[float]:
     return value if value is not None and math.isfinite(value) else None
 
 
+def _dollars(value: Optional[float]) -> Optional[float]:
+    """Rounded to a millionth of a dollar: a sum of prices is not exact in binary (0.3434999999999999)."""
+    return None if (cost := _number(value)) is None else round(cost, 6)
+
+
 def json_safe(data: Any) -> Any:
     """``data`` (plain lists, dicts and scalars) with each NaN or infinity made null (``_number``): what JSON
     readers (and the HTML page's script) accept."""
@@ -69,8 +74,8 @@ def summary(outcome: "RunOutcome", family: Family, run: Optional[dict[str, Any]]
             "metrics": metrics,
             "judge": {k: _number(v) for k, v in item.judge_means.items()},
             "latency_s": _number(item.latency_s),
-            # Rounded to a millionth of a dollar: a sum of prices is not exact in binary (0.3434999999999999).
-            "cost_usd": None if (cost := _number(item.cost_usd)) is None else round(cost, 6),
+            "cost_usd": _dollars(item.cost_usd),
+            "judge_cost_usd": _dollars(item.judge_cost_usd),
             "prompt_tokens": item.prompt_tokens,
             "completion_tokens": item.completion_tokens,
         })

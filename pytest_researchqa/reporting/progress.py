@@ -97,6 +97,10 @@ class Progress:
                 self._report(now)
 
     def row_done(self, record: RowRecord) -> None:
+        if record.usage.judge_spent_usd:  # verdicts on bm25's or the project's answers were paid for too
+            with self._lock:
+                self.priced += 1
+                self.spend = add_cost(self.spend, record.usage.judge_spent_usd)
         if not record.model_system:
             return
         with self._lock:

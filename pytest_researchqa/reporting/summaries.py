@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
-from ..costs import total_cost
+from ..costs import answers_cost, verdicts_cost
 from ..records import RowRecord
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,7 +29,8 @@ class Summary:
     means: dict[str, Optional[float]]
     latency_s: Optional[float] = None
     queue_s: Optional[float] = None  # waiting for a slot or pacing before the request was sent
-    cost_usd: Optional[float] = None
+    cost_usd: Optional[float] = None  # the answers'
+    judge_cost_usd: Optional[float] = None  # the model judges' verdicts'
     prompt_tokens: Optional[int] = None
     completion_tokens: Optional[int] = None
     judge_means: dict[str, Optional[float]] = field(default_factory=dict)
@@ -63,7 +64,6 @@ def summarize(label: str, records: Sequence[RowRecord], metrics: Sequence[str],
     latencies = [r.usage.latency_s for r in usable if r.usage.latency_s is not None]
     queued = [r.usage.queue_s for r in usable if r.usage.queue_s is not None]
     priced = [r for r in records if r.model_system and not r.error]
-    cost = total_cost(r.usage.cost_usd for r in priced)  # one unpriced row: unknown, never $0
     judged = [r.judge for r in usable if r.judge]
     judge_means: dict[str, Optional[float]] = {}
     judge_spread: dict[str, Optional[float]] = {}
@@ -80,7 +80,8 @@ def summarize(label: str, records: Sequence[RowRecord], metrics: Sequence[str],
         means=means,
         latency_s=fmean(latencies) if latencies else None,
         queue_s=fmean(queued) if queued else None,
-        cost_usd=cost,
+        cost_usd=answers_cost(records),  # one unpriced answer: unknown, never $0
+        judge_cost_usd=verdicts_cost(records),
         prompt_tokens=_total(r.usage.prompt_tokens for r in priced),
         completion_tokens=_total(r.usage.completion_tokens for r in priced),
         judge_means=judge_means,

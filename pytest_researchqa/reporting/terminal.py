@@ -88,7 +88,8 @@ def leaderboard_tables(records: Sequence[RowRecord], family: Family, intervals: 
 
 def _leaderboard(records: Sequence[RowRecord], family: Family, summaries: Sequence[Summary],
                  intervals: Optional[Intervals], comparison: Optional[Comparison]) -> Table:
-    """One line per system: its metrics (± and Δ), judge dimensions, counts, latency, tokens and cost."""
+    """One line per system: its metrics (± and Δ), judge dimensions, counts, latency, tokens, and what its
+    answers and (where judges graded them) its verdicts cost."""
     dimensions = [d.name for d in family.judge_dimensions]
     judging = any(r.judge for r in records)
     modelled = any(r.model_system for r in records)
@@ -99,7 +100,7 @@ def _leaderboard(records: Sequence[RowRecord], family: Family, summaries: Sequen
             metric_headers.append(f"Δ {spec.label}")
     headers = ["system", *metric_headers, *(d.label for d in family.judge_dimensions), "rows", "errors",
                *(["judge err"] if judging else []), "latency s", *(["queued s", "tokens in/out"] if modelled else []),
-               "cost $"]
+               "cost $", *(["judge $"] if judging else [])]
     table = []
     for s in summaries:
         metric_cells: list[object] = []
@@ -113,7 +114,8 @@ def _leaderboard(records: Sequence[RowRecord], family: Family, summaries: Sequen
                     metric_cells.append(delta_cell(compared.deltas.get(spec.name), spec.higher_is_better))
         table.append([s.label, *metric_cells, *(_judge_cell(s, d) for d in dimensions), s.rows, s.errors,
                       *([s.judge_errors] if judging else []), cell(s.latency_s, 2),
-                      *([cell(s.queue_s, 2), _tokens(s)] if modelled else []), cell(s.cost_usd, 4)])
+                      *([cell(s.queue_s, 2), _tokens(s)] if modelled else []), cell(s.cost_usd, 4),
+                      *([cell(s.judge_cost_usd, 4)] if judging else [])])
     return Table("", headers, table)
 
 

@@ -244,6 +244,36 @@ def test_an_unknown_price_keeps_every_total_unknown():
     assert total_cost([0.5, 0.25]) == 0.75 and total_cost([0.5, None]) is None and total_cost([]) is None
     assert add_cost(1.0, None) is None and add_cost(None, 1.0) is None and add_cost(1.0, 0.5) == 1.5
     assert spend_text(None) == "—" and spend_text(0.0) == "$0.0000"
+    assert spend_text(0.00001) == "$0.00001", "tester47 LOW-8: a tiny budget read $0.0000, as if free"
+
+
+def test_a_rows_answer_counts_in_cost_though_its_verdict_failed_and_the_verdicts_cost_is_shown_apart():
+    """tester47 MED-2/3: the rubric board left out what an answer cost when its row errored on a failed verdict,
+    and verdicts' cost was shown nowhere; the progress line's spend is what the run paid for both."""
+    from pytest_researchqa.costs import answers_cost, verdicts_cost
+    from pytest_researchqa.families.rubric.render import main_table
+    from pytest_researchqa.records import JudgeResult, JudgeScores, VerdictCosts
+
+    verdict = JudgeResult(by_judge={"j": JudgeScores({"coverage": 2})}, consensus={"coverage": 0.5},
+                          costs=VerdictCosts(count=1, made_usd=0.25, spent_usd=0.25))
+    judged = RowRecord(row_id="a", system="m", model_system=True, metrics={"coverage": 0.5},
+                       usage=Usage(cost_usd=0.5))
+    Recorder(judged, ("coverage",)).judge(verdict)
+    failed_verdict = RowRecord(row_id="b", system="m", model_system=True, error="no coverage verdict",
+                               usage=Usage(cost_usd=0.125),
+                               judge=JudgeResult(by_judge={"j": JudgeScores({"error": "timed out"})}))
+    no_answer = RowRecord(row_id="c", system="m", model_system=True, error="the call failed")
+    rows = [judged, failed_verdict, no_answer]
+    assert judged.usage.judge_cost_usd == 0.25 and judged.usage.judge_spent_usd == 0.25
+    assert answers_cost(rows) == 0.625, "an answer whose verdict failed was paid for"
+    assert verdicts_cost(rows) == 0.25, "a row no judge could score adds no verdict"
+    headers, table = main_table(rows, None)
+    assert headers[-2:] == ["cost $", "judge $"] and table[0][-2:] == ["0.6250", "0.2500"]
+    progress = Progress(reporter=None, total=3)
+    progress.row_done(judged)
+    offline = RowRecord(row_id="a", system="bm25", usage=Usage(verdicts=1, judge_cost_usd=0.125, judge_spent_usd=0.125))
+    progress.row_done(offline)
+    assert "spend $0.8750" in progress.line(progress.started + 1), "the answer and both verdicts were paid for"
 
 
 def test_a_placeholder_inside_a_filled_value_is_never_filled():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Optional, Sequence
 
+from ...costs import answers_cost, verdicts_cost
 from ...records import RowRecord
 from ...stats import bootstrap_mean
 from .. import Board, Family, Table
@@ -46,6 +47,10 @@ def no_fit_note(no_fit: dict[str, str], rated: Sequence[str] = ()) -> str:
 
 def _pct(value: Optional[float], digits: int = 1) -> str:
     return "—" if value is None else f"{100 * value:.{digits}f}"
+
+
+def _dollars(value: Optional[float]) -> str:
+    return "—" if value is None else f"{value:.4f}"
 
 
 def _by_system(records: Sequence[RowRecord]) -> dict[str, list[RowRecord]]:
@@ -89,8 +94,9 @@ def main_table(records: Sequence[RowRecord], results: Optional[dict[str, Any]]) 
     for first, second, _ in (results or {}).get("outcomes") or []:
         played[first] = played.get(first, 0) + 1
         played[second] = played.get(second, 0) + 1
+    judging = any(r.judge is not None for r in records)
     headers = ["system", METRICS[0].board_label, "95% CI", "Elo", "± SD", "battles", "avg words", "graded",
-               "not graded", "errors", "judge err", "latency s", "cost $"]
+               "not graded", "errors", "judge err", "latency s", "cost $", *(["judge $"] if judging else [])]
     rows = []
     for system in system_order(grouped, results):
         rs = grouped[system]
@@ -101,8 +107,6 @@ def main_table(records: Sequence[RowRecord], results: Optional[dict[str, Any]]) 
         interval = (found.low, found.high) if found is not None and found.low is not None else None
         words = [float(w) for r in rs if (w := details_of(r).get("words")) is not None]
         latencies = [r.usage.latency_s for r in rs if r.usage.latency_s is not None and not r.error]
-        priced = [r.usage.cost_usd for r in rs if r.model_system and not r.error]
-        cost = sum(c for c in priced if c is not None) if priced and None not in priced else None
         rating = elo.get(system)
         rows.append([
             system, _pct(statistics.fmean(coverage) if coverage else None),
@@ -113,7 +117,7 @@ def main_table(records: Sequence[RowRecord], results: Optional[dict[str, Any]]) 
             str(sum(1 for r in rs if r.outcome == "skipped")), str(sum(1 for r in rs if r.error)),
             str(sum(1 for r in rs if r.judge_failures)),
             f"{statistics.fmean(latencies):.2f}" if latencies else "—",
-            "—" if cost is None else f"{cost:.4f}",
+            _dollars(answers_cost(rs)), *([_dollars(verdicts_cost(rs))] if judging else []),
         ])
     return headers, rows
 
