@@ -91,6 +91,7 @@ def _row(record: RowRecord, key: str) -> dict[str, Any]:
         "metrics": {k: json_safe(v) for k, v in record.metrics.items()},
         "diagnosis": record.diagnosis, "error": record.error, "defect": record.defect,
         "latency_s": json_safe(record.usage.latency_s), "cost_usd": json_safe(record.usage.cost_usd),
+        "judge_cost_usd": json_safe(record.usage.judge_cost_usd) if record.usage.verdicts else None,
         "tokens": [record.usage.prompt_tokens, record.usage.completion_tokens],
         "judge": record.judge.to_plain() if record.judge is not None else None, "citations": citations,
         "details": details,

@@ -274,6 +274,10 @@ def test_a_rows_answer_counts_in_cost_though_its_verdict_failed_and_the_verdicts
     offline = RowRecord(row_id="a", system="bm25", usage=Usage(verdicts=1, judge_cost_usd=0.125, judge_spent_usd=0.125))
     progress.row_done(offline)
     assert "spend $0.8750" in progress.line(progress.started + 1), "the answer and both verdicts were paid for"
+    from pytest_researchqa.reporting.html import _row
+
+    assert (_row(judged, "k")["judge_cost_usd"], _row(no_answer, "k")["judge_cost_usd"]) == (0.25, None), \
+        "the report's row says what its verdicts cost (report.js shows it beside the answer's)"
 
 
 def test_a_placeholder_inside_a_filled_value_is_never_filled():

@@ -291,7 +291,7 @@
     if (r.defect) page.append(el("div", { class: "block" }, el("div", { class: "label", text: "dataset defect" }), el("pre", { text: r.defect })));
     if (r.diagnosis) page.append(el("div", { class: "block" }, el("div", { class: "label", text: "diagnosis" }), el("pre", { text: r.diagnosis })));
     const metrics = el("div", { class: "block" }, el("div", { class: "label", text: "metrics" }),
-      el("p", { text: data.metrics.map((m) => `${m.label} ${fmt(r.metrics[m.name])}`).join(" · ") + (r.latency_s !== null ? ` · ${fmt(r.latency_s, 2)} s` : "") + (r.cost_usd !== null && r.cost_usd !== undefined ? ` · $${fmt(r.cost_usd, 4)}` : "") }));
+      el("p", { text: data.metrics.map((m) => `${m.label} ${fmt(r.metrics[m.name])}`).join(" · ") + (r.latency_s !== null ? ` · ${fmt(r.latency_s, 2)} s` : "") + (r.cost_usd !== null && r.cost_usd !== undefined ? ` · $${fmt(r.cost_usd, 4)}` : "") + (r.judge_cost_usd !== null && r.judge_cost_usd !== undefined ? ` · verdicts $${fmt(r.judge_cost_usd, 4)}` : "") }));
     page.append(metrics);
     if (d.question || d.query) page.append(el("div", { class: "label", text: "question" }), el("p", { text: d.question || d.query }));
     if (d.false_premise) page.append(el("div", { class: "label", text: "false premise" }), el("p", { text: d.false_premise }));
