@@ -567,6 +567,15 @@ def test_a_rubric_run_whose_estimate_is_above_the_budget_refuses_to_start(pytest
                                   "--researchqa-max-cost=$0.0010*"])
     estimates = [line for line in refused.stdout.lines if line.startswith("researchqa: estimated cost $")]
     assert len(estimates) == 1, "printed once (it was printed twice serially)"
+    # tester47: the estimate assumed an empty cache, so the same budget refused a rerun that would call nobody.
+    model_only = [a for a in priced if a != "--researchqa-system=rubric-oracle"]
+    paid = run_pytest(pytester, *model_only, "--researchqa-max-cost=1", cache=tmp_path, server=server)
+    assert paid.ret == pytest.ExitCode.OK and server.calls() > 0, paid.stdout.str()[-3000:]
+    calls = server.calls()
+    warm = run_pytest(pytester, *model_only, "--researchqa-max-cost=0.001", cache=tmp_path, server=server)
+    assert warm.ret == pytest.ExitCode.OK and server.calls() == calls, warm.stdout.str()[-3000:]
+    warm.stdout.fnmatch_lines([f"researchqa: this run asks 0 model call(s) ({calls} cached, no retries)*",
+                               "researchqa: estimated cost $0.0000 *"])
 
 
 def test_the_plan_asks_the_verdicts_a_cached_answer_lacks_and_none_it_has(pytester, server, tmp_path):

@@ -273,7 +273,10 @@ class ModelJudge(ModelCaller):
 
     def has_verdict(self, row: Any, answer: Any, repeat: int = 0) -> bool:
         """Whether the cache holds this judge's verdict on this answer already (a call the run will not make)."""
-        subject = self.subject(row, answer) or ()
+        return self.holds(*(self.subject(row, answer) or ()), repeat=repeat)
+
+    def holds(self, *subject: Any, repeat: int = 0) -> bool:
+        """Whether the cache holds this judge's verdict on ``subject`` (as ``submit`` takes it) already."""
         return self.cache.get(self.key(*subject, repeat=repeat), self._accepts(subject)) is not None
 
     def submit(self, *subject: Any, repeat: int = 0) -> concurrent.futures.Future[Any]:

@@ -37,6 +37,23 @@ def test_calls_are_answers_per_model_coverage_per_graded_answer_and_judge_and_tw
     assert plan.by_model["m1"].completion_tokens == 4 * 400
 
 
+def test_what_the_cache_holds_is_not_counted_and_a_verdict_on_an_answer_still_to_come_is():
+    """tester47: the estimate assumed an empty cache, so a budget refused a warm rerun that would call nobody."""
+    from pytest_researchqa.families.rubric.calls import CacheLookups
+
+    answered = {("m1", "a"), ("m1", "b"), ("m2", "a")}  # m1's answers to a and b, m2's to a, are on disk
+    on_disk = CacheLookups(
+        answer=lambda system, r: f"{system}:{r.row_id}" if (system, r.row_id) in answered else None,
+        coverage=lambda judge, r, answer, repeat: judge == "j1",  # j1's verdicts on those answers too
+        battle=lambda judge, query, first, second: first.startswith("m1"),  # one order of the m1-m2 battle
+        battle_text=str)
+    plan = counted(on_disk=on_disk)
+    assert plan.answer_calls == 8 - 3 and plan.coverage_calls == 18 - 3, "j2's verdicts on them are still asked"
+    assert plan.pairwise_calls == 18 - 1, "m1 v m2 on row a: one order on disk; battles with the oracle unknown"
+    assert plan.cached == 3 + 3 + 1 and plan.calls == 44 - plan.cached
+    assert plan.by_model["m1"].calls == 2 and plan.by_model["j2"].calls == 9
+
+
 def test_re_judgements_battle_caps_and_the_papers_schedule_change_the_count():
     assert counted(repeats=lambda r: 2 if r.row_id == "a" else 0).coverage_calls == 18 + 3 * 2 * 2
     assert counted(schedule=lambda by_row: schedule(by_row, 1)).battles == 3

@@ -85,13 +85,16 @@ def contenders(records: Sequence[RowRecord]) -> dict[str, dict[str, Contender]]:
         if (not record.system or record.error or record.row_id is None or details.get("answer") is None
                 or not items or len(items) < len(given)):
             continue
-        references = details.get("references") or []
-        text = details["answer"] + ("\n\nReferences:\n" + "\n".join(f"- {r}" for r in references)
-                                    if references else "")
         found.setdefault(record.row_id, {})[record.system] = Contender(
-            record.system, record.row_id, details.get("query") or "", text, tuple(float(c) for c in items),
+            record.system, record.row_id, details.get("query") or "",
+            battle_text(details["answer"], details.get("references") or []), tuple(float(c) for c in items),
             record.domain or "")
     return found
+
+
+def battle_text(answer: str, references: Sequence[str]) -> str:
+    """An answer as the pairwise judge reads it: its text, then the works it cites (as recorded)."""
+    return answer + ("\n\nReferences:\n" + "\n".join(f"- {r}" for r in references) if references else "")
 
 
 def schedule(by_row: dict[str, dict[str, Contender]], per_pair: Optional[int]) -> list[tuple[str, str, str]]:
