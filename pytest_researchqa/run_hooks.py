@@ -734,7 +734,7 @@ def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:
                                        *([premise] if premise is not None else [])]
             panel = panels[case.system]
             system.when_answered(row, paper, lambda answer, row=row, panel=panel: [
-                judge.submit(*subject) for judge in panel if (subject := judge.subject(row, answer))], **repeat)
+                judge.prefetch(*subject) for judge in panel if (subject := judge.subject(row, answer))], **repeat)
 
 
 def _give_back_the_standard_distribution_finder() -> None:

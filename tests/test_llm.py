@@ -556,6 +556,34 @@ def test_the_leaderboard_and_json_show_what_the_verdicts_cost_beside_what_the_an
         assert (system["cost_usd"], system["judge_cost_usd"]) == (0.00189, 0.042), run_number
 
 
+def final_spend(result) -> str:
+    """The spend of the run's last progress line."""
+    line = [line for line in result.stdout.lines if line.startswith("researchqa: ") and " spend " in line][-1]
+    return line.split(" spend ", 1)[1].split(",", 1)[0]
+
+
+def test_the_progress_spend_is_what_the_run_paid_for_answers_and_verdicts(pytester, server, tmp_path):
+    """tester48 HIGH-1: two systems' identical answers share one verdict, paid once, yet the progress line counted
+    it under each (spend $0.2176, $0.1465 paid); HIGH-2: a local judge's fresh verdict beside a priced one was
+    left out, so the spend read as a known, too low figure; LOW-4: a run from the cache read "spend —", not $0."""
+    server.usage = (1_000, 100)  # gpt-4o-mini: $0.00021 an answer; gpt-4o: $0.0035 a verdict (litellm's prices)
+    priced = ("--researchqa-model=openai/gpt-4o-mini", "--researchqa-model=openai/gpt-4o-mini-2024-07-18",
+              "--researchqa-judge=openai/gpt-4o", "-k", "edu",
+              *(f"--researchqa-model-param={model}:profile=remote"
+                for model in ("openai/gpt-4o-mini", "openai/gpt-4o-mini-2024-07-18", "openai/gpt-4o")))
+    paid = run_pytest(pytester, *priced, cache=tmp_path, server=server)
+    assert paid.ret == pytest.ExitCode.OK and server.calls() == 27, paid.stdout.str()[-2000:]  # 18 answers, 9 verdicts
+    assert final_spend(paid) == f"${18 * 0.00021 + 9 * 0.0035:.4f}", paid.stdout.str()[-1500:]
+    judge_cells = {cells["judge $"] for cells in leaderboard_table(paid).values()}
+    assert judge_cells == {"0.0315"}, "each system's column holds the verdicts on its answers, shared or not"
+    again = run_pytest(pytester, *priced, cache=tmp_path, server=server)
+    assert server.calls() == 27 and final_spend(again) == "$0.0000", again.stdout.str()[-1500:]
+    with_local = run_pytest(pytester, *priced, "--researchqa-judge=openai/local-judge", cache=tmp_path / "fresh",
+                            server=server)
+    assert with_local.ret == pytest.ExitCode.OK and server.calls() == 27 + 36, with_local.stdout.str()[-2000:]
+    assert final_spend(with_local) == "—", "what the local judge's calls cost is not known"
+
+
 @pytest.mark.slow
 def test_a_rubric_run_whose_estimate_is_above_the_budget_refuses_to_start(pytester, server, tmp_path):
     """tester46 MED-4: the rubric family printed "estimated cost $0.3718" above a $0.001 budget, then ran."""

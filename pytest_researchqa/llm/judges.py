@@ -221,6 +221,7 @@ class ModelJudge(ModelCaller):
         super().__init__(spec, runner, cache, timeout_s=timeout_s, retries=retries)
         self.prompt = JudgePrompt(self.prompt_file or self.kind, prompt_folder, self.prompts)
         self.family = model_family(spec.name, local=is_local(spec.params))  # None: unknown
+        self._taken: set[str] = set()  # keys whose verdict a submitter has taken, with its cost
 
     @property
     def mode(self) -> str:
@@ -279,18 +280,38 @@ class ModelJudge(ModelCaller):
         """Whether the cache holds this judge's verdict on ``subject`` (as ``submit`` takes it) already."""
         return self.cache.get(self.key(*subject, repeat=repeat), self._accepts(subject)) is not None
 
+    def prefetch(self, *subject: Any) -> None:
+        """Start the verdict's call now (unless it is on disk or in flight); the row's ``submit`` takes it."""
+        key = self.key(*subject)
+        with self._lock:
+            if key not in self._pending:
+                self._asked(subject, key)
+
     def submit(self, *subject: Any, repeat: int = 0) -> concurrent.futures.Future[Any]:
-        """The verdict's future: from the cache, from a call already in flight, or a new call."""
+        """The verdict's future: from the cache, from a call already in flight, or a new call. Identical
+        answers share a verdict: the first submitter of a call takes what it cost, the others take it as
+        cached (paid for once, counted once)."""
         key = self.key(*subject, repeat=repeat)
         with self._lock:
-            accept = self._accepts(subject)
-            cached = None if key in self._pending else self.cache.get(key, accept)
-            if cached is not None:
-                self._found(key)
-                done: concurrent.futures.Future[Any] = concurrent.futures.Future()
-                done.set_result({**cached, "from_cache": True})
-                return done
+            asked = self._pending.get(key)
+            if asked is None:
+                asked = self._asked(subject, key)
+            if key in self._taken:
+                return _reused(asked)
+            self._taken.add(key)
+            return asked
+
+    def _asked(self, subject: tuple[Any, ...], key: str) -> concurrent.futures.Future[Any]:
+        """The verdict from the cache (taken already), or a new call in flight (callers hold ``_lock``)."""
+        accept = self._accepts(subject)
+        cached = self.cache.get(key, accept)
+        if cached is None:
             return self._in_flight(key, lambda: self._call(subject, key), accept)
+        self._found(key)
+        self._taken.add(key)  # nothing was paid this run: whoever takes it takes it as cached
+        done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        done.set_result({**cached, "from_cache": True})
+        return done
 
     async def _call(self, subject: tuple[Any, ...], key: str) -> dict[str, Any]:
         messages = [{"role": "user", "content": self.render(*subject)}]
@@ -358,15 +379,36 @@ def judge_all(judges: Sequence[ModelJudge], row: "FamilyRow", answer: "Answer", 
     if repeats:
         again = {}
         for name, pending in extra.items():
-            try:
-                probes = [f.result(timeout=timeout_s) for f in pending]
-                verdicts += probes
+            probes, failed = [], False
+            for probe in pending:
+                try:
+                    probes.append(probe.result(timeout=timeout_s))
+                except ProviderError:
+                    failed = True
+            verdicts += probes  # paid for, whether or not a sibling probe failed
+            if not failed:  # a judge with a probe that errored tells nothing about flips
                 again[name] = [JudgeScores(by_judge[name]), *(JudgeScores(dict(p["scores"])) for p in probes)]
-            except ProviderError:
-                pass  # a probe that errors tells nothing about flips
     return JudgeResult(by_judge={name: JudgeScores(scores) for name, scores in by_judge.items()},
                        consensus=combined["consensus"], spread=combined["spread"], items=combined.get("items"),
                        repeats=again, costs=verdict_costs(verdicts))
+
+
+def _reused(asked: concurrent.futures.Future[Any]) -> concurrent.futures.Future[Any]:
+    """``asked``'s verdict for a second subject with the same key, marked as not paid for again."""
+    reused: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def settle(finished: concurrent.futures.Future[Any]) -> None:
+        if finished.cancelled():
+            reused.cancel()
+            return
+        error = finished.exception()
+        if error is not None:
+            reused.set_exception(error)
+        else:
+            reused.set_result({**finished.result(), "from_cache": True})
+
+    asked.add_done_callback(settle)
+    return reused
 
 
 def verdict_costs(verdicts: Sequence[dict[str, Any]]) -> VerdictCosts:

@@ -70,7 +70,7 @@ class Progress:
         self.workers = workers  # xdist's workers making the calls (0: this process makes them)
         self.done = self.errors = self.cached = 0
         self.spend: Optional[float] = 0.0
-        self.priced = 0  # fresh answers with a known price: none means the spend is unknown, not $0
+        self.priced = 0  # rows whose spend is known (a price, or cached): none means unknown, not $0
         self.completion_tokens = 0
         self.fresh_latency_s = 0.0
         self.started = time.monotonic()
@@ -97,25 +97,31 @@ class Progress:
                 self._report(now)
 
     def row_done(self, record: RowRecord) -> None:
-        if record.usage.judge_spent_usd:  # verdicts on bm25's or the project's answers were paid for too
-            with self._lock:
-                self.priced += 1
-                self.spend = add_cost(self.spend, record.usage.judge_spent_usd)
-        if not record.model_system:
-            return
+        usage = record.usage
         with self._lock:
+            if usage.verdicts:  # verdicts on bm25's or the project's answers were paid for too
+                # A fresh verdict of unknown price (a local judge beside a priced one) makes the spend unknown.
+                self._spent(usage.judge_spent_usd, known=usage.judge_cost_usd is not None)
+            if not record.model_system:
+                return
             self.done += 1
             self.errors += bool(record.error)
-            self.cached += record.usage.cached
-            if not record.usage.cached and not record.error:
-                if record.usage.cost_usd is not None:
-                    self.priced += 1
-                self.spend = add_cost(self.spend, record.usage.cost_usd)
-                self.completion_tokens += record.usage.completion_tokens or 0
-                self.fresh_latency_s += record.usage.latency_s or 0.0
+            self.cached += usage.cached
+            if usage.cached:  # nothing paid this run; known as $0 when the answer had a price
+                self._spent(0.0, known=usage.cost_usd is not None)
+            elif not record.error or usage.cost_usd is not None:  # an answer a judge failed was paid for
+                self._spent(usage.cost_usd, known=usage.cost_usd is not None)
+            if not usage.cached and not record.error:
+                self.completion_tokens += usage.completion_tokens or 0
+                self.fresh_latency_s += usage.latency_s or 0.0
         now = time.monotonic()
         if now - self.last_report >= REPORT_EVERY_S and self.done < self.total:
             self._report(now)
+
+    def _spent(self, cost: Optional[float], *, known: bool) -> None:
+        """Add what one row's calls cost this run (callers hold ``_lock``)."""
+        self.spend = add_cost(self.spend, cost)
+        self.priced += known
 
     def _report(self, now: float) -> None:
         self.last_report = now
