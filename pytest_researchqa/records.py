@@ -498,7 +498,7 @@ class Recorder:
     def detail(self, key: str, value: object) -> None:
         """Keep a plain value on the record's ``details`` (see :attr:`RowRecord.details`): JSON data only,
         refused here by name rather than where the run is saved or crosses to xdist's controller."""
-        if (found := _not_json(value)) is not None:
+        if not _is_json(value) and (found := _not_json(value)) is not None:
             where, kind = found
             raise ValueError(f"detail {key!r}{where}: {kind} is not JSON data (text, a finite number, "
                              "true/false, null, or lists and objects of them keyed by text)")
@@ -512,6 +512,20 @@ class Recorder:
         """Keep the judges' result (its plain form, as ``judged`` returns it, is accepted)."""
         self.record.judge = JudgeResult.from_plain(result)
         self.record.usage.add_verdicts(self.record.judge.costs)
+
+
+def _is_json(value: object) -> bool:
+    """Whether ``value`` is JSON data, checked without building the paths ``_not_json`` names (every row's
+    details are checked, a few hundred values a row, and nearly all are)."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, (list, tuple)):
+        return all(_is_json(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(name, str) and _is_json(item) for name, item in value.items())
+    return False
 
 
 def _not_json(value: object, where: str = "") -> Optional[tuple[str, str]]:
