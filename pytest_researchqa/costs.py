@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, NamedTuple, Optional
 
 if TYPE_CHECKING:  # pragma: no cover
     from .records import RowRecord
@@ -53,38 +53,59 @@ BUDGET_STOP = "not run: the run's budget"
 BUDGET_SPENT = "because the run's budget (--researchqa-max-cost) was spent"
 
 
-class SpendLedger:
-    """What every process of one run has spent, for one ``--researchqa-max-cost``: each xdist worker keeps its own
-    total in a file of a folder its controller made, and reads all of them before a call. A fixed share of the
-    budget per worker would strand money: xdist hands each paper's rows to one worker, so one worker can have
-    every row of a slice (tester45)."""
+class Spend(NamedTuple):
+    """What some calls cost: the sum of the known prices, and how many calls had none."""
 
-    def __init__(self, folder: Path, name: str) -> None:
-        self._mine = folder / name
+    usd: float = 0.0
+    unpriced_calls: int = 0
+
+    def plus(self, other: "Spend") -> "Spend":
+        return Spend(self.usd + other.usd, self.unpriced_calls + other.unpriced_calls)
+
+    @property
+    def known_usd(self) -> Optional[float]:
+        """The total, unknown once any call's price is."""
+        return None if self.unpriced_calls else self.usd
+
+
+class SpendLedger:
+    """What every process of one run has spent: each xdist worker keeps its own total in a file of a folder its
+    controller made, and reads the others' before a call (one ``--researchqa-max-cost``), as the controller
+    does for its progress lines. A fixed share of the budget per worker would strand money: xdist hands each
+    paper's rows to one worker, so one worker can have every row of a slice (tester45)."""
+
+    def __init__(self, folder: Path, name: str = "") -> None:
+        self._mine = folder / name if name else None
         self._folder = folder
 
-    def record(self, spent: float) -> None:
+    def record(self, spent: float, unpriced_calls: int = 0) -> None:
         """This process's total so far (replaced whole: a reader never sees half a number). A write that fails (a
         full disk) leaves the others a lower figure for this process; its own calls still count its own spend."""
+        if self._mine is None:
+            return
         partial = self._mine.with_name(f".{self._mine.name}.partial")
         try:
-            partial.write_text(repr(spent))
+            partial.write_text(f"{spent!r} {unpriced_calls}")
             os.replace(partial, self._mine)
         except OSError:
             pass
 
     def total(self, mine: float) -> float:
-        """What the run has spent: ``mine``, this process's, and every other process's last total (a file that
-        cannot be read counts nothing)."""
-        spent = mine
+        """What the run has spent: ``mine``, this process's, and every other process's last total."""
+        return mine + self.others().usd
+
+    def others(self) -> Spend:
+        """Every other process's last totals (a file that cannot be read counts nothing)."""
+        spent = Spend()
         try:
             entries = list(os.scandir(self._folder))
         except OSError:
             return spent
         for entry in entries:
-            if not entry.name.startswith(".") and entry.name != self._mine.name:
+            if not entry.name.startswith(".") and (self._mine is None or entry.name != self._mine.name):
                 try:
-                    spent += float(Path(entry.path).read_text())
+                    usd, _, unpriced = Path(entry.path).read_text().partition(" ")
+                    spent = spent.plus(Spend(float(usd), int(unpriced or 0)))
                 except (OSError, ValueError):
                     continue
         return spent

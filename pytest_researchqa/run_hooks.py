@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generator, Optional, TypeVar
 
 import pytest
 
-from .stash import DRY_RUN, GENERATED, SETTINGS, case_of, run_state, started
+from .stash import DRY_RUN, GENERATED, SETTINGS, WORKERS_SPEND, case_of, run_state, started
 from .xdist_compat import RECORD_TEXT, Lookahead, is_worker
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -368,9 +368,20 @@ class RunHooks:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         workers = 0 if calls_here else getattr(self.config.option, "numprocesses", 0)  # xdist resolves "auto"
         progress = Progress(reporter, total, slots, activity, terminal=terminal_stream() if reporter else None,
-                            workers=workers if isinstance(workers, int) else 0)
+                            workers=workers if isinstance(workers, int) else 0, spent=self._spent_so_far)
         progress.start(settings.models)
         return progress
+
+    def _spent_so_far(self) -> Optional[float]:
+        """What the run's model calls have cost so far: this process's, and each xdist worker's (None: a call's
+        price is unknown)."""
+        spend = self.state.services.spend()
+        folder = self.config.stash.get(WORKERS_SPEND, None)
+        if folder is not None:
+            from .costs import SpendLedger
+
+            spend = spend.plus(SpendLedger(Path(folder)).others())
+        return spend.known_usd
 
     # -- results -------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)  # before --report-log and the like: the record's wire text is gone by then

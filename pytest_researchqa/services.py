@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, cast
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .costs import Spend
     from .llm.cache import AnswerCache
     from .llm.engine import ModelRunner
     from .llm.judges import JudgePanel, ModelJudge
@@ -83,16 +84,21 @@ class Services:
             from .llm.engine import ModelRunner
 
             self._runner = ModelRunner(self.settings.concurrency, self.settings.rows_per_minute)
-            if self.settings.max_cost is not None:
-                self._runner.budget_usd = self.settings.max_cost
-                if self.spend_ledger is not None:  # xdist's workers spend one budget together
-                    from pathlib import Path
+            self._runner.budget_usd = self.settings.max_cost
+            if self.spend_ledger is not None:  # xdist's workers spend one budget, and say what they spent
+                from pathlib import Path
 
-                    from .costs import SpendLedger
+                from .costs import SpendLedger
 
-                    folder, name = self.spend_ledger
-                    self._runner.ledger = SpendLedger(Path(folder), name)
+                folder, name = self.spend_ledger
+                self._runner.ledger = SpendLedger(Path(folder), name)
         return self._runner
+
+    def spend(self) -> "Spend":
+        """What this process's model calls have cost so far (nothing, when it made none)."""
+        from .costs import Spend
+
+        return self._runner.spend() if self._runner is not None else Spend()
 
     def cache(self) -> "AnswerCache":
         """The run's one answer and verdict cache: a write that fails turns it off for every system and judge."""

@@ -37,6 +37,8 @@ RECORD: pytest.StashKey[RowRecord] = pytest.StashKey()
 RECORDER: pytest.StashKey[Recorder] = pytest.StashKey()
 GENERATED: pytest.StashKey[int] = pytest.StashKey()  # rows parametrized, before -k/-m and sampling
 DRY_RUN: pytest.StashKey[bool] = pytest.StashKey()  # --researchqa-dry-run printed its plan: nothing runs
+# On xdist's controller: the folder where the workers keep what their calls cost (costs.SpendLedger).
+WORKERS_SPEND: pytest.StashKey[str] = pytest.StashKey()
 
 
 def settings_of(config: pytest.Config) -> "Settings":

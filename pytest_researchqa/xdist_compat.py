@@ -128,7 +128,7 @@ SPEND_FOLDER = "researchqa_spend_folder"  # in a worker's workerinput: where the
 
 
 def spend_ledger(config: pytest.Config) -> Optional[tuple[str, str]]:
-    """On a worker of a run with a budget: the folder its controller made for what the workers spend, and this
+    """On a worker of a run that calls models: the folder its controller made for what the workers spend, and this
     worker's name in it. From xdist's workerinput, never the environment: a pytester run inside a worker of an
     outer ``pytest -n N`` is serial, with the whole budget to itself (tester44 LOW-4)."""
     workerinput = getattr(config, "workerinput", {})
@@ -320,17 +320,21 @@ class ControllerHooks:
         config = getattr(node, "config", None)  # xdist's WorkerController has it; a test's stand-in may not
         settings = config.stash.get(SETTINGS, None) if config is not None else None
         node.workerinput[SYSTEM_PATHS] = import_roots(settings.systems) if settings is not None else []
-        if config is not None and settings is not None and settings.max_cost is not None:
+        if config is not None and settings is not None and (settings.models or settings.judges
+                                                             or settings.flagged_judge):
             node.workerinput[SPEND_FOLDER] = self._spend_folder(config)
 
     def _spend_folder(self, config: pytest.Config) -> str:
-        """One folder for the run's workers to keep what each spent (:class:`~.costs.SpendLedger`), removed when
-        the run ends; a replacement worker reads what its crashed predecessor spent."""
+        """One folder for the run's workers to keep what each spent (:class:`~.costs.SpendLedger`: one budget
+        over them, and the controller's progress lines), removed when the run ends; a replacement worker
+        reads what its crashed predecessor spent."""
         if self._spent is None:
             import shutil
             import tempfile
 
-            self._spent = tempfile.mkdtemp(prefix="researchqa-spent-")
+            from .stash import WORKERS_SPEND
+
+            self._spent = config.stash[WORKERS_SPEND] = tempfile.mkdtemp(prefix="researchqa-spent-")
             config.add_cleanup(functools.partial(shutil.rmtree, self._spent, ignore_errors=True))
         return self._spent
 

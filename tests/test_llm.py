@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers import SAMPLE, WITHOUT_HYPOTHESIS, leaderboard_table, run_pytest
-from llm_server import ScriptedLLM
+from llm_server import ScriptedLLM, prompt_of
 
 from pytest_researchqa.families.citation.loaders import load_dataset
 from pytest_researchqa.families.citation.model_system import CitedAnswerSystem
@@ -584,6 +584,36 @@ def test_the_progress_spend_is_what_the_run_paid_for_answers_and_verdicts(pytest
     assert final_spend(with_local) == "—", "what the local judge's calls cost is not known"
 
 
+def test_the_progress_spend_counts_every_call_paid_a_malformed_reply_and_a_rubric_battle_included(
+        pytester, server, tmp_path):
+    """tester49 HIGH-1: the rubric family's spend left its pairwise battles out ($0.0470 shown, $0.0890 paid);
+    MED-2: a reply paid for that could not be read counted nothing; the spend is now what the budget counts."""
+    server.usage = (1_000, 100)
+    price = {"gpt-4o-mini": 0.00021, "gpt-4o": 0.0035, "fault-truncated": 1_000 * 1e-6 + 100 * 1e-5}
+
+    def paid(since: int = 0) -> str:
+        """What the server's calls from the ``since``-th on cost."""
+        return f"${sum(price[request['model']] for request in server.requests[since:]):.4f}"
+
+    remote = [f"--researchqa-model-param={m}:profile=remote" for m in ("openai/gpt-4o-mini", "openai/gpt-4o")]
+    malformed = ("--researchqa-model=openai/fault-truncated", "--researchqa-model-param=openai/fault-truncated:"
+                 "profile=remote", "--researchqa-model-param=openai/fault-truncated:input_cost_per_token=0.000001",
+                 "--researchqa-model-param=openai/fault-truncated:output_cost_per_token=0.00001")
+    repaired = run_pytest(pytester, "--researchqa-model=openai/gpt-4o-mini", *malformed, *remote, "-k", "edu-lookup",
+                          cache=tmp_path, server=server)
+    assert server.calls("fault-truncated") == 4, "each row's first reply is cut short, then repaired"
+    assert repaired.ret == pytest.ExitCode.OK and final_spend(repaired) == paid(), repaired.stdout.str()[-1500:]
+    before = len(server.requests)
+    rubric = run_pytest(pytester, "--researchqa-family=rubric", "--researchqa-model=openai/gpt-4o-mini",
+                        "--researchqa-model=openai/gpt-4o-mini-2024-07-18", "--researchqa-judge=openai/gpt-4o", *remote,
+                        "--researchqa-model-param=openai/gpt-4o-mini-2024-07-18:profile=remote",
+                        cache=tmp_path / "rubric", server=server)
+    price["gpt-4o-mini-2024-07-18"] = 0.00021
+    battles = sum(1 for r in server.requests[before:] if "<<<RESPONSE_A" in prompt_of(r))
+    assert rubric.ret == pytest.ExitCode.OK and battles > 0, rubric.stdout.str()[-2000:]
+    assert final_spend(rubric) == paid(since=before), rubric.stdout.str()[-1500:]
+
+
 @pytest.mark.slow
 def test_a_rubric_run_whose_estimate_is_above_the_budget_refuses_to_start(pytester, server, tmp_path):
     """tester46 MED-4: the rubric family printed "estimated cost $0.3718" above a $0.001 budget, then ran."""
@@ -678,6 +708,7 @@ def test_under_xdist_a_dry_run_calls_nothing_and_a_slice_of_one_paper_can_spend_
     result.stdout.fnmatch_lines(["researchqa plan: total: 9 model call(s), estimated $0.0711*"])
     assert result.ret == pytest.ExitCode.OK and server.calls() == 9, result.stdout.str()[-3000:]
     result.stdout.fnmatch_lines(["9 of 9 selected rows measured (0 errors)*"])
+    assert final_spend(result) == "$0.0711", "the controller's progress line reads what each worker spent"
     assert "INTERNALERROR" not in dry.stdout.str() + result.stdout.str()
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine, Optional
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..costs import SpendLedger
+    from ..costs import Spend, SpendLedger
 
 # Status codes worth retrying: timeouts, conflicts, rate limits, server errors.
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
@@ -232,6 +232,7 @@ class ModelRunner:
         self._pacers: dict[str, _Pacer] = {}
         self.budget_usd: Optional[float] = None  # --researchqa-max-cost
         self.spent_usd = 0.0  # by this process
+        self.unpriced_calls = 0  # calls of this process with no known price (a local server, an unlisted model)
         self.ledger: Optional["SpendLedger"] = None  # the run's spending over its xdist workers
         self.activity = Activity()  # answers and verdicts asked and done, requests on the wire: for progress
 
@@ -240,12 +241,20 @@ class ModelRunner:
         return self.charge(await self.activity.send(call))
 
     def charge(self, result: "CallResult") -> "CallResult":
-        """Count a finished call's known price against the budget."""
-        if result.cost_usd is not None:
+        """Count a finished call's known price against the budget (a call without one, as such)."""
+        if result.cost_usd is None:
+            self.unpriced_calls += 1
+        else:
             self.spent_usd += result.cost_usd
-            if self.ledger is not None:
-                self.ledger.record(self.spent_usd)
+        if self.ledger is not None:
+            self.ledger.record(self.spent_usd, self.unpriced_calls)
         return result
+
+    def spend(self) -> "Spend":
+        """What this process's calls have cost so far."""
+        from ..costs import Spend
+
+        return Spend(self.spent_usd, self.unpriced_calls)
 
     def limit(self, provider: str, concurrency: int) -> None:
         """Calls in flight to one provider or server, when it differs from the run's default (a local

@@ -18,9 +18,9 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Optional, Sequence, TextIO
+from typing import Any, Callable, Optional, Sequence, TextIO
 
-from ..costs import add_cost, spend_text
+from ..costs import spend_text
 from ..records import RowRecord
 
 REPORT_EVERY_S = 15.0
@@ -62,15 +62,17 @@ class Progress:
     """Counts model-system rows as their records arrive; writes a line every so often."""
 
     def __init__(self, reporter: Any, total: int, slots: int = 1, activity: Any = None,
-                 terminal: Optional[TextIO] = None, workers: int = 0) -> None:
+                 terminal: Optional[TextIO] = None, workers: int = 0,
+                 spent: Callable[[], Optional[float]] = lambda: None) -> None:
         self.reporter = reporter
         self.activity = activity  # the run's engine.Activity (None where no call is made: xdist's controller)
         self.total = total
         self.slots = max(slots, 1)
         self.workers = workers  # xdist's workers making the calls (0: this process makes them)
         self.done = self.errors = self.cached = 0
-        self.spend: Optional[float] = 0.0
-        self.priced = 0  # rows whose spend is known (a price, or cached): none means unknown, not $0
+        # What the run's calls have cost so far, as its budget counts them (every call paid once, a failed reply
+        # and a battle included); None once a call's price is unknown.
+        self.spent = spent
         self.completion_tokens = 0
         self.fresh_latency_s = 0.0
         self.started = time.monotonic()
@@ -97,31 +99,19 @@ class Progress:
                 self._report(now)
 
     def row_done(self, record: RowRecord) -> None:
+        if not record.model_system:
+            return
         usage = record.usage
         with self._lock:
-            if usage.verdicts:  # verdicts on bm25's or the project's answers were paid for too
-                # A fresh verdict of unknown price (a local judge beside a priced one) makes the spend unknown.
-                self._spent(usage.judge_spent_usd, known=usage.judge_cost_usd is not None)
-            if not record.model_system:
-                return
             self.done += 1
             self.errors += bool(record.error)
             self.cached += usage.cached
-            if usage.cached:  # nothing paid this run; known as $0 when the answer had a price
-                self._spent(0.0, known=usage.cost_usd is not None)
-            elif not record.error or usage.cost_usd is not None:  # an answer a judge failed was paid for
-                self._spent(usage.cost_usd, known=usage.cost_usd is not None)
             if not usage.cached and not record.error:
                 self.completion_tokens += usage.completion_tokens or 0
                 self.fresh_latency_s += usage.latency_s or 0.0
         now = time.monotonic()
         if now - self.last_report >= REPORT_EVERY_S and self.done < self.total:
             self._report(now)
-
-    def _spent(self, cost: Optional[float], *, known: bool) -> None:
-        """Add what one row's calls cost this run (callers hold ``_lock``)."""
-        self.spend = add_cost(self.spend, cost)
-        self.priced += known
 
     def _report(self, now: float) -> None:
         self.last_report = now
@@ -147,7 +137,7 @@ class Progress:
             fresh = self.done - self.cached
             parts = [f"{self.done}/{self.total} model rows", f"{self.errors} errors", f"{self.cached} from cache",
                      *self.calls_parts(),
-                     f"spend {spend_text(self.spend if self.priced else None)}", f"elapsed {elapsed:.0f}s"]
+                     f"spend {spend_text(self.spent())}", f"elapsed {elapsed:.0f}s"]
             if self.completion_tokens and self.fresh_latency_s > 0:
                 # Per call, as the server generated them (latency includes the prompt's processing).
                 parts.append(f"{self.completion_tokens / self.fresh_latency_s:.1f} tokens/s a call")

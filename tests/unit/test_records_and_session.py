@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_researchqa.costs import Spend, SpendLedger
 from pytest_researchqa.families import get_family
 from pytest_researchqa.families.citation import CITATION
 from pytest_researchqa.records import Recorder, RowRecord, Usage, current_recorder, recording_into
@@ -140,17 +141,22 @@ def test_a_gated_run_that_selected_no_benchmark_row_says_so_not_that_no_gate_is_
     assert audit.outcome().headline.startswith("report only: gates are not evaluated in an audit, which runs no system")
 
 
-def test_progress_counts_only_model_rows_even_when_other_rows_error():
-    progress = Progress(reporter=None, total=1)
+def test_progress_counts_only_model_rows_even_when_other_rows_error_and_says_what_the_calls_cost():
+    spend = Spend()
+    progress = Progress(reporter=None, total=1, spent=lambda: spend.known_usd)
     progress.row_done(RowRecord(row_id="a", system="broken:answer", error="RuntimeError"))
     progress.row_done(RowRecord(row_id="a", system="openai/x", model_system=True, usage=Usage(cost_usd=0.01)))
-    assert progress.line(progress.started).startswith("1/1 model rows, 0 errors, 0 from cache, spend $0.0100")
+    assert progress.line(progress.started).startswith("1/1 model rows, 0 errors, 0 from cache, spend $0.0000")
+    spend = Spend(0.01)
+    assert "spend $0.0100" in progress.line(progress.started), "what the calls cost, not what the records say"
 
 
-def test_unpriced_rows_make_the_spend_unknown_not_zero():
-    progress = Progress(reporter=None, total=1)
-    progress.row_done(RowRecord(row_id="a", system="openai/x", model_system=True, usage=Usage(cost_usd=None)))
-    assert "spend —" in progress.line(progress.started)
+def test_one_call_without_a_price_makes_the_spend_unknown_not_zero_in_every_process_of_a_run(tmp_path):
+    assert (Spend(0.25).known_usd, Spend(0.25, unpriced_calls=1).known_usd) == (0.25, None)
+    SpendLedger(tmp_path, "gw0").record(0.25)
+    SpendLedger(tmp_path, "gw1").record(0.5, unpriced_calls=2)
+    assert SpendLedger(tmp_path).others() == Spend(0.75, 2), "the controller reads every worker's"
+    assert SpendLedger(tmp_path, "gw0").others() == Spend(0.5, 2) and SpendLedger(tmp_path, "gw0").total(0.1) == 0.6
 
 
 def test_an_unknown_family_is_named_with_the_choices():
@@ -269,11 +275,6 @@ def test_a_rows_answer_counts_in_cost_though_its_verdict_failed_and_the_verdicts
     assert verdicts_cost(rows) == 0.25, "a row no judge could score adds no verdict"
     headers, table = main_table(rows, None)
     assert headers[-2:] == ["cost $", "judge $"] and table[0][-2:] == ["0.6250", "0.2500"]
-    progress = Progress(reporter=None, total=3)
-    progress.row_done(judged)
-    offline = RowRecord(row_id="a", system="bm25", usage=Usage(verdicts=1, judge_cost_usd=0.125, judge_spent_usd=0.125))
-    progress.row_done(offline)
-    assert "spend $0.8750" in progress.line(progress.started + 1), "the answer and both verdicts were paid for"
     from pytest_researchqa.reporting.html import _row
 
     assert (_row(judged, "k")["judge_cost_usd"], _row(no_answer, "k")["judge_cost_usd"]) == (0.25, None), \
