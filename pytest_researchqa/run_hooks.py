@@ -525,10 +525,14 @@ class RunHooks:
         self._write_files(state, outcome)
         from .row_reports import check_reports
 
-        stopped = session.shouldfail  # -x's "stopping after N failures" counts the rows, not the gates
-        for report in check_reports(outcome):  # JUnit and pytest's counts carry each gate as a testcase
-            self.config.hook.pytest_runtest_logreport(report=report)
-        session.shouldfail = stopped
+        # JUnit and pytest's counts carry each gate as a testcase; -x's "stopping after N failures" counts the rows,
+        # not the gates (pytest stops at --maxfail as a failure is reported, and a stop once set cannot be unset).
+        maxfail, self.config.option.maxfail = self.config.option.maxfail, 0
+        try:
+            for report in check_reports(outcome):
+                self.config.hook.pytest_runtest_logreport(report=report)
+        finally:
+            self.config.option.maxfail = maxfail
         return outcome.passed
 
     def _systems_unused(self, state: "RunState") -> Optional[str]:

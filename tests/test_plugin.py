@@ -744,6 +744,19 @@ class TestPartialRuns:
         result.stdout.fnmatch_lines(["*gate evaluated on 1 of 3 rows: the run stopped early*"])
         assert "stopping after 1 failures" in result.stdout.str(), "the gates' testcases are not rows that failed"
 
+    def test_a_gate_that_fails_a_run_under_x_with_warnings_as_errors_is_reported_in_every_medium(self, run, pytester):
+        """tester50 HIGH-1: with -x (or --maxfail) and a failing gate, the plugin unset pytest's stop, which pytest
+        refuses with a warning: under `filterwarnings = error` a traceback, no verdict and no JUnit file."""
+        pytester.makeini("[pytest]\nfilterwarnings =\n    error\n")
+        result = run("--researchqa-system=bm25", "--researchqa-fail-under=section_coverage=0.99", "-x",
+                     "--junitxml=junit.xml")
+        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-2000:]
+        text = result.stdout.str()
+        assert "Traceback" not in text and "stopping after" not in text, "no row failed: nothing stopped the run"
+        result.stdout.fnmatch_lines(["researchqa: gates FAILED: 1 of 1 check(s) failed"])
+        junit = (pytester.path / "junit.xml").read_text()
+        assert 'failures="1"' in junit and "section_coverage" in junit
+
     @pytest.mark.slow
     def test_under_xdist_a_run_stopped_by_x_is_said_stopped_early_not_interrupted(self, pytester, tmp_path):
         # bm25's rows fail under --researchqa-fail-rows: -x stops the run long before its 54 rows are done.
