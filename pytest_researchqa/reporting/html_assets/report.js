@@ -382,7 +382,7 @@
   // One side of a changed row: the answer, then each citation's verdict and quote, which is often all that
   // changed (the same answer text citing another passage).
   function changedCell(r) {
-    const cell = el("td");
+    const cell = el("td", { class: "side-text" });
     if (!r) return cell;
     cell.append(el("div", { text: (r.details || {}).answer || "" }));
     const cites = r.citations || [];
@@ -417,7 +417,7 @@
       const now = byKey.get(c.key);
       const tr = el("tr", { "data-row-id": now ? now.row_id : c.old.row_id },
         // This run's system; the baseline's beside it where --researchqa-compare-map paired another.
-        el("td", { text: c.old.row_id }), el("td", {}, ...breakable(now && now.system !== c.old.system
+        el("td", {}, ...breakable(c.old.row_id)), el("td", {}, ...breakable(now && now.system !== c.old.system
           ? `${now.system} (baseline: ${c.old.system})` : (now || c.old).system)),
         el("td", { text: Object.entries(c.deltas).map(([m, v]) => `${m} ${v > 0 ? "+" : ""}${v.toFixed(3)}`).join(", ") }),
         changedCell(now), changedCell(c.old));
