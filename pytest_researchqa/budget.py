@@ -51,6 +51,7 @@ def plan_calls(state: "RunState", cases: Iterable["Case"]) -> list[PlannedCalls]
     from .papers import PaperUnavailable
 
     plans: dict[tuple[str, str], PlannedCalls] = {}
+    asked: set[str] = set()  # the verdicts on known answers planned so far: identical answers share one
     for case in cases:
         if case.kind != "row" or case.system is None:
             continue
@@ -87,7 +88,7 @@ def plan_calls(state: "RunState", cases: Iterable["Case"]) -> list[PlannedCalls]
                 judges.append((premise, range(1)))
         judged_chars = len(row.question) + len(getattr(row, "expected_answer", "") or "")
         for judge, verdicts_of in judges:
-            calls = sum(1 for n in verdicts_of if cached is None or not judge.has_verdict(row, cached, repeat=n))
+            calls = _verdicts_to_ask(judge, row, cached, verdicts_of, asked)
             if not calls:
                 continue
             verdicts = plans.setdefault((judge.name, "judge"),
@@ -96,6 +97,22 @@ def plan_calls(state: "RunState", cases: Iterable["Case"]) -> list[PlannedCalls]
             verdicts.prompt_tokens += calls * (JUDGE_PROMPT_OVERHEAD_TOKENS + judged_chars // 4 + answer_tokens)
             verdicts.completion_tokens += calls * JUDGE_OUTPUT_TOKENS
     return sorted(plans.values(), key=lambda plan: plan.role != "answer")  # answers first, whichever row came first
+
+
+def _verdicts_to_ask(judge: Any, row: Any, answer: Optional[Any], repeats: range, asked: set[str]) -> int:
+    """How many verdicts of ``judge`` on ``answer`` the run will pay for: each repeat not on disk, and not planned
+    already for another system's answer that is word for word the same (one call serves both). An answer not
+    given yet is a call a verdict."""
+    if answer is None:
+        return len(repeats)
+    subject = judge.subject(row, answer) or ()
+    calls = 0
+    for repeat in repeats:
+        key = judge.key(*subject, repeat=repeat)
+        if key not in asked and not judge.holds(*subject, repeat=repeat):
+            asked.add(key)
+            calls += 1
+    return calls
 
 
 def total_cost(plans: Iterable[PlannedCalls]) -> Optional[float]:

@@ -651,6 +651,19 @@ def test_the_plan_asks_the_verdicts_a_cached_answer_lacks_and_none_it_has(pytest
     warm.stdout.fnmatch_lines(["researchqa plan: total: 0 model call(s), *"])
 
 
+def test_the_plan_asks_one_verdict_for_answers_that_are_word_for_word_the_same(pytester, server, tmp_path):
+    """tester49 LOW-4: two models' identical cached answers were planned a verdict each (18 calls, $0.0717) where
+    the run makes one (9), so a budget the run fits was refused."""
+    twins = ("--researchqa-model=openai/good", "--researchqa-model=openai/twin", "-k", "edu")
+    assert run_pytest(pytester, *twins, cache=tmp_path, server=server).ret == pytest.ExitCode.OK
+    assert server.calls() == 18
+    judged = (*twins, "--researchqa-judge=openai/gpt-4o", "--researchqa-model-param=openai/gpt-4o:profile=remote")
+    plan = run_pytest(pytester, *judged, "--researchqa-dry-run", cache=tmp_path, server=server)
+    plan.stdout.fnmatch_lines(["researchqa plan: judge  openai/gpt-4o: 9 call(s) to make, *"])
+    paid = run_pytest(pytester, *judged, cache=tmp_path, server=server)
+    assert paid.ret == pytest.ExitCode.OK and server.calls() == 18 + 9, paid.stdout.str()[-2000:]
+
+
 def test_an_answer_and_its_verdict_are_cached_under_the_model_not_the_endpoint_or_the_key(pytester, server, tmp_path):
     """tester47 MED-4: a server on a new port (or a rotated key) paid for every answer and verdict again, though
     docs/models.md says the cache key is the model's, whatever endpoint answered."""
