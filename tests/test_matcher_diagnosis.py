@@ -120,3 +120,20 @@ def test_a_paraphrase_shows_the_passage_it_aligns_to():
     found = match_citation("During two terms 412 pupils across 18 sections of the course participated", paper)
     assert not found.grounded
     assert found.nearest is not None and "412 students in 18 course sections" in found.nearest.text
+
+
+@pytest.mark.parametrize(("cut", "paper_reads"), [("population was 3.5", "3.58"), ("estimated at 2.6 (95", "(95%CI")])
+def test_a_quote_cut_inside_one_of_the_papers_numbers_is_altered_and_says_the_whole_number(cut, paper_reads):
+    """tester50 LOW-5: COVID-QA's answer spans cut inside a number were called paraphrases, and their dataset
+    defect said the article did not hold them, though it does, word for word."""
+    from pytest_researchqa.papers import Paper
+
+    text = ("The basic reproduction number was estimated at 2.6 (95%CI: 1.5-3.5) in January, and the mean age "
+            "of the study population was 3.58 years.")
+    index = match_index(Paper(paper_id="p", text=text, page_starts=[]))
+    quote = ("the basic reproduction number was " if "2.6" in cut else "the mean age of the study ") + cut
+    found = index.match(quote)
+    assert (found.grounded, found.verdict) == (False, "altered")
+    assert found.in_text == f"it ends inside a number: the paper reads {paper_reads!r} where the passage ends " \
+                           f"{cut.split()[-1]!r}"
+    assert index.match(quote.replace(cut.split()[-1], paper_reads)).grounded, "the whole number is verbatim"

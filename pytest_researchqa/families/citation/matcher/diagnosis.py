@@ -38,9 +38,9 @@ def diagnose(index: PaperIndex, grounded: Callable[[str], bool], citation: str, 
         )
     quote = parts[0] if parts else strip_wrapping(citation)
     quote_key = text_key(quote)
-    taken = number_taken_in(quote_key) if number_taken_in is not None else None
-    if taken is not None:
-        return _taken_in(index, quote, *taken)
+    at_a_number = _at_a_number(index, quote, quote_key, number_taken_in)
+    if at_a_number is not None:
+        return at_a_number
     key = index.key
     prefix, prefix_at = longest_end(key, quote_key)
     suffix, suffix_at = longest_end(key, quote_key, from_end=True)
@@ -116,6 +116,38 @@ def _taken_in(index: PaperIndex, quote: str, quote_at: int, low: int, high: int)
         in_text=(f"it ends with {number}, the line or page number printed beside the paper's text there" if ends
                  else f"it reads {number}, the line or page number printed beside the paper's text, into one of its "
                  "numbers"),
+    )
+
+
+def _at_a_number(index: PaperIndex, quote: str, quote_key: str,
+                 number_taken_in: Callable[[str], tuple[int, int, int] | None] | None) -> Diagnosis | None:
+    """The account of a quote that is the paper's text but for one of its numbers: one that takes in a margin
+    line number, or one cut short inside the paper's number."""
+    taken = number_taken_in(quote_key) if number_taken_in is not None else None
+    if taken is not None:
+        return _taken_in(index, quote, *taken)
+    return _cut_inside_a_number(index, quote)
+
+
+def _cut_inside_a_number(index: PaperIndex, quote: str) -> Diagnosis | None:
+    """The account of a quote that is the paper's text word for word but ends inside one of its numbers (``was
+    3.5`` where the paper says ``3.58``): a number the paper does not give, though the text holds the quote."""
+    words = quote.split()
+    if not words or not words[-1][-1:].isdigit():
+        return None
+    # Its digits go on in the paper, or a unit or a label glued to them does ("95" of "95%CI").
+    found = re.search(r"\s+".join(map(re.escape, words)) + r"(?=[.,]?\d|[%\w])", index.text, re.IGNORECASE)
+    if found is None:
+        return None
+    rest = re.match(r"(?:[.,]?[\d%\w])+", index.text[found.end():])
+    number = words[-1] + (rest.group() if rest else "")
+    last = found.end() - len(words[-1])
+    return Diagnosis(
+        ALTERED,
+        f"altered: it ends inside the paper's number {number!r}, at {words[-1]!r}",
+        departure=Departure(quote_before=quote[: quote.rfind(words[-1])], quote_after=words[-1],
+                            paper_after=_paper_from(index, last), page=index.page_of(last)),
+        in_text=f"it ends inside a number: the paper reads {number!r} where the passage ends {words[-1]!r}",
     )
 
 
