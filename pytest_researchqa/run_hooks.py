@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .llm.judges import ModelJudge
     from .runs import RunWriter
     from .session import RunOutcome, Selection
+    from .settings import Settings
     from .state import RunState
 
 WORKER_SELECTION = "researchqa_selection"
@@ -368,7 +369,8 @@ class RunHooks:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         workers = 0 if calls_here else getattr(self.config.option, "numprocesses", 0)  # xdist resolves "auto"
         progress = Progress(reporter, total, slots, activity, terminal=terminal_stream() if reporter else None,
-                            workers=workers if isinstance(workers, int) else 0, spent=self._spent_so_far)
+                            workers=workers if isinstance(workers, int) else 0,
+                            spent=self._spent_so_far if not _calls_a_local_server(settings) else lambda: None)
         progress.start(settings.models)
         return progress
 
@@ -750,6 +752,15 @@ def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:
             panel = panels[case.system]
             system.when_answered(row, paper, lambda answer, row=row, panel=panel: [
                 judge.prefetch(*subject) for judge in panel if (subject := judge.subject(row, answer))], **repeat)
+
+
+def _calls_a_local_server(settings: "Settings") -> bool:
+    """Whether a model or judge of the run is served on this machine: its calls have no price, so what the run
+    spends is not known ("—"), from its first progress line on."""
+    from .llm_params import is_local
+
+    named = {*settings.models, *settings.judges, *settings.judge_pool, settings.flagged_judge}
+    return any(is_local(settings.model_params.get(name, {})) for name in named if name and name != "auto")
 
 
 def _give_back_the_standard_distribution_finder() -> None:

@@ -89,7 +89,8 @@ def llama_server():
 
 @pytest.mark.e2e
 @pytest.mark.slow
-def test_the_docs_recipe_answers_and_judges_the_sample_with_no_errors(pytester, llama_server, tmp_path):
+def test_the_docs_recipe_answers_and_judges_the_sample_and_names_each_reply_it_could_not_use(
+        pytester, llama_server, tmp_path):
     url, documented_port, port = llama_server
     _, _, run = recipe_commands()
     args = [a.replace(f":{documented_port}/", f":{port}/") for a in run[1:]]
@@ -98,11 +99,18 @@ def test_the_docs_recipe_answers_and_judges_the_sample_with_no_errors(pytester, 
     print("\n".join(line for line in result.stdout.lines if line.startswith(("|", "researchqa:"))))
     [(system, cells)] = [(s, c) for s, c in leaderboard_table(result).items() if s == "openai/smollm2"]
     assert cells["rows"] == "27", "every row of the bundled sample ran"
-    assert cells["errors"] == "0", "no row errored: every answer parsed, repaired where it had to be"
-    assert cells["judge err"] == "0" and cells["factual"] not in ("—", "error"), "the judge scored every row"
+    # A 135M model now and then answers with template filler ('<small paragraph>') twice over: that row errors,
+    # saying so, and no other row is lost; every other answer parsed, repaired where it had to be.
+    errors = [line for line in result.stdout.lines if line.startswith("ERROR researchqa::")]
+    assert int(cells["errors"]) == len(errors) <= 2, result.stdout.str()[-3000:]
+    assert all("malformed reply after one repair follow-up" in line for line in result.stdout.lines
+               if line.startswith("system 'openai/smollm2' raised")), "each error names the reply it could not use"
+    assert cells["judge err"] == "0" and cells["factual"] not in ("—", "error"), "the judge scored every answer"
+    progress = [line for line in result.stdout.lines if line.startswith("researchqa: ") and " spend " in line]
+    assert progress and all(" spend —," in line for line in progress), "a local server's calls have no price"
     assert cells["queued s"] != "—" and float(cells["latency s"]) < float(cells["queued s"]), \
         "one call at a time: most of a row's wait is queue, shown apart from latency"
     entries = [json.loads(p.read_text()) for p in (tmp_path / "answers").rglob("*.json")]
     answers = [e for e in entries if "answer" in e]
-    assert len(answers) == 27 and all(isinstance(a["citations"], list) for a in answers)
-    assert len([e for e in entries if "scores" in e]) == 27
+    assert len(answers) == 27 - len(errors) and all(isinstance(a["citations"], list) for a in answers)
+    assert len([e for e in entries if "scores" in e]) == 27 - len(errors)
