@@ -54,18 +54,28 @@ BUDGET_SPENT = "because the run's budget (--researchqa-max-cost) was spent"
 
 
 class Spend(NamedTuple):
-    """What some calls cost: the sum of the known prices, and how many calls had none."""
+    """What some calls cost: the sum of the known prices, how many calls had none, and how many were cut off on
+    the wire when the run stopped (the provider may bill them: the sum is then a floor)."""
 
     usd: float = 0.0
     unpriced_calls: int = 0
+    cut_off_calls: int = 0
 
     def plus(self, other: "Spend") -> "Spend":
-        return Spend(self.usd + other.usd, self.unpriced_calls + other.unpriced_calls)
+        return Spend(self.usd + other.usd, self.unpriced_calls + other.unpriced_calls,
+                     self.cut_off_calls + other.cut_off_calls)
 
     @property
     def known_usd(self) -> Optional[float]:
         """The total, unknown once any call's price is."""
         return None if self.unpriced_calls else self.usd
+
+    def text(self) -> str:
+        """As the progress line says it: "—" when unknown, a floor when calls were cut off."""
+        if self.unpriced_calls or not self.cut_off_calls:
+            return spend_text(self.known_usd)
+        calls = f"{self.cut_off_calls} call{'' if self.cut_off_calls == 1 else 's'}"
+        return f"at least {spend_text(self.usd)} ({calls} cut off on the wire, which the provider may bill)"
 
 
 class SpendLedger:
@@ -78,14 +88,15 @@ class SpendLedger:
         self._mine = folder / name if name else None
         self._folder = folder
 
-    def record(self, spent: float, unpriced_calls: int = 0) -> None:
+    def record(self, spent: "Spend | float") -> None:
         """This process's total so far (replaced whole: a reader never sees half a number). A write that fails (a
         full disk) leaves the others a lower figure for this process; its own calls still count its own spend."""
         if self._mine is None:
             return
+        spend = spent if isinstance(spent, Spend) else Spend(spent)
         partial = self._mine.with_name(f".{self._mine.name}.partial")
         try:
-            partial.write_text(f"{spent!r} {unpriced_calls}")
+            partial.write_text(" ".join(map(repr, spend)))
             os.replace(partial, self._mine)
         except OSError:
             pass
@@ -104,8 +115,8 @@ class SpendLedger:
         for entry in entries:
             if not entry.name.startswith(".") and (self._mine is None or entry.name != self._mine.name):
                 try:
-                    usd, _, unpriced = Path(entry.path).read_text().partition(" ")
-                    spent = spent.plus(Spend(float(usd), int(unpriced or 0)))
+                    usd, *counts = Path(entry.path).read_text().split()
+                    spent = spent.plus(Spend(float(usd), *map(int, counts[:2])))
                 except (OSError, ValueError):
                     continue
         return spent

@@ -370,20 +370,20 @@ class RunHooks:
         workers = 0 if calls_here else getattr(self.config.option, "numprocesses", 0)  # xdist resolves "auto"
         progress = Progress(reporter, total, slots, activity, terminal=terminal_stream() if reporter else None,
                             workers=workers if isinstance(workers, int) else 0,
-                            spent=self._spent_so_far if not _calls_a_local_server(settings) else lambda: None)
+                            spent=self._spent_so_far if not _calls_a_local_server(settings) else lambda: "—")
         progress.start(settings.models)
         return progress
 
-    def _spent_so_far(self) -> Optional[float]:
-        """What the run's model calls have cost so far: this process's, and each xdist worker's (None: a call's
-        price is unknown)."""
+    def _spent_so_far(self) -> str:
+        """What the run's model calls have cost so far, as the progress line says it: this process's, and each
+        xdist worker's."""
         spend = self.state.services.spend()
         folder = self.config.stash.get(WORKERS_SPEND, None)
         if folder is not None:
             from .costs import SpendLedger
 
             spend = spend.plus(SpendLedger(Path(folder)).others())
-        return spend.known_usd
+        return spend.text()
 
     # -- results -------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)  # before --report-log and the like: the record's wire text is gone by then
@@ -623,8 +623,12 @@ class RunHooks:
         for line in self.plan_to_print:  # an xdist worker's plan (node_down)
             terminalreporter.write_line(line)
         state = started(config)
+        if state is None or is_worker(config):
+            return
+        if self.progress is not None:  # also when no row finished (Ctrl-C early): what was spent is said
+            self.progress.finish(terminalreporter)
         # Decided with no row finished (interrupted at once): its verdict is printed all the same.
-        if state is None or is_worker(config) or not (state.session.records or state.session.decided):
+        if not (state.session.records or state.session.decided):
             return
         from .reporting.terminal_summary import write_audit, write_summary, write_verdict
 
@@ -635,8 +639,6 @@ class RunHooks:
         if state.settings.audit:
             write_audit(terminalreporter, outcome, state.family)
             return
-        if self.progress is not None:
-            self.progress.finish(terminalreporter)
         write_summary(terminalreporter, outcome, state.family, state.settings, writer=self.writer,
                       unwritten=self.unwritten, plots=self.plots)
 

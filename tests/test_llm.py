@@ -596,12 +596,16 @@ def test_the_progress_spend_counts_every_call_paid_a_malformed_reply_and_a_rubri
         return f"${sum(price[request['model']] for request in server.requests[since:]):.4f}"
 
     remote = [f"--researchqa-model-param={m}:profile=remote" for m in ("openai/gpt-4o-mini", "openai/gpt-4o")]
-    malformed = ("--researchqa-model=openai/fault-truncated", "--researchqa-model-param=openai/fault-truncated:"
-                 "profile=remote", "--researchqa-model-param=openai/fault-truncated:input_cost_per_token=0.000001",
-                 "--researchqa-model-param=openai/fault-truncated:output_cost_per_token=0.00001")
-    repaired = run_pytest(pytester, "--researchqa-model=openai/gpt-4o-mini", *malformed, *remote, "-k", "edu-lookup",
+    price["fault-empty"] = price["fault-truncated"]
+    faults = [option for model in ("openai/fault-truncated", "openai/fault-empty") for option in (
+        f"--researchqa-model={model}", f"--researchqa-model-param={model}:profile=remote",
+        f"--researchqa-model-param={model}:input_cost_per_token=0.000001",
+        f"--researchqa-model-param={model}:output_cost_per_token=0.00001")]
+    repaired = run_pytest(pytester, "--researchqa-model=openai/gpt-4o-mini", *faults, *remote, "-k", "edu-lookup",
                           cache=tmp_path, server=server)
     assert server.calls("fault-truncated") == 4, "each row's first reply is cut short, then repaired"
+    # tester51 MED-1: a reply with no choices that reports its usage was billed, and counted nowhere.
+    assert server.calls("fault-empty") == 4, "each row's first reply has no choices, then it is asked again"
     assert repaired.ret == pytest.ExitCode.OK and final_spend(repaired) == paid(), repaired.stdout.str()[-1500:]
     before = len(server.requests)
     rubric = run_pytest(pytester, "--researchqa-family=rubric", "--researchqa-model=openai/gpt-4o-mini",
@@ -612,6 +616,22 @@ def test_the_progress_spend_counts_every_call_paid_a_malformed_reply_and_a_rubri
     battles = sum(1 for r in server.requests[before:] if "<<<RESPONSE_A" in prompt_of(r))
     assert rubric.ret == pytest.ExitCode.OK and battles > 0, rubric.stdout.str()[-2000:]
     assert final_spend(rubric) == paid(since=before), rubric.stdout.str()[-1500:]
+
+
+def test_a_run_stopped_with_calls_on_the_wire_says_its_spend_is_a_floor(pytester, server, tmp_path):
+    """tester51 MED-2: -x cancelled the requests on the wire, which the provider still does and bills, and the
+    spend read as exact; LOW-1: a run interrupted before any row finished printed no spend at all."""
+    server.usage = (1_000, 100)
+    server.latency_s = 0.3
+    priced = ("--researchqa-model=openai/sloppy", "--researchqa-model-param=openai/sloppy:profile=remote",
+              "--researchqa-model-param=openai/sloppy:input_cost_per_token=0.000001",
+              "--researchqa-model-param=openai/sloppy:output_cost_per_token=0.00001", "--researchqa-concurrency=3")
+    result = run_pytest(pytester, *priced, "--researchqa-fail-rows", "-x", "-k", "lookup", cache=tmp_path, server=server)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-2000:]
+    spend = final_spend(result)
+    assert spend.startswith("at least $0.00") and "call" in result.stdout.str().split(" spend ")[-1], \
+        result.stdout.str()[-1500:]
+    result.stdout.fnmatch_lines(["researchqa: *spend at least $0.0* cut off on the wire, which the provider may bill)*"])
 
 
 @pytest.mark.slow

@@ -59,7 +59,13 @@ class CallResult:
 
 
 class EmptyResponse(Exception):
-    """A response with no choices: a transport fault (retried as it was), not a reply to repair."""
+    """A response with no choices: a transport fault (retried as it was), not a reply to repair. One that
+    reports its usage was billed all the same (``billed``, at ``cost_usd``: None when the price is unknown)."""
+
+    def __init__(self, message: str, *, billed: bool = False, cost_usd: Optional[float] = None) -> None:
+        super().__init__(message)
+        self.billed = billed
+        self.cost_usd = cost_usd
 
 
 @dataclass(frozen=True)
@@ -233,28 +239,42 @@ class ModelRunner:
         self.budget_usd: Optional[float] = None  # --researchqa-max-cost
         self.spent_usd = 0.0  # by this process
         self.unpriced_calls = 0  # calls of this process with no known price (a local server, an unlisted model)
+        self.cut_off_calls = 0  # requests on the wire when the run stopped: the provider may bill them
         self.ledger: Optional["SpendLedger"] = None  # the run's spending over its xdist workers
         self.activity = Activity()  # answers and verdicts asked and done, requests on the wire: for progress
 
     async def send(self, call: Awaitable["CallResult"]) -> "CallResult":
-        """One request to a provider: counted on the wire while it is, its known price charged to the budget."""
-        return self.charge(await self.activity.send(call))
+        """One request to a provider: counted on the wire while it is, its known price charged to the budget (a
+        reply with no choices that reports its usage too: it was billed)."""
+        try:
+            result = await self.activity.send(call)
+        except EmptyResponse as empty:
+            if empty.billed:
+                self._charge(empty.cost_usd)
+            raise
+        return self.charge(result)
 
     def charge(self, result: "CallResult") -> "CallResult":
         """Count a finished call's known price against the budget (a call without one, as such)."""
-        if result.cost_usd is None:
+        self._charge(result.cost_usd)
+        return result
+
+    def _charge(self, cost_usd: Optional[float]) -> None:
+        if cost_usd is None:
             self.unpriced_calls += 1
         else:
-            self.spent_usd += result.cost_usd
+            self.spent_usd += cost_usd
+        self._record()
+
+    def _record(self) -> None:
         if self.ledger is not None:
-            self.ledger.record(self.spent_usd, self.unpriced_calls)
-        return result
+            self.ledger.record(self.spend())
 
     def spend(self) -> "Spend":
         """What this process's calls have cost so far."""
         from ..costs import Spend
 
-        return Spend(self.spent_usd, self.unpriced_calls)
+        return Spend(self.spent_usd, self.unpriced_calls, self.cut_off_calls)
 
     def limit(self, provider: str, concurrency: int) -> None:
         """Calls in flight to one provider or server, when it differs from the run's default (a local
@@ -315,7 +335,11 @@ class ModelRunner:
             await self._pacers[provider].wait()
 
     def close(self) -> None:
-        """Cancel calls nobody will wait for (after -x, or rows that errored), then stop."""
+        """Cancel calls nobody will wait for (after -x, or rows that errored), then stop. Requests on the wire are
+        counted as cut off: the provider may have done (and billed) their work."""
+        if self.activity.sending:
+            self.cut_off_calls += self.activity.sending
+            self._record()
         if self._loop.is_running():
 
             async def drain() -> None:

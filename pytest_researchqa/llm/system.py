@@ -512,9 +512,10 @@ async def _acompletion(model: str, messages: list[Any], timeout_s: float, kwargs
     response = await _within(call, timeout_s, inline=router is None)
     latency = time.perf_counter() - started
     choices = getattr(response, "choices", None) or []
-    if not choices:
-        raise EmptyResponse("the response had no choices")
     usage = getattr(response, "usage", None)
+    if not choices:  # billed all the same when it reports its usage
+        raise EmptyResponse("the response had no choices", billed=usage is not None,
+                            cost_usd=_price_of_reply(litellm, response) if priced and usage is not None else None)
     return CallResult(
         content=choices[0].message.content,
         latency_s=latency,

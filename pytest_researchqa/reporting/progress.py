@@ -20,7 +20,6 @@ import threading
 import time
 from typing import Any, Callable, Optional, Sequence, TextIO
 
-from ..costs import spend_text
 from ..records import RowRecord
 
 REPORT_EVERY_S = 15.0
@@ -63,7 +62,7 @@ class Progress:
 
     def __init__(self, reporter: Any, total: int, slots: int = 1, activity: Any = None,
                  terminal: Optional[TextIO] = None, workers: int = 0,
-                 spent: Callable[[], Optional[float]] = lambda: None) -> None:
+                 spent: Callable[[], str] = lambda: "—") -> None:
         self.reporter = reporter
         self.activity = activity  # the run's engine.Activity (None where no call is made: xdist's controller)
         self.total = total
@@ -71,7 +70,7 @@ class Progress:
         self.workers = workers  # xdist's workers making the calls (0: this process makes them)
         self.done = self.errors = self.cached = 0
         # What the run's calls have cost so far, as its budget counts them (every call paid once, a failed reply
-        # and a battle included); None once a call's price is unknown.
+        # and a battle included), as the line says it (costs.Spend.text: "—" once a call's price is unknown).
         self.spent = spent
         self.completion_tokens = 0
         self.fresh_latency_s = 0.0
@@ -137,7 +136,7 @@ class Progress:
             fresh = self.done - self.cached
             parts = [f"{self.done}/{self.total} model rows", f"{self.errors} errors", f"{self.cached} from cache",
                      *self.calls_parts(),
-                     f"spend {spend_text(self.spent())}", f"elapsed {elapsed:.0f}s"]
+                     f"spend {self.spent()}", f"elapsed {elapsed:.0f}s"]
             if self.completion_tokens and self.fresh_latency_s > 0:
                 # Per call, as the server generated them (latency includes the prompt's processing).
                 parts.append(f"{self.completion_tokens / self.fresh_latency_s:.1f} tokens/s a call")

@@ -143,7 +143,7 @@ def test_a_gated_run_that_selected_no_benchmark_row_says_so_not_that_no_gate_is_
 
 def test_progress_counts_only_model_rows_even_when_other_rows_error_and_says_what_the_calls_cost():
     spend = Spend()
-    progress = Progress(reporter=None, total=1, spent=lambda: spend.known_usd)
+    progress = Progress(reporter=None, total=1, spent=lambda: spend.text())
     progress.row_done(RowRecord(row_id="a", system="broken:answer", error="RuntimeError"))
     progress.row_done(RowRecord(row_id="a", system="openai/x", model_system=True, usage=Usage(cost_usd=0.01)))
     assert progress.line(progress.started).startswith("1/1 model rows, 0 errors, 0 from cache, spend $0.0000")
@@ -154,9 +154,19 @@ def test_progress_counts_only_model_rows_even_when_other_rows_error_and_says_wha
 def test_one_call_without_a_price_makes_the_spend_unknown_not_zero_in_every_process_of_a_run(tmp_path):
     assert (Spend(0.25).known_usd, Spend(0.25, unpriced_calls=1).known_usd) == (0.25, None)
     SpendLedger(tmp_path, "gw0").record(0.25)
-    SpendLedger(tmp_path, "gw1").record(0.5, unpriced_calls=2)
+    SpendLedger(tmp_path, "gw1").record(Spend(0.5, unpriced_calls=2))
     assert SpendLedger(tmp_path).others() == Spend(0.75, 2), "the controller reads every worker's"
     assert SpendLedger(tmp_path, "gw0").others() == Spend(0.5, 2) and SpendLedger(tmp_path, "gw0").total(0.1) == 0.6
+    assert Spend(0.75, 2).text() == "—"
+
+
+def test_calls_cut_off_on_the_wire_make_the_spend_a_floor(tmp_path):
+    """tester51 MED-2: a stopped run's requests on the wire were cancelled, and the spend read as exact."""
+    SpendLedger(tmp_path, "gw0").record(Spend(0.25, cut_off_calls=2))
+    spend = SpendLedger(tmp_path).others()
+    assert spend == Spend(0.25, 0, 2)
+    assert spend.text() == "at least $0.2500 (2 calls cut off on the wire, which the provider may bill)"
+    assert Spend(0.25, cut_off_calls=1).text().startswith("at least $0.2500 (1 call cut off")
 
 
 def test_an_unknown_family_is_named_with_the_choices():
