@@ -1,17 +1,15 @@
 """Money spent on model calls, and the one rule for a price nobody knows: it stays unknown.
 
 A call litellm has no price for costs ``None``, not 0, and any total it enters is ``None`` too, shown
-as "—", never "$0" (a local server, an unlisted model). Every total of the plugin is added up here.
+as "—", never "$0" (a local server, an unlisted model). Every total of the plugin is added up with these
+(what the rows of a run cost: ``records.answers_cost`` and ``records.verdicts_cost``).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, NamedTuple, Optional
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .records import RowRecord
+from typing import Iterable, NamedTuple, Optional
 
 
 def add_cost(total: Optional[float], cost: Optional[float]) -> Optional[float]:
@@ -25,18 +23,6 @@ def total_cost(costs: Iterable[Optional[float]]) -> Optional[float]:
     if not found or None in found:
         return None
     return sum(c for c in found if c is not None)
-
-
-def answers_cost(records: Iterable["RowRecord"]) -> Optional[float]:
-    """What the model answers of these rows cost: every answer given, also on a row that errored after it
-    (a judge that failed it); a row with no answer (its call failed) adds nothing."""
-    return total_cost(r.usage.cost_usd for r in records
-                      if r.model_system and (not r.error or r.usage.cost_usd is not None))
-
-
-def verdicts_cost(records: Iterable["RowRecord"]) -> Optional[float]:
-    """What the model judges' verdicts on these rows cost (None: no verdict, or one of unknown price)."""
-    return total_cost(r.usage.judge_cost_usd for r in records if r.usage.verdicts)
 
 
 def spend_text(cost: Optional[float]) -> str:

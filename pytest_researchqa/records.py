@@ -18,9 +18,9 @@ import contextvars
 import dataclasses
 import math
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
-from .costs import add_cost
+from .costs import add_cost, total_cost
 
 RECORD_VERSION = 1
 
@@ -570,3 +570,15 @@ def recording_into(recorder: Optional[Recorder]) -> Iterator[None]:
         yield
     finally:
         _CURRENT.reset(token)
+
+
+def answers_cost(records: Iterable[RowRecord]) -> Optional[float]:
+    """What the model answers of these rows cost: every answer given, also on a row that errored after it
+    (a judge that failed it); a row with no answer (its call failed) adds nothing."""
+    return total_cost(r.usage.cost_usd for r in records
+                      if r.model_system and (not r.error or r.usage.cost_usd is not None))
+
+
+def verdicts_cost(records: Iterable[RowRecord]) -> Optional[float]:
+    """What the model judges' verdicts on these rows cost (None: no verdict, or one of unknown price)."""
+    return total_cost(r.usage.judge_cost_usd for r in records if r.usage.verdicts)

@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
-from ..costs import answers_cost, verdicts_cost
-from ..records import RowRecord
+from ..records import RowRecord, answers_cost, verdicts_cost
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..families import MetricSpec

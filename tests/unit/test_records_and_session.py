@@ -266,9 +266,8 @@ def test_an_unknown_price_keeps_every_total_unknown():
 def test_a_rows_answer_counts_in_cost_though_its_verdict_failed_and_the_verdicts_cost_is_shown_apart():
     """tester47 MED-2/3: the rubric board left out what an answer cost when its row errored on a failed verdict,
     and verdicts' cost was shown nowhere; the progress line's spend is what the run paid for both."""
-    from pytest_researchqa.costs import answers_cost, verdicts_cost
     from pytest_researchqa.families.rubric.render import main_table
-    from pytest_researchqa.records import JudgeResult, JudgeScores, VerdictCosts
+    from pytest_researchqa.records import JudgeResult, JudgeScores, VerdictCosts, answers_cost, verdicts_cost
 
     verdict = JudgeResult(by_judge={"j": JudgeScores({"coverage": 2})}, consensus={"coverage": 0.5},
                           costs=VerdictCosts(count=1, made_usd=0.25, spent_usd=0.25))

@@ -7,8 +7,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Optional, Sequence
 
-from ...costs import answers_cost, verdicts_cost
-from ...records import RowRecord
+from ...records import RowRecord, answers_cost, verdicts_cost
 from ...stats import bootstrap_mean
 from .. import Board, Family, Table
 from . import GENERAL_DOMAINS, METRICS, domain_marker
