@@ -145,12 +145,17 @@ def _judge_prompt_notes(config: pytest.Config, settings: "Settings") -> list[str
 
 
 def _family_notes(config: pytest.Config, settings: "Settings") -> list[str]:
-    """What the run says of the families it did not use: a broken family plugin (this run goes on), and
-    the other families that recognize its dataset when none was named."""
+    """What the run says of its family and the others: what the paper protocol follows of the family's seed, a
+    broken family plugin (this run goes on), and the other families that recognize its dataset when none was
+    named."""
     from .families import recognizing
     from .families.registry import available_families, broken_plugins
 
     notes = [f"warning: {broken}; its families cannot run" for broken in broken_plugins(config.pluginmanager)]
+    family = settings.benchmark_family
+    if settings.protocol == "paper":
+        notes.append("protocol: paper: " + (family.paper_protocol or f"the {family.name} family follows no seed's "
+                                                                      "procedure of its own: the project's is used"))
     if settings.dataset is not None and "researchqa_family" not in settings.given:
         found = recognizing(settings.dataset, available_families(config.pluginmanager))
         if len(found) > 1:

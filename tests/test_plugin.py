@@ -29,6 +29,15 @@ def leaderboard(result: pytest.RunResult) -> dict[str, list[str]]:
 
 
 @pytest.mark.slow
+def test_the_citation_familys_paper_protocol_says_it_takes_the_seeds_sample_and_grades_as_the_project(run):
+    """tester52 HIGH-1: the README promised each paper's table "with its own procedure", yet the citation family's
+    paper protocol changes only the sample, and no output said so."""
+    result = run("--researchqa-system=oracle", "--researchqa-protocol=paper", "--researchqa-sample=5")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["protocol: paper: the seed's evenly spaced sample *; the citations are still graded "
+                                 "by this project's matcher and metrics, stricter than the seed's harness*"])
+
+
 def test_an_empty_folder_runs_the_bundled_sample_with_the_protocol_test(run):
     result = run("--researchqa-system=oracle", "--researchqa-system=bm25")
     [below] = [int(l.rsplit("(", 1)[1].split(")")[0]) for l in result.stdout.lines if "rows below their bar (" in l]

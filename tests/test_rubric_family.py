@@ -114,7 +114,13 @@ def test_under_the_paper_protocol_a_system_that_wins_every_battle_keeps_its_batt
                                  "when a group of systems wins every battle against the rest: openai/good won every "
                                  "battle against the others (+∞); openai/sloppy lost every one against the others "
                                  "(−∞); the win matrix*"])
-    results = json.loads((pytester.path / "s.json").read_text())["family_results"]
+    # tester52 MED-2/3: nothing said which procedure the run followed, nor Table 3's 5-point ensemble.
+    result.stdout.fnmatch_lines(["protocol: paper: the rubric paper's procedure: *plain Bradley-Terry, the mean of "
+                                 "1,000 bootstraps; the ensemble counts Eq. 1's 4 points a direct vote "
+                                 "(--researchqa-ensemble=notebook: Table 3's 5)*"])
+    summary = json.loads((pytester.path / "s.json").read_text())
+    assert any(note.startswith("protocol: paper: ") for note in summary["notes"]), summary["notes"]
+    results = summary["family_results"]
     assert results["battles"] == SAMPLE_ROWS and results["elo"] == {}
     assert results["no_finite_fit"] == {"openai/good": "+", "openai/sloppy": "-"}
     # Each battle as judged is kept: which query, the direct judge in both orders (tester41 T4), so calibrate

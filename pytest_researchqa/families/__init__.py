@@ -139,6 +139,9 @@ class Family:
     # "module:function" checking a row against its paper once, given (row, paper): a PaperCheck (the citation
     # family's: are the expected passages in the text?). Empty: rows are not checked against their papers.
     paper_check: str = ""
+    # What --researchqa-protocol=paper follows of the family's seed, and what stays the project's: said in
+    # every run under that protocol (terminal, Markdown, HTML, JSON notes). Empty: the protocol changes nothing.
+    paper_protocol: str = ""
 
     @property
     def cluster_unit(self) -> str:

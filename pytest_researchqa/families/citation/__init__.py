@@ -42,6 +42,11 @@ CITATION = Family(
     paper_check="pytest_researchqa.families.citation.metrics:paper_check",
     scope_note=("cite prec, sect cov, cite acc: means over answerable rows; refusal, flagged: over false-premise "
                 "rows (adversarial, unless expected_refusal is false)"),
+    paper_protocol=("the seed's evenly spaced sample (--researchqa-sample=N takes row int(i * rows / N)); the "
+                    "citations are still graded by this project's matcher and metrics, stricter than the seed's "
+                    "harness (no 80-character prefix test, no credit for a near copy), and the judges ask this "
+                    "project's prompts: citation figures are not comparable one to one with the seed's Table 1 "
+                    "(docs/metrics.md, 'Where this grader differs from the seed harness')"),
 )
 
 
