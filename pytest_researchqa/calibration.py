@@ -250,11 +250,12 @@ class Agreement:
     confusion: dict[str, dict[str, int]] = field(default_factory=dict)
     # Of the skipped, those --run had no value for: the run lacks their row or system ("FILE, line N: why").
     not_in_run: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # a judge whose scores no gate should rest on, and why
 
     def as_plain(self) -> dict[str, Any]:
         return {"kind": self.kind, "labels": self.labels, "skipped": self.skipped, "not_in_run": self.not_in_run,
                 "figures": {k: {"value": f.value, "low": f.low, "high": f.high} for k, f in self.figures.items()},
-                "confusion": self.confusion}
+                "confusion": self.confusion, "warnings": self.warnings}
 
 
 def _bootstrap(labels: Sequence[Label], statistic: Callable[[Sequence[Label]], Optional[float]]) -> Figure:
@@ -312,7 +313,30 @@ def agreement(labels: Sequence[Label], kind: str) -> Agreement:
         result.figures[f"judge gives {top}"] = Figure(sum(1 for x in direct if x.judge == top) / len(direct))
     result.confusion = {str(h): {str(j): sum(1 for x in direct if x.human == h and x.judge == j)
                                  for j in categories} for h in categories}
+    result.warnings = _untrustworthy(result, direct)
     return result
+
+
+def _untrustworthy(result: Agreement, direct: Sequence[Label]) -> list[str]:
+    """Why a gate should not rest on this judge's scores: it gives one value to everything, rates against the
+    people, or agrees with them no better than chance (a few labels say little: the intervals say how little)."""
+    found = []
+    given = {x.judge for x in direct}
+    if len(direct) >= 2 and len(given) == 1:
+        found.append(f"the judge gave every label {next(iter(given))!r}: it cannot tell answers apart (no "
+                     "correlation can be computed)")
+    pearson = result.figures.get("pearson")
+    if pearson is not None and pearson.value is not None and pearson.value < 0:
+        found.append(f"pearson {pearson.value:.3f}: the judge rates against the people")
+    kappa = result.figures.get("kappa")
+    if kappa is not None and kappa.value is not None and kappa.value <= 0 and len(given) > 1:
+        found.append(f"kappa {round(kappa.value, 3) + 0.0:.3f}: the judge agrees with the people no more than "
+                     "chance would")
+    accuracy = result.figures.get("accuracy")
+    if result.kind == "pairwise" and accuracy is not None and accuracy.value is not None and accuracy.value < 0.5:
+        found.append(f"accuracy {accuracy.value:.3f}: the judge prefers the answer the people did not more often "
+                     "than the one they did")
+    return found
 
 
 def report(labels: Sequence[Label]) -> list[Agreement]:
@@ -337,6 +361,10 @@ def render(agreements: Sequence[Agreement], problems: Sequence[str]) -> str:
         lines += [f"  not counted: {entry}" for entry in found.not_in_run]
         for name, figure in found.figures.items():
             lines.append(f"  {name}: {figure.text()}")
+        if found.kind == "coverage" and found.figures:  # what the seed's own judges reached, to read these against
+            lines.append("  the rubric paper's judges against its experts (seed 001, section 3.3): pearson 0.48 to "
+                         "0.63; gpt-4.1-mini's mean difference 0.11, 'Completely' 26.0% vs the experts' 12.3%")
+        lines += [f"  warning: {why}: gating on its scores is not advised" for why in found.warnings]
         if found.confusion:
             header = ["human \\ judge", *next(iter(found.confusion.values())).keys()]
             body = [[h, *row.values()] for h, row in found.confusion.items()]

@@ -49,6 +49,27 @@ def test_coverage_agreement_reports_pearson_mean_difference_and_the_top_level_sh
     assert found.confusion["4"]["3"] == 1 and sum(found.confusion["1"].values()) == 2
 
 
+def test_a_judge_that_says_one_value_rates_against_the_people_or_loses_their_battles_is_flagged():
+    """tester52 MED-5: a judge of pearson -1, one that always says 4, and a pairwise judge always wrong were
+    reported as figures alone, exit 0, nothing said."""
+    from pytest_researchqa.calibration import render
+
+    human = [0, 1, 2, 3, 4, 4, 2, 1]
+    agreeing = agreement([Label("coverage", f"r{n}", "s", h, h, "0") for n, h in enumerate(human)], "coverage")
+    assert agreeing.warnings == [] and "warning" not in render([agreeing], [])
+    always_four = agreement([Label("coverage", f"r{n}", "s", 4, h, "0") for n, h in enumerate(human)], "coverage")
+    assert always_four.warnings == ["the judge gave every label 4: it cannot tell answers apart (no correlation "
+                                    "can be computed)"]
+    reversed_ = agreement([Label("judge", f"r{n}", "s", 6 - h, h, "0") for n, h in enumerate([1, 2, 3, 4, 5])],
+                          "judge")
+    assert [w.split(":")[0] for w in reversed_.warnings] == ["pearson -1.000", "kappa 0.000"], reversed_.warnings
+    wrong = agreement([pair("a", "b"), pair("b", "a")], "pairwise")
+    assert wrong.warnings[-1].startswith("accuracy 0.000: the judge prefers the answer the people did not")
+    shown = render([always_four, reversed_, wrong], [])
+    assert shown.count("gating on its scores is not advised") == 5, shown
+    assert "the rubric paper's judges against its experts (seed 001, section 3.3): pearson 0.48 to 0.63" in shown
+
+
 def test_cohens_kappa_is_one_for_agreement_and_zero_for_chance():
     assert cohens_kappa([("a", "a"), ("b", "b")], ("a", "b")) == 1.0
     assert cohens_kappa([("a", "a"), ("a", "b"), ("b", "a"), ("b", "b")], ("a", "b")) == 0.0
