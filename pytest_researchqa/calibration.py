@@ -85,9 +85,20 @@ def read_labels(path: Path) -> tuple[list[Label], list[str]]:
     return labels, problems
 
 
+# Every field of a label (docs/judges.md; the HTML report's review marks also carry the run's name).
+LABEL_FIELDS = ("schema", "kind", "row_id", "system", "run", "human", "judge", "note", "citation_index", "quote",
+                "dimension", "item_index", "item", "system_a", "system_b", "judge_orders")
+
+
 def _label(data: Any, where: str) -> Label:
     if not isinstance(data, dict):
         raise LabelError(f"{where}: a label is a JSON object, not {type(data).__name__}")
+    import difflib
+
+    for name in data:  # a field of one's own is kept out of the way; a misspelt one would be read as missing
+        close = difflib.get_close_matches(str(name), LABEL_FIELDS, n=1, cutoff=0.75) if name not in LABEL_FIELDS else []
+        if close:
+            raise LabelError(f"{where}: field {name!r} is not a label field: did you mean {close[0]!r}?")
     if data.get("schema", SCHEMA) != SCHEMA:
         raise LabelError(f"{where}: field 'schema': {data.get('schema')!r}; this version reads {SCHEMA!r}")
     kind = data.get("kind")

@@ -70,6 +70,18 @@ def test_a_judge_that_says_one_value_rates_against_the_people_or_loses_their_bat
     assert "the rubric paper's judges against its experts (seed 001, section 3.3): pearson 0.48 to 0.63" in shown
 
 
+def test_a_misspelt_label_field_is_named_with_the_field_it_stands_for_and_a_field_of_ones_own_is_kept_apart(tmp_path):
+    """tester52 MED-6: `item_idx` for `item_index` was read as a label without its item, counted nowhere, unnamed."""
+    path = tmp_path / "labels.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in (
+        {"kind": "coverage", "row_id": "q1", "system": "s", "human": 3, "judge": 3, "item_idx": 0},
+        {"kind": "coverage", "row_id": "q1", "system": "s", "human": 2, "judge": 3, "item_index": 1,
+         "annotator": "ana"})) + "\n")
+    labels, problems = read_labels(path)
+    assert problems == [f"{path}, line 1: field 'item_idx' is not a label field: did you mean 'item_index'?"]
+    assert [label.key for label in labels] == ["1"]
+
+
 def test_cohens_kappa_is_one_for_agreement_and_zero_for_chance():
     assert cohens_kappa([("a", "a"), ("b", "b")], ("a", "b")) == 1.0
     assert cohens_kappa([("a", "a"), ("a", "b"), ("b", "a"), ("b", "b")], ("a", "b")) == 0.0
