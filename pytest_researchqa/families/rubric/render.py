@@ -255,7 +255,9 @@ def leaderboard(records: Sequence[RowRecord], family: Family, results: Optional[
         return [audit(records)]
     order = system_order(grouped, results)
     note = family.scope_note
-    if _reported(results) != "median":  # the paper protocol shows the bootstrap's mean, as its Table 3 does
+    if not ((results or {}).get("rules")):  # no tournament ran: no Elo to say how it was made (tester52 LOW-7)
+        note = note.split("; Elo:", 1)[0]
+    elif _reported(results) != "median":  # the paper protocol shows the bootstrap's mean, as its Table 3 does
         note = note.replace("median of 1,000 bootstraps", f"{_reported(results)} of 1,000 bootstraps")
     parts: Board = [Table("", *main_table(records, results)), note]
     skipped: dict[str, int] = {}
