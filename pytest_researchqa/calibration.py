@@ -16,6 +16,7 @@ every figure a 95% bootstrap interval that resamples rows (a row's labels togeth
 
 from __future__ import annotations
 
+import difflib
 import json
 import random
 from dataclasses import dataclass, field, replace
@@ -93,8 +94,6 @@ LABEL_FIELDS = ("schema", "kind", "row_id", "system", "run", "human", "judge", "
 def _label(data: Any, where: str) -> Label:
     if not isinstance(data, dict):
         raise LabelError(f"{where}: a label is a JSON object, not {type(data).__name__}")
-    import difflib
-
     for name in data:  # a field of one's own is kept out of the way; a misspelt one would be read as missing
         close = difflib.get_close_matches(str(name), LABEL_FIELDS, n=1, cutoff=0.75) if name not in LABEL_FIELDS else []
         if close:

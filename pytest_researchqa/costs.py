@@ -74,12 +74,11 @@ class SpendLedger:
         self._mine = folder / name if name else None
         self._folder = folder
 
-    def record(self, spent: "Spend | float") -> None:
+    def record(self, spend: Spend) -> None:
         """This process's total so far (replaced whole: a reader never sees half a number). A write that fails (a
         full disk) leaves the others a lower figure for this process; its own calls still count its own spend."""
         if self._mine is None:
             return
-        spend = spent if isinstance(spent, Spend) else Spend(spent)
         partial = self._mine.with_name(f".{self._mine.name}.partial")
         try:
             partial.write_text(" ".join(map(repr, spend)))

@@ -498,7 +498,7 @@ class Recorder:
     def detail(self, key: str, value: object) -> None:
         """Keep a plain value on the record's ``details`` (see :attr:`RowRecord.details`): JSON data only,
         refused here by name rather than where the run is saved or crosses to xdist's controller."""
-        if not _is_json(value) and (found := _not_json(value)) is not None:
+        if (found := _not_json(value)) is not None:
             where, kind = found
             raise ValueError(f"detail {key!r}{where}: {kind} is not JSON data (text, a finite number, "
                              "true/false, null, or lists and objects of them keyed by text)")
@@ -514,36 +514,29 @@ class Recorder:
         self.record.usage.add_verdicts(self.record.judge.costs)
 
 
-def _is_json(value: object) -> bool:
-    """Whether ``value`` is JSON data, checked without building the paths ``_not_json`` names (every row's
-    details are checked, a few hundred values a row, and nearly all are)."""
-    if value is None or isinstance(value, (str, bool, int)):
-        return True
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, (list, tuple)):
-        return all(_is_json(item) for item in value)
-    if isinstance(value, dict):
-        return all(isinstance(name, str) and _is_json(item) for name, item in value.items())
-    return False
-
-
-def _not_json(value: object, where: str = "") -> Optional[tuple[str, str]]:
-    """Where in ``value`` (``[2].text``) the first part that is not JSON data sits, and its type's name."""
+def _not_json(value: object) -> Optional[tuple[str, str]]:
+    """Where in ``value`` (``[2].text``) the first part that is not JSON data sits, and its type's name. The path
+    is put together on the way back from that part only: every row's details are checked, a few hundred values
+    a row, and nearly all of them are JSON data."""
     if value is None or isinstance(value, (str, bool, int)):
         return None
     if isinstance(value, float):
-        return None if math.isfinite(value) else (where, repr(value))
+        return None if math.isfinite(value) else ("", repr(value))
     if isinstance(value, (list, tuple)):
-        return next((found for n, item in enumerate(value) if (found := _not_json(item, f"{where}[{n}]"))), None)
+        for n, item in enumerate(value):
+            found = _not_json(item)
+            if found is not None:
+                return f"[{n}]{found[0]}", found[1]
+        return None
     if isinstance(value, dict):
         for name, item in value.items():
             if not isinstance(name, str):
-                return f"{where} key {name!r}", type(name).__name__
-            if (found := _not_json(item, f"{where}.{name}")) is not None:
-                return found
+                return f" key {name!r}", type(name).__name__
+            found = _not_json(item)
+            if found is not None:
+                return f".{name}{found[0]}", found[1]
         return None
-    return where, type(value).__name__
+    return "", type(value).__name__
 
 
 def _finite(value: Any) -> bool:

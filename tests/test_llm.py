@@ -700,7 +700,7 @@ def test_xdist_workers_spend_one_budget_together_through_their_ledger(tmp_path):
     paper stopped at half the budget. The workers' runners now read what all of them spent."""
     import asyncio
 
-    from pytest_researchqa.costs import SpendLedger
+    from pytest_researchqa.costs import Spend, SpendLedger
     from pytest_researchqa.llm.engine import BudgetReached, CallResult, ModelRunner
 
     first, second = ModelRunner(), ModelRunner()
@@ -717,7 +717,7 @@ def test_xdist_workers_spend_one_budget_together_through_their_ledger(tmp_path):
                 asyncio.run(runner.pace("openai"))
         (tmp_path / "gw2").write_text("not a number")  # a replacement worker's file, cut short by a crash
         assert SpendLedger(tmp_path, "gw3").total(0.001) == pytest.approx(0.012)
-        SpendLedger(tmp_path / "gone", "gw4").record(1.0)  # a folder removed under it: no error, nothing counted
+        SpendLedger(tmp_path / "gone", "gw4").record(Spend(1.0))  # a folder removed under it: no error, nothing counted
         assert SpendLedger(tmp_path / "gone", "gw4").total(0.5) == 0.5
     finally:
         first.close()

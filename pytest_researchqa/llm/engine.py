@@ -241,6 +241,7 @@ class ModelRunner:
         self.unpriced_calls = 0  # calls of this process with no known price (a local server, an unlisted model)
         self.cut_off_calls = 0  # requests on the wire when the run stopped: the provider may bill them
         self.ledger: Optional["SpendLedger"] = None  # the run's spending over its xdist workers
+        self._recorded_at = 0.0  # when this process last wrote its spend to the ledger
         self.activity = Activity()  # answers and verdicts asked and done, requests on the wire: for progress
 
     async def send(self, call: Awaitable["CallResult"]) -> "CallResult":
@@ -266,8 +267,15 @@ class ModelRunner:
             self.spent_usd += cost_usd
         self._record()
 
-    def _record(self) -> None:
-        if self.ledger is not None:
+    def _record(self, *, final: bool = False) -> None:
+        """Write this process's spend for the run's other processes: at every call when a budget reads it
+        before each call; else (only the controller's progress lines read it) at most once a second, and
+        once more as the runner closes."""
+        if self.ledger is None:
+            return
+        now = time.monotonic()
+        if final or self.budget_usd is not None or now - self._recorded_at >= 1.0:
+            self._recorded_at = now
             self.ledger.record(self.spend())
 
     def spend(self) -> "Spend":
@@ -337,9 +345,8 @@ class ModelRunner:
     def close(self) -> None:
         """Cancel calls nobody will wait for (after -x, or rows that errored), then stop. Requests on the wire are
         counted as cut off: the provider may have done (and billed) their work."""
-        if self.activity.sending:
-            self.cut_off_calls += self.activity.sending
-            self._record()
+        self.cut_off_calls += self.activity.sending
+        self._record(final=True)
         if self._loop.is_running():
 
             async def drain() -> None:

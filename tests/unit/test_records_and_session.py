@@ -153,7 +153,7 @@ def test_progress_counts_only_model_rows_even_when_other_rows_error_and_says_wha
 
 def test_one_call_without_a_price_makes_the_spend_unknown_not_zero_in_every_process_of_a_run(tmp_path):
     assert (Spend(0.25).known_usd, Spend(0.25, unpriced_calls=1).known_usd) == (0.25, None)
-    SpendLedger(tmp_path, "gw0").record(0.25)
+    SpendLedger(tmp_path, "gw0").record(Spend(0.25))
     SpendLedger(tmp_path, "gw1").record(Spend(0.5, unpriced_calls=2))
     assert SpendLedger(tmp_path).others() == Spend(0.75, 2), "the controller reads every worker's"
     assert SpendLedger(tmp_path, "gw0").others() == Spend(0.5, 2) and SpendLedger(tmp_path, "gw0").total(0.1) == 0.6
