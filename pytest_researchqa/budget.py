@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 from .costs import price_of, spend_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .stash import Case
+    from .answers import Answer
+    from .case import Case
+    from .dataset import FamilyRow
+    from .llm.judges import ModelJudge
     from .state import RunState
 
 JUDGE_OUTPUT_TOKENS = 300
@@ -99,7 +102,8 @@ def plan_calls(state: "RunState", cases: Iterable["Case"]) -> list[PlannedCalls]
     return sorted(plans.values(), key=lambda plan: plan.role != "answer")  # answers first, whichever row came first
 
 
-def _verdicts_to_ask(judge: Any, row: Any, answer: Optional[Any], repeats: range, asked: set[str]) -> int:
+def _verdicts_to_ask(judge: "ModelJudge", row: "FamilyRow", answer: "Optional[Answer]", repeats: range,
+                     asked: set[str]) -> int:
     """How many verdicts of ``judge`` on ``answer`` the run will pay for: each repeat not on disk, and not planned
     already for another system's answer that is word for word the same (one call serves both). An answer not
     given yet is a call a verdict."""

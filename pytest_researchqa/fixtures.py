@@ -18,13 +18,13 @@ import pytest
 
 if TYPE_CHECKING:  # pragma: no cover
     from .answers import Answer
+    from .case import Case
     from .dataset import Dataset, FamilyRow
     from .llm.judges import JudgePanel, ModelJudge
     from .papers import Paper
     from .records import Recorder
     from .row_setup import Answered
     from .settings import Settings
-    from .stash import Case
     from .state import RunState
     from .systems import System
 

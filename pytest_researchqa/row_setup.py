@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, NamedTuple, NoReturn, Optional
 
 import pytest
 
-from .stash import RECORD, RECORDER, Case, run_state
+from .case import Case
+from .stash import RECORD, RECORDER, run_state
 
 if TYPE_CHECKING:  # pragma: no cover
     from .answers import Answer

@@ -1,4 +1,4 @@
-"""What the plugin keeps in ``config.stash`` and ``item.stash``, and the case a test runs.
+"""What the plugin keeps in ``config.stash`` and ``item.stash``.
 
 Light on purpose (pytest only): everything imports it, and the run's state is built on
 first use, so a project that never runs a row pays nothing. Not loaded at start-up: the
@@ -10,29 +10,22 @@ rewriting it (docs/architecture.md).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import pytest
+
+from .case import Case
 
 if TYPE_CHECKING:  # pragma: no cover
     from .records import Recorder, RowRecord
     from .settings import Settings
-
-
-class Case(NamedTuple):
-    """One parametrized test case: plain values, identical on every worker (a named tuple: cheaper to
-    define at start-up than a dataclass)."""
-
-    kind: str  # "row" or "problem"
-    position: int  # index into dataset.rows or dataset.problems
-    system: Optional[str]
-    repeat: int = 0  # which of the row's answers under --researchqa-repeats
+    from .state import RunState
 
 
 SETTINGS: pytest.StashKey[Settings] = pytest.StashKey()  # set when the plugin is first used (``settings_of``)
-# The run's state (a state.RunState; typed Any so this module, imported by everything, imports nothing above
-# it: what builds the settings and the state, ``activation``, is imported when first called).
-RUN_STATE: pytest.StashKey[Any] = pytest.StashKey()
+# The run's state, built by ``activation`` when first asked for (named for the type checker only: this module,
+# imported by everything, imports nothing above it at run time).
+RUN_STATE: pytest.StashKey[RunState] = pytest.StashKey()
 RECORD: pytest.StashKey[RowRecord] = pytest.StashKey()
 RECORDER: pytest.StashKey[Recorder] = pytest.StashKey()
 GENERATED: pytest.StashKey[int] = pytest.StashKey()  # rows parametrized, before -k/-m and sampling
@@ -49,7 +42,7 @@ def settings_of(config: pytest.Config) -> "Settings":
     return settings
 
 
-def run_state(config: pytest.Config) -> Any:
+def run_state(config: pytest.Config) -> RunState:
     """The run's state (a :class:`~pytest_researchqa.state.RunState`), built on first use."""
     state = config.stash.get(RUN_STATE, None)
     if state is None:
@@ -57,7 +50,7 @@ def run_state(config: pytest.Config) -> Any:
     return state
 
 
-def started(config: pytest.Config) -> Any:
+def started(config: pytest.Config) -> Optional[RunState]:
     """The run's state if anything has used it yet, else None (nothing to report or close)."""
     return config.stash.get(RUN_STATE, None)
 

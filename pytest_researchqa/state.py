@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import pytest
 
+from .case import Case
 from .families import Family, PaperCheck
 from .records import Recorder, RowRecord
 from .services import Services
 from .session import ResearchSession
 from .settings import Settings
-from .stash import Case
 
 if TYPE_CHECKING:  # pragma: no cover
     from .families.citation.loaders import Dataset

@@ -48,8 +48,8 @@ def record_answer(answer: Answer, row: "ResearchRow", options: TaskOptions, *,
         target.detail("survey_title", row.survey_title)
 
 
-def grade_coverage(answer: Answer, row: "ResearchRow", judges: "Sequence[ModelJudge]", *, generic_rubric: bool = False,
-                   recorder: Optional[Recorder] = None) -> dict[str, Any]:
+def grade_coverage(answer: Answer, row: "ResearchRow", judges: "Optional[Sequence[ModelJudge]]", *,
+                   generic_rubric: bool = False, recorder: Optional[Recorder] = None) -> dict[str, Any]:
     """Coverage of every rubric item by every judge, and their consensus; raises NotGraded / JudgesFailed."""
     from ...llm.judges import judge_all
     from .judges import generic_rubric as generic_items

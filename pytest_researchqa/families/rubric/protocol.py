@@ -8,17 +8,26 @@ family: a row whose system raised or whose judges gave no verdict is a pytest er
 counts it, never a failure of the answer.
 """
 
-from typing import Any, Optional
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
 
 import pytest
 
 from pytest_researchqa.families.rubric.grading import JudgesFailed, NotGraded, grade_coverage, record_answer
 from pytest_researchqa.families.rubric.task import TaskOptions
 
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_researchqa.answers import Answer
+    from pytest_researchqa.families.rubric.rows import ResearchRow
+    from pytest_researchqa.llm.judges import JudgePanel
+    from pytest_researchqa.records import Recorder
+    from pytest_researchqa.settings import Settings
+
 
 @pytest.fixture
-def graded(researchqa_row: Any, researchqa_answer: Any, researchqa_judge: Any, researchqa_recorder: Any,
-           researchqa_settings: Any) -> Optional[str]:
+def graded(researchqa_row: ResearchRow, researchqa_answer: Optional[Answer], researchqa_judge: Optional[JudgePanel],
+           researchqa_recorder: Recorder, researchqa_settings: Settings) -> Optional[str]:
     """The row answered, recorded and judged; why it is not graded (None: graded, or audited). Judges that
     all fail make the row's setup fail: an error naming them."""
     if researchqa_answer is None:  # --researchqa-audit: describe the row, answer nothing
