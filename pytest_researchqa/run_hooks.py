@@ -269,10 +269,11 @@ class RunHooks:
         if not is_worker(self.config):
             if self.estimated is None:  # not printed with the plan of --researchqa-max-cost
                 self._print_estimate([c for i in row_items if (c := case_of(i)) is not None])
-            if settings.models:
-                models = [i for i in row_items if state.services.is_model(case_of(i).system)]  # type: ignore[union-attr]
+            if settings.models or (settings.judges and not settings.audit):
+                counted = [i for i in row_items if not settings.models  # judges alone: every row is judged
+                           or state.services.is_model(case_of(i).system)]  # type: ignore[union-attr]
                 state.services.ready_models()  # litellm's import is not the first seconds of the progress clock
-                self.progress = self._new_progress(len(models))
+                self.progress = self._new_progress(len(counted))
             _prefetch(state, row_items)
 
     @pytest.hookimpl(tryfirst=True)
@@ -305,8 +306,10 @@ class RunHooks:
             if any(case.kind == "row" for case in cases):
                 self._plan(cases)
         models = settings.models
-        if self.progress is None and models:
-            total = sum(1 for nodeid in ids if any(f"[{model}-" in nodeid for model in models))
+        if self.progress is None and (models or (settings.judges and not settings.audit)):
+            rows = {case_id for case, case_id, _ in self.state.cases(with_systems=True) if case.kind == "row"}
+            total = sum(1 for nodeid in dict.fromkeys(ids) if (any(f"[{model}-" in nodeid for model in models)
+                                                               if models else nodeid.rpartition("[")[2][:-1] in rows))
             self.progress = self._new_progress(total, calls_here=False)  # the workers make the calls
 
     def node_down(self, workeroutput: dict[str, Any]) -> None:
@@ -362,16 +365,18 @@ class RunHooks:
         from .reporting.progress import Progress, terminal_stream
 
         settings = self.config.stash[SETTINGS]
+        callers = settings.models or settings.judges  # judges alone: the run's calls are their verdicts
         slots = min((call_limits(settings.model_params.get(m, {}), concurrency=settings.concurrency,
-                                 timeout_s=settings.timeout_s, given=settings.given)[0] for m in settings.models),
+                                 timeout_s=settings.timeout_s, given=settings.given)[0] for m in callers),
                     default=settings.concurrency)
         activity = self.state.services.runner().activity if calls_here else None
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         workers = 0 if calls_here else getattr(self.config.option, "numprocesses", 0)  # xdist resolves "auto"
         progress = Progress(reporter, total, slots, activity, terminal=terminal_stream() if reporter else None,
                             workers=workers if isinstance(workers, int) else 0,
-                            spent=self._spent_so_far if not _calls_a_local_server(settings) else lambda: "—")
-        progress.start(settings.models)
+                            spent=self._spent_so_far if not _calls_a_local_server(settings) else lambda: "—",
+                            judged_only=not settings.models)
+        progress.start(callers)
         return progress
 
     def _spent_so_far(self) -> str:

@@ -832,3 +832,18 @@ def test_endpoints_of_different_counts_are_a_clear_error():
     with pytest.raises(ValueError, match=r"openai/m: api_base: 2 value\(s\) for 3 endpoint\(s\)"):
         parse_model_params(['openai/m:api_base=["http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1"]',
                             'openai/m:api_key=["a", "b", "c"]'], ["openai/m"])
+
+
+def test_a_run_whose_only_calls_are_its_judges_says_its_progress_and_spend(pytester, server, tmp_path):
+    """tester49 LOW-5: a retrieval system judged by a priced model printed no progress line at all, so an hour of
+    verdicts went by without a figure of what they cost."""
+    server.usage = (1_000, 100)  # gpt-4o: $0.0035 a verdict (litellm's price)
+    result = run_pytest(pytester, "--researchqa-system=oracle", "--researchqa-judge=openai/gpt-4o", "-k", "edu",
+                        "--researchqa-model-param=openai/gpt-4o:profile=remote", cache=tmp_path, server=server)
+    assert result.ret == pytest.ExitCode.OK and server.calls() == 9, result.stdout.str()[-2000:]
+    lines = [line for line in result.stdout.lines if line.startswith("researchqa: ")]
+    assert any(line.startswith("researchqa: 9 row(s) to judge (openai/gpt-4o); calls start now") for line in lines), lines
+    last = [line for line in lines if " spend " in line][-1]
+    assert last.startswith("researchqa: 9/9 rows judged, 0 errors, verdicts 9 of 9 asked, 0 calls in flight"), last
+    assert "answers" not in last and "from cache" not in last, "no model answers: the answers' figures are not said"
+    assert final_spend(result) == f"${9 * 0.0035:.4f}"

@@ -1,5 +1,8 @@
 """Live progress for model runs: what is running, rows done / total, errors, spend, speed, ETA.
 
+A run whose only calls are its judges' (a retrieval pipeline or bm25, judged by a model) counts every row
+it judges, without the answers' figures.
+
 A run's first line comes when its calls start (what is queued, how many at a time); the next
 after ``FIRST_REPORT_S`` seconds, then a line every ``REPORT_EVERY_S`` seconds, also while no
 row finishes (a local server can take minutes for its first answer), and one at the end. A row
@@ -29,14 +32,16 @@ FIRST_REPORT_S = 5.0  # the first line after the start: what came from the cache
 MIN_FRESH_FOR_ETA = 3
 
 
-def start_line(total: int, models: Sequence[str], slots: int, workers: int = 0) -> str:
+def start_line(total: int, models: Sequence[str], slots: int, workers: int = 0, judged_only: bool = False) -> str:
     """The line printed as a model run's calls start; ``workers``: xdist's, each making calls of its own
-    (whose start-up, litellm's import included, comes first)."""
+    (whose start-up, litellm's import included, comes first); ``judged_only``: no model answers, the calls
+    are the judges' (``models`` names them)."""
     names = ", ".join(models[:3]) + (f" and {len(models) - 3} more" if len(models) > 3 else "")
+    rows = f"{total} row(s) to judge ({names})" if judged_only else f"{total} model row(s) queued ({names})"
     if workers:
-        return (f"{total} model row(s) queued ({names}); calls start as each of the {workers} workers starts, up "
+        return (f"{rows}; calls start as each of the {workers} workers starts, up "
                 f"to {slots} at a time per provider in each worker; progress every {REPORT_EVERY_S:.0f}s")
-    return (f"{total} model row(s) queued ({names}); calls start now, up to {slots} at a time "
+    return (f"{rows}; calls start now, up to {slots} at a time "
             f"per provider; progress every {REPORT_EVERY_S:.0f}s")
 
 
@@ -58,12 +63,14 @@ def terminal_stream() -> Optional[TextIO]:
 
 
 class Progress:
-    """Counts model-system rows as their records arrive; writes a line every so often."""
+    """Counts the rows that make model calls as their records arrive (a model system's rows; every row when
+    only judges make calls: ``judged_only``); writes a line every so often."""
 
     def __init__(self, reporter: Any, total: int, slots: int = 1, activity: Any = None,
                  terminal: Optional[TextIO] = None, workers: int = 0,
-                 spent: Callable[[], str] = lambda: "—") -> None:
+                 spent: Callable[[], str] = lambda: "—", judged_only: bool = False) -> None:
         self.reporter = reporter
+        self.judged_only = judged_only  # no model answers: a row's calls are its verdicts, whatever its system
         self.activity = activity  # the run's engine.Activity (None where no call is made: xdist's controller)
         self.total = total
         self.slots = max(slots, 1)
@@ -86,7 +93,7 @@ class Progress:
         """The first line, and a ticker that keeps writing while rows are slow to finish."""
         if self.reporter is None or self.total == 0:
             return
-        self._write(start_line(self.total, models, self.slots, self.workers))
+        self._write(start_line(self.total, models, self.slots, self.workers, self.judged_only))
         self._ticker = threading.Thread(target=self._tick, name="researchqa-progress", daemon=True)
         self._ticker.start()
 
@@ -98,7 +105,7 @@ class Progress:
                 self._report(now)
 
     def row_done(self, record: RowRecord) -> None:
-        if not record.model_system:
+        if not (record.model_system or self.judged_only):
             return
         usage = record.usage
         with self._lock:
@@ -134,8 +141,9 @@ class Progress:
         with self._lock:
             elapsed = now - self.started
             fresh = self.done - self.cached
-            parts = [f"{self.done}/{self.total} model rows", f"{self.errors} errors", f"{self.cached} from cache",
-                     *self.calls_parts(),
+            counted = [f"{self.done}/{self.total} rows judged", f"{self.errors} errors"] if self.judged_only else [
+                f"{self.done}/{self.total} model rows", f"{self.errors} errors", f"{self.cached} from cache"]
+            parts = [*counted, *self.calls_parts(),
                      f"spend {self.spent()}", f"elapsed {elapsed:.0f}s"]
             if self.completion_tokens and self.fresh_latency_s > 0:
                 # Per call, as the server generated them (latency includes the prompt's processing).
@@ -163,9 +171,11 @@ class Progress:
         callers of this process have done, whether or not a row's test has finished."""
         if self.activity is None:
             return []
-        _, answered, cached, failed = self.activity.counts("answer")
-        answers = f"answers {answered}/{self.total} ({cached} from cache" + (f", {failed} failed)" if failed else ")")
-        parts = [answers]
+        parts = []
+        if not self.judged_only:
+            _, answered, cached, failed = self.activity.counts("answer")
+            failures = f", {failed} failed" if failed else ""
+            parts.append(f"answers {answered}/{self.total} ({cached} from cache{failures})")
         asked, judged, _, failed = self.activity.counts("verdict")
         if asked:
             parts.append(f"verdicts {judged} of {asked} asked" + (f" ({failed} failed)" if failed else ""))
