@@ -676,3 +676,12 @@ def test_a_one_system_run_says_why_it_has_no_battles_and_no_elo(run):
     assert (board["Elo"], board["battles"]) == ("—", "0")
     result.stdout.fnmatch_lines(["no pairwise battles: only one system (rubric-oracle) has judged answers; battles "
                                  "and Elo need two systems or more"])
+
+
+def test_a_run_whose_every_coverage_verdict_failed_says_why_it_has_no_battles(run):
+    """tester52 LOW: when every coverage verdict failed, the pairwise section disappeared without a line."""
+    result = run("--researchqa-system=rubric-oracle", "--researchqa-model=openai/good", "--researchqa-family=rubric",
+                 "--researchqa-judge=openai/down", "--researchqa-retries=0", "-k", "ai-dense-retrieval")
+    assert result.ret != 0, "rows whose judges all failed are errors"
+    result.stdout.fnmatch_lines(["*no pairwise battles: no answer of openai/good, rubric-oracle has a coverage verdict "
+                                 "on every rubric item*"])

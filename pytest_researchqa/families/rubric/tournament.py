@@ -215,7 +215,12 @@ def run_tournament(records: Sequence[RowRecord], services: Any, settings: Any,
         return {"note": f"no pairwise battles: only one system ({systems[0]}) has judged answers; battles and "
                         "Elo need two systems or more"}
     if not systems:
-        return {}
+        answered = sorted({r.system for r in records if r.system})
+        if not answered:
+            return {}
+        # Said, not left out: every answer lacks a coverage verdict (its judges failed, or it had no rubric).
+        return {"note": f"no pairwise battles: no answer of {', '.join(answered)} has a coverage verdict on every "
+                        "rubric item (rows whose judges failed or that were not graded are not rated)"}
     if not settings.judges:
         return {"note": "no pairwise battles: no judge given (--researchqa-judge=MODEL)"}
     rules = Rules.of(settings)
