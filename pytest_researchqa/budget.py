@@ -85,7 +85,7 @@ def plan_calls(state: "RunState", cases: Iterable["Case"]) -> list[PlannedCalls]
         repeats = range(1 + (getattr(panel, "repeats", 0) if in_flip_sample(row.row_id) else 0))  # the flip probe's
         judges = [(judge, repeats) for judge in panel]
         premise = state.services.premise_judge()
-        if premise is not None and getattr(row, "question_type", None) == "adversarial":
+        if premise is not None and premise.judges_row(row):
             # A verdict for each answer to a false-premise question, unless the answer refused (no subject).
             if cached is None or premise.subject(row, cached) is not None:
                 judges.append((premise, range(1)))

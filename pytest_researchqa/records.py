@@ -208,6 +208,26 @@ class JudgeResult(_PlainReads):
         """``judge: reason`` for every judge that could not score."""
         return [f"{name}: {scores.error}" for name, scores in self.by_judge.items() if scores.error]
 
+    def reason_lines(self, dimensions: Optional[list[str]] = None) -> list[str]:
+        """Each judge's score and justification per dimension (per item, for an item-wise kind), as the lines
+        of a failure message or a report's section."""
+        lines = []
+        for judge, verdict in self.by_judge.items():
+            if verdict.error:
+                lines.append(f"  {judge}: error: {verdict.error}")
+                continue
+            reasons = verdict.reasons
+            if isinstance(reasons, list):  # an item-wise kind (rubric coverage): one reason per item
+                lines += [f"  {judge} item {n} coverage {c}: {r}"
+                          for n, (c, r) in enumerate(zip(verdict.items or [], reasons), 1)]
+                continue
+            scores = verdict.scores
+            for dimension in dimensions or list(scores):
+                if dimension in scores:
+                    reason = reasons.get(dimension)
+                    lines.append(f"  {judge} {dimension} {scores[dimension]}" + (f": {reason}" if reason else ""))
+        return lines
+
     def redacted(self, redact: Callable[[str], str]) -> "JudgeResult":
         """The same result with every judge's error passed through ``redact``."""
         return dataclasses.replace(self, by_judge={k: v.redacted(redact) for k, v in self.by_judge.items()})

@@ -192,9 +192,7 @@ def add_sections(report: pytest.TestReport, record: "RowRecord") -> None:
         cached = ", from the cache" if usage.cached else ""
         report.sections.append(("researchqa model input", f"context: {usage.context}{tokens}{cached}"))
     if record.judge and (report.outcome != "passed" or record.outcome == "below_bar"):
-        from .families.citation.assertions import judge_reasons
-
-        report.sections.append(("researchqa judges", "\n".join(judge_reasons(record.judge))))
+        report.sections.append(("researchqa judges", "\n".join(record.judge.reason_lines())))
     failures = record.judge_failures
     if failures:
         report.sections.append(("researchqa judge errors", "\n".join(failures)))

@@ -54,19 +54,18 @@ class Services:
             if self.is_model(name):
                 self._systems[name] = self._model_system(name)
             else:
-                from .systems import BUILTIN_FAMILIES, SystemSpecError, load_system
+                from .systems import SystemSpecError, load_system, named_system, unknown_system
 
                 family = self.settings.benchmark_family
-                own = [s for s, f in BUILTIN_FAMILIES.items() if f == family.name] or [family.default_system]
-                answers = BUILTIN_FAMILIES.get(name)
-                if answers is not None and answers != family.name:
-                    raise SystemSpecError(f"system {name!r} answers the {answers} family's rows, not the "
-                                          f"{family.name} family's: use {' or '.join(own)}, or your own "
-                                          "package.module:function")
-                if answers is None and ":" not in name:  # the choices for this run's rows, not every family's
-                    raise SystemSpecError(f"unknown system {name!r}: for the {family.name} family's rows use "
-                                          f"{', '.join(own)} or package.module:function")
-                loaded = load_system(name)
+                declared = dict(family.systems)
+                if name in declared:
+                    loaded = named_system(name, declared[name])
+                elif ":" in name:
+                    loaded = load_system(name)
+                else:  # the choices for this run's rows, and the family whose rows it answers when one names it
+                    from .families.registry import available_families
+
+                    raise SystemSpecError(unknown_system(name, family, available_families().values()))
                 if loaded.is_async:  # one loop for the run, bounded and pipelined like model calls
                     loaded.runner = self.runner()
                 self._systems[name] = loaded

@@ -127,8 +127,8 @@ class RunState:
             confine_to=None if self.settings.papers else dataset.root.resolve() / "papers",
         )
         if self.whole_papers:  # a paper whose rows are done is not met again: keep those in use, trim none
+            from .families.citation.bm25 import WHOLE_PAPERS_BYTES, shared_cache
             from .papers import WHOLE_PAPERS_HOT
-            from .systems.bm25 import WHOLE_PAPERS_BYTES, shared_cache
 
             store.hot, store.kept_bytes = WHOLE_PAPERS_HOT, 0
             shared_cache().budget_bytes = WHOLE_PAPERS_BYTES

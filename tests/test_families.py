@@ -43,6 +43,17 @@ def test_a_family_installed_as_its_own_package_runs_with_its_rows_test_system_an
     assert saved["t1"]["answer"] == "the expected surprise of a random variable, in bits"
 
 
+def test_a_system_the_family_names_by_a_word_answers_its_rows(glossary, tmp_path):
+    """A family ships systems of its own (``Family.systems``), as the built-in families do oracle and bm25."""
+    result = glossary.runpytest("--researchqa-dataset=terms.jsonl", "--researchqa-system=glossary-echo",
+                                f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=2, xfailed=1)
+    result.stdout.fnmatch_lines(["researchqa::test_definition[[]glossary-echo-definition-t1[]] PASSED*"])
+    [rows] = glossary.path.glob(".researchqa/runs/*/rows.jsonl")
+    saved = {r["row_id"]: r["details"] for r in map(json.loads, rows.read_text().splitlines())}
+    assert saved["t1"]["answer"] == "entropy: the expected surprise of a random variable, in bits"
+
+
 def test_its_question_types_are_markers_and_its_name_a_choice(glossary, tmp_path):
     common = ("--researchqa-dataset=terms.jsonl", f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider")
     marked = glossary.runpytest(*common, "--researchqa-family=glossary", "-m", "definition", "--strict-markers",
@@ -356,12 +367,15 @@ def test_a_saved_run_without_its_family_or_a_kept_declaration_says_why_it_cannot
 @pytest.mark.parametrize(("options", "message"), [
     (("--researchqa-dataset=terms.jsonl", "--researchqa-system=oracle"),
      "system 'oracle' answers the citation family's rows, not the glossary family's: use "
-     "glossary_family.systems:dictionary, or your own package.module:function"),
+     "glossary-echo or glossary_family.systems:dictionary, or your own package.module:function"),
+    (("--researchqa-system=glossary-echo",),  # a third party's named system, asked for the citation sample's rows
+     "system 'glossary-echo' answers the glossary family's rows, not the citation family's: use oracle or bm25, or "
+     "your own package.module:function"),
     (("--researchqa-system=rubric-oracle",),  # the citation family's bundled sample
      "system 'rubric-oracle' answers the rubric family's rows, not the citation family's: use oracle or bm25, or "
      "your own package.module:function"),
     (("--researchqa-dataset=terms.jsonl", "--researchqa-system=nope"),
-     "unknown system 'nope': for the glossary family's rows use glossary_family.systems:dictionary or "
+     "unknown system 'nope': for the glossary family's rows use glossary-echo, glossary_family.systems:dictionary or "
      "package.module:function"),
 ])
 def test_a_built_in_system_named_for_another_familys_rows_is_a_usage_error_before_any_row_runs(

@@ -622,7 +622,9 @@ def test_a_run_stopped_with_calls_on_the_wire_says_its_spend_is_a_floor(pytester
     """tester51 MED-2: -x cancelled the requests on the wire, which the provider still does and bills, and the
     spend read as exact; LOW-1: a run interrupted before any row finished printed no spend at all."""
     server.usage = (1_000, 100)
-    server.latency_s = 0.3
+    # The first three rows' answers arrive together; the next three are then on the wire for a second, so the
+    # first row's failure stops the run with them cut off even on a loaded machine (0.3 s was missed once).
+    server.latency_s = 1.0
     priced = ("--researchqa-model=openai/sloppy", "--researchqa-model-param=openai/sloppy:profile=remote",
               "--researchqa-model-param=openai/sloppy:input_cost_per_token=0.000001",
               "--researchqa-model-param=openai/sloppy:output_cost_per_token=0.00001", "--researchqa-concurrency=3")

@@ -1,5 +1,5 @@
 """Passages cut straight from a paper's own extracted text are verbatim: every passage the bm25 system
-cites (its :func:`~pytest_researchqa.systems.bm25.passages`) and every sentence, cut from the text exactly
+cites (its :func:`~pytest_researchqa.families.citation.bm25.passages`) and every sentence, cut from the text exactly
 as the plugin reads each real PDF, is grounded, whatever the paper repeats, prints at its pages' edges
 or numbers its lines with. The one exception is the matcher's own rule: a margin line number that
 extraction glued right onto a digit of the text (``0.9`` and ``193`` read ``0.9193``) makes the
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from helpers import SHARED, needs_shared, shared_path
 
+from pytest_researchqa.families.citation.bm25 import passage_spans
 from pytest_researchqa.families.citation.matcher import MatchIndex
-from pytest_researchqa.systems.bm25 import passage_spans
 
 # Where the bm25 system ends a sentence (its own pattern): sentences are cut at the same places.
 _SENTENCE_END = re.compile(r"[.!?](\s+)(?=[A-Z(\[])")

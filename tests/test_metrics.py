@@ -168,8 +168,8 @@ def test_check_answer_records_every_metric_before_failing_once():
 
 
 def test_bm25_cites_passages_that_are_verbatim_and_cover_the_paper():
+    from pytest_researchqa.families.citation.bm25 import Bm25System, passages
     from pytest_researchqa.papers import Paper
-    from pytest_researchqa.systems.bm25 import Bm25System, passages
 
     text = "Intro sentence here. " + PAPER + " A closing remark about the clinics. " * 3
     chunks = passages(text)
@@ -183,7 +183,7 @@ def test_bm25_finds_the_same_words_in_ascii_text_as_the_word_pattern_does():
     import random
     import re
 
-    from pytest_researchqa.systems.bm25 import _STOPWORDS, tokens
+    from pytest_researchqa.families.citation.bm25 import _STOPWORDS, tokens
 
     rng = random.Random(24)
     alphabet = [chr(c) for c in range(128)] + ["é", "İ", "ß", "\u00a0"]
@@ -197,7 +197,7 @@ def test_bm25_cuts_passages_where_splitting_each_sentence_into_words_would():
     import random
     import re
 
-    from pytest_researchqa.systems.bm25 import PASSAGE_WORDS, passage_spans
+    from pytest_researchqa.families.citation.bm25 import PASSAGE_WORDS, passage_spans
 
     def by_splitting(text):  # the plain reading: each sentence's words counted by str.split
         found, start, words, sentence_start = [], 0, 0, 0
@@ -230,7 +230,7 @@ def test_bm25_scores_every_passage_bit_for_bit_as_rank_bm25s_okapi_does(seed, as
 
     from rank_bm25 import BM25Okapi
 
-    from pytest_researchqa.systems.bm25 import Bm25Index, Vocabulary, passages, tokens
+    from pytest_researchqa.families.citation.bm25 import Bm25Index, Vocabulary, passages, tokens
 
     rng = random.Random(seed)
     # A few words in most passages (idf below zero, floored), rare ones, numbers, accents, Turkish İ.
@@ -253,8 +253,8 @@ def test_bm25_scores_every_passage_bit_for_bit_as_rank_bm25s_okapi_does(seed, as
 
 
 def test_bm25_keeps_indexes_within_its_byte_budget_and_rebuilds_an_evicted_one_to_the_same_answer():
+    from pytest_researchqa.families.citation.bm25 import Bm25Cache, Bm25System
     from pytest_researchqa.papers import Paper
-    from pytest_researchqa.systems.bm25 import Bm25Cache, Bm25System
 
     papers = [Paper(f"p{n}", f"Paper {n} opens here. " + " ".join([PAPER] * 30)) for n in range(3)]
     probe = Bm25Cache()
@@ -276,8 +276,8 @@ def test_bm25_keeps_indexes_within_its_byte_budget_and_rebuilds_an_evicted_one_t
 
 
 def test_bm25_drops_its_shared_vocabulary_with_every_index_when_the_words_alone_would_fill_half_its_budget():
+    from pytest_researchqa.families.citation.bm25 import VOCABULARY_WORD_BYTES, Bm25Cache, Bm25System
     from pytest_researchqa.papers import Paper
-    from pytest_researchqa.systems.bm25 import VOCABULARY_WORD_BYTES, Bm25Cache, Bm25System
 
     papers = [Paper(f"p{n}", " ".join(f"word{n}x{k}" for k in range(200)) + ". " + PAPER) for n in range(3)]
     cache = Bm25Cache(budget_bytes=2 * 300 * VOCABULARY_WORD_BYTES)  # half of it: 300 words
@@ -289,7 +289,7 @@ def test_bm25_drops_its_shared_vocabulary_with_every_index_when_the_words_alone_
 
 
 def test_bm25_systems_built_without_a_cache_share_the_processs_one():
-    from pytest_researchqa.systems.bm25 import Bm25System, shared_cache
+    from pytest_researchqa.families.citation.bm25 import Bm25System, shared_cache
 
     assert Bm25System().cache is Bm25System().cache is shared_cache()
 

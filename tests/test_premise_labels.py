@@ -11,7 +11,7 @@ from pytest_researchqa import Answer, Row
 from pytest_researchqa.bundled import sample_dataset
 from pytest_researchqa.families.citation import metrics
 from pytest_researchqa.families.citation.loaders import load_dataset
-from pytest_researchqa.systems.oracle import oracle_answer
+from pytest_researchqa.families.citation.oracle import oracle_answer
 
 LABELS = Path(__file__).resolve().parent.parent / "datasets" / "premise" / "flagged-labels.jsonl"
 # The heuristic's floor on the labelled set (docs/metrics.md gives the measured figures).

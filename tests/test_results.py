@@ -384,7 +384,7 @@ DEGRADED_SYSTEM = '''
 import types
 
 from pytest_researchqa import Answer
-from pytest_researchqa.systems.bm25 import CITED_PASSAGES, Bm25System
+from pytest_researchqa.families.citation.bm25 import CITED_PASSAGES, Bm25System
 
 _BM25 = Bm25System()
 

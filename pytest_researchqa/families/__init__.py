@@ -136,6 +136,9 @@ class Family:
     # estimated cost), given ([(system, row), ...], services, settings); empty: nothing printed.
     call_estimate: str = ""
     default_system: str = "bm25"  # the system a run without --researchqa-system/--researchqa-model answers with
+    # The systems named by a word that answer the family's rows (--researchqa-system=NAME): (name,
+    # "module:attribute") of a callable (row, paper) -> Answer, or of a class built with no argument into one.
+    systems: tuple[tuple[str, str], ...] = ()
     # "module:function" checking a row against its paper once, given (row, paper): a PaperCheck (the citation
     # family's: are the expected passages in the text?). Empty: rows are not checked against their papers.
     paper_check: str = ""

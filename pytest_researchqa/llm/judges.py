@@ -257,6 +257,10 @@ class ModelJudge(ModelCaller):
         schema: dict[str, Any] = small_model_schema(schema_of(model))
         return schema
 
+    def judges_row(self, row: Any) -> bool:
+        """Whether this kind judges the answers to ``row`` at all (before any answer: the call plan asks)."""
+        return True
+
     def subject(self, row: Any, answer: Any) -> Optional[tuple[Any, ...]]:
         """What this kind judges of one row's answer (None: nothing to judge). Each family's rows and
         answers are its own types, so the shared base takes any."""

@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 from ..answers import Answer, coerce_answer
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Iterable
+
     from ..dataset import FamilyRow
+    from ..families import Family
     from ..papers import Paper
 
-BUILTIN_SYSTEMS = ("oracle", "bm25", "rubric-oracle")
-BUILTIN_FAMILIES = {"oracle": "citation", "bm25": "citation", "rubric-oracle": "rubric"}  # whose rows each answers
 
 
 def _call_key(row: "FamilyRow", paper: "Optional[Paper]") -> tuple[str, Optional[str]]:
@@ -111,24 +112,32 @@ def _is_machinery(path: Path, package: Path) -> bool:
         return path.parent.name == "asyncio" or path.parent.parts[-2:] == ("concurrent", "futures")
 
 
+def named_system(name: str, target: str) -> System:
+    """A system a family names by a word (``Family.systems``): ``target`` is "module:attribute" of a callable
+    ``(row, paper) -> Answer``, or of a class built with no argument into one."""
+    from ..families import resolve
+
+    found: Any = resolve(target)
+    if inspect.isclass(found):  # e.g. bm25's system, which keeps its indexes
+        found = found()
+    return System(name, found)
+
+
+def unknown_system(name: str, family: "Family", families: "Iterable[Family]") -> str:
+    """Why ``name``, neither a family's system nor ``module:function``, does not answer ``family``'s rows."""
+    own = list(dict.fromkeys([*(system for system, _ in family.systems), family.default_system]))
+    owner = next((other for other in families if any(system == name for system, _ in other.systems)), None)
+    if owner is not None:
+        return (f"system {name!r} answers the {owner.name} family's rows, not the {family.name} family's: use "
+                f"{' or '.join(own)}, or your own package.module:function")
+    return (f"unknown system {name!r}: for the {family.name} family's rows use {', '.join(own)} or "
+            "package.module:function")
+
+
 def load_system(spec: str) -> System:
-    """Build the system a spec names; raise :class:`SystemSpecError` when it can't."""
-    if spec == "oracle":
-        from .oracle import oracle_answer
-
-        return System("oracle", oracle_answer)
-    if spec == "rubric-oracle":
-        from .rubric_oracle import rubric_oracle
-
-        return System("rubric-oracle", rubric_oracle)
-    if spec == "bm25":
-        from .bm25 import Bm25System
-
-        return System("bm25", Bm25System())
+    """Build the system a ``module:function`` spec names; raise :class:`SystemSpecError` when it can't."""
     if ":" not in spec:
-        raise SystemSpecError(
-            f"unknown system {spec!r}: use one of {', '.join(BUILTIN_SYSTEMS)} or package.module:function"
-        )
+        raise SystemSpecError(f"unknown system {spec!r}: use package.module:function")
     module_name, _, attribute = spec.partition(":")
     try:
         module = importlib.import_module(module_name)

@@ -1,22 +1,11 @@
-"""The oracle: answers with the row's own expectations.
-
-It cites one alternative per expected section and refuses adversarial rows
-that expect a refusal, so on a well-formed dataset every metric is perfect:
-the grader's self-test.
-"""
+"""Moved to :mod:`pytest_researchqa.families.citation.oracle`; this path is kept for one release."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
-
-from ..answers import Answer
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..families.citation.rows import Row
-    from ..papers import Paper
+from typing import Any
 
 
-def oracle_answer(row: "Row", paper: Optional["Paper"]) -> Answer:
-    citations = [section.alternatives[0] for section in row.expected_references]
-    refused = bool(row.is_adversarial and row.expected_refusal is not False)
-    return Answer(text=row.expected_answer, citations=citations, refused=refused)
+def __getattr__(name: str) -> Any:
+    from ..moved_names import moved_name
+
+    return moved_name(__name__, "pytest_researchqa.families.citation.oracle", name)

@@ -11,11 +11,11 @@ import pytest
 
 from pytest_researchqa.families.citation.answers import Answer
 from pytest_researchqa.families.rubric.checks import publication_year, system_checks, violates_cutoff
+from pytest_researchqa.families.rubric.oracle import rubric_oracle
 from pytest_researchqa.families.rubric.render import LEAKAGE_NOT_CHECKED, check_lines
 from pytest_researchqa.families.rubric.rows import load_queries
 from pytest_researchqa.families.rubric.task import references
 from pytest_researchqa.records import RowRecord
-from pytest_researchqa.systems.rubric_oracle import rubric_oracle
 
 
 def released_row(row_id: str, citation_metadata: object) -> dict:

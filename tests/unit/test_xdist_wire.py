@@ -113,9 +113,9 @@ def test_a_workers_pending_tests_are_counted_as_xdist_counts_them_as_papers_are_
 def test_a_worker_of_the_by_paper_scheduler_keeps_only_the_papers_and_indexes_in_use(pytester, tmp_path):
     from types import SimpleNamespace
 
+    from pytest_researchqa.families.citation import bm25
     from pytest_researchqa.papers import KEPT_BYTES, WHOLE_PAPERS_HOT
     from pytest_researchqa.state import RunState
-    from pytest_researchqa.systems import bm25
     from pytest_researchqa.xdist_compat import WHOLE_PAPERS, handed_whole_papers
 
     by_paper, by_xdist = SimpleNamespace(workerinput={}), SimpleNamespace(workerinput={})

@@ -40,6 +40,8 @@ CITATION = Family(
     loader="pytest_researchqa.families.citation.loaders:load_dataset",
     model_system="pytest_researchqa.families.citation.model_system:CitedAnswerSystem",
     paper_check="pytest_researchqa.families.citation.metrics:paper_check",
+    systems=(("oracle", "pytest_researchqa.families.citation.oracle:oracle_answer"),
+             ("bm25", "pytest_researchqa.families.citation.bm25:Bm25System")),
     scope_note=("cite prec, sect cov, cite acc: means over answerable rows; refusal, flagged: over false-premise "
                 "rows (adversarial, unless expected_refusal is false)"),
     paper_protocol=("the seed's evenly spaced sample (--researchqa-sample=N takes row int(i * rows / N)); the "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
-from ...records import CitationVerdict, JudgeResult, Recorder, current_recorder
+from ...records import CitationVerdict, Recorder, current_recorder
 from . import metrics
 from .answers import Answer
 from .details import CitationDetails, PremiseJudgeDetail, record_details
@@ -233,29 +233,9 @@ def judged(answer: Answer, row: Row, judges: "Sequence[ModelJudge]", *, minimum:
         if low:
             lines = ["judge consensus below the minimum: " + ", ".join(
                 f"{d} {score:.2f} < {v}" for d, (score, v) in low.items())]
-            lines += judge_reasons(result, dimensions=list(low))
+            lines += result.reason_lines(dimensions=list(low))
             raise AssertionError("\n".join(lines))
     return result.to_plain()
-
-
-def judge_reasons(result: JudgeResult, dimensions: Optional[list[str]] = None) -> list[str]:
-    """Each judge's score and justification per dimension, as lines for a failure message."""
-    lines = []
-    for judge, verdict in result.by_judge.items():
-        if verdict.error:
-            lines.append(f"  {judge}: error: {verdict.error}")
-            continue
-        reasons = verdict.reasons
-        if isinstance(reasons, list):  # an item-wise kind (rubric coverage): one reason per item
-            lines += [f"  {judge} item {n} coverage {c}: {r}"
-                      for n, (c, r) in enumerate(zip(verdict.items, reasons), 1)]
-            continue
-        scores = verdict.scores
-        for dimension in dimensions or list(scores):
-            if dimension in scores:
-                reason = reasons.get(dimension)
-                lines.append(f"  {judge} {dimension} {scores[dimension]}" + (f": {reason}" if reason else ""))
-    return lines
 
 
 def check_answer(answer: Answer, row: Row, paper: PaperLike, *, recorder: Optional[Recorder] = None,

@@ -194,11 +194,14 @@ class PremiseJudge(ModelJudge):
     verdict_model = PremiseVerdict
     cached_as_kind = True
 
+    def judges_row(self, row: Any) -> bool:
+        """Only rows graded by refusal: false-premise questions (adversarial, unless expected_refusal is false)."""
+        return (getattr(row, "question_type", None) == "adversarial"
+                and getattr(row, "expected_refusal", None) is not False)
+
     def subject(self, row: "Row", answer: "Answer") -> Optional[tuple[str, str, str]]:
         """Nothing to judge on a row not graded by refusal, nor when the system itself said it refused."""
-        graded = (getattr(row, "question_type", None) == "adversarial"
-                  and getattr(row, "expected_refusal", None) is not False)
-        if not graded or answer.refused is True:
+        if not self.judges_row(row) or answer.refused is True:
             return None
         premise = getattr(getattr(row, "metadata", None), "false_premise", None) or ""
         return (row.question, premise, answer.text)

@@ -98,7 +98,7 @@ class CitedAnswerSystem(ModelSystem[Row]):
         budget_chars = self._context_chars()
         if len(paper.text) <= budget_chars:
             return paper.text, "full"
-        from ...systems.bm25 import Bm25System
+        from .bm25 import Bm25System
 
         ranked = Bm25System().ranked_passages(row, paper)
         chosen, used = [], 0

@@ -113,6 +113,7 @@ RUBRIC = RubricFamily(
     renderer="pytest_researchqa.families.rubric.render:leaderboard",
     call_estimate="pytest_researchqa.families.rubric.calls:estimate_lines",
     default_system="rubric-oracle",
+    systems=(("rubric-oracle", "pytest_researchqa.families.rubric.oracle:rubric_oracle"),),
     paper_protocol=("the rubric paper's procedure: its coverage and pairwise reply formats (prompts in this "
                     "project's words unless --researchqa-judge-prompts gives the released ones), its battle "
                     "schedule, plain Bradley-Terry, the mean of 1,000 bootstraps; the ensemble counts Eq. 1's 4 "

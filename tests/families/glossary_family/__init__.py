@@ -33,6 +33,7 @@ GLOSSARY = GlossaryFamily(
     loader="glossary_family.rows:load_terms",
     uses_papers=False,
     default_system="glossary_family.systems:dictionary",
+    systems=(("glossary-echo", "glossary_family.systems:echo"),),  # --researchqa-system=glossary-echo
     model_system="glossary_family.model:DefinitionModel",  # --researchqa-model answers its rows
     judge_kinds=("definition",),  # --researchqa-judge grades them
     judges="glossary_family.model:KINDS",
