@@ -25,11 +25,11 @@ from pytest_researchqa.bundled import bundled_path  # noqa: E402
 from pytest_researchqa.families.citation.answers import Answer  # noqa: E402
 from pytest_researchqa.families.registry import make_judge  # noqa: E402
 from pytest_researchqa.families.rubric.judges import answer_with_references  # noqa: E402
+from pytest_researchqa.families.rubric.oracle import rubric_oracle  # noqa: E402
 from pytest_researchqa.families.rubric.rows import load_queries  # noqa: E402
 from pytest_researchqa.llm.cache import AnswerCache  # noqa: E402
 from pytest_researchqa.llm.engine import ModelRunner, ProviderError  # noqa: E402
 from pytest_researchqa.llm.system import ModelSpec  # noqa: E402
-from pytest_researchqa.systems.rubric_oracle import rubric_oracle  # noqa: E402
 
 
 def main() -> int:
