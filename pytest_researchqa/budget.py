@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from .costs import price_of, spend_text
+from .costs import total_cost as calls_cost
 
 if TYPE_CHECKING:  # pragma: no cover
     from .answers import Answer
@@ -120,14 +121,10 @@ def _verdicts_to_ask(judge: "ModelJudge", row: "FamilyRow", answer: "Optional[An
 
 
 def total_cost(plans: Iterable[PlannedCalls]) -> Optional[float]:
-    """The estimated cost of every call; None when any model with calls to make has no price."""
-    total = 0.0
-    for plan in plans:
-        cost = plan.cost
-        if cost is None:
-            return None
-        total += cost
-    return total
+    """The estimated cost of every call (costs.total_cost's rule: None when any model with calls to make has no
+    price); 0 when no call is planned, nothing to pay."""
+    planned = list(plans)
+    return calls_cost(plan.cost for plan in planned) if planned else 0.0
 
 
 def plan_lines(plans: list[PlannedCalls]) -> list[str]:

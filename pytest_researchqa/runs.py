@@ -371,6 +371,12 @@ def load_run(folder: Path) -> SavedRun:
             raise ValueError(f"{manifest_file}: not JSON ({_short(error)})") from None
         if not isinstance(manifest, dict):
             raise ValueError(f"{manifest_file}: a manifest is a JSON object, not {type(manifest).__name__}")
+        version = manifest.get("version", MANIFEST_VERSION)  # every manifest so far reads as version 1
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise ValueError(f"{manifest_file}: manifest version {version!r} is not a whole number from 1 up")
+        if version > MANIFEST_VERSION:
+            raise ValueError(f"{manifest_file}: manifest version {version} is newer than this pytest-researchqa "
+                             f"reads (up to {MANIFEST_VERSION}): upgrade pytest-researchqa to read it")
     return SavedRun(folder, manifest, tuple(records))
 
 

@@ -194,6 +194,20 @@ def test_a_record_from_a_newer_plugin_is_refused_naming_its_file_and_line(tmp_pa
         load_run(tmp_path)
 
 
+@pytest.mark.parametrize(("version", "message"), [
+    (2, "manifest version 2 is newer than this pytest-researchqa reads \\(up to 1\\): upgrade pytest-researchqa"),
+    ("1", "manifest version '1' is not a whole number from 1 up")])
+def test_a_manifest_from_a_newer_plugin_is_refused_naming_its_file(tmp_path, version, message):
+    from pytest_researchqa.runs import MANIFEST_FILE, ROWS_FILE, load_run
+
+    (tmp_path / ROWS_FILE).write_text(json.dumps(RowRecord(row_id="a").to_plain()) + "\n")
+    (tmp_path / MANIFEST_FILE).write_text(json.dumps({"version": version, "family": "citation"}))
+    with pytest.raises(ValueError, match=rf"manifest.json: {message}"):
+        load_run(tmp_path)
+    (tmp_path / MANIFEST_FILE).write_text(json.dumps({"family": "citation"}))  # before manifests had a version
+    assert load_run(tmp_path).manifest == {"family": "citation"}
+
+
 def test_a_record_written_before_records_had_a_version_is_upgraded_on_read():
     plain = RowRecord(row_id="a", metrics={"citation_precision": 1.0}).to_plain()
     del plain["version"]
