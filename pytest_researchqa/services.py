@@ -141,20 +141,28 @@ class Services:
         """A part of the family's declaration this run will use that does not load (a third party's typo), said
         before any row runs instead of failing every row."""
         from .families import DeclarationError, resolve
+        from .families.protocols import CALLED_AS, call_shape_problem
 
         family = self.settings.benchmark_family
         models = bool(self.settings.models or self.settings.judges)
-        used = {"model_system": family.model_system if self.settings.models else "",
-                "judges": family.judges if self.settings.judges else "",
-                "before_rows": family.before_rows, "after_answers": family.after_answers,
-                "renderer": family.renderer, "call_estimate": family.call_estimate if models else ""}
-        for field, target in used.items():
+        used = [("model_system", family.model_system if self.settings.models else ""),
+                ("judges", family.judges if self.settings.judges else ""), ("loader", family.loader),
+                ("before_rows", family.before_rows), ("after_answers", family.after_answers),
+                ("renderer", family.renderer), ("call_estimate", family.call_estimate if models else ""),
+                ("paper_check", family.paper_check if family.uses_papers else ""),
+                *(("systems", target) for name, target in family.systems if name in self.settings.systems)]
+        for field, target in used:
+            if not target:
+                continue
             try:
-                if target:
-                    resolve(target)
+                found = resolve(target)
             except Exception as error:  # noqa: BLE001 -- whatever the import raised, said with its field
                 return (f"the {family.name} family's {field} ({target}) cannot be loaded: "
                         f"{type(error).__name__}: {error}")
+            # Typed by the Protocols of families.protocols: a target of the wrong shape is said before any row.
+            problem = call_shape_problem(found, CALLED_AS[field]) if field in CALLED_AS else None
+            if problem:
+                return f"the {family.name} family's {field} ({target}) {problem}"
         try:  # said here too, where an xdist controller (which collects nothing) checks the run
             family.protocol_file()
         except DeclarationError as error:

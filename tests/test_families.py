@@ -139,6 +139,15 @@ def pytest_researchqa_families():
      "the plain family's model_system (glossary_family.model:NoSuchSystem) cannot be loaded: AttributeError: *"),
     ("dict(renderer='glossary_family.rows:no_board')", "--researchqa-dataset=terms.jsonl",
      "the plain family's renderer (glossary_family.rows:no_board) cannot be loaded: AttributeError: *"),
+    # Typed by families.protocols: a target that loads but cannot be called as its field is said before any row.
+    ("dict(after_answers='glossary_family.systems:dictionary')", "--researchqa-dataset=terms.jsonl",
+     "the plain family's after_answers (glossary_family.systems:dictionary) cannot be called as (records, "
+     "services, settings, say): too many positional arguments"),
+    ("dict(renderer='glossary_family.systems:DEFINITIONS')", "--researchqa-dataset=terms.jsonl",
+     "the plain family's renderer (glossary_family.systems:DEFINITIONS) is a dict, not a callable"),
+    ("dict(systems=(('lookup', 'glossary_family.rows:load_terms'),))", "--researchqa-system=lookup",
+     "the plain family's systems (glossary_family.rows:load_terms) cannot be called as (row, paper): too many "
+     "positional arguments"),
     ("dict(sample_dataset=())", "", "the plain family bundles no sample dataset: name a dataset file with "
                                     "--researchqa-dataset"),
     ("dict(loader='glossary_family.rows:TermRow')", "--researchqa-dataset=terms.jsonl",
@@ -563,3 +572,20 @@ def test_a_jsonl_file_whose_first_line_is_blank_is_still_recognized_by_its_first
     assert result.ret == pytest.ExitCode.USAGE_ERROR  # the glossary's own reader, which takes no blank line
     result.stderr.fnmatch_lines(["ERROR: researchqa: the glossary family's loader (glossary_family.rows:load_terms) "
                                  "could not read terms.jsonl: JSONDecodeError: *"])
+
+
+def test_every_callable_the_built_in_families_declare_has_the_shape_its_protocol_names():
+    from pytest_researchqa.families import resolve
+    from pytest_researchqa.families.citation import CITATION
+    from pytest_researchqa.families.protocols import CALLED_AS, call_shape_problem
+    from pytest_researchqa.families.rubric import RUBRIC
+
+    checked = []
+    for family in (CITATION, RUBRIC):
+        targets = [(field, getattr(family, field)) for field in CALLED_AS if field != "systems"]
+        for field, target in [*targets, *(("systems", target) for _, target in family.systems)]:
+            if target:
+                assert call_shape_problem(resolve(target), CALLED_AS[field]) is None, (family.name, field, target)
+                checked.append(target)
+    assert "pytest_researchqa.families.citation.bm25:Bm25System" in checked, "a class declared as a named system"
+    assert len(checked) >= 9

@@ -12,23 +12,32 @@ A family provides (docs/extending.md walks through a small one):
   ``llm.judges.ModelJudge``);
 - an end-of-run step (``Family.after_answers`` -> :class:`AfterAnswers`), its own leaderboard
   (``Family.renderer`` -> :class:`LeaderboardRenderer`) and the lines printed before the first model
-  call (``Family.call_estimate`` -> :class:`CallEstimate`), all optional.
+  call (``Family.call_estimate`` -> :class:`CallEstimate`), a check of the selected rows before any runs
+  (``Family.before_rows`` -> :class:`BeforeRows`), a check of each row against its paper
+  (``Family.paper_check`` -> :class:`PaperChecker`) and systems named by a word (``Family.systems`` ->
+  :class:`NamedSystem`), all optional.
+
+The run holds each target it will use against its Protocol's call before any row (``call_shape_problem``).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Optional, Protocol, Sequence, Union
 
 from ..dataset import FamilyRow as FamilyRow  # part of a family's interface, defined beside Dataset
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..answers import Answer
     from ..dataset import Dataset
     from ..llm.cache import AnswerCache
     from ..llm.engine import ModelRunner
     from ..llm.system import ModelSpec
+    from ..papers import Paper
     from ..records import RowRecord
-    from . import Board, Family
+    from . import Board, Family, PaperCheck
 
 # The run's settings (settings.Settings) and services (services.Services) are typed loosely here: those
 # modules sit above the families, which must not import upwards.
@@ -81,3 +90,57 @@ class CallEstimate(Protocol):
 
     def __call__(self, answers: "Sequence[tuple[str, Any]]", services: Services,
                  settings: Settings) -> "Union[Estimate, list[str]]": ...
+
+
+class BeforeRows(Protocol):
+    """Given the selected rows and the settings before any of them runs: why the run may not start, or None."""
+
+    def __call__(self, rows: "list[Any]", settings: Settings) -> Optional[str]: ...
+
+
+class PaperChecker(Protocol):
+    """Checks a row against its paper once (``Family.paper_check``): a ``PaperCheck``."""
+
+    def __call__(self, row: FamilyRow, paper: "Paper") -> "PaperCheck": ...
+
+
+class NamedSystem(Protocol):
+    """A system a family names by a word (``Family.systems``): answers one of its rows (``paper`` is None for a
+    family without papers). A class built with no argument into one is declared as the class."""
+
+    def __call__(self, row: FamilyRow, paper: "Optional[Paper]") -> "Answer": ...
+
+
+# Each declaration field naming a callable, and the Protocol its target is called as.
+CALLED_AS: dict[str, type] = {"loader": RowLoader, "after_answers": AfterAnswers, "before_rows": BeforeRows,
+                              "renderer": LeaderboardRenderer, "call_estimate": CallEstimate,
+                              "paper_check": PaperChecker, "systems": NamedSystem}
+
+
+def call_shape_problem(found: Any, protocol: type) -> Optional[str]:
+    """Why ``found`` cannot be called as ``protocol`` says (not callable, or its parameters do not take the
+    protocol's arguments), or None. A class stands for its instances when the protocol is a named system's."""
+    if protocol is NamedSystem and inspect.isclass(found):
+        try:
+            inspect.signature(found).bind()
+        except (TypeError, ValueError) as error:
+            return f"is a class that cannot be built with no argument ({error})"
+        found = getattr(found, "__call__", None)  # noqa: B004 -- the instances' call, read from the class
+        if found is None:
+            return "is a class whose instances cannot be called"
+        found = functools.partial(found, None)  # the instance itself
+    if not callable(found):
+        return f"is a {type(found).__name__}, not a callable"
+    expected = list(inspect.signature(protocol.__call__).parameters.values())[1:]  # after self
+    positional = [p.name for p in expected if p.kind is not p.KEYWORD_ONLY]
+    keywords = [p.name for p in expected if p.kind is p.KEYWORD_ONLY]
+    try:
+        signature = inspect.signature(found)
+    except (TypeError, ValueError):  # a builtin without a signature: taken on trust
+        return None
+    try:
+        signature.bind(*positional, **{name: None for name in keywords})
+    except TypeError as error:
+        shown = ", ".join([*positional, *(f"{name}=..." for name in keywords)])
+        return f"cannot be called as ({shown}): {error}"
+    return None
