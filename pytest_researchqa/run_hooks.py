@@ -524,10 +524,10 @@ class RunHooks:
         if state.session.records:
             self.baseline_after_rows()
         if state.session.baseline is not None:
-            from .runs import file_sha256, judging_of
+            from .runs import file_sha256, judging_of, run_judging
 
             state.session.dataset_sha = file_sha256(state.dataset_path)
-            state.session.judging = judging_of(self._judging(state))
+            state.session.judging = judging_of(run_judging(state))
         outcome = state.session.outcome()
         self._write_files(state, outcome)
         from .row_reports import check_reports
@@ -559,8 +559,10 @@ class RunHooks:
     def _write_files(self, state: "RunState", outcome: "RunOutcome") -> None:
         """The saved run, the JSON summary, Markdown, figures and the HTML report, as asked."""
         from .reporting.json_summary import summary
+        from .runs import run_manifest
 
-        manifest = self._manifest(outcome)
+        manifest = run_manifest(self.state, outcome, started_at=self.started_at,
+                                command=self.config.invocation_params.args, rootpath=self.config.rootpath)
         data = summary(outcome, state.family, manifest)
         if self.writer is not None:
             self.writer.finish(outcome.records + outcome.invalid_rows, manifest, data)
@@ -646,59 +648,6 @@ class RunHooks:
             return
         write_summary(terminalreporter, outcome, state.family, state.settings, writer=self.writer,
                       unwritten=self.unwritten, plots=self.plots)
-
-    def _judging(self, state: "RunState") -> dict[str, Any]:
-        """How this run's judges measure (runs.JUDGING_KEYS), for its manifest and its comparisons."""
-        settings = state.settings
-        return {"judges": list(settings.judges),
-                "judge_mode": state.services.judge_kind() if state.family.judge_kinds else None,
-                "protocol": settings.protocol, "flagged_judge": settings.flagged_judge}
-
-    def _manifest(self, outcome: "RunOutcome") -> dict[str, Any]:
-        from .bundled import bundled_path
-        from .families import declaration_data
-        from .runs import environment, file_sha256, folder_hashes, git_commit, redact_params
-
-        state, settings = self.state, self.config.stash[SETTINGS]
-        selection = outcome.selection
-        return {
-            "name": settings.save_name,
-            "family": state.family.name,
-            "family_declaration": declaration_data(state.family),  # show/view where the family is not installed
-            "started": self.started_at.isoformat(timespec="seconds"),
-            "ended": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "command": [state.redact(str(arg)) for arg in self.config.invocation_params.args],
-            "environment": environment(),
-            "git_commit": git_commit(self.config.rootpath),
-            "dataset": {"path": str(state.dataset_path), "sha256": file_sha256(state.dataset_path)},
-            "systems": list(settings.systems),
-            "models": list(settings.models),
-            "model_params": redact_params(settings.model_params),
-            **self._judging(state),
-            "prompt_sha": sorted({r.usage.prompt_sha for r in outcome.records if r.usage.prompt_sha}),
-            "judge_prompts": ({**folder_hashes(bundled_path("judges")),
-                               **(folder_hashes(settings.judge_prompts) if settings.judge_prompts else {})}
-                              if settings.judges or settings.flagged_judge else {}),
-            "baseline": settings.baseline,
-            "compare_map": dict(settings.compare_map),
-            "family_results": outcome.family_results,
-            "selection": {"rows": selection.rows, "keyword": selection.keyword, "markexpr": selection.markexpr,
-                          "sample": selection.sample, "rerun_subset": selection.rerun_subset},
-            "outcome": {"measured": outcome.measured, "errors": outcome.errors, "passed": outcome.passed,
-                        "verdict": outcome.verdict, "interrupted": outcome.interrupted,
-                        "crashed": list(outcome.crashed),
-                        "gates": [{"gate": g.gate.label, "system": g.system, "value": g.value, "passed": g.passed,
-                                   "state": g.state}
-                                  for g in outcome.gates],
-                        "partial_reasons": list(outcome.partial_reasons),
-                        "compared_with": outcome.comparison.baseline if outcome.comparison else None,
-                        "regressions": [{"gate": r.gate.label, "metric": r.gate.metric, "system": r.system,
-                                         "baseline_system": r.baseline_system, "passed": r.passed,
-                                         "state": r.state,
-                                         "delta": r.test.delta if r.test else None,
-                                         "p_worse": r.test.p_worse(r.gate.higher_is_better) if r.test else None}
-                                        for r in outcome.regressions]},
-        }
 
     def _write_markdown(self, outcome: "RunOutcome") -> None:
         import os

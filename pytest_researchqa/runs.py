@@ -33,6 +33,8 @@ from .text_safety import utf8
 
 if TYPE_CHECKING:  # pragma: no cover
     from .reporting.compare import Baseline
+    from .reporting.outcome import RunOutcome
+    from .state import RunState
 
 ROWS_FILE = "rows.jsonl"
 PARTIAL_FILE = "rows.partial.jsonl"
@@ -411,6 +413,63 @@ def judging_of(manifest: Any) -> dict[str, Any]:
     if "flagged_judge" in manifest and manifest["flagged_judge"] is None:
         said["flagged_judge"] = "heuristic"
     return said
+
+
+def run_judging(state: "RunState") -> dict[str, Any]:
+    """How a run's judges measure (``JUDGING_KEYS``), for its manifest and its comparisons."""
+    settings = state.settings
+    return {"judges": list(settings.judges),
+            "judge_mode": state.services.judge_kind() if state.family.judge_kinds else None,
+            "protocol": settings.protocol, "flagged_judge": settings.flagged_judge}
+
+
+def run_manifest(state: "RunState", outcome: "RunOutcome", *, started_at: _dt.datetime, command: Iterable[Any],
+                 rootpath: Path) -> dict[str, Any]:
+    """What produced a run and what it concluded, as ``manifest.json`` keeps it (plain data)."""
+    from .bundled import bundled_path
+    from .families import declaration_data
+
+    settings, selection = state.settings, outcome.selection
+    return {
+        "name": settings.save_name,
+        "family": state.family.name,
+        "family_declaration": declaration_data(state.family),  # show/view where the family is not installed
+        "started": started_at.isoformat(timespec="seconds"),
+        "ended": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": [state.redact(str(arg)) for arg in command],
+        "environment": environment(),
+        "git_commit": git_commit(rootpath),
+        "dataset": {"path": str(state.dataset_path), "sha256": file_sha256(state.dataset_path)},
+        "systems": list(settings.systems),
+        "models": list(settings.models),
+        "model_params": redact_params(settings.model_params),
+        **run_judging(state),
+        "prompt_sha": sorted({r.usage.prompt_sha for r in outcome.records if r.usage.prompt_sha}),
+        "judge_prompts": ({**folder_hashes(bundled_path("judges")),
+                           **(folder_hashes(settings.judge_prompts) if settings.judge_prompts else {})}
+                          if settings.judges or settings.flagged_judge else {}),
+        "baseline": settings.baseline,
+        "compare_map": dict(settings.compare_map),
+        "family_results": outcome.family_results,
+        "selection": {"rows": selection.rows, "keyword": selection.keyword, "markexpr": selection.markexpr,
+                      "sample": selection.sample, "rerun_subset": selection.rerun_subset},
+        "outcome": _outcome_data(outcome),
+    }
+
+
+def _outcome_data(outcome: "RunOutcome") -> dict[str, Any]:
+    """The run's conclusion in the manifest: counts, verdict, gates and regressions."""
+    return {"measured": outcome.measured, "errors": outcome.errors, "passed": outcome.passed,
+            "verdict": outcome.verdict, "interrupted": outcome.interrupted, "crashed": list(outcome.crashed),
+            "gates": [{"gate": g.gate.label, "system": g.system, "value": g.value, "passed": g.passed,
+                       "state": g.state} for g in outcome.gates],
+            "partial_reasons": list(outcome.partial_reasons),
+            "compared_with": outcome.comparison.baseline if outcome.comparison else None,
+            "regressions": [{"gate": r.gate.label, "metric": r.gate.metric, "system": r.system,
+                             "baseline_system": r.baseline_system, "passed": r.passed, "state": r.state,
+                             "delta": r.test.delta if r.test else None,
+                             "p_worse": r.test.p_worse(r.gate.higher_is_better) if r.test else None}
+                            for r in outcome.regressions]}
 
 
 def environment() -> dict[str, str]:
