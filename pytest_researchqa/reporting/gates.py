@@ -105,8 +105,10 @@ class GateResult:
         if self.value is None:
             if self.graded:  # e.g. citation precision of a system that stopped citing: said, not hidden
                 scope = f" (it is measured on {self.gate.measured_on})" if self.gate.measured_on != "all rows" else ""
-                return (f"{self.system}: {self.gate.label} UNDECIDABLE: none of its {self.graded} graded row(s) "
-                        f"has a value for {self.gate.metric}{scope}")
+                # "without an error", not "graded": a family's board may call only rows with a verdict graded
+                # (the rubric family's rows without rubric items are answered, not graded; tester52).
+                return (f"{self.system}: {self.gate.label} UNDECIDABLE: none of its {self.graded} row(s) without an "
+                        f"error has a value for {self.gate.metric}{scope}")
             return f"{self.system}: {self.gate.label} UNDECIDABLE: no graded row measured it"
         if not math.isfinite(self.value):
             return f"{self.system}: {self.gate.label} UNDECIDABLE: the mean is {self.value}"

@@ -193,7 +193,7 @@ def test_a_threshold_gate_on_a_metric_no_graded_row_has_says_how_many_rows_went_
     gate = parse_gate("citation_precision=0.8", CITATION)
     empty, crash = evaluate([gate], silent + crashed)
     assert empty.state == "undecidable" and crash.state == "undecidable"
-    assert empty.describe().endswith("UNDECIDABLE: none of its 4 graded row(s) has a value for citation_precision "
+    assert empty.describe().endswith("UNDECIDABLE: none of its 4 row(s) without an error has a value for citation_precision "
                                      "(it is measured on answerable rows)"), "false-premise rows never have one"
     assert crash.describe().endswith("UNDECIDABLE: no graded row measured it")
 
