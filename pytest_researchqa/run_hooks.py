@@ -244,9 +244,13 @@ class RunHooks:
             from .families import resolve
 
             rows = {id(row): row for row in (state.dataset.rows[case.position] for case in cases)}
-            refusal = resolve(state.family.before_rows)(list(rows.values()), state.settings)
+            try:
+                refusal = resolve(state.family.before_rows)(list(rows.values()), state.settings)
+            except Exception as error:  # noqa: BLE001 -- a third party's check: a usage error naming it, no traceback
+                refusal = (f"researchqa: the {state.family.name} family's before_rows ({state.family.before_rows}) "
+                           f"raised {type(error).__name__}: {error}")
             if refusal:
-                self._refuse(items, refusal)
+                self._refuse(items, str(refusal))
 
     def _why_the_dataset_gave_no_row(self) -> Optional[str]:
         """Why a run generated no row, when something is broken: the dataset has none, or the family's default test

@@ -59,7 +59,7 @@ class Services:
                 family = self.settings.benchmark_family
                 declared = dict(family.systems)
                 if name in declared:
-                    loaded = named_system(name, declared[name])
+                    loaded = named_system(name, declared[name], family)
                 elif ":" in name:
                     loaded = load_system(name)
                 else:  # the choices for this run's rows, and the family whose rows it answers when one names it
@@ -129,6 +129,9 @@ class Services:
         """Why this run cannot grade as asked (None when it can): its family has no model system for its models,
         or no judge kind for its judges."""
         family = self.settings.benchmark_family
+        if not (self.settings.systems or self.settings.models or self.settings.audit):
+            return (f"the {family.name} family declares no default system (Family.default_system): name one with "
+                    "--researchqa-system, or a model with --researchqa-model")
         if self.settings.models and not family.model_system:
             return (f"--researchqa-model: the {family.name} family declares no model system, so a model cannot "
                     "answer its rows; name a system with --researchqa-system")
@@ -149,8 +152,7 @@ class Services:
                 ("judges", family.judges if self.settings.judges else ""), ("loader", family.loader),
                 ("before_rows", family.before_rows), ("after_answers", family.after_answers),
                 ("renderer", family.renderer), ("call_estimate", family.call_estimate if models else ""),
-                ("paper_check", family.paper_check if family.uses_papers else ""),
-                *(("systems", target) for name, target in family.systems if name in self.settings.systems)]
+                ("paper_check", family.paper_check if family.uses_papers else "")]  # named systems: named_system
         for field, target in used:
             if not target:
                 continue

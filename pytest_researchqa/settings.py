@@ -120,7 +120,7 @@ def read_settings(config: pytest.Config) -> Settings:
     family = declaration.name if declaration is not None else Settings._field_defaults["family"]
     models = tuple(dict.fromkeys(resolved["researchqa_model"] or ()))
     default_system = declaration.default_system if declaration is not None else "bm25"
-    systems = tuple(resolved["researchqa_system"] or ()) or (() if models else (default_system,))
+    systems = tuple(resolved["researchqa_system"] or ()) or (() if models or not default_system else (default_system,))
     judges = tuple(dict.fromkeys(resolved["researchqa_judge"] or ()))
     judge_pool = tuple(resolved["researchqa_judge_pool"] or ())
     flagged_judge = (resolved["researchqa_flagged_judge"] or "").strip() or None

@@ -3,6 +3,7 @@ entry point and the ``pytest_researchqa_families`` hook (pytester; the family is
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -146,8 +147,22 @@ def pytest_researchqa_families():
     ("dict(renderer='glossary_family.systems:DEFINITIONS')", "--researchqa-dataset=terms.jsonl",
      "the plain family's renderer (glossary_family.systems:DEFINITIONS) is a dict, not a callable"),
     ("dict(systems=(('lookup', 'glossary_family.rows:load_terms'),))", "--researchqa-system=lookup",
-     "the plain family's systems (glossary_family.rows:load_terms) cannot be called as (row, paper): too many "
-     "positional arguments"),
+     "the plain family's system 'lookup' (glossary_family.rows:load_terms) cannot be called as (row, paper): too "
+     "many positional arguments"),
+    # tester61 HIGH-1: a named system that does not load was an INTERNALERROR (exit 3).
+    ("dict(systems=(('ghost', 'glossary_family.systems:nope'),))", "--researchqa-system=ghost",
+     "the plain family's system 'ghost' (glossary_family.systems:nope) cannot be loaded: AttributeError: *"),
+    # tester61 MED-6: a family naming no default system ran bm25 (the citation family's), refused with bm25 offered.
+    ("dict(default_system='')", "--researchqa-dataset=terms.jsonl",
+     "the plain family declares no default system (Family.default_system): name one with --researchqa-system, or "
+     "a model with --researchqa-model"),
+    # tester61 MED-4: a before_rows that raised was an INTERNALERROR.
+    ("dict(before_rows='glossary_family.systems:failing_check')", "--researchqa-dataset=terms.jsonl",
+     "the plain family's before_rows (glossary_family.systems:failing_check) raised ValueError: no rows today"),
+    # tester61 MED-3: an async step passed the check and was never awaited (the run ended green without it).
+    ("dict(after_answers='glossary_family.systems:async_step')", "--researchqa-dataset=terms.jsonl",
+     "the plain family's after_answers (glossary_family.systems:async_step) is async (async def): the plugin "
+     "calls it and uses what it returns, so it must be a plain def"),
     ("dict(sample_dataset=())", "", "the plain family bundles no sample dataset: name a dataset file with "
                                     "--researchqa-dataset"),
     ("dict(loader='glossary_family.rows:TermRow')", "--researchqa-dataset=terms.jsonl",
@@ -579,13 +594,83 @@ def test_every_callable_the_built_in_families_declare_has_the_shape_its_protocol
     from pytest_researchqa.families.citation import CITATION
     from pytest_researchqa.families.protocols import CALLED_AS, call_shape_problem
     from pytest_researchqa.families.rubric import RUBRIC
+    from pytest_researchqa.systems import named_system
 
     checked = []
     for family in (CITATION, RUBRIC):
-        targets = [(field, getattr(family, field)) for field in CALLED_AS if field != "systems"]
-        for field, target in [*targets, *(("systems", target) for _, target in family.systems)]:
+        for field, target in [(field, getattr(family, field)) for field in CALLED_AS]:
             if target:
                 assert call_shape_problem(resolve(target), CALLED_AS[field]) is None, (family.name, field, target)
                 checked.append(target)
+        for name, target in family.systems:  # built and checked as the run builds them
+            assert named_system(name, target, family).name == name
+            checked.append(target)
     assert "pytest_researchqa.families.citation.bm25:Bm25System" in checked, "a class declared as a named system"
     assert len(checked) >= 9
+
+
+class _StaticCall:
+    @staticmethod
+    def __call__(row, paper):
+        return None
+
+
+class _DictSystem(dict):
+    def __call__(self, row, paper):
+        return None
+
+
+class _NoCall:
+    pass
+
+
+class _Needs:
+    def __init__(self, path):
+        self.path = path
+
+
+class _AsyncSystem:
+    async def __call__(self, row, paper):
+        return None
+
+
+def _supplies_extra(function):
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        return function(*args, "extra", **kwargs)
+    return wrapper
+
+
+@_supplies_extra
+def _decorated(row, paper, extra):
+    return None
+
+
+@pytest.mark.parametrize(("target", "problem"), [
+    ("_StaticCall", None), ("_DictSystem", None), ("_decorated", None),
+    ("_NoCall", "is a _NoCall, not a callable"),
+    ("_Needs", "cannot be loaded: TypeError: *missing 1 required positional argument: 'path'"),
+])
+def test_a_named_system_is_checked_as_it_is_built_and_a_valid_one_is_never_refused(target, problem):
+    """tester61 MED-2/5: a class whose __call__ is a staticmethod, a dict subclass and a function behind a
+    decorator that supplies an argument were refused; a class whose instances cannot be called was accepted."""
+    from fnmatch import fnmatch
+
+    from pytest_researchqa.families.citation import CITATION
+    from pytest_researchqa.systems import SystemSpecError, named_system
+
+    declared = f"{__name__}:{target}"
+    if problem is None:
+        assert named_system("mine", declared, CITATION).name == "mine"
+        return
+    with pytest.raises(SystemSpecError) as raised:
+        named_system("mine", declared, CITATION)
+    assert fnmatch(str(raised.value), f"the citation family's system 'mine' ({declared}) {problem}"), raised.value
+
+
+def test_an_async_named_system_is_run_as_an_async_system():
+    from pytest_researchqa.families.citation import CITATION
+    from pytest_researchqa.systems import named_system
+
+    assert named_system("mine", f"{__name__}:_AsyncSystem", CITATION).is_async
+    assert not named_system("mine", f"{__name__}:_DictSystem", CITATION).is_async

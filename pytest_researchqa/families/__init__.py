@@ -135,7 +135,9 @@ class Family:
     # "module:function" giving the lines printed before a run's first model call (its calls and their
     # estimated cost), given ([(system, row), ...], services, settings); empty: nothing printed.
     call_estimate: str = ""
-    default_system: str = "bm25"  # the system a run without --researchqa-system/--researchqa-model answers with
+    # The system a run without --researchqa-system/--researchqa-model answers with; empty: such a run is a usage
+    # error asking for one (a third party's family that names none must not run bm25, the citation family's).
+    default_system: str = ""
     # The systems named by a word that answer the family's rows (--researchqa-system=NAME): (name,
     # "module:attribute") of a callable (row, paper) -> Answer, or of a class built with no argument into one.
     systems: tuple[tuple[str, str], ...] = ()

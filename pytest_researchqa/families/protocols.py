@@ -22,7 +22,6 @@ The run holds each target it will use against its Protocol's call before any row
 
 from __future__ import annotations
 
-import functools
 import inspect
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Optional, Protocol, Sequence, Union
@@ -111,32 +110,34 @@ class NamedSystem(Protocol):
     def __call__(self, row: FamilyRow, paper: "Optional[Paper]") -> "Answer": ...
 
 
-# Each declaration field naming a callable, and the Protocol its target is called as.
+# Each declaration field naming a callable, and the Protocol its target is called as (a named system is
+# checked as it is built: systems.named_system).
 CALLED_AS: dict[str, type] = {"loader": RowLoader, "after_answers": AfterAnswers, "before_rows": BeforeRows,
                               "renderer": LeaderboardRenderer, "call_estimate": CallEstimate,
-                              "paper_check": PaperChecker, "systems": NamedSystem}
+                              "paper_check": PaperChecker}
 
 
-def call_shape_problem(found: Any, protocol: type) -> Optional[str]:
-    """Why ``found`` cannot be called as ``protocol`` says (not callable, or its parameters do not take the
-    protocol's arguments), or None. A class stands for its instances when the protocol is a named system's."""
-    if protocol is NamedSystem and inspect.isclass(found):
-        try:
-            inspect.signature(found).bind()
-        except (TypeError, ValueError) as error:
-            return f"is a class that cannot be built with no argument ({error})"
-        found = getattr(found, "__call__", None)  # noqa: B004 -- the instances' call, read from the class
-        if found is None:
-            return "is a class whose instances cannot be called"
-        found = functools.partial(found, None)  # the instance itself
+def is_async_callable(found: Any) -> bool:
+    """An ``async def`` function, or an instance whose class's ``__call__`` is one."""
+    call = getattr(type(found), "__call__", None)  # noqa: B004 -- the method itself, to ask whether it is async
+    return inspect.iscoroutinefunction(found) or inspect.iscoroutinefunction(call)
+
+
+def call_shape_problem(found: Any, protocol: type, *, may_be_async: bool = False) -> Optional[str]:
+    """Why ``found`` cannot be called as ``protocol`` says, or None: it is not callable, it is ``async def``
+    where the plugin calls it and uses what it returns (every field but a named system, ``may_be_async``), or
+    its parameters do not take the protocol's arguments. A signature is read as Python shows it to a caller
+    (not through a decorator's ``__wrapped__``, which may supply arguments itself); none (a builtin): trusted."""
     if not callable(found):
         return f"is a {type(found).__name__}, not a callable"
+    if not may_be_async and is_async_callable(found):
+        return "is async (async def): the plugin calls it and uses what it returns, so it must be a plain def"
     expected = list(inspect.signature(protocol.__call__).parameters.values())[1:]  # after self
     positional = [p.name for p in expected if p.kind is not p.KEYWORD_ONLY]
     keywords = [p.name for p in expected if p.kind is p.KEYWORD_ONLY]
     try:
-        signature = inspect.signature(found)
-    except (TypeError, ValueError):  # a builtin without a signature: taken on trust
+        signature = _call_signature(found)
+    except (TypeError, ValueError):
         return None
     try:
         signature.bind(*positional, **{name: None for name in keywords})
@@ -144,3 +145,13 @@ def call_shape_problem(found: Any, protocol: type) -> Optional[str]:
         shown = ", ".join([*positional, *(f"{name}=..." for name in keywords)])
         return f"cannot be called as ({shown}): {error}"
     return None
+
+
+def _call_signature(found: Any) -> inspect.Signature:
+    """The parameters a call of ``found`` takes. An instance whose class's ``__call__`` is a staticmethod is read
+    from the function itself: ``inspect.signature`` drops its first parameter as if it were ``self``."""
+    if not inspect.isroutine(found) and not inspect.isclass(found):
+        declared = inspect.getattr_static(type(found), "__call__", None)
+        if isinstance(declared, staticmethod):
+            return inspect.signature(declared.__func__, follow_wrapped=False)
+    return inspect.signature(found, follow_wrapped=False)

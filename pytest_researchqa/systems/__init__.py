@@ -112,26 +112,36 @@ def _is_machinery(path: Path, package: Path) -> bool:
         return path.parent.name == "asyncio" or path.parent.parts[-2:] == ("concurrent", "futures")
 
 
-def named_system(name: str, target: str) -> System:
+def named_system(name: str, target: str, family: "Family") -> System:
     """A system a family names by a word (``Family.systems``): ``target`` is "module:attribute" of a callable
-    ``(row, paper) -> Answer``, or of a class built with no argument into one."""
+    ``(row, paper) -> Answer`` (sync or async), or of a class built with no argument into one. One that does
+    not load, cannot be built or cannot take a row and a paper is a :class:`SystemSpecError` naming the family."""
     from ..families import resolve
+    from ..families.protocols import NamedSystem, call_shape_problem, is_async_callable
 
-    found: Any = resolve(target)
-    if inspect.isclass(found):  # e.g. bm25's system, which keeps its indexes
-        found = found()
-    return System(name, found)
+    where = f"the {family.name} family's system {name!r} ({target})"
+    try:
+        found: Any = resolve(target)
+        if inspect.isclass(found):  # e.g. bm25's system, which keeps its indexes
+            found = found()
+    except Exception as error:  # noqa: BLE001 -- a third party's declaration: said with its name
+        raise SystemSpecError(f"{where} cannot be loaded: {type(error).__name__}: {error}") from None
+    problem = call_shape_problem(found, NamedSystem, may_be_async=True)
+    if problem:
+        raise SystemSpecError(f"{where} {problem}")
+    return System(name, found, is_async=is_async_callable(found))
 
 
 def unknown_system(name: str, family: "Family", families: "Iterable[Family]") -> str:
     """Why ``name``, neither a family's system nor ``module:function``, does not answer ``family``'s rows."""
-    own = list(dict.fromkeys([*(system for system, _ in family.systems), family.default_system]))
+    own = list(dict.fromkeys([*(system for system, _ in family.systems), *filter(None, [family.default_system])]))
     owner = next((other for other in families if any(system == name for system, _ in other.systems)), None)
     if owner is not None:
+        instead = f"{' or '.join(own)}, or your own" if own else "your own"
         return (f"system {name!r} answers the {owner.name} family's rows, not the {family.name} family's: use "
-                f"{' or '.join(own)}, or your own package.module:function")
-    return (f"unknown system {name!r}: for the {family.name} family's rows use {', '.join(own)} or "
-            "package.module:function")
+                f"{instead} package.module:function")
+    choices = f"{', '.join(own)} or " if own else ""
+    return f"unknown system {name!r}: for the {family.name} family's rows use {choices}package.module:function"
 
 
 def load_system(spec: str) -> System:

@@ -40,6 +40,7 @@ CITATION = Family(
     loader="pytest_researchqa.families.citation.loaders:load_dataset",
     model_system="pytest_researchqa.families.citation.model_system:CitedAnswerSystem",
     paper_check="pytest_researchqa.families.citation.metrics:paper_check",
+    default_system="bm25",
     systems=(("oracle", "pytest_researchqa.families.citation.oracle:oracle_answer"),
              ("bm25", "pytest_researchqa.families.citation.bm25:Bm25System")),
     scope_note=("cite prec, sect cov, cite acc: means over answerable rows; refusal, flagged: over false-premise "

@@ -13,3 +13,11 @@ def dictionary(question: str, paper: None, row=None) -> Answer:
 
 def echo(row, paper) -> Answer:
     return Answer(f"{row.term}: {DEFINITIONS.get(row.term, 'no idea')}")
+
+
+async def async_step(records, services, settings, say):  # an end-of-run step written async by mistake
+    return {}
+
+
+def failing_check(rows, settings):  # a before_rows that raises
+    raise ValueError("no rows today")
