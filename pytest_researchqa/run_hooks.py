@@ -273,11 +273,10 @@ class RunHooks:
         if not is_worker(self.config):
             if self.estimated is None:  # not printed with the plan of --researchqa-max-cost
                 self._print_estimate([c for i in row_items if (c := case_of(i)) is not None])
-            if settings.models or (settings.judges and not settings.audit):
-                counted = [i for i in row_items if not settings.models  # judges alone: every row is judged
-                           or state.services.is_model(case_of(i).system)]  # type: ignore[union-attr]
+            systems = [case.system for i in row_items if (case := case_of(i)) is not None and case.kind == "row"]
+            if _progress_counts(settings, state.services.is_model, systems)[0]:
                 state.services.ready_models()  # litellm's import is not the first seconds of the progress clock
-                self.progress = self._new_progress(len(counted))
+                self.progress = self._new_progress(systems)
             _prefetch(state, row_items)
 
     @pytest.hookimpl(tryfirst=True)
@@ -309,12 +308,13 @@ class RunHooks:
                      if (case := by_id.get(nodeid.rpartition("[")[2].rstrip("]"))) is not None]
             if any(case.kind == "row" for case in cases):
                 self._plan(cases)
-        models = settings.models
-        if self.progress is None and (models or (settings.judges and not settings.audit)):
-            rows = {case_id for case, case_id, _ in self.state.cases(with_systems=True) if case.kind == "row"}
-            total = sum(1 for nodeid in dict.fromkeys(ids) if (any(f"[{model}-" in nodeid for model in models)
-                                                               if models else nodeid.rpartition("[")[2][:-1] in rows))
-            self.progress = self._new_progress(total, calls_here=False)  # the workers make the calls
+        if self.progress is None and (settings.models or settings.judges or settings.flagged_judge):
+            system_of = {case_id: case.system for case, case_id, _ in self.state.cases(with_systems=True)
+                         if case.kind == "row"}
+            systems = [system_of[key] for nodeid in dict.fromkeys(ids)
+                       if (key := nodeid.rpartition("[")[2][:-1]) in system_of]
+            if not settings.dry_run and _progress_counts(settings, self.state.services.is_model, systems)[0]:
+                self.progress = self._new_progress(systems, calls_here=False)  # the workers make the calls
 
     def node_down(self, workeroutput: dict[str, Any]) -> None:
         counts = workeroutput.get(WORKER_SELECTION)
@@ -362,14 +362,16 @@ class RunHooks:
         self._write_lines(self.estimated)
         return estimate.cost_usd
 
-    def _new_progress(self, total: int, calls_here: bool = True) -> Any:
-        """The run's progress lines; ``calls_here``: this process makes the model calls (not xdist's controller),
-        so the lines can say what its callers have done."""
+    def _new_progress(self, systems: list[Optional[str]], calls_here: bool = True) -> Any:
+        """The run's progress lines over the rows of ``systems`` (one a row); ``calls_here``: this process makes
+        the model calls (not xdist's controller), so the lines can say what its callers have done."""
         from .llm_params import call_limits
         from .reporting.progress import Progress, terminal_stream
 
         settings = self.config.stash[SETTINGS]
-        callers = settings.models or settings.judges  # judges alone: the run's calls are their verdicts
+        total, answers, every_row = _progress_counts(settings, self.state.services.is_model, systems)
+        # Judges alone: the run's calls are their verdicts.
+        callers = settings.models or settings.judges or tuple(filter(None, [settings.flagged_judge]))
         slots = min((call_limits(settings.model_params.get(m, {}), concurrency=settings.concurrency,
                                  timeout_s=settings.timeout_s, given=settings.given)[0] for m in callers),
                     default=settings.concurrency)
@@ -379,7 +381,7 @@ class RunHooks:
         progress = Progress(reporter, total, slots, activity, terminal=terminal_stream() if reporter else None,
                             workers=workers if isinstance(workers, int) else 0,
                             spent=self._spent_so_far if not _calls_a_local_server(settings) else lambda: "—",
-                            judged_only=not settings.models)
+                            every_row=every_row, answers=answers)
         progress.start(callers)
         return progress
 
@@ -712,6 +714,17 @@ def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:
             panel = panels[case.system]
             system.when_answered(row, paper, lambda answer, row=row, panel=panel: [
                 judge.prefetch(*subject) for judge in panel if (subject := judge.subject(row, answer))], **repeat)
+
+
+def _progress_counts(settings: "Settings", is_model: Callable[[Optional[str]], bool],
+                     systems: list[Optional[str]]) -> tuple[int, int, bool]:
+    """What the progress lines count of rows answered by ``systems`` (one a row): (rows, model rows among them,
+    every row). Judges grading rows that no model answers count every row (a verdict is a call); else the
+    model rows alone. No judge judges in an audit."""
+    answers = sum(1 for system in systems if is_model(system))
+    judged = bool(settings.judges or settings.flagged_judge) and not settings.audit
+    every_row = judged and answers < len(systems)
+    return (len(systems) if every_row else answers), answers, every_row
 
 
 def _calls_a_local_server(settings: "Settings") -> bool:

@@ -1,7 +1,7 @@
 """Live progress for model runs: what is running, rows done / total, errors, spend, speed, ETA.
 
 A run whose only calls are its judges' (a retrieval pipeline or bm25, judged by a model) counts every row
-it judges, without the answers' figures.
+it judges, without the answers' figures; a model beside such a system, all judged, counts every row too.
 
 A run's first line comes when its calls start (what is queued, how many at a time); the next
 after ``FIRST_REPORT_S`` seconds, then a line every ``REPORT_EVERY_S`` seconds, also while no
@@ -32,12 +32,21 @@ FIRST_REPORT_S = 5.0  # the first line after the start: what came from the cache
 MIN_FRESH_FOR_ETA = 3
 
 
-def start_line(total: int, models: Sequence[str], slots: int, workers: int = 0, judged_only: bool = False) -> str:
+def start_line(total: int, models: Sequence[str], slots: int, workers: int = 0, judged_only: bool = False,
+               answers: Optional[int] = None) -> str:
     """The line printed as a model run's calls start; ``workers``: xdist's, each making calls of its own
     (whose start-up, litellm's import included, comes first); ``judged_only``: no model answers, the calls
-    are the judges' (``models`` names them)."""
+    are the judges' (``models`` names them), asked as each row is answered; ``answers``: of ``total`` rows
+    (every one judged), those a model answers."""
     names = ", ".join(models[:3]) + (f" and {len(models) - 3} more" if len(models) > 3 else "")
-    rows = f"{total} row(s) to judge ({names})" if judged_only else f"{total} model row(s) queued ({names})"
+    if judged_only:  # a row's verdict waits for its answer, given in its test: one row at a time per process
+        each = f" in each of the {workers} workers" if workers else ""
+        return (f"{total} row(s) to judge ({names}); a verdict is asked as each row is answered{each}; "
+                f"progress every {REPORT_EVERY_S:.0f}s")
+    if answers is not None and answers < total:
+        rows = f"{total} row(s) queued, every one judged, {answers} answered by {names}"
+    else:
+        rows = f"{total} model row(s) queued ({names})"
     if workers:
         return (f"{rows}; calls start as each of the {workers} workers starts, up "
                 f"to {slots} at a time per provider in each worker; progress every {REPORT_EVERY_S:.0f}s")
@@ -63,19 +72,26 @@ def terminal_stream() -> Optional[TextIO]:
 
 
 class Progress:
-    """Counts the rows that make model calls as their records arrive (a model system's rows; every row when
-    only judges make calls: ``judged_only``); writes a line every so often."""
+    """Counts the rows that make model calls as their records arrive, and writes a line every so often.
+
+    Which rows: a model system's; every row when judges grade rows no model answers (``every_row``: a run
+    whose only calls are its judges', ``judged_only``, or a model beside an offline system, both judged).
+    ``answers``: the model rows among them (the answers' own figures)."""
 
     def __init__(self, reporter: Any, total: int, slots: int = 1, activity: Any = None,
                  terminal: Optional[TextIO] = None, workers: int = 0,
-                 spent: Callable[[], str] = lambda: "—", judged_only: bool = False) -> None:
+                 spent: Callable[[], str] = lambda: "—", every_row: bool = False,
+                 answers: Optional[int] = None) -> None:
         self.reporter = reporter
-        self.judged_only = judged_only  # no model answers: a row's calls are its verdicts, whatever its system
+        self.every_row = every_row
+        self.answers = total if answers is None else answers
+        self.judged_only = every_row and self.answers == 0  # a row's calls are its verdicts, whatever its system
         self.activity = activity  # the run's engine.Activity (None where no call is made: xdist's controller)
         self.total = total
         self.slots = max(slots, 1)
         self.workers = workers  # xdist's workers making the calls (0: this process makes them)
         self.done = self.errors = self.cached = 0
+        self.judge_errors = 0  # rows a judge gave no verdict on (also said where no caller's counts are: xdist)
         # What the run's calls have cost so far, as its budget counts them (every call paid once, a failed reply
         # and a battle included), as the line says it (costs.Spend.text: "—" once a call's price is unknown).
         self.spent = spent
@@ -93,7 +109,7 @@ class Progress:
         """The first line, and a ticker that keeps writing while rows are slow to finish."""
         if self.reporter is None or self.total == 0:
             return
-        self._write(start_line(self.total, models, self.slots, self.workers, self.judged_only))
+        self._write(start_line(self.total, models, self.slots, self.workers, self.judged_only, self.answers))
         self._ticker = threading.Thread(target=self._tick, name="researchqa-progress", daemon=True)
         self._ticker.start()
 
@@ -105,12 +121,13 @@ class Progress:
                 self._report(now)
 
     def row_done(self, record: RowRecord) -> None:
-        if not (record.model_system or self.judged_only):
+        if not (record.model_system or self.every_row):
             return
         usage = record.usage
         with self._lock:
             self.done += 1
             self.errors += bool(record.error)
+            self.judge_errors += bool(record.judge_failures)
             self.cached += usage.cached
             if not usage.cached and not record.error:
                 self.completion_tokens += usage.completion_tokens or 0
@@ -137,28 +154,38 @@ class Progress:
             self._terminal.write(f"{ended}\nresearchqa: {text}\n")
             self._terminal.flush()
 
-    def line(self, now: float) -> str:
+    def line(self, now: float, final: bool = False) -> str:
+        """The progress line; ``final``: the run's last (no ETA: a run that stops early has none)."""
         with self._lock:
             elapsed = now - self.started
             fresh = self.done - self.cached
-            counted = [f"{self.done}/{self.total} rows judged", f"{self.errors} errors"] if self.judged_only else [
-                f"{self.done}/{self.total} model rows", f"{self.errors} errors", f"{self.cached} from cache"]
+            noun = "rows judged" if self.judged_only else "rows" if self.every_row else "model rows"
+            counted = [f"{self.done}/{self.total} {noun}", f"{self.errors} errors"]
+            if self.judge_errors:
+                counted.append(f"{self.judge_errors} without a verdict")
+            if not self.judged_only:
+                counted.append(f"{self.cached} from cache")
             parts = [*counted, *self.calls_parts(),
                      f"spend {self.spent()}", f"elapsed {elapsed:.0f}s"]
             if self.completion_tokens and self.fresh_latency_s > 0:
                 # Per call, as the server generated them (latency includes the prompt's processing).
                 parts.append(f"{self.completion_tokens / self.fresh_latency_s:.1f} tokens/s a call")
             left = self.total - self.done
-            if left > 0:
+            if left > 0 and not final:
                 parts.append(self._eta(left, fresh, elapsed))
             return ", ".join(parts)
 
     def _eta(self, left: int, fresh: int, elapsed: float) -> str:
         """From the rate of fresh answers; while answers come from the cache and the rows wait for their judges,
-        from the rate of fresh verdicts and the verdicts the rows left will ask for (at the rate asked so far)."""
+        from the rate of fresh verdicts and the verdicts the rows left will ask for (at the rate asked so far).
+        Rows judged alone: from the rate of fresh verdicts where this process asks them (a cached one costs
+        nothing), else of rows done."""
+        if self.judged_only and self.activity is not None:
+            asked, judged, cached, _ = self.activity.counts("verdict")
+            fresh = min(judged - cached, self.done)
         if fresh >= min(MIN_FRESH_FOR_ETA, left + fresh):
             return f"ETA {left * elapsed / max(fresh, 1):.0f}s"
-        if self.activity is not None:
+        if self.activity is not None and not self.every_row:  # with other rows judged, verdicts a row vary
             _, answered, _, _ = self.activity.counts("answer")
             asked, judged, cached, _ = self.activity.counts("verdict")
             if judged - cached >= MIN_FRESH_FOR_ETA and answered:
@@ -175,7 +202,7 @@ class Progress:
         if not self.judged_only:
             _, answered, cached, failed = self.activity.counts("answer")
             failures = f", {failed} failed" if failed else ""
-            parts.append(f"answers {answered}/{self.total} ({cached} from cache{failures})")
+            parts.append(f"answers {answered}/{self.answers} ({cached} from cache{failures})")
         asked, judged, _, failed = self.activity.counts("verdict")
         if asked:
             parts.append(f"verdicts {judged} of {asked} asked" + (f" ({failed} failed)" if failed else ""))
@@ -196,4 +223,4 @@ class Progress:
 
     def finish(self, reporter: Any) -> None:
         self.stop()
-        reporter.write_line(f"researchqa: {self.line(time.monotonic())}")
+        reporter.write_line(f"researchqa: {self.line(time.monotonic(), final=True)}")
