@@ -859,8 +859,8 @@ def test_a_model_beside_an_offline_system_both_judged_counts_every_row_and_a_jud
     result = run_pytest(pytester, "--researchqa-system=bm25", "--researchqa-model=openai/good",
                         "--researchqa-judge=openai/down", "--researchqa-retries=0", "-k", "edu", cache=tmp_path,
                         server=server)
-    assert ("researchqa: 18 row(s) queued, every one judged, 9 answered by openai/good; calls start now, up to 5 at "
-            "a time per provider; progress every 15s") in result.stdout.lines
+    result.stdout.fnmatch_lines(["researchqa: 18 row(s) queued, every one judged, 9 answered by openai/good; calls "
+                                 "start now, up to * at a time per provider; progress every 15s"])
     lines = [line for line in result.stdout.lines if line.startswith("researchqa: ") and " spend " in line]
     assert lines[-1].startswith("researchqa: 18/18 rows, 0 errors, 18 without a verdict, 0 from cache, answers 9/9 "
                                 "(0 from cache), verdicts 18 of 18 asked (18 failed)"), lines[-1]
