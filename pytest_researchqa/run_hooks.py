@@ -244,11 +244,16 @@ class RunHooks:
             from .families import resolve
 
             rows = {id(row): row for row in (state.dataset.rows[case.position] for case in cases)}
+            from .families.protocols import returned_awaitable
+
+            family = state.family
             try:
-                refusal = resolve(state.family.before_rows)(list(rows.values()), state.settings)
-            except Exception as error:  # noqa: BLE001 -- a third party's check: a usage error naming it, no traceback
-                refusal = (f"researchqa: the {state.family.name} family's before_rows ({state.family.before_rows}) "
+                refusal = resolve(family.before_rows)(list(rows.values()), state.settings)
+            except (Exception, SystemExit) as error:  # noqa: BLE001 -- a third party's check: a usage error naming it
+                refusal = (f"researchqa: the {family.name} family's before_rows ({family.before_rows}) "
                            f"raised {type(error).__name__}: {error}")
+            awaited = returned_awaitable(refusal, "before_rows", family.before_rows, family.name)
+            refusal = f"researchqa: {awaited}" if awaited else refusal
             if refusal:
                 self._refuse(items, str(refusal))
 
@@ -381,7 +386,7 @@ class RunHooks:
         progress = Progress(reporter, total, slots, activity, terminal=terminal_stream() if reporter else None,
                             workers=workers if isinstance(workers, int) else 0,
                             spent=self._spent_so_far if not _calls_a_local_server(settings) else lambda: "—",
-                            every_row=every_row, answers=answers)
+                            every_row=every_row, answers=answers, verdicts_per_row=len(settings.judges))
         progress.start(callers)
         return progress
 
@@ -624,6 +629,12 @@ class RunHooks:
         except Exception as error:  # noqa: BLE001 -- a family's code, after every row ran: the reports still come
             state.session.family_step_error = (f"{step_name} raised {type(error).__name__}: {error}; "
                                                "its results are missing")
+            return False
+        from .families.protocols import returned_awaitable
+
+        awaited = returned_awaitable(results, "after_answers", state.family.after_answers, state.family.name)
+        if awaited:  # its coroutine is no result: the step did not run
+            state.session.family_step_error = f"{awaited}; its results are missing"
             return False
         state.session.family_results = results or {}
         if isinstance(results, dict) and results.get("failed"):  # it ran, and says its result is not there

@@ -159,6 +159,10 @@ def pytest_researchqa_families():
     # tester61 MED-4: a before_rows that raised was an INTERNALERROR.
     ("dict(before_rows='glossary_family.systems:failing_check')", "--researchqa-dataset=terms.jsonl",
      "the plain family's before_rows (glossary_family.systems:failing_check) raised ValueError: no rows today"),
+    # tester62 MED-2: an async step behind a decorator passes the shape check; its coroutine is no refusal.
+    ("dict(before_rows='glossary_family.systems:wrapped_async_check')", "--researchqa-dataset=terms.jsonl",
+     "the plain family's before_rows (glossary_family.systems:wrapped_async_check) returned a coroutine: it is "
+     "async (async def), perhaps behind a decorator; *"),
     # tester61 MED-3: an async step passed the check and was never awaited (the run ended green without it).
     ("dict(after_answers='glossary_family.systems:async_step')", "--researchqa-dataset=terms.jsonl",
      "the plain family's after_answers (glossary_family.systems:async_step) is async (async def): the plugin "
@@ -620,6 +624,12 @@ class _DictSystem(dict):
         return None
 
 
+class _ClassCall:
+    @classmethod
+    def __call__(cls, row, paper):
+        return None
+
+
 class _NoCall:
     pass
 
@@ -647,7 +657,7 @@ def _decorated(row, paper, extra):
 
 
 @pytest.mark.parametrize(("target", "problem"), [
-    ("_StaticCall", None), ("_DictSystem", None), ("_decorated", None),
+    ("_StaticCall", None), ("_ClassCall", None), ("_DictSystem", None), ("_decorated", None),
     ("_NoCall", "is a _NoCall, not a callable"),
     ("_Needs", "cannot be loaded: TypeError: *missing 1 required positional argument: 'path'"),
 ])

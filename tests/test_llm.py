@@ -844,10 +844,10 @@ def test_a_run_whose_only_calls_are_its_judges_says_its_progress_and_spend(pytes
                         "--researchqa-model-param=openai/gpt-4o:profile=remote", cache=tmp_path, server=server)
     assert result.ret == pytest.ExitCode.OK and server.calls() == 9, result.stdout.str()[-2000:]
     lines = [line for line in result.stdout.lines if line.startswith("researchqa: ")]
-    assert "researchqa: 9 row(s) to judge (openai/gpt-4o); a verdict is asked as each row is answered; progress " \
-           "every 15s" in lines, lines
+    assert "researchqa: 9 row(s) queued, graded by openai/gpt-4o; a verdict is asked as each row is answered; " \
+           "progress every 15s" in lines, lines
     last = [line for line in lines if " spend " in line][-1]
-    assert last.startswith("researchqa: 9/9 rows judged, 0 errors, verdicts 9 of 9 asked, 0 calls in flight"), last
+    assert last.startswith("researchqa: 9/9 rows, 0 errors, verdicts 9 of 9 asked, 0 calls in flight"), last
     assert "answers" not in last and "from cache" not in last, "no model answers: the answers' figures are not said"
     assert final_spend(result) == f"${9 * 0.0035:.4f}"
 
@@ -862,6 +862,6 @@ def test_a_model_beside_an_offline_system_both_judged_counts_every_row_and_a_jud
     result.stdout.fnmatch_lines(["researchqa: 18 row(s) queued, every one judged, 9 answered by openai/good; calls "
                                  "start now, up to * at a time per provider; progress every 15s"])
     lines = [line for line in result.stdout.lines if line.startswith("researchqa: ") and " spend " in line]
-    assert lines[-1].startswith("researchqa: 18/18 rows, 0 errors, 18 without a verdict, 0 from cache, answers 9/9 "
+    assert lines[-1].startswith("researchqa: 18/18 rows, 0 errors, 18 with a judge error, 0 from cache, answers 9/9 "
                                 "(0 from cache), verdicts 18 of 18 asked (18 failed)"), lines[-1]
     assert "ETA" not in lines[-1], "the last line has no ETA"

@@ -148,10 +148,24 @@ def call_shape_problem(found: Any, protocol: type, *, may_be_async: bool = False
 
 
 def _call_signature(found: Any) -> inspect.Signature:
-    """The parameters a call of ``found`` takes. An instance whose class's ``__call__`` is a staticmethod is read
-    from the function itself: ``inspect.signature`` drops its first parameter as if it were ``self``."""
+    """The parameters a call of ``found`` takes. An instance whose class's ``__call__`` is a staticmethod or a
+    classmethod is read from that method as the call gets it: ``inspect.signature`` drops one parameter too many."""
     if not inspect.isroutine(found) and not inspect.isclass(found):
         declared = inspect.getattr_static(type(found), "__call__", None)
         if isinstance(declared, staticmethod):
             return inspect.signature(declared.__func__, follow_wrapped=False)
+        if isinstance(declared, classmethod):  # bound to the class, as a call of the instance gets it
+            return inspect.signature(declared.__get__(found, type(found)), follow_wrapped=False)
     return inspect.signature(found, follow_wrapped=False)
+
+
+def returned_awaitable(result: Any, field: str, target: str, family: str) -> Optional[str]:
+    """Why a step's result cannot be used when it is awaitable: an ``async def`` behind a decorator passes
+    ``call_shape_problem`` (the wrapper is a plain def), and its coroutine must not be read as the result."""
+    if not inspect.isawaitable(result):
+        return None
+    close = getattr(result, "close", None)
+    if callable(close):
+        close()  # never awaited: closed, so Python does not warn about it at exit
+    return (f"the {family} family's {field} ({target}) returned a coroutine: it is async (async def), perhaps "
+            "behind a decorator; the plugin calls it and uses what it returns, so it must be a plain def")

@@ -41,7 +41,7 @@ def start_line(total: int, models: Sequence[str], slots: int, workers: int = 0, 
     names = ", ".join(models[:3]) + (f" and {len(models) - 3} more" if len(models) > 3 else "")
     if judged_only:  # a row's verdict waits for its answer, given in its test: one row at a time per process
         each = f" in each of the {workers} workers" if workers else ""
-        return (f"{total} row(s) to judge ({names}); a verdict is asked as each row is answered{each}; "
+        return (f"{total} row(s) queued, graded by {names}; a verdict is asked as each row is answered{each}; "
                 f"progress every {REPORT_EVERY_S:.0f}s")
     if answers is not None and answers < total:
         rows = f"{total} row(s) queued, every one judged, {answers} answered by {names}"
@@ -81,9 +81,10 @@ class Progress:
     def __init__(self, reporter: Any, total: int, slots: int = 1, activity: Any = None,
                  terminal: Optional[TextIO] = None, workers: int = 0,
                  spent: Callable[[], str] = lambda: "—", every_row: bool = False,
-                 answers: Optional[int] = None) -> None:
+                 answers: Optional[int] = None, verdicts_per_row: int = 0) -> None:
         self.reporter = reporter
         self.every_row = every_row
+        self.verdicts_per_row = verdicts_per_row  # each row's verdicts (one a judge): a mixed run's ETA
         self.answers = total if answers is None else answers
         self.judged_only = every_row and self.answers == 0  # a row's calls are its verdicts, whatever its system
         self.activity = activity  # the run's engine.Activity (None where no call is made: xdist's controller)
@@ -159,10 +160,10 @@ class Progress:
         with self._lock:
             elapsed = now - self.started
             fresh = self.done - self.cached
-            noun = "rows judged" if self.judged_only else "rows" if self.every_row else "model rows"
+            noun = "rows" if self.every_row else "model rows"
             counted = [f"{self.done}/{self.total} {noun}", f"{self.errors} errors"]
-            if self.judge_errors:
-                counted.append(f"{self.judge_errors} without a verdict")
+            if self.judge_errors:  # as the board's "judge err" counts them
+                counted.append(f"{self.judge_errors} with a judge error")
             if not self.judged_only:
                 counted.append(f"{self.cached} from cache")
             parts = [*counted, *self.calls_parts(),
@@ -180,8 +181,13 @@ class Progress:
         from the rate of fresh verdicts and the verdicts the rows left will ask for (at the rate asked so far).
         Rows judged alone: from the rate of fresh verdicts where this process asks them (a cached one costs
         nothing), else of rows done."""
-        if self.judged_only and self.activity is not None:
+        if self.every_row and self.activity is not None:
             asked, judged, cached, _ = self.activity.counts("verdict")
+            if not self.judged_only:  # a model's rows and others, at two speeds: the verdicts still to come
+                expected = self.total * max(self.verdicts_per_row, 1)
+                if judged - cached >= MIN_FRESH_FOR_ETA:
+                    return f"ETA {max(expected - judged, 0) * elapsed / (judged - cached):.0f}s"
+                return "ETA estimating"
             fresh = min(judged - cached, self.done)
         if fresh >= min(MIN_FRESH_FOR_ETA, left + fresh):
             return f"ETA {left * elapsed / max(fresh, 1):.0f}s"
