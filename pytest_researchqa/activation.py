@@ -16,6 +16,7 @@ from .stash import SETTINGS, run_state
 from .xdist_compat import is_worker
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .families import Family
     from .settings import Settings
     from .state import RunState
 
@@ -243,6 +244,13 @@ def new_state(config: pytest.Config) -> "RunState":
     state = RunState(activate(config), sample_after_selection=selects)
     state.whole_papers = handed_whole_papers(config)
     state.services.spend_ledger = spend_ledger(config)
+    state.services.families = lambda: _installed_families(config)
     return state
+
+
+def _installed_families(config: pytest.Config) -> "list[Family]":
+    from .families.registry import available_families
+
+    return list(available_families(config.pluginmanager).values())
 
 

@@ -8,10 +8,11 @@ policy (``auto`` picks a judge of another model family than the system).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence, cast
 
 if TYPE_CHECKING:  # pragma: no cover
     from .costs import Spend
+    from .families import Family
     from .llm.cache import AnswerCache
     from .llm.engine import ModelRunner
     from .llm.judges import JudgePanel, ModelJudge
@@ -29,6 +30,9 @@ class Services:
         self._judge_kinds: "Optional[dict[str, type[ModelJudge]]]" = None
         # Under xdist: the folder where the run's workers keep what each spent, and this worker's name in it.
         self.spend_ledger: Optional[tuple[str, str]] = None
+        # The installed families, a conftest.py's among them (pytest's plugin manager: set by activation.new_state),
+        # asked only to name the family whose rows an unknown system answers.
+        self.families: "Callable[[], Iterable[Family]]" = lambda: ()
 
     def is_model(self, name: Optional[str]) -> bool:
         return name is not None and name in self.settings.models
@@ -63,9 +67,7 @@ class Services:
                 elif ":" in name:
                     loaded = load_system(name)
                 else:  # the choices for this run's rows, and the family whose rows it answers when one names it
-                    from .families.registry import available_families
-
-                    raise SystemSpecError(unknown_system(name, family, available_families().values()))
+                    raise SystemSpecError(unknown_system(name, family, self.families()))
                 if loaded.is_async:  # one loop for the run, bounded and pipelined like model calls
                     loaded.runner = self.runner()
                 self._systems[name] = loaded

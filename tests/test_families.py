@@ -684,3 +684,28 @@ def test_an_async_named_system_is_run_as_an_async_system():
 
     assert named_system("mine", f"{__name__}:_AsyncSystem", CITATION).is_async
     assert not named_system("mine", f"{__name__}:_DictSystem", CITATION).is_async
+
+
+def test_a_system_a_conftest_family_names_asked_for_another_familys_rows_names_that_family(glossary, tmp_path):
+    """tester61 LOW-14: a conftest.py's family was not among those searched, so its system read as unknown."""
+    glossary.makeconftest(PLAIN_FAMILY.replace("{extra}", "dict(systems=(('plain-echo', 'glossary_family.systems:echo'),))"))
+    result = glossary.runpytest("--researchqa-system=plain-echo", f"--researchqa-cache-dir={tmp_path}",
+                                "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: researchqa: system 'plain-echo' answers the plain family's rows, not the "
+                                 "citation family's: use oracle or bm25, or your own package.module:function"])
+
+
+@pytest.mark.parametrize(("systems", "problem"), [
+    ("(('echo', 'glossary_family.systems:echo'), ('echo', 'glossary_family.systems:dictionary'))",
+     "the plain family's systems name 'echo' more than once"),
+    ("(('echo',),)", "the plain family's systems hold ('echo',): each is a (name, 'module:attribute') pair of strings"),
+])
+def test_a_malformed_systems_declaration_is_said_where_the_family_is_declared(glossary, tmp_path, systems, problem):
+    """tester62: two systems of one name kept the last silently."""
+    glossary.makeconftest(PLAIN_FAMILY.replace("{extra}", f"dict(systems={systems})"))
+    result = glossary.runpytest("--researchqa-family=plain", "--researchqa-dataset=terms.jsonl",
+                                f"--researchqa-cache-dir={tmp_path}", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --researchqa-family: unknown benchmark family 'plain'*hook that raised "
+                                 f"DeclarationError: {problem}"])

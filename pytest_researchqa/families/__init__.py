@@ -148,6 +148,20 @@ class Family:
     # every run under that protocol (terminal, Markdown, HTML, JSON notes). Empty: the protocol changes nothing.
     paper_protocol: str = ""
 
+    def __post_init__(self) -> None:
+        """A malformed ``systems`` is said where the family is declared (its plugin is then reported broken)."""
+        names = []
+        for entry in self.systems:
+            if (not isinstance(entry, tuple) or len(entry) != 2 or not all(isinstance(part, str) for part in entry)
+                    or ":" not in entry[1]):
+                raise DeclarationError(f"the {self.name} family's systems hold {entry!r}: each is a (name, "
+                                       "'module:attribute') pair of strings")
+            names.append(entry[0])
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise DeclarationError(f"the {self.name} family's systems name {', '.join(map(repr, repeated))} more "
+                                   "than once")
+
     @property
     def cluster_unit(self) -> str:
         """What intervals and paired tests resample together: a paper's rows, or (no papers) each query."""
