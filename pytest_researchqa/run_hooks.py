@@ -699,7 +699,8 @@ class RunHooks:
 
 
 def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:
-    """Submit the calls of pipelined systems (and, chained on model answers, the judge calls) of these rows."""
+    """Submit the calls of pipelined systems (models, async systems) of these rows and, chained on their answers,
+    the judge calls."""
     from .papers import PaperUnavailable
 
     premise = state.services.premise_judge()  # it judges only answers to false-premise questions (its subject)
@@ -717,7 +718,7 @@ def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:
         system: Any = state.services.system(case.system)
         repeat = {"repeat": case.repeat} if case.repeat else {}  # only model systems are repeated
         system.prefetch(row, paper, **repeat)
-        if (state.settings.judges or premise is not None) and state.services.is_model(case.system):
+        if state.settings.judges or premise is not None:
             # Judge each answer the moment it arrives; the row's test then finds the verdict in flight.
             if case.system not in panels:
                 panels[case.system] = [*(state.services.judges_for(case.system) if state.settings.judges else []),

@@ -870,3 +870,17 @@ def test_a_model_beside_an_offline_system_both_judged_counts_every_row_and_a_jud
     assert lines[-1].startswith("researchqa: 18/18 rows, 0 errors, 18 with a judge error, 0 from cache, answers 9/9 "
                                 "(0 from cache), verdicts 18 of 18 asked (18 failed)"), lines[-1]
     assert "ETA" not in lines[-1], "the last line has no ETA"
+
+
+def test_an_async_systems_answers_are_judged_as_they_arrive_several_at_a_time(pytester, server, tmp_path):
+    """tester61 LOW-10: a judge's verdicts on an async system's answers went one at a time, each asked in its row's
+    test, while the same system's answers ran several at a time."""
+    pytester.makepyfile(asyncsys="async def answer(question, paper, *, row):\n"
+                                 "    quotes = [s.alternatives[0] for s in row.expected_references]\n"
+                                 "    return {'answer': ' '.join(quotes), 'citations': quotes}\n")
+    pytester.syspathinsert()
+    server.latency_s = 0.3
+    result = run_pytest(pytester, "--researchqa-system=asyncsys:answer", "--researchqa-judge=openai/judge-a",
+                        "--researchqa-concurrency=3", "-k", "edu", cache=tmp_path, server=server)
+    assert result.ret == pytest.ExitCode.OK and server.calls() == 9, result.stdout.str()[-1500:]
+    assert server.max_in_flight == 3, "the verdicts go out as the answers arrive, up to the concurrency"

@@ -68,6 +68,26 @@ class System:
             if key not in self._pending:
                 self._pending[key] = self._submit(row, paper)
 
+    def when_answered(self, row: "FamilyRow", paper: "Optional[Paper]", callback: Callable[[Answer], Any]) -> None:
+        """Call ``callback(answer)`` as soon as this row's prefetched answer arrives (its judges start then, as
+        they do on a model's answer); an answer that fails or is of the wrong shape calls nothing (the row's
+        own test reports it)."""
+        with self._lock:
+            future = self._pending.get(_call_key(row, paper))
+        if future is None:
+            return
+
+        def done(finished: concurrent.futures.Future[Any]) -> None:
+            if finished.cancelled() or finished.exception() is not None:
+                return
+            try:
+                answer = coerce_answer(finished.result(), f"system {self.name!r}")
+            except (TypeError, ValueError):
+                return
+            callback(answer)
+
+        future.add_done_callback(done)
+
     def answer(self, row: "FamilyRow", paper: "Optional[Paper]") -> Answer:
         if self.runner is not None:
             with self._lock:
