@@ -284,13 +284,19 @@ class RunHooks:
                 self.progress = self._new_progress(systems)
             _prefetch(state, row_items)
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Optional[pytest.Item]) -> None:
-        """Under xdist, a worker learns its rows as they are handed over: start their calls then."""
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Optional[pytest.Item]) -> Generator[None, Any, Any]:
+        """Under xdist, a worker learns its rows as they are handed over: start their calls then. After a row
+        that stops the run (-x, --maxfail), no call not yet sent is sent."""
         if is_worker(item.config) and case_of(item) is not None and self._pipelines():
             if self.lookahead is None:
                 self.lookahead = Lookahead(item.config)
             _prefetch(self.state, self.lookahead.fresh(item, nextitem))
+        try:
+            return (yield)
+        finally:
+            if item.session.shouldstop or item.session.shouldfail:
+                self._stop_new_calls()
 
     def _pipelines(self) -> bool:
         """Whether any system of the run starts calls ahead of its rows (decided once)."""
@@ -481,6 +487,13 @@ class RunHooks:
     @pytest.hookimpl(tryfirst=True)  # first: before the terminal's report, where a second Ctrl-C often lands
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         self.keyboard_interrupt = isinstance(excinfo.value, KeyboardInterrupt)  # not pytest.exit(), also sent here
+        self._stop_new_calls()
+
+    def _stop_new_calls(self) -> None:
+        """No model call not yet sent is sent: answers still arriving would start verdicts nobody reads."""
+        state = started(self.config)
+        if state is not None:
+            state.services.stop_new_calls()
 
     @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file: the gates' testcases go in it
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

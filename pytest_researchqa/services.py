@@ -274,6 +274,11 @@ class Services:
                            *([premise] if premise is not None else [])]:
                 caller.ready()  # type: ignore[attr-defined]
 
+    def stop_new_calls(self) -> None:
+        """The run is stopping (Ctrl-C, -x): no model call not yet sent is sent."""
+        if self._runner is not None:
+            self._runner.stop_new_calls()
+
     def close(self) -> None:
         if self._runner is not None:
             self._runner.close()

@@ -884,3 +884,19 @@ def test_an_async_systems_answers_are_judged_as_they_arrive_several_at_a_time(py
                         "--researchqa-concurrency=3", "-k", "edu", cache=tmp_path, server=server)
     assert result.ret == pytest.ExitCode.OK and server.calls() == 9, result.stdout.str()[-1500:]
     assert server.max_in_flight == 3, "the verdicts go out as the answers arrive, up to the concurrency"
+
+
+def test_once_the_run_is_stopping_no_call_not_yet_sent_is_sent(server, tmp_path, sample):
+    """tester63 MED: after Ctrl-C, an async system's answers still arriving started paid verdicts nobody reads;
+    the runner now sends nothing new once the run stops (Ctrl-C, -x), and such a call is said not sent."""
+    row, paper = first_row(sample)
+    runner = ModelRunner(concurrency=2)
+    llm = system(server, tmp_path, runner=runner)
+    assert llm.answer(row, paper).citations and server.calls() == 1
+    runner.stop_new_calls()
+    other = next(r for r in sample[0].rows if r.row_id != row.row_id and r.paper_id == row.paper_id)
+    with pytest.raises(ProviderError, match="the run is stopping: no new call starts"):
+        llm.answer(other, paper)
+    runner.close()
+    assert server.calls() == 1, "nothing was sent"
+    assert runner.spend().cut_off_calls == 0

@@ -38,8 +38,17 @@ def _failed(message: str, calls: int) -> ProviderError:
     return error
 
 
-class BudgetReached(Exception):
-    """The run's --researchqa-max-cost is spent: no new call starts (not transient: never retried)."""
+class CallNotStarted(Exception):
+    """A call refused before it was sent: nothing billed, never retried."""
+
+
+class BudgetReached(CallNotStarted):
+    """The run's --researchqa-max-cost is spent: no new call starts."""
+
+
+class RunStopping(CallNotStarted):
+    """The run is stopping (Ctrl-C, -x): no new call starts, though answers still arriving would ask for
+    verdicts (a paid call nobody will read)."""
 
 
 @dataclass
@@ -243,6 +252,7 @@ class ModelRunner:
         self.ledger: Optional["SpendLedger"] = None  # the run's spending over its xdist workers
         self._recorded_at = 0.0  # when this process last wrote its spend to the ledger
         self.activity = Activity()  # answers and verdicts asked and done, requests on the wire: for progress
+        self.stopping = False  # Ctrl-C or -x: calls not yet sent are not sent (stop_new_calls)
 
     async def send(self, call: Awaitable["CallResult"]) -> "CallResult":
         """One request to a provider: counted on the wire while it is, its known price charged to the budget (a
@@ -331,7 +341,9 @@ class ModelRunner:
 
     async def pace(self, provider: str) -> None:
         """Wait for this provider's next start slot; call right before each request is sent.
-        A spent budget stops every request from here on (calls already sent finish)."""
+        A spent budget, or a run that is stopping, stops every request from here on (calls already sent finish)."""
+        if self.stopping:
+            raise RunStopping("the run is stopping: no new call starts")
         if self.budget_usd is not None and (
                 self.ledger.total(self.spent_usd) if self.ledger is not None else self.spent_usd) >= self.budget_usd:
             from ..costs import BUDGET_STOP, spend_text
@@ -341,6 +353,10 @@ class ModelRunner:
             if provider not in self._pacers:
                 self._pacers[provider] = _Pacer(self.rows_per_minute)
             await self._pacers[provider].wait()
+
+    def stop_new_calls(self) -> None:
+        """From now on no request is sent (those on the wire finish): the run is stopping."""
+        self.stopping = True
 
     def close(self) -> None:
         """Cancel calls nobody will wait for (after -x, or rows that errored), then stop. Requests on the wire are
@@ -440,7 +456,7 @@ async def with_retries(
             continue
         except Exception as error:  # noqa: BLE001 -- provider SDKs raise many types
             if not (is_transient(error) or isinstance(error, EmptyResponse)):
-                sent = calls - 1 if isinstance(error, BudgetReached) else calls  # a budget stop sends nothing
+                sent = calls - 1 if isinstance(error, CallNotStarted) else calls  # a refused call sends nothing
                 raise _failed(f"{describe}: {_short(error)}", sent) from None
             if not retry_timeouts and is_timeout(error):
                 raise _failed(f"{describe}: timed out ({_short(error)}); not retried: the server may still be "
