@@ -699,7 +699,10 @@ def test_a_system_a_conftest_family_names_asked_for_another_familys_rows_names_t
 @pytest.mark.parametrize(("systems", "problem"), [
     ("(('echo', 'glossary_family.systems:echo'), ('echo', 'glossary_family.systems:dictionary'))",
      "the plain family's systems name 'echo' more than once"),
-    ("(('echo',),)", "the plain family's systems hold ('echo',): each is a (name, 'module:attribute') pair of strings"),
+    ("(('echo',),)", "the plain family's systems hold ('echo',): each is a (name, 'module:attribute') pair of strings*"),
+    ("(('', 'glossary_family.systems:echo'),)", "the plain family's systems hold ('', *"),  # tester63 LOW
+    ("(('echo', ':'),)", "the plain family's systems hold ('echo', ':'): *"),
+    ("None", "the plain family's systems are None: a tuple of (name, 'module:attribute') pairs"),
 ])
 def test_a_malformed_systems_declaration_is_said_where_the_family_is_declared(glossary, tmp_path, systems, problem):
     """tester62: two systems of one name kept the last silently."""

@@ -150,12 +150,15 @@ class Family:
 
     def __post_init__(self) -> None:
         """A malformed ``systems`` is said where the family is declared (its plugin is then reported broken)."""
+        if not isinstance(self.systems, tuple):
+            raise DeclarationError(f"the {self.name} family's systems are {self.systems!r}: a tuple of (name, "
+                                   "'module:attribute') pairs")
         names = []
         for entry in self.systems:
-            if (not isinstance(entry, tuple) or len(entry) != 2 or not all(isinstance(part, str) for part in entry)
-                    or ":" not in entry[1]):
+            module, _, attribute = entry[1].partition(":") if _is_pair(entry) else ("", "", "")
+            if not _is_pair(entry) or not entry[0] or ":" in entry[0] or not module or not attribute:
                 raise DeclarationError(f"the {self.name} family's systems hold {entry!r}: each is a (name, "
-                                       "'module:attribute') pair of strings")
+                                       "'module:attribute') pair of strings, the name a word without ':'")
             names.append(entry[0])
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
@@ -314,6 +317,10 @@ def _id_part(text: str) -> str:
     return text if " " not in text and text.isprintable() else _SPACES.sub("_", text)
 
 DEFAULT_FAMILY = "citation"  # a run without a dataset that no family recognizes: the bundled sample's family
+
+
+def _is_pair(entry: Any) -> bool:
+    return isinstance(entry, tuple) and len(entry) == 2 and all(isinstance(part, str) for part in entry)
 
 
 def resolve(target: str) -> Any:
