@@ -634,6 +634,7 @@ def test_a_run_stopped_with_calls_on_the_wire_says_its_spend_is_a_floor(pytester
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-2000:]
     last = [line for line in result.stdout.lines if line.startswith("researchqa: ") and " spend " in line][-1]
     answered = int(re.search(r"answers (\d+)/", last).group(1))
+    assert "failed" not in last, "calls not sent as the run stopped are no failures"
     paid = f"${answered * 0.002:.4f}"
     if server.calls() > answered:  # requests the server took whose replies the run never read: billed, maybe
         assert f"spend at least {paid} (" in last and "cut off on the wire, which the provider may bill)" in last, last

@@ -30,6 +30,7 @@ class ProviderError(Exception):
     """A call that failed for good: the row errors with this message."""
 
     calls = 1  # requests sent before it failed (with_retries sets it), for exact call accounting
+    stopped = False  # refused, unsent, because the run is stopping (RunStopping): not the call's failure
 
 
 def _failed(message: str, calls: int) -> ProviderError:
@@ -177,8 +178,9 @@ class Activity:
             if finished.cancelled():
                 return  # never answered (a Ctrl-C cancelled it): asked, not a failure
             error = finished.exception()
-            if isinstance(error, (concurrent.futures.CancelledError, asyncio.CancelledError)):
-                return  # the call inside it was cancelled: the same
+            if isinstance(error, (concurrent.futures.CancelledError, asyncio.CancelledError)) or (
+                    isinstance(error, ProviderError) and error.stopped):
+                return  # the call inside it was cancelled, or not sent as the run stopped: the same
             if error is not None:
                 self.finished(kind, key, "failed")
                 return
@@ -457,7 +459,9 @@ async def with_retries(
         except Exception as error:  # noqa: BLE001 -- provider SDKs raise many types
             if not (is_transient(error) or isinstance(error, EmptyResponse)):
                 sent = calls - 1 if isinstance(error, CallNotStarted) else calls  # a refused call sends nothing
-                raise _failed(f"{describe}: {_short(error)}", sent) from None
+                failed = _failed(f"{describe}: {_short(error)}", sent)
+                failed.stopped = isinstance(error, RunStopping)  # the run's, not the call's: no failure to count
+                raise failed from None
             if not retry_timeouts and is_timeout(error):
                 raise _failed(f"{describe}: timed out ({_short(error)}); not retried: the server may still be "
                               "working on the abandoned request", calls) from None
