@@ -901,3 +901,15 @@ def test_once_the_run_is_stopping_no_call_not_yet_sent_is_sent(server, tmp_path,
     runner.close()
     assert server.calls() == 1, "nothing was sent"
     assert runner.spend().cut_off_calls == 0
+
+
+def test_a_run_graded_by_the_premise_judge_alone_shows_what_its_verdicts_cost(pytester, server, tmp_path):
+    """tester63 LOW: with --researchqa-flagged-judge alone the board had no judge $ column, though the spend
+    line counted the verdicts."""
+    server.usage = (1_000, 100)  # gpt-4o: $0.0035 a verdict
+    result = run_pytest(pytester, "--researchqa-system=bm25", "--researchqa-flagged-judge=openai/gpt-4o",
+                        "--researchqa-model-param=openai/gpt-4o:profile=remote", "-k", "edu", cache=tmp_path,
+                        server=server)
+    assert result.ret == pytest.ExitCode.OK and server.calls() == 3, result.stdout.str()[-1500:]
+    assert leaderboard_table(result)["bm25"]["judge $"] == f"{3 * 0.0035:.4f}"
+    assert final_spend(result) == f"${3 * 0.0035:.4f}"

@@ -92,6 +92,7 @@ def _leaderboard(records: Sequence[RowRecord], family: Family, summaries: Sequen
     answers and (where judges graded them) its verdicts cost."""
     dimensions = [d.name for d in family.judge_dimensions]
     judging = any(r.judge for r in records)
+    verdicts = judging or any(r.usage.verdicts for r in records)  # the premise judge's alone too: paid for
     modelled = any(r.model_system for r in records)
     metric_headers: list[str] = []
     for spec in family.metrics:
@@ -100,7 +101,7 @@ def _leaderboard(records: Sequence[RowRecord], family: Family, summaries: Sequen
             metric_headers.append(f"Δ {spec.label}")
     headers = ["system", *metric_headers, *(d.label for d in family.judge_dimensions), "rows", "errors",
                *(["judge err"] if judging else []), "latency s", *(["queued s", "tokens in/out"] if modelled else []),
-               "cost $", *(["judge $"] if judging else [])]
+               "cost $", *(["judge $"] if verdicts else [])]
     table = []
     for s in summaries:
         metric_cells: list[object] = []
@@ -115,7 +116,7 @@ def _leaderboard(records: Sequence[RowRecord], family: Family, summaries: Sequen
         table.append([s.label, *metric_cells, *(_judge_cell(s, d) for d in dimensions), s.rows, s.errors,
                       *([s.judge_errors] if judging else []), cell(s.latency_s, 2),
                       *([cell(s.queue_s, 2), _tokens(s)] if modelled else []), cell(s.cost_usd, 4),
-                      *([cell(s.judge_cost_usd, 4)] if judging else [])])
+                      *([cell(s.judge_cost_usd, 4)] if verdicts else [])])
     return Table("", headers, table)
 
 
