@@ -274,14 +274,12 @@ class RunHooks:
 
     def _start_rows(self, row_items: list[pytest.Item]) -> None:
         """The estimate and progress, and the model calls set in flight."""
-        state, settings = self.state, self.config.stash[SETTINGS]
+        state = self.state
         if not is_worker(self.config):
             if self.estimated is None:  # not printed with the plan of --researchqa-max-cost
                 self._print_estimate([c for i in row_items if (c := case_of(i)) is not None])
-            systems = [case.system for i in row_items if (case := case_of(i)) is not None and case.kind == "row"]
-            if _progress_counts(settings, state.services.is_model, systems)[0]:
-                state.services.ready_models()  # litellm's import is not the first seconds of the progress clock
-                self.progress = self._new_progress(systems)
+            self.progress = self._new_progress(
+                [case.system for i in row_items if (case := case_of(i)) is not None and case.kind == "row"])
             _prefetch(state, row_items)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -308,24 +306,21 @@ class RunHooks:
     # -- xdist controller ----------------------------------------------------------------
     def node_collected(self, ids: list[str]) -> None:
         settings = self.config.stash[SETTINGS]
-        if (self.estimated is None and settings.active and settings.benchmark_family.call_estimate
-                and (settings.models or settings.judges) and not settings.dry_run):
-            # The family's estimate, before xdist hands out the first row. The call plan of --researchqa-max-cost
-            # is the workers' (it prices calls with litellm, seconds to import on a controller that makes no call
-            # and holds the workers' first rows meanwhile): printed as the first worker ends (node_down), as is a
-            # dry run's, whose workers keep no row.
-            by_id = {case_id: case for case, case_id, _ in self.state.cases(with_systems=True)}
-            cases = [case for nodeid in dict.fromkeys(ids)
-                     if (case := by_id.get(nodeid.rpartition("[")[2].rstrip("]"))) is not None]
-            if any(case.kind == "row" for case in cases):
-                self._plan(cases)
-        if self.progress is None and (settings.models or settings.judges or settings.flagged_judge):
-            system_of = {case_id: case.system for case, case_id, _ in self.state.cases(with_systems=True)
-                         if case.kind == "row"}
-            systems = [system_of[key] for nodeid in dict.fromkeys(ids)
-                       if (key := nodeid.rpartition("[")[2][:-1]) in system_of]
-            if not settings.dry_run and _progress_counts(settings, self.state.services.is_model, systems)[0]:
-                self.progress = self._new_progress(systems, calls_here=False)  # the workers make the calls
+        calls = bool(settings.models or settings.judges) and not settings.dry_run
+        # The family's estimate, before xdist hands out the first row. The call plan of --researchqa-max-cost
+        # is the workers' (it prices calls with litellm, seconds to import on a controller that makes no call
+        # and holds the workers' first rows meanwhile): printed as the first worker ends (node_down), as is a
+        # dry run's, whose workers keep no row.
+        plans = calls and self.estimated is None and settings.active and bool(settings.benchmark_family.call_estimate)
+        counts = self.progress is None and (calls or bool(settings.flagged_judge) and not settings.dry_run)
+        if not (plans or counts):
+            return
+        by_id = {case_id: case for case, case_id, _ in self.state.cases(with_systems=True)}
+        cases = [case for nodeid in dict.fromkeys(ids) if (case := by_id.get(nodeid.rpartition("[")[2][:-1]))]
+        if plans and any(case.kind == "row" for case in cases):
+            self._plan(cases)
+        if counts:  # the workers make the calls
+            self.progress = self._new_progress([c.system for c in cases if c.kind == "row"], calls_here=False)
 
     def node_down(self, workeroutput: dict[str, Any]) -> None:
         counts = workeroutput.get(WORKER_SELECTION)
@@ -374,13 +369,18 @@ class RunHooks:
         return estimate.cost_usd
 
     def _new_progress(self, systems: list[Optional[str]], calls_here: bool = True) -> Any:
-        """The run's progress lines over the rows of ``systems`` (one a row); ``calls_here``: this process makes
-        the model calls (not xdist's controller), so the lines can say what its callers have done."""
+        """The run's progress lines over the rows of ``systems`` (one a row), None when none of them makes a call;
+        ``calls_here``: this process makes the model calls (not xdist's controller), so the lines can say what its
+        callers have done."""
+        settings = self.config.stash[SETTINGS]
+        total, answers, every_row = _progress_counts(settings, self.state.services.is_model, systems)
+        if not total:
+            return None
         from .llm_params import call_limits
         from .reporting.progress import Progress, terminal_stream
 
-        settings = self.config.stash[SETTINGS]
-        total, answers, every_row = _progress_counts(settings, self.state.services.is_model, systems)
+        if calls_here:
+            self.state.services.ready_models()  # litellm's import is not the first seconds of the progress clock
         # Judges alone: the run's calls are their verdicts.
         callers = settings.models or settings.judges or tuple(filter(None, [settings.flagged_judge]))
         slots = min((call_limits(settings.model_params.get(m, {}), concurrency=settings.concurrency,

@@ -184,7 +184,9 @@ def load_system(spec: str) -> System:
             raise SystemSpecError(f"system {spec!r}: {module_name!r} has no attribute {attribute!r}")
     if not callable(function):
         raise SystemSpecError(f"system {spec!r}: {attribute!r} is not callable")
-    return System(spec, _user_adapter(function), is_async=inspect.iscoroutinefunction(function))
+    from ..families.protocols import is_async_callable
+
+    return System(spec, _user_adapter(function), is_async=is_async_callable(function))
 
 
 def import_roots(specs: Sequence[str]) -> list[str]:
