@@ -278,9 +278,11 @@ class RunHooks:
         if not is_worker(self.config):
             if self.estimated is None:  # not printed with the plan of --researchqa-max-cost
                 self._print_estimate([c for i in row_items if (c := case_of(i)) is not None])
+            # The calls set in flight first: the first fresh one imports litellm (seconds) before the progress clock
+            # starts, and a run whose every answer and verdict is on disk never imports it.
+            _prefetch(state, row_items)
             self.progress = self._new_progress(
                 [case.system for i in row_items if (case := case_of(i)) is not None and case.kind == "row"])
-            _prefetch(state, row_items)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Optional[pytest.Item]) -> Generator[None, Any, Any]:
@@ -379,8 +381,6 @@ class RunHooks:
         from .llm_params import call_limits
         from .reporting.progress import Progress, terminal_stream
 
-        if calls_here:
-            self.state.services.ready_models()  # litellm's import is not the first seconds of the progress clock
         # Judges alone: the run's calls are their verdicts.
         callers = settings.models or settings.judges or tuple(filter(None, [settings.flagged_judge]))
         slots = min((call_limits(settings.model_params.get(m, {}), concurrency=settings.concurrency,

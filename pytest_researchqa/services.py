@@ -266,14 +266,6 @@ class Services:
             name = self.other_family(self.settings.judge_pool or DEFAULT_POOL, (first, second))
         return self._judge(name, self._protocol_kind("pairwise"))
 
-    def ready_models(self) -> None:
-        """Every model system of the run and its judges ready to call (``ModelCaller.ready``)."""
-        premise = self.premise_judge()
-        for name in self.settings.models:
-            for caller in [self.system(name), *(self.judges_for(name) if self.settings.judges else []),
-                           *([premise] if premise is not None else [])]:
-                caller.ready()  # type: ignore[attr-defined]
-
     def stop_new_calls(self) -> None:
         """The run is stopping (Ctrl-C, -x): no model call not yet sent is sent."""
         if self._runner is not None:

@@ -312,6 +312,21 @@ def test_a_rerun_makes_zero_model_calls_and_regrades(pytester, server, tmp_path)
     again.stdout.fnmatch_lines(["researchqa: 9/9 model rows, 0 errors, 9 from cache*"])
 
 
+def test_a_rerun_whose_answers_and_verdicts_are_on_disk_never_imports_litellm(pytester, server, tmp_path):
+    """Importing litellm costs seconds (and about a second more at exit): a run that calls nobody must not pay it.
+    It did, to ready the models before the progress clock (a cached re-run took 4.6 s instead of 0.7)."""
+    pytester.makeconftest("import sys\n\ndef pytest_unconfigure(config):\n"
+                          "    open('loaded.txt', 'w').write(str('litellm' in sys.modules))\n")
+    options = ("--researchqa-model=openai/good", "--researchqa-judge=openai/judge-good", "-k", "env")
+    first = run_pytest(pytester, *options, cache=tmp_path, server=server, subprocess_=True)
+    assert first.ret == pytest.ExitCode.OK and (pytester.path / "loaded.txt").read_text() == "True"
+    calls = server.calls()
+    again = run_pytest(pytester, *options, cache=tmp_path, server=server, subprocess_=True)
+    assert again.ret == pytest.ExitCode.OK and server.calls() == calls, again.stdout.str()[-2000:]
+    again.stdout.fnmatch_lines(["researchqa: 9/9 model rows, 0 errors, 9 from cache*"])
+    assert (pytester.path / "loaded.txt").read_text() == "False", "nothing to call: litellm stays unloaded"
+
+
 @pytest.mark.slow
 def test_provider_errors_are_errors_not_zeros(pytester, server, tmp_path):
     result = run(pytester, server, "--researchqa-model=openai/down", f"--researchqa-model-param=openai/down:api_base={server.url}",
