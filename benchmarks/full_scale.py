@@ -138,6 +138,8 @@ def write_dataset(folder: Path, scale: float, seed: int = 24) -> dict[str, Path]
         "import pytest\n\n\n"
         f"@pytest.mark.parametrize('i', range({len(rows)}))\n"
         "def test_question(i):\n    assert i >= 0\n", encoding="utf-8")
+    # Bare pytest with the plugin's quick exit (activation._quick_exit): how much of a ratio is pytest's own exit.
+    (bare / "quick_exit.py").write_text("import atexit\nimport gc\n\natexit.register(gc.freeze)\n", encoding="utf-8")
     (bare / "test_busy.py").write_text(  # the ceiling of `-n 2` (see main): a bm25 row's CPU, nothing else
         "import time\n\nimport pytest\n\n\n"
         f"@pytest.mark.parametrize('i', range({len(rows)}))\n"
@@ -218,12 +220,19 @@ def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> Run:
 
 def interleaved(pairs: int, a: tuple, b: tuple) -> tuple[list[Run], list[Run]]:
     """A then B, ``pairs`` times (after one unmeasured warm-up of each)."""
-    run(*a), run(*b)
-    runs_a, runs_b = [], []
-    for _ in range(pairs):
-        runs_a.append(run(*a))
-        runs_b.append(run(*b))
+    runs_a, runs_b = interleaved_all(pairs, a, b)
     return runs_a, runs_b
+
+
+def interleaved_all(rounds: int, *commands: tuple) -> list[list[Run]]:
+    """Each command in turn, ``rounds`` times (after one unmeasured warm-up of each)."""
+    for command in commands:
+        run(*command)
+    runs: list[list[Run]] = [[] for _ in commands]
+    for _ in range(rounds):
+        for each, command in zip(runs, commands):
+            each.append(run(*command))
+    return runs
 
 
 def median_ratio(runs_a: list[Run], runs_b: list[Run], what: str = "wall") -> float:
@@ -261,6 +270,10 @@ def main() -> int:
     def plain(*extra: str, tests: str = "test_bare.py") -> tuple:
         return (["-q", "--tb=no", "-p", "no:randomly", "-p", "no:researchqa", *extra, tests], bare)
 
+    def plain_quick_exit(*extra: str) -> tuple:
+        return ([*plain(*extra)[0][:-1], "-p", "quick_exit", "test_bare.py"], bare,
+                {**BASE_ENV, "PYTHONPATH": str(bare)})
+
     lines: list[str] = []
 
     def report(measure: str, reference: str, value: str, goal: str, met: Optional[bool]) -> None:
@@ -270,19 +283,21 @@ def main() -> int:
         print(line, flush=True)
 
     print(f"{'measure':<38} {'reference':<34} {'now':<30} {'goal':<26}")
-    if not only or "collect" in only:
-        a, b = interleaved(args.pairs, ours("shuffled", "oracle", extra=("--collect-only",)),
-                           plain("--collect-only"))
+    def against_bare(measure: str, *extra: str) -> None:
+        """Ours against bare pytest, and (indented, no goal) against bare pytest exiting as the plugin does."""
+        a, b, c = interleaved_all(args.pairs, ours("shuffled", "oracle", extra=extra), plain(*extra),
+                                  plain_quick_exit(*extra))
         ratio = median_ratio(a, b)
         per_row = (med(a, "wall") - med(b, "wall")) / n_rows * 1000
-        report("collection only", f"bare pytest {med(b, 'wall'):.2f} s", f"{ratio:.2f}x (+{per_row:.3f} ms/row)",
+        report(measure, f"bare pytest {med(b, 'wall'):.2f} s", f"{ratio:.2f}x (+{per_row:.3f} ms/row)",
                "<= 1.5x", ratio <= 1.5)
+        print(f"{'  (bare pytest with the same quick exit)':<38} {'bare pytest ' + format(med(c, 'wall'), '.2f') + ' s':<34} "
+              f"{median_ratio(a, c):.2f}x", flush=True)
+
+    if not only or "collect" in only:
+        against_bare("collection only", "--collect-only")
     if not only or "oracle" in only:
-        a, b = interleaved(args.pairs, ours("shuffled", "oracle"), plain())
-        ratio = median_ratio(a, b)
-        per_row = (med(a, "wall") - med(b, "wall")) / n_rows * 1000
-        report("full run, oracle, serial", f"bare pytest {med(b, 'wall'):.2f} s",
-               f"{ratio:.2f}x (+{per_row:.3f} ms/row)", "<= 1.5x", ratio <= 1.5)
+        against_bare("full run, oracle, serial")
     if not only or "bm25" in only:
         for order in ("shuffled", "grouped"):
             a, b = interleaved(args.pairs, ours(order, "bm25"), ours(order, "oracle"))

@@ -34,6 +34,7 @@ def activate(config: pytest.Config) -> "Settings":
 
     settings = read_settings(config)
     config.stash[SETTINGS] = settings
+    _quick_exit()
     if settings.declaration is not None:  # an inactive plugin adds nothing to --markers (nor --strict-markers)
         register_markers(config, settings.declaration.question_types)
     if settings.models:
@@ -61,6 +62,19 @@ def activate(config: pytest.Config) -> "Settings":
     if settings.requested:  # ini settings alone: checked where a row test is first parametrized, if ever
         check_settings(config, settings)
     return settings
+
+
+def _quick_exit() -> None:
+    """At the interpreter's exit, after every atexit step registered later (litellm's own clean-up among them),
+    freeze what is alive so that Python's last garbage collections skip it: they walk every object left (a run's
+    rows, papers and records; litellm's modules and types), about a second after litellm alone, and free nothing
+    the exiting process needs. Objects still alive at exit are not promised their ``__del__`` by Python; what the
+    run writes is written and closed before (``pytest_sessionfinish``). Registered once a process."""
+    import atexit
+    import gc
+
+    atexit.unregister(gc.freeze)
+    atexit.register(gc.freeze)
 
 
 def parametrize(metafunc: pytest.Metafunc, name: str) -> None:

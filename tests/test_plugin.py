@@ -588,6 +588,26 @@ START_UP_MODULES = ["pytest_researchqa", "pytest_researchqa.fixtures", "pytest_r
 REWRITTEN_AT_START_UP = ["pytest_researchqa", "pytest_researchqa.plugin"]
 
 
+def test_a_researchqa_run_exits_without_a_last_walk_over_its_objects_and_a_plain_run_is_left_alone(pytester):
+    """Python's last garbage collections at exit walk every object left: about a second after litellm alone, and
+    a run's rows, papers and records at full scale. A researchqa run freezes them at exit (after every later
+    atexit step); a project that does not use the plugin keeps Python's own exit."""
+    pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
+    probe = textwrap.dedent(
+        """
+        import atexit, gc, sys, pytest
+        atexit.register(lambda: print("FROZEN AT EXIT", gc.get_freeze_count() > 0, flush=True))  # runs last
+        pytest.main(["-q", "-p", "no:cacheprovider", *sys.argv[1:]])
+        """
+    )
+    cache = f"--researchqa-cache-dir={pytester.path / 'cache'}"
+    outputs = [subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, cwd=pytester.path,
+                              env={**os.environ, "PYTHONPATH": str(pytester.path)}).stdout
+               for args in (["test_plain.py"], ["--researchqa-system=oracle", "-k", "edu-lookup", cache])]
+    assert "FROZEN AT EXIT False" in outputs[0], outputs[0]
+    assert "2 passed" in outputs[1] and "FROZEN AT EXIT True" in outputs[1], outputs[1]
+
+
 @pytest.mark.slow
 def test_pytest_start_up_imports_no_heavy_library(pytester):
     pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
