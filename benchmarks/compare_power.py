@@ -82,11 +82,12 @@ class Benchmark:
                      for n, (paper, value) in enumerate(zip(self.paper_of_row, accuracy)))
 
 
-def gate_fails(bench: Benchmark, new: np.ndarray, old: np.ndarray) -> bool:
+def gate_state(bench: Benchmark, new: np.ndarray, old: np.ndarray) -> str:
+    """passed, failed or undecidable (a drop beyond 0.05 the test cannot tell from noise: shown ⚠️, exit 0)."""
     gate = parse_regression_gate("citation_accuracy", CITATION)
     comparison = compare(bench.records("sys", new), Baseline("old", bench.records("sys", old)), CITATION)
     [result] = evaluate_regressions([gate], comparison)
-    return not result.passed
+    return result.state
 
 
 def row_t_test_fails(new: np.ndarray, old: np.ndarray) -> bool:
@@ -132,12 +133,14 @@ def main() -> None:
     dropped = [bench.run(worse, rng) for _ in range(args.repetitions)]
     test_rng = np.random.default_rng(SEED)
     started = time.perf_counter()
-    aa = sum(gate_fails(bench, new, old) for new, old in zip(same, old_runs))
-    power = sum(gate_fails(bench, new, old) for new, old in zip(dropped, old_runs))
+    aa = [gate_state(bench, new, old) for new, old in zip(same, old_runs)]
+    power = [gate_state(bench, new, old) for new, old in zip(dropped, old_runs)]
     per_gate = (time.perf_counter() - started) / (2 * args.repetitions)
     print(f"\nthe plugin's gate (one-sided sign-flip test over papers, {per_gate * 1000:.1f} ms a comparison):")
-    print(f"  A/A false-alarm rate:                     {rate(aa, args.repetitions)}   target <= 5%")
-    print(f"  power to detect a drop of {drop:.3f}:          {rate(power, args.repetitions)}")
+    print(f"  A/A false-alarm rate:                     {rate(aa.count('failed'), args.repetitions)}   target <= 5%")
+    print(f"  power to detect a drop of {drop:.3f}:          {rate(power.count('failed'), args.repetitions)}")
+    print(f"  undecidable (a drop beyond 0.05 not significant): A/A {rate(aa.count('undecidable'), args.repetitions)}, "
+          f"with the drop {rate(power.count('undecidable'), args.repetitions)}")
     print("\nfor contrast, on the same pairs:")
     t_aa = sum(row_t_test_fails(new, old) for new, old in zip(same, old_runs))
     t_power = sum(row_t_test_fails(new, old) for new, old in zip(dropped, old_runs))

@@ -152,7 +152,8 @@ ALPHA = 0.05
 # MIN_PAPERS that changed.
 MIN_PAPERS = 5
 # Below MIN_PAPERS changed papers no drop can be significant: the gate then decides on the size of the
-# drop alone, failing a drop larger than MIN_EFFECT, or this when the gate names none.
+# drop alone, failing a drop larger than MIN_EFFECT, or this when the gate names none. Above, a drop larger than
+# it that the test does not call significant is undecidable (never passed).
 SMALL_DATA_MIN_EFFECT = 0.05
 
 
@@ -235,7 +236,11 @@ class RegressionResult:
             if worse_by > self.small_data_effect:
                 return "failed"  # decided on the size of the drop alone
             return "passed" if worse_by <= 0 else "undecidable"
-        return "failed" if self.significant and worse_by > self.gate.min_effect else "passed"
+        if self.significant:
+            return "failed" if worse_by > self.gate.min_effect else "passed"
+        # Not significant is not the same as no drop: a drop beyond the small-data effect that the test cannot tell
+        # from noise (5 papers changed, 4 worse and 1 better: p 0.19) is never read as passed.
+        return "undecidable" if worse_by > self.small_data_effect else "passed"
 
     @property
     def passed(self) -> bool:
@@ -296,6 +301,10 @@ class RegressionResult:
         if self.significant:
             return (f"{self.system}: {metric}: {facts}: a significant drop within the minimum effect "
                     f"{self.gate.min_effect:g}, ok")
+        if state == "undecidable":
+            return (f"{self.system}: {metric} UNDECIDABLE: {facts}: a drop larger than the minimum effect "
+                    f"{self.small_data_effect:g} that {t.changed} changed {self.unit} cannot tell from noise at alpha "
+                    f"{ALPHA:g} (a threshold gate, --researchqa-fail-under, is the floor that decides)")
         return f"{self.system}: {metric}: {facts}: no significant drop, ok"
 
 

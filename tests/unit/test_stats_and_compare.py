@@ -482,3 +482,22 @@ def test_the_json_summary_gives_a_systems_cost_to_the_millionth_without_float_no
                               usage=Usage(cost_usd=0.1)))
     [system] = summary(session.outcome(), CITATION)["systems"]
     assert 0.1 + 0.1 + 0.1 != 0.3 and system["cost_usd"] == 0.3
+
+
+def test_a_large_drop_the_test_cannot_call_significant_is_undecidable_never_passed():
+    """tester64 MED: five papers, four worse by 1.0 and one better: five changed, so the sign-flip test decides,
+    p(worse) 0.19, and the gate read "no significant drop, ok" with a delta of -0.6 (four worse alone failed)."""
+    new, baseline = runs(1.0, 1.0, papers=5)
+    baseline = Baseline(baseline.name, tuple(record("bm25", r.row_id, r.paper_id, 0.0) if r.paper_id == "p4" else r
+                                             for r in baseline.records))
+    new = [record("bm25", r.row_id, r.paper_id, 0.0) if r.paper_id != "p4" else r for r in new]
+    gate = parse_regression_gate("citation_precision", CITATION)
+    [result] = evaluate_regressions([gate], compare(new, baseline, CITATION))
+    assert result.can_reach_alpha and not result.significant and result.test.changed == 5
+    assert result.state == "undecidable" and not result.passed
+    assert "UNDECIDABLE" in result.describe() and "p(worse) 0.188" in result.describe()
+    assert "a drop larger than the minimum effect 0.05 that 5 changed papers cannot tell from noise" in result.describe()
+    # The gate's own minimum effect is the tolerance: a drop within it passes, as before.
+    [tolerant] = evaluate_regressions([parse_regression_gate("citation_precision:0.7", CITATION)],
+                                      compare(new, baseline, CITATION))
+    assert tolerant.state == "passed" and tolerant.describe().endswith("no significant drop, ok")
