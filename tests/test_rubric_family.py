@@ -349,9 +349,14 @@ def test_a_projects_own_test_grades_coverage_and_a_failing_row_shows_each_items_
     ("--researchqa-battles=0", "--researchqa-battles: '0' is not 'all' or a whole number of at least 1"),
     ("--researchqa-length-words=-5", "--researchqa-length-words: must be at least 0"),
     ("--researchqa-fail-under=coverage=60", "thresholds for coverage are between 0 and 1"),
+    # tester64 MED: without a judge no row has a coverage, so the gate read UNDECIDABLE and the run passed.
+    ("--researchqa-fail-under=coverage=0.6", "--researchqa-fail-under coverage: measured by the run's judges, and "
+                                             "the run has none: such a gate could never decide (add --researchqa-judge=MODEL)"),
+    ("--researchqa-compare=main --researchqa-fail-on-regression=coverage",
+     "--researchqa-fail-on-regression coverage: measured by the run's judges, and the run has none*"),
 ])
 def test_bad_rubric_options_are_usage_errors_naming_the_option(run, option, message):
-    result = run("--researchqa-family=rubric", option)
+    result = run("--researchqa-family=rubric", *option.split())
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{message}*"])
 

@@ -65,6 +65,9 @@ class MetricSpec:
     # protocol, flagged_judge): a baseline that differs in one measured something else, so a regression gate
     # against it is undecidable. Empty: the metric is deterministic.
     measured_by: tuple[str, ...] = ()
+    # Measured by the run's judges alone (--researchqa-judge): without one no row has a value, and a gate on it
+    # could never decide.
+    needs_judge: bool = False
     # The column of a family's own board that shows it, where that is not ``label`` (the rubric family's
     # "Coverage %"): the HTML report marks that cell for a gate on the metric.
     board_label: str = ""

@@ -60,7 +60,8 @@ def domain_marker(general_domain: Optional[str]) -> str:
 
 METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("coverage", "coverage (0-1)", rows="rows with rubric items, judged",
-               measured_by=("judges", "judge_mode", "protocol"), board_label="Coverage %"),  # x100 on the board
+               measured_by=("judges", "judge_mode", "protocol"), needs_judge=True,
+               board_label="Coverage %"),  # x100 on the board
 )
 
 
