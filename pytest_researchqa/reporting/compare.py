@@ -94,6 +94,15 @@ def both_measured(a: RowRecord, b: RowRecord, metric: str) -> bool:
     return a.graded and b.graded and a.metrics.get(metric) is not None and b.metrics.get(metric) is not None
 
 
+def side_means(pairs: Sequence[tuple[RowRecord, RowRecord]], metric: str) -> tuple[Optional[float], Optional[float]]:
+    """Each run's mean of ``metric`` over the paired rows it graded and measured it on (None: on none)."""
+    means: list[Optional[float]] = []
+    for side in (0, 1):
+        values = [float(v) for pair in pairs if pair[side].graded and (v := pair[side].metrics.get(metric)) is not None]
+        means.append(sum(values) / len(values) if values else None)
+    return means[0], means[1]
+
+
 def paired_metric_test(pairs: Sequence[tuple[RowRecord, RowRecord]], metric: str) -> Optional[PairedTest]:
     papers, new, old = metric_pairs(pairs, metric)
     return paired_test(papers, new, old)
@@ -270,6 +279,29 @@ def name_rows(row_ids: Sequence[str]) -> str:
     return f"{len(row_ids)} row(s): {named}{more}"
 
 
+def unmeasured_why(pairs: "Sequence[tuple[RowRecord, RowRecord]]", baseline: str, metric: str = "") -> str:
+    """Why no paired row has the metric in both runs: no row id in both, one run graded none of them (a
+    baseline whose every row errored), one run has no value of ``metric`` on any (its graded rows are those the
+    metric does not apply to, a pull request whose other rows all errored), or the two sets do not meet; as far
+    as the records tell."""
+    if not pairs:
+        return f"no row it covers is in both this run and the baseline {baseline}: another dataset or selection?"
+    for run, records in (("this run", [new for new, _ in pairs]),
+                         (f"the baseline {baseline}", [old for _, old in pairs])):
+        if any(r.graded and (not metric or r.metrics.get(metric) is not None) for r in records):
+            continue
+        errored = sum(1 for r in records if r.error)
+        defects = sum(1 for r in records if r.defect and not r.error)
+        valueless = sum(1 for r in records if r.graded)
+        parts = [f"{errored} errored" if errored else "", f"{defects} dataset defect(s)" if defects else "",
+                 f"{valueless} graded without a {metric} value" if valueless else ""]
+        done = f"measured {metric} on" if valueless else "graded"
+        return f"{run} {done} none of the {len(pairs)} paired rows: {', '.join(p for p in parts if p)}"
+    if metric:
+        return f"this run and the baseline {baseline} measured {metric} on different rows"
+    return ""
+
+
 def coverage_lines(comparison: Comparison) -> list[str]:
     """What was paired and what was not, per system: never a silent drop."""
     lines = []
@@ -286,6 +318,9 @@ def coverage_lines(comparison: Comparison) -> list[str]:
             line += f"; only in the baseline: {name_rows(s.only_baseline)}"
         for metric, gaps in s.judge_gaps.items():
             line += f"; {metric}: {gaps.describe(comparison.baseline)}"
+        for metric, test in s.deltas.items():  # measured by one run only (a system that stopped citing): said
+            if test is None and metric not in s.judge_gaps and side_means(s.pairs, metric) != (None, None):
+                line += f"; {metric} not compared: {unmeasured_why(s.pairs, comparison.baseline, metric)}"
         lines.append(line)
     if comparison.unmatched_baseline_systems:
         lines.append(f"baseline systems nothing was compared with: {', '.join(comparison.unmatched_baseline_systems)}")

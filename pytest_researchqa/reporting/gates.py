@@ -309,7 +309,7 @@ class RegressionResult:
 
 
 def evaluate_regressions(gates: Sequence[RegressionGate], comparison: "Comparison") -> list[RegressionResult]:
-    from .compare import comparable, paired_metric_test
+    from .compare import comparable, paired_metric_test, unmeasured_why
 
     results = []
     for system in comparison.systems:
@@ -326,26 +326,3 @@ def evaluate_regressions(gates: Sequence[RegressionGate], comparison: "Compariso
                                             no_pairs_why=why, left_out=gaps.describe(comparison.baseline),
                                             unmatched=comparison.unmatched_baseline_systems))
     return results
-
-
-def unmeasured_why(pairs: "Sequence[tuple[RowRecord, RowRecord]]", baseline: str, metric: str = "") -> str:
-    """Why no paired row has the metric in both runs: no row id in both, one run graded none of them (a
-    baseline whose every row errored), one run has no value of ``metric`` on any (its graded rows are those the
-    metric does not apply to, a pull request whose other rows all errored), or the two sets do not meet; as far
-    as the records tell."""
-    if not pairs:
-        return f"no row it covers is in both this run and the baseline {baseline}: another dataset or selection?"
-    for run, records in (("this run", [new for new, _ in pairs]),
-                         (f"the baseline {baseline}", [old for _, old in pairs])):
-        if any(r.graded and (not metric or r.metrics.get(metric) is not None) for r in records):
-            continue
-        errored = sum(1 for r in records if r.error)
-        defects = sum(1 for r in records if r.defect and not r.error)
-        valueless = sum(1 for r in records if r.graded)
-        parts = [f"{errored} errored" if errored else "", f"{defects} dataset defect(s)" if defects else "",
-                 f"{valueless} graded without a {metric} value" if valueless else ""]
-        done = f"measured {metric} on" if valueless else "graded"
-        return f"{run} {done} none of the {len(pairs)} paired rows: {', '.join(p for p in parts if p)}"
-    if metric:
-        return f"this run and the baseline {baseline} measured {metric} on different rows"
-    return ""

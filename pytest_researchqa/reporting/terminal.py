@@ -7,7 +7,7 @@ from typing import Any, Callable, Optional, Sequence
 from ..families import Family, Table
 from ..records import RowRecord
 from ..stats import CONFIDENCE, RESAMPLES, Interval, PairedTest, describe_p
-from .compare import Comparison, coverage_lines
+from .compare import Comparison, coverage_lines, side_means
 from .gates import ALPHA
 from .repeats import repeat_spreads
 from .summaries import Summary, by_system, summarize, system_of
@@ -186,7 +186,10 @@ def comparison_table(comparison: Comparison, family: Family) -> Table:
         name = s.system if s.baseline_system == s.system else f"{s.system} vs {s.baseline_system}"
         for spec in family.metrics:
             test = s.deltas.get(spec.name)
-            if test is None:
+            if test is None:  # one run alone measured it: its mean, the rest blank (coverage_lines says why)
+                new_mean, old_mean = side_means(s.pairs, spec.name)
+                if (new_mean, old_mean) != (None, None):
+                    rows.append([name, spec.label, cell(new_mean), cell(old_mean), "—", "—", "—", "—"])
                 continue
             interval = f"{test.low:+.3f} to {test.high:+.3f}" if test.low is not None and test.high is not None \
                 else "—"

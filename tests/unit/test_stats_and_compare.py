@@ -501,3 +501,17 @@ def test_a_large_drop_the_test_cannot_call_significant_is_undecidable_never_pass
     [tolerant] = evaluate_regressions([parse_regression_gate("citation_precision:0.7", CITATION)],
                                       compare(new, baseline, CITATION))
     assert tolerant.state == "passed" and tolerant.describe().endswith("no significant drop, ok")
+
+
+def test_a_metric_only_the_baseline_measured_is_shown_with_why_it_was_not_compared():
+    """tester64 MED: a pull request whose system stopped citing; citation precision vanished from the comparison
+    table and its lines with no word, where the docs say nothing is silently dropped."""
+    from pytest_researchqa.reporting.terminal import comparison_text
+
+    new, baseline = runs(None, 0.5, papers=3)
+    text = comparison_text(compare(new, baseline, CITATION), CITATION)
+    assert "| bm25     | cite prec | —          | 0.500      | —   | —             | —           | —             |" in text, text
+    assert ("bm25: 9 row(s) paired; citation_precision not compared: this run measured citation_precision on none "
+            "of the 9 paired rows: 9 graded without a citation_precision value") in text, text
+    # A metric neither run measured on the paired rows (section coverage here) is not a comparison to speak of.
+    assert "sect cov" not in text and "section_coverage" not in text
