@@ -8,6 +8,7 @@ rewriting it (docs/architecture.md).
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -259,7 +260,22 @@ def new_state(config: pytest.Config) -> "RunState":
     state.whole_papers = handed_whole_papers(config)
     state.services.spend_ledger = spend_ledger(config)
     state.services.families = lambda: _installed_families(config)
+    state.say = functools.partial(_say, config)
     return state
+
+
+def _say(config: pytest.Config, text: str) -> None:
+    """A line of the run's own, before any row: on the terminal (stderr while it has none yet); an xdist worker's
+    lines are its controller's to say."""
+    if is_worker(config):
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(text)
+    else:
+        import sys
+
+        print(text, file=sys.stderr)
 
 
 def _installed_families(config: pytest.Config) -> "list[Family]":

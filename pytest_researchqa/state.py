@@ -11,8 +11,9 @@ lazily, on first use, never at plugin import.
 from __future__ import annotations
 
 import functools
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import pytest
 
@@ -46,6 +47,9 @@ class RunState:
         self.whole_papers = False
         # id(plain data on a report) -> (that plain data, its record): see hand_over.
         self._handed: dict[int, tuple[dict[str, Any], RowRecord, bool]] = {}
+        # Where a DatasetWarning is said (one line; new_state gives the terminal): never Python's own display, which
+        # names the loader's source line.
+        self.say: Callable[[str], None] = lambda text: print(text, file=sys.stderr)
         local: frozenset[str] = frozenset()
         if settings.model_params:  # a run without models never loads llm_params
             from .llm_params import local_models
@@ -70,12 +74,31 @@ class RunState:
 
         return bundled_path(*sample)
 
+    def _load_saying_warnings(self) -> "Dataset[Any]":
+        """The family's load, a DatasetWarning it shows said as one line of the run's (the warning filters still
+        decide whether it is shown, and ``error`` still raises it)."""
+        import warnings
+
+        from .dataset import DatasetWarning
+
+        with warnings.catch_warnings():
+            shown = warnings.showwarning
+
+            def show(message: Any, category: type[Warning], *where: Any, **rest: Any) -> None:
+                if issubclass(category, DatasetWarning):
+                    self.say(f"researchqa: warning: {message}")
+                else:
+                    shown(message, category, *where, **rest)
+
+            warnings.showwarning = show
+            return self.family.load(self.dataset_path)
+
     @functools.cached_property
     def dataset(self) -> "Dataset[Any]":
         from .dataset import DatasetError, DatasetWarning
 
         try:
-            dataset: "Dataset[Any]" = self.family.load(self.dataset_path)
+            dataset: "Dataset[Any]" = self._load_saying_warnings()
         except DatasetError as error:
             said = str(error)
             if (not self.family.loader.startswith("pytest_researchqa.")  # a third party's words: say whose

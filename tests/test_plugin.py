@@ -430,6 +430,18 @@ def test_invalid_rows_are_counted_apart_not_as_a_system_and_a_gate_does_not_pass
     assert allowed.ret == pytest.ExitCode.TESTS_FAILED and "gates passed" not in allowed.stdout.str()
 
 
+def test_a_dataset_warning_is_one_line_of_the_run_without_the_plugins_source(run, pytester):
+    """tester64 LOW: Python's display named the loader's file and printed its source line (`return
+    _from_records(path, ...)`) before the session header."""
+    option = write_rows(pytester, [flat_row("r1", paper_titel="A misspelt key"), flat_row("r2")], {"p1": PAPER})
+    result = run(option, "--researchqa-system=oracle")
+    said = [line for line in result.outlines + result.errlines if "paper_titel" in line]
+    assert len(said) == 1 and said[0].startswith("researchqa: warning: ") and said[0].endswith(
+        "ignored keys the row schema does not have: 'paper_titel' (first at line 1)"), said
+    assert "loaders.py" not in result.stdout.str() + result.stderr.str() and "_from_records" not in result.stderr.str()
+    assert leaderboard_table(result)["oracle"]["rows"] == "2", "the rows still run"
+
+
 def test_a_dataset_warning_made_an_error_by_the_projects_filters_stops_the_run_with_its_words(run, pytester):
     option = write_rows(pytester, [flat_row("r1", paper_title="A title the schema does not have")], {"p1": PAPER})
     pytester.makeini("[pytest]\nfilterwarnings =\n    error::pytest_researchqa.families.citation.loaders.DatasetWarning\n")
