@@ -291,7 +291,7 @@ def main() -> int:
         per_row = (med(a, "wall") - med(b, "wall")) / n_rows * 1000
         report(measure, f"bare pytest {med(b, 'wall'):.2f} s", f"{ratio:.2f}x (+{per_row:.3f} ms/row)",
                "<= 1.5x", ratio <= 1.5)
-        print(f"{'  (bare pytest with the same quick exit)':<38} {'bare pytest ' + format(med(c, 'wall'), '.2f') + ' s':<34} "
+        print(f"{'  (against bare with the quick exit)':<38} {'bare pytest ' + format(med(c, 'wall'), '.2f') + ' s':<34} "
               f"{median_ratio(a, c):.2f}x", flush=True)
 
     if not only or "collect" in only:

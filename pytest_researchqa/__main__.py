@@ -315,9 +315,13 @@ def _view(spec: str, runs_dir: Path, *, compare: Optional[str], output: Optional
     if compare is not None:
         baseline = load_run(resolve_run(compare, runs_dir))
         other = (baseline.name, baseline.records)
+    pairing = parse_mapping(mapping)
+    made_with = saved.manifest.get("compare_map")
+    if not mapping and isinstance(made_with, dict):  # the map the run was compared with, unless --map says otherwise
+        pairing = {str(new): str(old) for new, old in made_with.items()}
     target = output or saved.folder / "report.html"
     write_html(target, render(session.outcome(), session.family, f"researchqa {saved.name}", run_name=saved.name,
-                              other=other, compare_map=parse_mapping(mapping)))
+                              other=other, compare_map=pairing))
     print(f"researchqa: HTML report of {saved.name} in {target}")
     if open_it and (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or sys.platform == "darwin"):
         import webbrowser

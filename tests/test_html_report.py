@@ -371,3 +371,25 @@ def test_a_leaderboard_compared_with_a_baseline_fits_1280_px_and_marks_the_cell_
     assert "By question type" in dom and "By domain" in dom
     message, value, delta = failed[0]
     assert "citation_accuracy REGRESSED" in message and delta.startswith("-"), (message, value, delta)
+
+
+def test_view_compares_with_the_map_the_run_was_made_with_unless_told_another(pytester, tmp_path, capsys):
+    """tester64 MED: a run compared with --researchqa-compare-map bm25=oracle, then `view RUN --compare BASE`: the
+    page said "bm25 (as oracle): 27 row(s) paired" and, below, that no row of a system in both runs changed."""
+    from pytest_researchqa.__main__ import main
+
+    common = ("-p", "no:cacheprovider", f"--researchqa-cache-dir={tmp_path / 'cache'}")
+    pytester.runpytest(*common, "--researchqa-system=oracle", "--researchqa-save=before")
+    pytester.runpytest(*common, "--researchqa-system=bm25", "--researchqa-save=after", "--researchqa-compare=before",
+                       "--researchqa-compare-map=bm25=oracle")
+    runs = str(pytester.path / ".researchqa" / "runs")
+
+    def changed_rows(*extra: str) -> list:
+        page = tmp_path / "v.html"
+        assert main(["--runs", runs, "view", "after", "--compare", "before", "-o", str(page), *extra]) == 0
+        packed = re.search(r'id="researchqa-data"[^>]*>([^<]+)<', page.read_text()).group(1)
+        return json.loads(gzip.decompress(base64.b64decode(packed)))["compare"]["changed"]
+
+    capsys.readouterr()
+    assert changed_rows(), "bm25 against the baseline's oracle: the rows bm25 answers otherwise changed"
+    assert changed_rows("--map", "bm25=bm25") == [], "a map given names the pairing"

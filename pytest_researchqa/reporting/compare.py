@@ -335,4 +335,4 @@ def missing_counterpart(system: str, wanted: Optional[str], baseline: str, unmat
         return f"the baseline {baseline} has no system {wanted!r} (the --researchqa-compare-map target)"
     old = unmatched[0] if len(unmatched) == 1 else "BASELINE_SYSTEM"
     return (f"the baseline {baseline} has no system {system!r} (map it with "
-            f"--researchqa-compare-map={system}={old}, or compare's --map {system}={old})")
+            f"--researchqa-compare-map={system}={old}, or compare's or view's --map {system}={old})")
