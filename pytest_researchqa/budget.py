@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
-from .costs import price_of, spend_text
+from .costs import price_of, provider_unknown, spend_text
 from .costs import total_cost as calls_cost
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -131,9 +131,13 @@ def plan_lines(plans: list[PlannedCalls]) -> list[str]:
     """The plan as the terminal shows it: one line per model and role, then the total."""
     lines = []
     for plan in plans:
-        lines.append(f"{plan.role:6} {plan.model}: {plan.fresh} call(s) to make, {plan.cached} answered already; "
-                     f"~{plan.prompt_tokens:,} tokens in, ~{plan.completion_tokens:,} out; "
-                     f"estimated {spend_text(plan.cost)}")
+        line = (f"{plan.role:6} {plan.model}: {plan.fresh} call(s) to make, {plan.cached} answered already; "
+                f"~{plan.prompt_tokens:,} tokens in, ~{plan.completion_tokens:,} out; "
+                f"estimated {spend_text(plan.cost)}")
+        if plan.cost is None and plan.priced and provider_unknown(plan.model):  # a misspelt name, not a free model
+            line += (f" (litellm cannot tell which provider serves {plan.model!r}: every call would fail; name it "
+                     "PROVIDER/MODEL, e.g. openai/gpt-4o)")
+        lines.append(line)
     calls = sum(p.fresh for p in plans)
     lines.append(f"total: {calls} model call(s), estimated {spend_text(total_cost(plans))} "
                  "(tokens from characters and output caps; prices from litellm; '—': no price known)")

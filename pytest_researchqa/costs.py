@@ -107,6 +107,19 @@ class SpendLedger:
         return spent
 
 
+def provider_unknown(model: str) -> bool:
+    """Whether litellm cannot tell from the name which provider serves ``model`` (``gpt4o``): every call would fail
+    with its 'LLM Provider NOT provided'."""
+    try:
+        import litellm
+
+        litellm.suppress_debug_info = True  # its provider list is printed otherwise
+        litellm.get_llm_provider(model=model)
+    except Exception:  # noqa: BLE001 -- litellm's BadRequestError, or anything else it raises for the name
+        return True
+    return False
+
+
 def price_of(model: str, prompt_tokens: int, completion_tokens: int) -> Optional[float]:
     """What litellm's price table says such a call costs; None when it has no price for the model."""
     try:

@@ -487,6 +487,19 @@ def test_a_dry_run_prints_the_call_plan_and_calls_nothing(pytester, server, tmp_
     result.assert_outcomes(deselected=27)
 
 
+def test_a_dry_run_says_a_model_name_no_provider_serves_rather_than_only_that_it_has_no_price(pytester, tmp_path):
+    """tester64 LOW: `--researchqa-model=gpt4o --researchqa-dry-run` read 'estimated —', as a free local model
+    would; the real run then errored every row with litellm's 'LLM Provider NOT provided'."""
+    result = run_pytest(pytester, "--researchqa-model=gpt4o", "--researchqa-model=gpt-4o", "-k", "edu-lookup",
+                        "--researchqa-dry-run", cache=tmp_path)
+    assert result.ret == pytest.ExitCode.OK
+    lines = [line for line in result.outlines if line.startswith("researchqa plan: answer ")]
+    assert lines[0].endswith("estimated — (litellm cannot tell which provider serves 'gpt4o': every call would fail; "
+                             "name it PROVIDER/MODEL, e.g. openai/gpt-4o)"), lines
+    assert "cannot tell" not in lines[1] and "gpt-4o: 2 call(s)" in lines[1], "a name litellm knows is priced"
+    assert "Provider List" not in result.stdout.str(), "litellm's own help text stays out of the plan"
+
+
 @pytest.mark.slow
 def test_a_budget_below_the_estimate_refuses_to_start_and_an_answered_run_costs_nothing(pytester, server, tmp_path,
                                                                                         monkeypatch):
