@@ -327,7 +327,9 @@ def resolve_run(spec: str, runs_dir: Path) -> Path:
         written.sort(key=lambda p: ((p / ROWS_FILE).stat().st_mtime_ns, p.name), reverse=True)
         found = next((p for p in written if cut_short(p) is None), None)
         if found is None:
-            cut = " (only runs killed, interrupted or crashed)" if saved else ""
+            # The newest run cut short, named by its folder: `show`, `view` and `compare` read it by that path.
+            cut = (f" (only runs killed, interrupted or crashed; the newest is {saved[-1]}: name its folder to read "
+                   "it)") if saved else ""
             raise RunNotFound(f"no saved run in {runs_dir}{cut}")
         return found
     named = [p for p in saved if p.name == spec or saved_name(p.name) == spec]

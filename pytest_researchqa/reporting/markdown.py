@@ -78,13 +78,13 @@ def render(outcome: "RunOutcome", family: Family, title: str = "researchqa") -> 
     if errored:  # the verdict names how many; a reader of the PR comment needs which, and why
         from .summaries import error_list
 
-        listed = "\n".join(f"- {_escape(line)}" for line in error_list(errored))
+        listed = "\n".join(f"- {_escape(line)}" for line in error_list(errored, terminal=False))
         parts.append(f"<details><summary>Rows in error ({len(errored)})</summary>\n\n{listed}\n\n</details>")
     below = outcome.below_bar + outcome.failed_rows
     if below:
         from .summaries import short_list
 
-        listed = "\n".join(f"- {_escape(line)}" for line in short_list(list(outcome.records)))
+        listed = "\n".join(f"- {_escape(line)}" for line in short_list(list(outcome.records), terminal=False))
         parts.append(f"<details><summary>Rows below their bar ({below})</summary>\n\n{listed}\n\n</details>")
     for note in outcome.notes:
         parts.append(f"\n> {_escape(note)}")

@@ -161,7 +161,7 @@ class Progress:
             elapsed = now - self.started
             fresh = self.done - self.cached
             noun = "rows" if self.every_row else "model rows"
-            counted = [f"{self.done}/{self.total} {noun}", f"{self.errors} errors"]
+            counted = [f"{self.done}/{self.total} {noun}", f"{self.errors} error{'' if self.errors == 1 else 's'}"]
             if self.judge_errors:  # as the board's "judge err" counts them
                 counted.append(f"{self.judge_errors} with a judge error")
             if not self.judged_only:

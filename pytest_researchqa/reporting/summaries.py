@@ -134,25 +134,27 @@ def _listing_order(record: RowRecord) -> tuple[str, list[tuple[int, str]], int]:
     return (record.system or "", parts, record.repeat)
 
 
-def error_list(records: Sequence[RowRecord], limit: int = 10) -> list[str]:
+def error_list(records: Sequence[RowRecord], limit: int = 10, terminal: bool = True) -> list[str]:
     """``system · row_id: the error's first line`` for rows in error (invalid dataset rows included), at most
-    ``limit`` and a count of the rest, in the same order as :func:`short_list`."""
+    ``limit`` and a count of the rest, in the same order as :func:`short_list` (``terminal``: the count names
+    pytest's option that lists them; a PR comment's reader has no terminal)."""
     errored = sorted((r for r in records if r.error), key=_listing_order)
     lines = [" · ".join(p for p in (r.system, r.row_id or "?") if p) + f": {r.error.splitlines()[0]}"
              for r in errored[:limit] if r.error]
     if len(errored) > limit:
-        lines.append(f"... and {len(errored) - limit} more (-rE lists them)")
+        lines.append(f"... and {len(errored) - limit} more" + (" (-rE lists them)" if terminal else ""))
     return lines
 
 
-def short_list(records: Sequence[RowRecord], limit: int = 10, saved: bool = True) -> list[str]:
+def short_list(records: Sequence[RowRecord], limit: int = 10, saved: bool = True, terminal: bool = True) -> list[str]:
     """``system · row_id: first line`` for rows below their bar, at most ``limit`` and a count of the rest
-    (``saved``: the run is saved, so the count points at its rows.jsonl)."""
+    (``saved``: the run is saved, so the count points at its rows.jsonl; ``terminal``: as in :func:`error_list`)."""
     # Sorted, not in the order rows finished: under xdist that order changes from run to run, and a
     # PR comment must not change when nothing else did.
     below = sorted((r for r in records if r.outcome in ("below_bar", "failed") and r.diagnosis), key=_listing_order)
     lines = [f"{r.system} · {r.row_id}: {(r.diagnosis or '').splitlines()[0]}" for r in below[:limit]]
     if len(below) > limit:
-        where = "every diagnosis is in the saved run's rows.jsonl; -rx lists them" if saved else "-rx lists them"
-        lines.append(f"... and {len(below) - limit} more ({where})")
+        where = [*(["every diagnosis is in the saved run's rows.jsonl"] if saved else []),
+                 *(["-rx lists them"] if terminal else [])]
+        lines.append(f"... and {len(below) - limit} more" + (f" ({'; '.join(where)})" if where else ""))
     return lines

@@ -149,6 +149,8 @@ def test_progress_counts_only_model_rows_even_when_other_rows_error_and_says_wha
     assert progress.line(progress.started).startswith("1/1 model rows, 0 errors, 0 from cache, spend $0.0000")
     spend = Spend(0.01)
     assert "spend $0.0100" in progress.line(progress.started), "what the calls cost, not what the records say"
+    progress.row_done(RowRecord(row_id="b", system="openai/x", model_system=True, error="ProviderError"))
+    assert progress.line(progress.started).startswith("2/1 model rows, 1 error, "), "one error, not '1 errors'"
 
 
 def test_one_call_without_a_price_makes_the_spend_unknown_not_zero_in_every_process_of_a_run(tmp_path):

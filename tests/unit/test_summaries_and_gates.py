@@ -102,6 +102,19 @@ def test_the_rows_below_their_bar_are_listed_in_the_same_order_whatever_order_th
     assert short_list(list(reversed(finished))) == listed
 
 
+def test_the_count_of_rows_left_unlisted_names_pytests_option_in_the_terminal_only():
+    """tester64 LOW: the Markdown PR comment ended its list with '... -rx lists them', which its reader cannot use."""
+    from pytest_researchqa.reporting.summaries import error_list
+
+    below = [RowRecord(row_id=f"r{n}", system="bm25", outcome="below_bar", diagnosis="missed Methods") for n in range(12)]
+    errored = [RowRecord(row_id=f"r{n}", system="bm25", error="boom") for n in range(12)]
+    assert short_list(below)[-1] == "... and 2 more (every diagnosis is in the saved run's rows.jsonl; -rx lists them)"
+    assert short_list(below, terminal=False)[-1] == "... and 2 more (every diagnosis is in the saved run's rows.jsonl)"
+    assert short_list(below, saved=False, terminal=False)[-1] == "... and 2 more"
+    assert (error_list(errored)[-1], error_list(errored, terminal=False)[-1]) == ("... and 2 more (-rE lists them)",
+                                                                                  "... and 2 more")
+
+
 def test_a_gate_on_a_question_type_its_metric_is_never_measured_on_is_refused_at_start():
     """adversarial.section_coverage was accepted, always undecidable, and exited 0 (a tester's CI typo)."""
     from pytest_researchqa.reporting.gates import GateSpecError, parse_gate, parse_regression_gate
