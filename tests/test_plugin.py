@@ -1144,6 +1144,25 @@ def test_a_system_module_that_cannot_be_imported_suggests_the_path(run):
     result.stderr.fnmatch_lines(["*cannot import 'my_rag_pipeline'*PYTHONPATH=. pytest*"])
 
 
+@pytest.mark.parametrize(("target", "said"), [
+    ("one_argument", "system 'shapes:one_argument': 'one_argument' cannot be called as (question, paper): too many "
+                     "positional arguments"),
+    ("ANSWERS", "system 'shapes:ANSWERS': 'ANSWERS' is an int, not a callable"),
+])
+def test_a_system_that_cannot_take_a_question_and_a_paper_is_one_usage_error_before_any_row(run, pytester, target,
+                                                                                            said):
+    """tester64 LOW: each row errored with `wrongsig() takes 1 positional argument but 2 were given`."""
+    pytester.makepyfile(shapes="def one_argument(question):\n    return 'x'\n\nANSWERS = 3\n\n"
+                               "def with_row(question, paper, *, row):\n    return {'answer': 'x', 'citations': []}\n\n"
+                               "def flexible(*args, **kwargs):\n    return {'answer': 'x', 'citations': []}\n")
+    pytester.syspathinsert()
+    result = run(f"--researchqa-system=shapes:{target}", "-k", "edu-lookup")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.stderr.lines[0] == f"ERROR: researchqa: {said}", result.stderr.lines
+    for accepted in ("with_row", "flexible"):  # row= when it takes it; a wrapper's *args, **kwargs takes anything
+        assert run(f"--researchqa-system=shapes:{accepted}", "-k", "edu-lookup").ret == pytest.ExitCode.OK
+
+
 def test_a_model_without_the_llm_extra_is_a_usage_error_naming_it(pytester, monkeypatch):
     import importlib.util
 

@@ -110,6 +110,18 @@ class NamedSystem(Protocol):
     def __call__(self, row: FamilyRow, paper: "Optional[Paper]") -> "Answer": ...
 
 
+class UserSystem(Protocol):
+    """A user's ``module:function`` system (docs/systems.md): called with the question and the paper..."""
+
+    def __call__(self, question: str, paper: "Optional[Paper]") -> Any: ...
+
+
+class UserSystemWithRow(Protocol):
+    """... and with ``row=`` as well when it takes that."""
+
+    def __call__(self, question: str, paper: "Optional[Paper]", *, row: FamilyRow) -> Any: ...
+
+
 # Each declaration field naming a callable, and the Protocol its target is called as (a named system is
 # checked as it is built: systems.named_system).
 CALLED_AS: dict[str, type] = {"loader": RowLoader, "after_answers": AfterAnswers, "before_rows": BeforeRows,
@@ -129,7 +141,8 @@ def call_shape_problem(found: Any, protocol: type, *, may_be_async: bool = False
     its parameters do not take the protocol's arguments. A signature is read as Python shows it to a caller
     (not through a decorator's ``__wrapped__``, which may supply arguments itself); none (a builtin): trusted."""
     if not callable(found):
-        return f"is a {type(found).__name__}, not a callable"
+        kind = type(found).__name__
+        return f"is {'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}, not a callable"
     if not may_be_async and is_async_callable(found):
         return "is async (async def): the plugin calls it and uses what it returns, so it must be a plain def"
     expected = list(inspect.signature(protocol.__call__).parameters.values())[1:]  # after self

@@ -182,10 +182,12 @@ def load_system(spec: str) -> System:
         function = getattr(function, part, None)
         if function is None:
             raise SystemSpecError(f"system {spec!r}: {module_name!r} has no attribute {attribute!r}")
-    if not callable(function):
-        raise SystemSpecError(f"system {spec!r}: {attribute!r} is not callable")
-    from ..families.protocols import is_async_callable
+    from ..families.protocols import UserSystem, UserSystemWithRow, call_shape_problem, is_async_callable
 
+    # Said once before any row, not as each row's TypeError.
+    problem = call_shape_problem(function, UserSystem, may_be_async=True)
+    if problem and call_shape_problem(function, UserSystemWithRow, may_be_async=True) is not None:
+        raise SystemSpecError(f"system {spec!r}: {attribute!r} {problem}")
     return System(spec, _user_adapter(function), is_async=is_async_callable(function))
 
 
