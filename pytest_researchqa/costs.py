@@ -57,9 +57,16 @@ class Spend(NamedTuple):
         return None if self.unpriced_calls else self.usd
 
     def text(self) -> str:
-        """As the progress line says it: "—" when unknown, a floor when calls were cut off."""
-        if self.unpriced_calls or not self.cut_off_calls:
-            return spend_text(self.known_usd)
+        """As the progress line says it: "—" when no call had a price, the priced calls' sum and how many had
+        none when some did (a local model beside a priced judge: what the budget counts), a floor when calls
+        were cut off."""
+        if self.unpriced_calls:
+            if not self.usd:
+                return spend_text(None)
+            return f"{spend_text(self.usd)} + {self.unpriced_calls} call{'' if self.unpriced_calls == 1 else 's'} " \
+                   "without a price"
+        if not self.cut_off_calls:
+            return spend_text(self.usd)
         calls = f"{self.cut_off_calls} call{'' if self.cut_off_calls == 1 else 's'}"
         return f"at least {spend_text(self.usd)} ({calls} cut off on the wire, which the provider may bill)"
 

@@ -405,6 +405,11 @@ class RunHooks:
             from .costs import SpendLedger
 
             spend = spend.plus(SpendLedger(Path(folder)).others())
+        budget = self.config.stash[SETTINGS].max_cost
+        if budget is not None and spend.usd > budget:  # the calls in flight when it was reached finished
+            from .costs import spend_text
+
+            return f"{spend.text()} (above --researchqa-max-cost={spend_text(budget)}: calls already sent finish)"
         return spend.text()
 
     # -- results -------------------------------------------------------------------------
@@ -753,12 +758,13 @@ def _progress_counts(settings: "Settings", is_model: Callable[[Optional[str]], b
 
 
 def _calls_a_local_server(settings: "Settings") -> bool:
-    """Whether a model or judge of the run is served on this machine: its calls have no price, so what the run
-    spends is not known ("—"), from its first progress line on."""
+    """Whether every model and judge of the run is served on this machine: their calls have no price, so what the
+    run spends is not known ("—"), from its first progress line on. (Beside a priced one, the line says the priced
+    calls' sum and how many had no price: Spend.text.)"""
     from .llm_params import is_local
 
-    named = {*settings.models, *settings.judges, *settings.judge_pool, settings.flagged_judge}
-    return any(is_local(settings.model_params.get(name, {})) for name in named if name and name != "auto")
+    named = {*settings.models, *settings.judges, *settings.judge_pool, settings.flagged_judge} - {None, "", "auto"}
+    return bool(named) and all(is_local(settings.model_params.get(name, {})) for name in named if name)
 
 
 def _give_back_the_standard_distribution_finder() -> None:

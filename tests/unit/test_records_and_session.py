@@ -159,7 +159,8 @@ def test_one_call_without_a_price_makes_the_spend_unknown_not_zero_in_every_proc
     SpendLedger(tmp_path, "gw1").record(Spend(0.5, unpriced_calls=2))
     assert SpendLedger(tmp_path).others() == Spend(0.75, 2), "the controller reads every worker's"
     assert SpendLedger(tmp_path, "gw0").others() == Spend(0.5, 2) and SpendLedger(tmp_path, "gw0").total(0.1) == 0.6
-    assert Spend(0.75, 2).text() == "—"
+    assert Spend(0.75, 2).text() == "$0.7500 + 2 calls without a price", "what the budget counts, and what it cannot"
+    assert (Spend(0.0, 2).text(), Spend(0.5, 1).text()) == ("—", "$0.5000 + 1 call without a price")
 
 
 def test_calls_cut_off_on_the_wire_make_the_spend_a_floor(tmp_path):
