@@ -220,3 +220,16 @@ def test_a_dataset_whose_every_row_is_invalid_says_so_and_not_that_no_test_asked
                                 "--researchqa-system=oracle", f"--researchqa-cache-dir={tmp_path}")
     result.stdout.fnmatch_lines(["*invalid row: bad.jsonl, line 1, field *"])
     assert "no collected test asks for an answer" not in result.stdout.str()
+
+
+def test_a_yaml_expected_answer_written_as_a_number_is_its_text(tmp_path):
+    """tester64 LOW: `expected_answer: 412` was refused ('Input should be a valid string'), where a system's 412 is
+    read as its text; true/false stay refused with the YAML hint."""
+    path = tmp_path / "rows.yaml"
+    path.write_text("rows:\n"
+                    "  - {row_id: a, paper_id: p, question_type: lookup, question: 'How many?', expected_answer: 412}\n"
+                    "  - {row_id: b, paper_id: p, question_type: lookup, question: 'What share?', expected_answer: 0.25}\n"
+                    "  - {row_id: c, paper_id: p, question_type: lookup, question: 'Is it?', expected_answer: no}\n")
+    dataset = load_dataset(path)
+    assert [(r.row_id, r.expected_answer) for r in dataset.rows] == [("a", "412"), ("b", "0.25")]
+    assert "YAML read false here" in str(dataset.problems[0])

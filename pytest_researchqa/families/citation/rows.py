@@ -91,6 +91,12 @@ class Row(BaseModel):
         # The original harness writes rows before their domains are backfilled: null.
         return "unknown" if value is None or (isinstance(value, str) and not value.strip()) else value
 
+    @field_validator("expected_answer", mode="before")
+    @classmethod
+    def _a_numeric_answer_is_text(cls, value: object) -> object:
+        # YAML reads `expected_answer: 412` as a number; the answer is its text (as a system's 412 is: docs/systems.md).
+        return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
     @field_validator("row_id", "paper_id", mode="before")
     @classmethod
     def _ids_are_text(cls, value: object) -> object:
