@@ -53,6 +53,20 @@ class RowProblem:
         return f"{self.file}, {self.location}, field {self.field!r}: {self.message}"
 
 
+MORE_FIELDS_NAMED = 4  # other fields' errors a row's problem names after its first
+
+
+def every_field(found: "list[tuple[str, str]]") -> tuple[str, str]:
+    """A row's first bad field and a message naming the others too (up to a few): fixing one and meeting the next
+    on each re-run wastes runs."""
+    (where, message), others = found[0], found[1:]
+    if others:
+        message += "; also " + "; ".join(f"field {name!r}: {said}" for name, said in others[:MORE_FIELDS_NAMED])
+        if len(others) > MORE_FIELDS_NAMED:
+            message += f" (and {len(others) - MORE_FIELDS_NAMED} more)"
+    return where, message
+
+
 @dataclass
 class Dataset(Generic[RowT]):
     """Rows in file order, the rows that failed, and where papers live (any family's rows)."""

@@ -92,6 +92,16 @@ def test_a_bad_row_is_located_by_file_row_and_field_and_the_others_load(tmp_path
     assert message in problem.message
 
 
+def test_a_row_with_several_bad_fields_names_each_of_them_in_its_one_problem(tmp_path):
+    """tester64 LOW: only the first was named ('date'); its blank rubric item showed on the next run."""
+    rows = [BENCHMARK_ROW, {**BENCHMARK_ROW, "id": "q-18", "date": "next spring", "rubric": [{"rubric_item": " "}],
+                            "field": ["Ecology"]}]
+    [problem] = load_queries(write(tmp_path, "valid.json", json.dumps(rows))).problems
+    assert problem.field == "date" and problem.message == (
+        "'next spring' is not a date (YYYY-MM-DD, YYYY-MM or YYYY); also field 'rubric[0].rubric_item': missing or "
+        "blank; field 'field': expected text, found list")
+
+
 def test_unknown_keys_are_named_once_and_duplicate_ids_are_problems(tmp_path):
     rows = [{**BENCHMARK_ROW, "difficulty": 3}, BENCHMARK_ROW]
     with pytest.warns(DatasetWarning, match="difficulty"):

@@ -26,7 +26,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from ...dataset import Dataset, DatasetError, DatasetWarning, RowProblem
+from ...dataset import Dataset, DatasetError, DatasetWarning, RowProblem, every_field
 from ...dataset_files import (
     Unparsable,
     is_json_lines,
@@ -114,14 +114,9 @@ def _from_records(path: Path, records: Iterable[tuple[str, Any]], flat: bool) ->
         try:
             row = Row.model_validate(normalized)
         except ValidationError as error:
-            # Every field's error at once (up to a few): fixing one and meeting the next on each re-run wastes runs.
             fields = [(_field_name(each["loc"], flat), each["msg"] + _yaml_hint(each.get("input"), path))
                       for each in error.errors()]
-            (where, message), others = fields[0], fields[1:]
-            if others:
-                message += "; also " + "; ".join(f"field {field!r}: {msg}" for field, msg in others[:_MORE_ERRORS])
-                if len(others) > _MORE_ERRORS:
-                    message += f" (and {len(others) - _MORE_ERRORS} more)"
+            where, message = every_field(fields)
             problems.append(RowProblem(str(path), location, where, message, str(row_id) if row_id else None))
             continue
         if row.row_id in seen:
@@ -137,9 +132,6 @@ def _from_records(path: Path, records: Iterable[tuple[str, Any]], flat: bool) ->
         listed = ", ".join(f"{key!r} (first at {where})" for key, where in sorted(unknown.items()))
         warnings.warn(DatasetWarning(f"{path}: ignored keys the row schema does not have: {listed}"), stacklevel=2)
     return Dataset(path=path, rows=rows, problems=problems)
-
-
-_MORE_ERRORS = 4  # other fields' errors named after a row's first
 
 
 def _yaml_hint(value: Any, path: Path) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from ...dataset import Dataset, DatasetError, DatasetWarning, RowProblem
+from ...dataset import Dataset, DatasetError, DatasetWarning, RowProblem, every_field
 from .kinds import classify_item
 
 # Keys each shape carries that this family reads nowhere (kept quiet, not warned about).
@@ -139,32 +139,44 @@ def _row(record: Any, unknown: set[str]) -> ResearchRow:
     unknown |= {k for k in record if k not in _ROW_KEYS | _IGNORED}
     unknown |= {f"metadata.{k}" for k in metadata
                 if k not in {"field", "general_domain", "subdomain", "date", "survey_title"} | _IGNORED}
+    found: list[tuple[str, str]] = []  # every bad field, said at once (dataset.every_field)
 
     def read(name: str) -> Optional[str]:
         value = record.get(name, metadata.get(name))
         if value is not None and not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            raise _Bad(name, f"expected text, found {type(value).__name__}")
+            found.append((name, f"expected text, found {type(value).__name__}"))
+            return None
         return _text(value)
 
     raw_id = record.get("id", record.get("task_id", record.get("row_id")))
     if isinstance(raw_id, bool) or _text(raw_id) is None:
-        raise _Bad("id", "missing or blank (an id, task_id or row_id is required)")
+        found.append(("id", "missing or blank (an id, task_id or row_id is required)"))
     query = _text(record.get("query", record.get("question")))
     if query is None:
-        raise _Bad("query", "missing or blank")
+        found.append(("query", "missing or blank"))
     for name in ("date", "date_cutoff"):  # YAML reads an unquoted 2020-10-02 as a date
         if isinstance(record.get(name), datetime.date):
             record = {**record, name: record[name].isoformat()[:10]}
     date = read("date") or read("date_cutoff")
     if date is not None:
-        date = _iso_date(date)
+        try:
+            date = _iso_date(date)
+        except _Bad as bad:
+            found.append((bad.field_name, str(bad)))
     rubric = record.get("rubric") or []
     if not isinstance(rubric, list):
-        raise _Bad("rubric", f"expected a list of items, found {type(rubric).__name__}")
-    items = tuple(_item(n, item, unknown) for n, item in enumerate(rubric))
-    return ResearchRow(row_id=str(_text(raw_id)), query=query, field=read("field"), subdomain=read("subdomain"),
-                       general_domain=read("general_domain"), date=date, rubric=items,
-                       survey_title=read("survey_title"))
+        found.append(("rubric", f"expected a list of items, found {type(rubric).__name__}"))
+        rubric = []
+    items = []
+    for number, item in enumerate(rubric):
+        try:
+            items.append(_item(number, item, unknown))
+        except _Bad as bad:
+            found.append((bad.field_name, str(bad)))
+    described = {name: read(name) for name in ("field", "subdomain", "general_domain", "survey_title")}
+    if found:
+        raise _Bad(*every_field(found))
+    return ResearchRow(row_id=str(_text(raw_id)), query=str(query), date=date, rubric=tuple(items), **described)
 
 
 def _iso_date(text: str) -> str:
