@@ -393,3 +393,24 @@ def test_view_compares_with_the_map_the_run_was_made_with_unless_told_another(py
     capsys.readouterr()
     assert changed_rows(), "bm25 against the baseline's oracle: the rows bm25 answers otherwise changed"
     assert changed_rows("--map", "bm25=bm25") == [], "a map given names the pairing"
+
+
+def test_the_pages_rows_are_in_one_order_whichever_order_the_run_finished_them_in():
+    """tester64 LOW: a live page under -n 2 listed rows in arrival order (changing run to run), a serial one in
+    dataset order, and view of the saved run yet another: now the terminal's listing order (system, then row id
+    in natural order) everywhere."""
+    from pytest_researchqa.families.citation import CITATION
+    from pytest_researchqa.records import RowRecord
+    from pytest_researchqa.reporting.html import page_data
+    from pytest_researchqa.session import ResearchSession
+
+    finished = [RowRecord(row_id=row_id, system=system, paper_id="p", question_type="lookup", outcome="passed",
+                          metrics={"citation_precision": 1.0})
+                for system, row_id in [("oracle", "r10"), ("bm25", "r2"), ("oracle", "r1"), ("bm25", "r10")]]
+    orders = []
+    for records in (finished, list(reversed(finished))):
+        session = ResearchSession(CITATION)
+        for record in records:
+            session.add(record)
+        orders.append([(row["system"], row["row_id"]) for row in page_data(session.outcome(), CITATION, "t")["rows"]])
+    assert orders[0] == orders[1] == [("bm25", "r2"), ("bm25", "r10"), ("oracle", "r1"), ("oracle", "r10")]

@@ -24,6 +24,7 @@ from ..row_view import CitationView, RowDetails, details_of
 from ..text_safety import utf8
 from .compare import Baseline, Comparison, compare, coverage_lines, judged_metrics, verdicts
 from .json_summary import json_safe
+from .summaries import listing_order
 from .terminal import comparison_table, leaderboard_notes, leaderboard_tables
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -152,7 +153,10 @@ def page_data(outcome: "RunOutcome", family: Family, title: str, *, run_name: st
     tables = leaderboard_tables(outcome.records, family, outcome.intervals, outcome.comparison)
     board = own if own is not None else [  # the table and the notes the terminal prints under it
         tables[0], *leaderboard_notes(outcome.records, family, outcome.intervals, outcome.comparison)]
-    rows = [_row(r, key) for key, r in _keyed(list(outcome.records) + list(outcome.invalid_rows)).items()]
+    # One order however the page is made (a live serial run, -n 2's arrival order, view of the saved run): the
+    # terminal's and the Markdown's listing order.
+    listed = sorted([*outcome.records, *outcome.invalid_rows], key=listing_order)
+    rows = [_row(r, key) for key, r in _keyed(listed).items()]
     data: dict[str, Any] = {
         "title": title, "run": run_name or title,  # the run a review mark names (calibrate --run)
         "family": family.name, "verdict": outcome.verdict, "gated": outcome.gated,

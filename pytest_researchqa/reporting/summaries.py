@@ -127,7 +127,7 @@ def spread(values: Iterable[Optional[float]]) -> Optional[float]:
     return max(present) - min(present) if len(present) >= 2 else None
 
 
-def _listing_order(record: RowRecord) -> tuple[str, list[tuple[int, str]], int]:
+def listing_order(record: RowRecord) -> tuple[str, list[tuple[int, str]], int]:
     """By system, then row id in natural order (``r2`` before ``r10``), then repeat."""
     parts = [(int(digits), "") if digits else (0, text)
              for digits, text in re.findall(r"(\d+)|(\D+)", record.row_id or "")]
@@ -138,7 +138,7 @@ def error_list(records: Sequence[RowRecord], limit: int = 10, terminal: bool = T
     """``system · row_id: the error's first line`` for rows in error (invalid dataset rows included), at most
     ``limit`` and a count of the rest, in the same order as :func:`short_list` (``terminal``: the count names
     pytest's option that lists them; a PR comment's reader has no terminal)."""
-    errored = sorted((r for r in records if r.error), key=_listing_order)
+    errored = sorted((r for r in records if r.error), key=listing_order)
     lines = [" · ".join(p for p in (r.system, r.row_id or "?") if p) + f": {r.error.splitlines()[0]}"
              for r in errored[:limit] if r.error]
     if len(errored) > limit:
@@ -151,7 +151,7 @@ def short_list(records: Sequence[RowRecord], limit: int = 10, saved: bool = True
     (``saved``: the run is saved, so the count points at its rows.jsonl; ``terminal``: as in :func:`error_list`)."""
     # Sorted, not in the order rows finished: under xdist that order changes from run to run, and a
     # PR comment must not change when nothing else did.
-    below = sorted((r for r in records if r.outcome in ("below_bar", "failed") and r.diagnosis), key=_listing_order)
+    below = sorted((r for r in records if r.outcome in ("below_bar", "failed") and r.diagnosis), key=listing_order)
     lines = [f"{r.system} · {r.row_id}: {(r.diagnosis or '').splitlines()[0]}" for r in below[:limit]]
     if len(below) > limit:
         where = [*(["every diagnosis is in the saved run's rows.jsonl"] if saved else []),
