@@ -681,6 +681,10 @@ def test_a_one_system_run_says_why_it_has_no_battles_and_no_elo(run):
     assert (board["Elo"], board["battles"]) == ("—", "0")
     result.stdout.fnmatch_lines(["no pairwise battles: only one system (rubric-oracle) has judged answers; battles "
                                  "and Elo need two systems or more"])
+    # tester64 LOW: without a judge it read "no answer of rubric-oracle has a coverage verdict", not why.
+    unjudged = run("--researchqa-family=rubric")
+    unjudged.stdout.fnmatch_lines(["no pairwise battles: no judge given (--researchqa-judge=MODEL), and battles need "
+                                   "two systems or more (only rubric-oracle answered)"])
 
 
 def test_a_run_whose_every_coverage_verdict_failed_says_why_it_has_no_battles(run):

@@ -211,18 +211,19 @@ def run_tournament(records: Sequence[RowRecord], services: Any, settings: Any,
 
     by_row = contenders(records)
     systems = sorted({s for answers in by_row.values() for s in answers})
+    answered = sorted({r.system for r in records if r.system})
+    if answered and not settings.judges:  # the first reason, and the second when there is one
+        alone = f", and battles need two systems or more (only {answered[0]} answered)" if len(answered) == 1 else ""
+        return {"note": f"no pairwise battles: no judge given (--researchqa-judge=MODEL){alone}"}
     if len(systems) == 1:  # the board's Elo "—" and battles 0 say why (tester41 T10)
         return {"note": f"no pairwise battles: only one system ({systems[0]}) has judged answers; battles and "
                         "Elo need two systems or more"}
     if not systems:
-        answered = sorted({r.system for r in records if r.system})
         if not answered:
             return {}
         # Said, not left out: every answer lacks a coverage verdict (its judges failed, or it had no rubric).
         return {"note": f"no pairwise battles: no answer of {', '.join(answered)} has a coverage verdict on every "
                         "rubric item (rows whose judges failed or that were not graded are not rated)"}
-    if not settings.judges:
-        return {"note": "no pairwise battles: no judge given (--researchqa-judge=MODEL)"}
     rules = Rules.of(settings)
     planned = paper_schedule(by_row) if rules.by_domain else schedule(by_row, settings.battles)
     if not planned:
