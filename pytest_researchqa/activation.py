@@ -118,6 +118,7 @@ def check_settings(config: pytest.Config, settings: "Settings") -> None:
         raise pytest.UsageError(f"{setting_name(config, 'researchqa_papers')}: {settings.papers} is not a folder")
     prompt_notes = _judge_prompt_notes(config, settings) if settings.judge_prompts is not None else []
     family = settings.benchmark_family
+    _gates_a_judge_decides(config, settings)
     if settings.audit and not family.uses_papers and not family.audits:
         raise pytest.UsageError(f"--researchqa-audit: the {family.name} family's rows have no papers to check "
                                 "and its test does not describe rows without an answer (Family.audits); run it "
@@ -143,6 +144,25 @@ def check_settings(config: pytest.Config, settings: "Settings") -> None:
         from .reporting.plots import require_matplotlib
 
         require_matplotlib()
+
+
+def _gates_a_judge_decides(config: pytest.Config, settings: "Settings") -> None:
+    """A gate on a metric only judges measure (the rubric family's coverage) in a run without a judge could never
+    decide: a usage error. Checked for a run that uses the plugin (ini gates with the judge given on the command
+    line in CI leave a plain ``pytest`` of the project's own tests alone)."""
+    from .settings import setting_name
+
+    if settings.judges:
+        return
+    family = settings.benchmark_family
+    for dest, checked in (("researchqa_fail_under", settings.gates),
+                          ("researchqa_fail_on_regression", settings.regressions)):
+        for gate in checked:
+            spec = family.metric(gate.metric)
+            if spec is not None and spec.needs_judge:
+                raise pytest.UsageError(
+                    f"{setting_name(config, dest)} {gate.metric}: measured by the run's judges, and the run has "
+                    "none: such a gate could never decide (add --researchqa-judge=MODEL)")
 
 
 def _judge_prompt_notes(config: pytest.Config, settings: "Settings") -> list[str]:

@@ -156,14 +156,6 @@ def read_settings(config: pytest.Config) -> Settings:
                                 for text in resolved["researchqa_fail_on_regression"])
         except GateSpecError as error:
             raise pytest.UsageError(f"{setting_name(config, 'researchqa_fail_on_regression')} {error}") from None
-    if not judges and declaration is not None:
-        for dest, checked in (("researchqa_fail_under", gates), ("researchqa_fail_on_regression", regressions)):
-            for gate in checked:
-                spec = declaration.metric(gate.metric)
-                if spec is not None and spec.needs_judge:
-                    raise pytest.UsageError(
-                        f"{setting_name(config, dest)} {gate.metric}: measured by the run's judges, and the run has "
-                        "none: such a gate could never decide (add --researchqa-judge=MODEL)")
     if len(resolved["researchqa_save"]) > MAX_SAVE_NAME:
         # It names a folder: file systems refuse names of more than 255 bytes.
         raise pytest.UsageError(f"{setting_name(config, 'researchqa_save')}: {len(resolved['researchqa_save'])} "

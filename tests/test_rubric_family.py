@@ -361,6 +361,19 @@ def test_bad_rubric_options_are_usage_errors_naming_the_option(run, option, mess
     result.stderr.fnmatch_lines([f"*{message}*"])
 
 
+def test_an_ini_gate_on_coverage_leaves_a_plain_pytest_alone_and_stops_a_run_without_a_judge(run, pytester):
+    """tester65 HIGH: ini gates with the judge given on CI's command line made every plain `pytest` a usage error."""
+    pytester.makeini("[pytest]\nresearchqa_family = rubric\nresearchqa_fail_under = coverage=0.6\n")
+    pytester.makepyfile(test_own="def test_one():\n    assert True\n")
+    plain = pytester.runpytest("-p", "no:cacheprovider", "test_own.py")  # no researchqa option at all
+    assert plain.ret == pytest.ExitCode.OK, plain.stderr.str()
+    plain.assert_outcomes(passed=1)
+    unjudged = run("--researchqa-run")
+    assert unjudged.ret == pytest.ExitCode.USAGE_ERROR
+    unjudged.stderr.fnmatch_lines(["*researchqa_fail_under in *.ini coverage: measured by the run's judges, and "
+                                   "the run has none*"])
+
+
 def test_the_audit_describes_the_rows_without_answering(run, server):
     result = run("--researchqa-family=rubric", "--researchqa-audit")
     result.stdout.fnmatch_lines(["*researchqa dataset audit*", "12 row(s) loaded; no system ran",
