@@ -169,7 +169,23 @@ def _session(saved: SavedRun, family: "Optional[Family]" = None, **options: Any)
     return session
 
 
-def _replayed(saved: SavedRun, runs_dir: Path) -> "ResearchSession":
+def _for_text(spec: str, runs_dir: Path) -> SavedRun:
+    """A saved run for ``show`` and ``compare``: its rows' details (most of their bytes) read only when the run's
+    family's own board reads them."""
+    from .runs import read_manifest, reads_details
+
+    folder = resolve_run(spec, runs_dir)
+    return load_run(folder, details=reads_details(read_manifest(folder)))
+
+
+def _has_details(saved: SavedRun) -> bool:
+    """Whether ``_for_text`` read the run's details (so its baseline's are read too)."""
+    from .runs import reads_details
+
+    return reads_details(saved.manifest)
+
+
+def _replayed(saved: SavedRun, runs_dir: Path, *, details: bool = True) -> "ResearchSession":
     """A saved run as its own run decided it: the verdict and checks from its summary.json, and
     its baseline (when still saved) for the changes against it. Without a summary (an older or an
     unfinished run) the records alone decide, as a run without gates."""
@@ -189,7 +205,7 @@ def _replayed(saved: SavedRun, runs_dir: Path) -> "ResearchSession":
         compared_with = summary.get("compared_with")
         if isinstance(compared_with, str) and compared_with != saved.name:
             try:
-                options["baseline"] = load_baseline(compared_with, runs_dir)
+                options["baseline"] = load_baseline(compared_with, runs_dir, details=details)
             except (RunNotFound, ValueError, OSError):
                 pass  # the baseline is gone: the verdict stands, the changes cannot be shown
             mapping = saved.manifest.get("compare_map")
@@ -257,7 +273,7 @@ def _print(session: "ResearchSession", title: str, *, markdown: bool) -> None:
 
 
 def _show(spec: str, runs_dir: Path, *, markdown: bool, as_json: bool = False) -> int:
-    saved = load_run(resolve_run(spec, runs_dir))
+    saved = _for_text(spec, runs_dir)
     if as_json:
         import json
 
@@ -268,11 +284,11 @@ def _show(spec: str, runs_dir: Path, *, markdown: bool, as_json: bool = False) -
         if kept.is_file():
             data = json.loads(kept.read_text(encoding="utf-8"))
         else:
-            session = _replayed(saved, runs_dir)
+            session = _replayed(saved, runs_dir, details=bool(saved.records) and _has_details(saved))
             data = summary(session.outcome(), session.family, saved.manifest)
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return 0
-    session = _replayed(saved, runs_dir)
+    session = _replayed(saved, runs_dir, details=_has_details(saved))
     count = len(saved.records)
     _print(session, f"researchqa run {saved.name} ({count} row{'' if count == 1 else 's'})", markdown=markdown)
     return 0
@@ -409,8 +425,8 @@ def _compare(baseline_spec: str, spec: str, runs_dir: Path, *, mapping: Sequence
     from .reporting.compare import parse_mapping
     from .reporting.gates import parse_regression_gate
 
-    saved = load_run(resolve_run(spec, runs_dir))
-    baseline = load_baseline(baseline_spec, runs_dir)
+    saved = _for_text(spec, runs_dir)
+    baseline = load_baseline(baseline_spec, runs_dir, details=_has_details(saved))
     if baseline.name == saved.name:
         raise ValueError(f"{saved.name} would be compared with itself: name two different runs")
     family = _family(saved)

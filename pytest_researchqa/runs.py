@@ -345,12 +345,15 @@ def resolve_run(spec: str, runs_dir: Path) -> Path:
     return matches[-1]
 
 
-def load_run(folder: Path) -> SavedRun:
+def load_run(folder: Path, *, details: bool = True) -> SavedRun:
     """A saved run; a run cut short (no rows.jsonl yet) is read from its partial file.
 
     Read line by line; a line that is not a row record, and a manifest that is not a JSON
     object, are a ValueError naming the file and line (the commands exit 2, a baseline is a
-    usage error before any row runs)."""
+    usage error before any row runs). ``details``: False leaves each row's ``details`` (its citations' views,
+    most of a saved row's bytes) unread, for what shows no row (``show``, ``compare`` of a family whose board
+    reads none: :func:`reads_details`)."""
+    manifest = read_manifest(folder)
     rows_file = folder / ROWS_FILE if (folder / ROWS_FILE).is_file() else folder / PARTIAL_FILE
     records = []
     with open(rows_file, encoding="utf-8", errors="strict") as stream:
@@ -359,29 +362,53 @@ def load_run(folder: Path) -> SavedRun:
                 if not line.strip():
                     continue
                 try:
-                    records.append(RowRecord.from_plain(json.loads(line)))
+                    plain = json.loads(line)
+                    if not details and isinstance(plain, dict):
+                        plain.pop("details", None)
+                    records.append(RowRecord.from_plain(plain))
                 except RecordVersionError as error:
                     raise ValueError(f"{rows_file}, line {number}: {error}") from None
                 except (ValueError, TypeError, RecursionError) as error:
                     raise ValueError(f"{rows_file}, line {number}: not a row record ({_short(error)})") from None
         except UnicodeDecodeError as error:
             raise ValueError(f"{rows_file}: not UTF-8 text ({error.reason})") from None
+    return SavedRun(folder, manifest, tuple(records))
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """A saved run's manifest ({} when it has none); a ValueError naming the file when it is not one this version
+    reads."""
     manifest_file = folder / MANIFEST_FILE
-    manifest: Any = {}
+    manifest: dict[str, Any] = {}
     if manifest_file.is_file():
         try:
-            manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+            read = json.loads(manifest_file.read_text(encoding="utf-8"))
         except (ValueError, RecursionError) as error:
             raise ValueError(f"{manifest_file}: not JSON ({_short(error)})") from None
-        if not isinstance(manifest, dict):
-            raise ValueError(f"{manifest_file}: a manifest is a JSON object, not {type(manifest).__name__}")
+        if not isinstance(read, dict):
+            raise ValueError(f"{manifest_file}: a manifest is a JSON object, not {type(read).__name__}")
+        manifest = read
         version = manifest.get("version", MANIFEST_VERSION)  # every manifest so far reads as version 1
         if not isinstance(version, int) or isinstance(version, bool) or version < 1:
             raise ValueError(f"{manifest_file}: manifest version {version!r} is not a whole number from 1 up")
         if version > MANIFEST_VERSION:
             raise ValueError(f"{manifest_file}: manifest version {version} is newer than this pytest-researchqa "
                              f"reads (up to {MANIFEST_VERSION}): upgrade pytest-researchqa to read it")
-    return SavedRun(folder, manifest, tuple(records))
+    return manifest
+
+
+def reads_details(manifest: dict[str, Any]) -> bool:
+    """Whether the terminal and Markdown of a saved run read its rows' ``details``: when its family has a board
+    or an end-of-run step of its own (the rubric family's read the answers' items); a family not installed here
+    keeps them all."""
+    from .families import get_family
+    from .families.registry import family_plugins
+
+    try:
+        family = get_family(str(manifest.get("family") or "citation"), family_plugins())
+    except Exception:  # noqa: BLE001 -- any family that cannot be loaded here: read everything
+        return True
+    return bool(family.renderer or family.after_answers)
 
 
 def _short(error: BaseException) -> str:
@@ -389,11 +416,11 @@ def _short(error: BaseException) -> str:
     return text if len(text) <= 200 else text[:200] + "…"
 
 
-def load_baseline(spec: str, runs_dir: Path) -> "Baseline":
+def load_baseline(spec: str, runs_dir: Path, *, details: bool = True) -> "Baseline":
     """The saved run ``--researchqa-compare`` names, ready to compare (RunNotFound, ValueError)."""
     from .reporting.compare import Baseline
 
-    saved = load_run(resolve_run(spec, runs_dir))
+    saved = load_run(resolve_run(spec, runs_dir), details=details)
     if not saved.records:
         raise ValueError(f"the saved run {saved.folder} has no rows to compare with")
     dataset = saved.manifest.get("dataset") or {}

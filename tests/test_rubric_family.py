@@ -189,6 +189,7 @@ def test_two_models_get_coverage_elo_a_win_matrix_and_the_kind_table_and_a_rerun
     assert main(["show"]) == 0  # in pytester's folder
     shown = capsys.readouterr().out
     assert "| openai/good " in shown and "row beats column" in shown, "a saved run shows its battles and Elo"
+    assert "rubric items not completely covered" in shown, "the family's board reads the rows' details: kept"
     assert main(["show", "--json"]) == 0  # a dashboard reads the family's headline result too (tester37 F3)
     results = json.loads(capsys.readouterr().out)["family_results"]
     assert results["battles"] == SAMPLE_ROWS and results["rules"]["protocol"] == "project"
