@@ -721,8 +721,7 @@ def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:
     the judge calls."""
     from .papers import PaperUnavailable
 
-    premise = state.services.premise_judge()  # it judges only answers to false-premise questions (its subject)
-    panels: "dict[str, list[ModelJudge]]" = {}  # a model system's judges, built once for these rows
+    started: list[tuple[Any, Any, Any, dict[str, int], str, bool]] = []  # system, row, paper, repeat, name, to come
     for item in items:
         case = case_of(item)
         if case is None or case.kind != "row" or not state.services.pipelined(case.system):
@@ -735,15 +734,23 @@ def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:
             continue  # the row's own setup reports it
         system: Any = state.services.system(case.system)
         repeat = {"repeat": case.repeat} if case.repeat else {}  # only model systems are repeated
-        system.prefetch(row, paper, **repeat)
-        if state.settings.judges or premise is not None:
-            # Judge each answer the moment it arrives; the row's test then finds the verdict in flight.
-            if case.system not in panels:
-                panels[case.system] = [*(state.services.judges_for(case.system) if state.settings.judges else []),
-                                       *([premise] if premise is not None else [])]
-            panel = panels[case.system]
-            system.when_answered(row, paper, lambda answer, row=row, panel=panel: [
-                judge.prefetch(*subject) for judge in panel if (subject := judge.subject(row, answer))], **repeat)
+        started.append((system, row, paper, repeat, case.system, system.prefetch(row, paper, **repeat)))
+    premise = state.services.premise_judge()  # it judges only answers to false-premise questions (its subject)
+    if not (state.settings.judges or premise is not None):
+        return
+    panels: "dict[str, list[ModelJudge]]" = {}  # a model system's judges, built once for these rows
+    for name in dict.fromkeys(name for *_, name, _ in started):
+        panels[name] = [*(state.services.judges_for(name) if state.settings.judges else []),
+                        *([premise] if premise is not None else [])]
+    # A fresh answer's verdicts are asked on the event loop's thread as it arrives: its judges are made ready here,
+    # once every call is in flight (litellm imported, a local server's window asked: seconds), never there.
+    for name in dict.fromkeys(name for *_, name, to_come in started if to_come):
+        for judge in panels[name]:
+            judge.ready()
+    for system, row, paper, repeat, name, _ in started:
+        # Judge each answer the moment it arrives; the row's test then finds the verdict in flight.
+        system.when_answered(row, paper, lambda answer, row=row, panel=panels[name]: [
+            judge.prefetch(*subject) for judge in panel if (subject := judge.subject(row, answer))], **repeat)
 
 
 def _progress_counts(settings: "Settings", is_model: Callable[[Optional[str]], bool],

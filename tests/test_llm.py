@@ -264,6 +264,26 @@ def test_a_local_server_gets_one_call_at_a_time_and_queue_time_is_shown_apart(py
         assert slow.max_in_flight == 3, "a concurrency the user gave wins over the profile's default"
 
 
+@pytest.mark.slow
+def test_a_local_judges_window_is_asked_with_every_answer_call_in_flight_never_on_the_event_loop(pytester, tmp_path):
+    """tester65 MED: readied as the first answer arrived, on the event loop's thread, a local judge's question to
+    its server for the context window (up to 5 s from a server that drips its reply) held every answer call in
+    flight: the model's latency read 0.89 s instead of 0.33."""
+    with ScriptedLLM(latency_s=0.3) as models, ScriptedLLM() as judges:
+        judges.drip_gets = True
+        result = pytester.runpytest(
+            "-p", "no:cacheprovider", f"--researchqa-cache-dir={tmp_path}", "-k", "edu", "--researchqa-concurrency=4",
+            "--researchqa-model=openai/good", f"--researchqa-model-param=openai/good:api_base={models.url}",
+            "--researchqa-model-param=openai/good:profile=remote", "--researchqa-model-param=openai/good:api_key=t",
+            "--researchqa-judge=openai/judge-good", f"--researchqa-model-param=openai/judge-good:api_base={judges.url}")
+        received = sorted(request["_received"] for request in models.requests)
+        asked_window = list(judges.gets)
+    assert result.ret == pytest.ExitCode.OK and len(received) == 9, result.stdout.str()[-2000:]
+    assert asked_window, "the local judge's server was asked its window"
+    # Nine answers, four at a time, 0.3 s each: about a second; waiting on the probe, five and more.
+    assert received[-1] - received[0] < 3.0, received
+
+
 def test_a_local_server_never_receives_the_provider_key_from_the_environment(server, tmp_path, sample, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-real-provider-key-0123456789")
     row, paper = first_row(sample)

@@ -324,17 +324,19 @@ class ModelSystem(ModelCaller, Generic[RowT]):
         key = self.key(row, paper)
         return key if repeat == 0 else cache_key(answer=key, repeat=repeat)
 
-    def prefetch(self, row: RowT, paper: "Optional[Paper]", repeat: int = 0) -> None:
-        """Start this row's call now (unless answered already); the test will wait for it."""
+    def prefetch(self, row: RowT, paper: "Optional[Paper]", repeat: int = 0) -> bool:
+        """Start this row's call now (unless answered already); the test will wait for it. True when the answer is
+        to come (a call in flight), False when it is on disk."""
         key = self.repeat_key(row, paper, repeat)
         with self._lock:
             if key in self._pending:
-                return
+                return True
             if not self.refresh and self.cache.get(key) is not None:
                 self._found(key)
-                return
+                return False
             submitted = time.perf_counter()  # queue time (slots, pacing, another run's call) counts from here
             self._in_flight(key, lambda: self._call(row, paper, key, submitted))
+            return True
 
     def when_answered(self, row: RowT, paper: "Optional[Paper]", callback: Callable[[Answer], None],
                       repeat: int = 0) -> None:

@@ -59,14 +59,16 @@ class System:
     def pipelined(self) -> bool:
         return self.runner is not None
 
-    def prefetch(self, row: "FamilyRow", paper: "Optional[Paper]") -> None:
-        """Start this row's call now on the shared loop; the row's test will wait for it."""
+    def prefetch(self, row: "FamilyRow", paper: "Optional[Paper]") -> bool:
+        """Start this row's call now on the shared loop; the row's test will wait for it. True when the answer is
+        to come (always, for a system that is pipelined)."""
         if self.runner is None:
-            return
+            return False
         key = _call_key(row, paper)
         with self._lock:
             if key not in self._pending:
                 self._pending[key] = self._submit(row, paper)
+        return True
 
     def when_answered(self, row: "FamilyRow", paper: "Optional[Paper]", callback: Callable[[Answer], Any]) -> None:
         """Call ``callback(answer)`` as soon as this row's prefetched answer arrives (its judges start then, as
