@@ -13,8 +13,9 @@ calibrated; rows generated.
                                                             benchmark rows from your own papers, every
                                                             expected passage verified verbatim
 
-compare takes --map NEW=OLD, --fail-on-regression METRIC[:MIN_EFFECT] (exit 1 when one fails)
-and --markdown, like the pytest options of the same names; view --compare takes --map too.
+compare takes --map NEW=OLD, --fail-on-regression METRIC[:MIN_EFFECT] (exit 1 when one fails),
+--undecidable warn|fail and --markdown, like the pytest options of the same names; view --compare takes --map
+too. Without --map, a run against its own baseline is paired as the run paired it (--researchqa-compare-map).
 
 RUN is a run folder, a folder name, its name suffix (``--researchqa-save=NAME``) or ``last``.
 """
@@ -72,6 +73,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                          help="compare RUN's system NEW with BASELINE's system OLD (repeatable)")
     compare.add_argument("--fail-on-regression", action="append", default=[], metavar="METRIC[:MIN_EFFECT]",
                          help="exit 1 when METRIC dropped significantly (repeatable)")
+    compare.add_argument("--undecidable", choices=("warn", "fail"), default="warn",
+                         help="a gate the data cannot decide: shown (warn, exit 0) or failing (exit 1), as "
+                              "--researchqa-undecidable")
     compare.add_argument("--markdown", action="store_true", help="as GitHub-flavoured Markdown")
     view = commands.add_parser("view", help="write a saved run as one self-contained HTML report",
                                parents=[with_runs])
@@ -105,6 +109,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                          mapping=args.map)
         if args.command == "compare":
             return _compare(args.baseline, args.run, args.runs, mapping=args.map, regressions=args.fail_on_regression,
+                            undecidable_fails=args.undecidable == "fail",
                             markdown=args.markdown)
         return _show(args.run, args.runs, markdown=args.markdown, as_json=args.json)
     except (RunNotFound, ValueError) as error:  # LabelError is a ValueError: it names file, line, field
@@ -178,6 +183,23 @@ def _for_text(spec: str, runs_dir: Path) -> SavedRun:
     return load_run(folder, details=reads_details(read_manifest(folder)))
 
 
+def _pairing_with_own_baseline(saved: SavedRun, baseline: str) -> dict[str, str]:
+    """The run's --researchqa-compare-map when ``baseline`` is the run it was compared with (its summary.json
+    names it); else none: another run is paired by system name."""
+    import json
+
+    from .runs import SUMMARY_FILE
+
+    try:
+        compared_with = json.loads((saved.folder / SUMMARY_FILE).read_text(encoding="utf-8")).get("compared_with")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    made_with = saved.manifest.get("compare_map")
+    if compared_with != baseline or not isinstance(made_with, dict):
+        return {}
+    return {str(new): str(old) for new, old in made_with.items()}
+
+
 def _has_details(saved: SavedRun) -> bool:
     """Whether ``_for_text`` read the run's details (so its baseline's are read too)."""
     from .runs import reads_details
@@ -208,9 +230,7 @@ def _replayed(saved: SavedRun, runs_dir: Path, *, details: bool = True) -> "Rese
                 options["baseline"] = load_baseline(compared_with, runs_dir, details=details)
             except (RunNotFound, ValueError, OSError):
                 pass  # the baseline is gone: the verdict stands, the changes cannot be shown
-            mapping = saved.manifest.get("compare_map")
-            if isinstance(mapping, dict):
-                options["compare_map"] = {str(k): str(v) for k, v in mapping.items()}
+            options["compare_map"] = _pairing_with_own_baseline(saved, compared_with)
     dataset = saved.manifest.get("dataset")
     if isinstance(dataset, dict) and isinstance(dataset.get("sha256"), str):
         options["dataset_sha"] = dataset["sha256"]
@@ -328,13 +348,11 @@ def _view(spec: str, runs_dir: Path, *, compare: Optional[str], output: Optional
     saved = load_run(resolve_run(spec, runs_dir))
     session = _replayed(saved, runs_dir)
     other = None
+    pairing = parse_mapping(mapping)
     if compare is not None:
         baseline = load_run(resolve_run(compare, runs_dir))
         other = (baseline.name, baseline.records)
-    pairing = parse_mapping(mapping)
-    made_with = saved.manifest.get("compare_map")
-    if not mapping and isinstance(made_with, dict):  # the map the run was compared with, unless --map says otherwise
-        pairing = {str(new): str(old) for new, old in made_with.items()}
+        pairing = pairing or _pairing_with_own_baseline(saved, baseline.name)
     target = output or saved.folder / "report.html"
     write_html(target, render(session.outcome(), session.family, f"researchqa {saved.name}", run_name=saved.name,
                               other=other, compare_map=pairing))
@@ -421,6 +439,7 @@ def _generate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 def _compare(baseline_spec: str, spec: str, runs_dir: Path, *, mapping: Sequence[str], regressions: Sequence[str],
+             undecidable_fails: bool = False,
              markdown: bool) -> int:
     from .reporting.compare import parse_mapping
     from .reporting.gates import parse_regression_gate
@@ -435,7 +454,9 @@ def _compare(baseline_spec: str, spec: str, runs_dir: Path, *, mapping: Sequence
                          f"{family.name} family: their rows cannot be paired")
     gates = [parse_regression_gate(text, family) for text in regressions]
     dataset = saved.manifest.get("dataset") or {}
-    session = _session(saved, family, regressions=gates, baseline=baseline, compare_map=parse_mapping(mapping),
+    pairing = parse_mapping(mapping) or _pairing_with_own_baseline(saved, baseline.name)
+    session = _session(saved, family, regressions=gates, baseline=baseline, compare_map=pairing,
+                       undecidable_fails=undecidable_fails,
                        dataset_sha=dataset.get("sha256") if isinstance(dataset, dict) else None,
                        judging=judging_of(saved.manifest), selection=_saved_selection(saved.manifest.get("selection")))
     _print(session, f"researchqa run {saved.name} against {baseline.name}", markdown=markdown)

@@ -384,15 +384,25 @@ def test_view_compares_with_the_map_the_run_was_made_with_unless_told_another(py
                        "--researchqa-compare-map=bm25=oracle")
     runs = str(pytester.path / ".researchqa" / "runs")
 
-    def changed_rows(*extra: str) -> list:
+    pytester.runpytest(*common, "--researchqa-system=oracle", "--researchqa-save=other")
+
+    def changed_rows(*extra: str, against: str = "before") -> list:
         page = tmp_path / "v.html"
-        assert main(["--runs", runs, "view", "after", "--compare", "before", "-o", str(page), *extra]) == 0
+        assert main(["--runs", runs, "view", "after", "--compare", against, "-o", str(page), *extra]) == 0
         packed = re.search(r'id="researchqa-data"[^>]*>([^<]+)<', page.read_text()).group(1)
         return json.loads(gzip.decompress(base64.b64decode(packed)))["compare"]["changed"]
 
     capsys.readouterr()
     assert changed_rows(), "bm25 against the baseline's oracle: the rows bm25 answers otherwise changed"
     assert changed_rows("--map", "bm25=bm25") == [], "a map given names the pairing"
+    # tester65 MED: the run's map is its baseline's pairing; another run is paired by name (as compare does).
+    assert changed_rows(against="other") == [], "no system of the run is in 'other' by name"
+    # compare pairs as view does (tester65 LOW: it said the baseline has no system 'bm25').
+    capsys.readouterr()
+    assert main(["--runs", runs, "compare", "before", "after"]) == 0
+    assert "bm25 (as oracle): 27 row(s) paired" in capsys.readouterr().out
+    assert main(["--runs", runs, "compare", "other", "after"]) == 0
+    assert re.search(r"the baseline \S+-other has no system 'bm25'", capsys.readouterr().out)
 
 
 def test_the_pages_rows_are_in_one_order_whichever_order_the_run_finished_them_in():

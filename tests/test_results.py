@@ -623,3 +623,18 @@ def test_show_and_compare_read_no_rows_details_the_citation_familys_text_never_s
     assert main(["--runs", str(runs), "compare", "base", "pr"]) == 0 and main(["--runs", str(runs), "show", "pr"]) == 0
     printed = capsys.readouterr().out
     assert "| oracle " in printed and "base" in printed, printed
+
+
+def test_compare_fails_on_a_gate_it_cannot_decide_when_told_to_as_a_live_run_does(pytester, tmp_path, capsys):
+    """tester65 LOW: compare printed '--researchqa-undecidable=fail to fail on them', an option it lacked."""
+    from pytest_researchqa.__main__ import main
+
+    common = ("-p", "no:cacheprovider", f"--researchqa-cache-dir={tmp_path / 'cache'}", "--researchqa-system=oracle")
+    pytester.runpytest(*common, "-k", "lookup", "--researchqa-save=base")
+    pytester.runpytest(*common, "-k", "comprehension", "--researchqa-save=pr")  # no row in both: undecidable
+    runs = str(pytester.path / ".researchqa" / "runs")
+    gate = ["--runs", runs, "compare", "base", "pr", "--fail-on-regression", "citation_precision"]
+    capsys.readouterr()
+    assert main(gate) == 0
+    assert "(--researchqa-undecidable=fail, or compare's --undecidable fail, to fail on them)" in capsys.readouterr().out
+    assert main([*gate, "--undecidable", "fail"]) == 1

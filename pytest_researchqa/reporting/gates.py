@@ -165,6 +165,7 @@ class RegressionGate:
     min_effect: float = 0.0
     question_type: Optional[str] = None
     higher_is_better: bool = True
+    effect_given: bool = False  # MIN_EFFECT named (`:0` too): the small-data rule then uses it, not its default
 
     @property
     def label(self) -> str:
@@ -185,7 +186,7 @@ def parse_regression_gate(text: str, family: Family) -> RegressionGate:
             raise GateSpecError(f"{text!r}: MIN_EFFECT {effect!r} is not a number") from None
         if not 0 <= min_effect <= spec.high - spec.low:
             raise GateSpecError(f"{text!r}: MIN_EFFECT for {metric} is between 0 and {spec.high - spec.low:g}")
-    return RegressionGate(metric, min_effect, question_type, spec.higher_is_better)
+    return RegressionGate(metric, min_effect, question_type, spec.higher_is_better, effect_given=bool(colon))
 
 
 @dataclass(frozen=True)
@@ -220,7 +221,7 @@ class RegressionResult:
 
     @property
     def small_data_effect(self) -> float:
-        return self.gate.min_effect or SMALL_DATA_MIN_EFFECT
+        return self.gate.min_effect if self.gate.effect_given else SMALL_DATA_MIN_EFFECT
 
     @property
     def state(self) -> GateState:

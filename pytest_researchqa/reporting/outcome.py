@@ -186,7 +186,7 @@ class RunOutcome:
             return f"gates FAILED: {failed} of {len(checks)} check(s) failed"
         if self.verdict == "undecidable":
             return (f"gates UNDECIDED: {undecided} of {len(checks)} check(s) could not decide "
-                    "(--researchqa-undecidable=fail to fail on them)")
+                    "(--researchqa-undecidable=fail, or compare's --undecidable fail, to fail on them)")
         return f"gates passed: {len(checks)} of {len(checks)} check(s) held"
 
     @property

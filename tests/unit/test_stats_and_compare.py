@@ -497,6 +497,10 @@ def test_a_large_drop_the_test_cannot_call_significant_is_undecidable_never_pass
     assert result.state == "undecidable" and not result.passed
     assert "UNDECIDABLE" in result.describe() and "p(worse) 0.188" in result.describe()
     assert "a drop larger than the minimum effect 0.05 that 5 changed papers cannot tell from noise" in result.describe()
+    # An explicit :0 is the user's: any drop the test cannot tell from noise is undecidable, said as 0 (tester65 LOW).
+    [strict] = evaluate_regressions([parse_regression_gate("citation_precision:0", CITATION)],
+                                    compare(new, baseline, CITATION))
+    assert strict.state == "undecidable" and "larger than the minimum effect 0 that" in strict.describe()
     # The gate's own minimum effect is the tolerance: a drop within it passes, as before.
     [tolerant] = evaluate_regressions([parse_regression_gate("citation_precision:0.7", CITATION)],
                                       compare(new, baseline, CITATION))
