@@ -37,6 +37,7 @@ class PlannedCalls:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     priced: bool = True  # False for a local server: its calls have no price
+    no_provider: bool = False  # litellm cannot tell which provider serves it (costs.provider_unknown)
 
     @property
     def cost(self) -> Optional[float]:
@@ -72,8 +73,9 @@ def plan_calls(state: "RunState", cases: Iterable["Case"]) -> list[PlannedCalls]
             cached = system.cached_answer(row, paper, case.repeat) if hasattr(system, "cached_answer") else None
             planned = (system.planned_call(row, paper, case.repeat)
                        if cached is None and hasattr(system, "planned_call") else None)
-            answer = plans.setdefault((case.system, "answer"),
-                                      PlannedCalls(case.system, "answer", priced=not system.spec.local))
+            answer = plans.get((case.system, "answer")) or plans.setdefault((case.system, "answer"), PlannedCalls(
+                case.system, "answer", priced=not system.spec.local,
+                no_provider=provider_unknown(system.spec.name, system.spec.params)))
             if planned is None:
                 answer.cached += 1
                 answer_tokens = len(cached.text) // 4 + 1 if cached is not None else answer_tokens
@@ -95,8 +97,9 @@ def plan_calls(state: "RunState", cases: Iterable["Case"]) -> list[PlannedCalls]
             calls = _verdicts_to_ask(judge, row, cached, verdicts_of, asked)
             if not calls:
                 continue
-            verdicts = plans.setdefault((judge.name, "judge"),
-                                        PlannedCalls(judge.spec.name, "judge", priced=not judge.spec.local))
+            verdicts = plans.get((judge.name, "judge")) or plans.setdefault((judge.name, "judge"), PlannedCalls(
+                judge.spec.name, "judge", priced=not judge.spec.local,
+                no_provider=provider_unknown(judge.spec.name, judge.spec.params)))
             verdicts.fresh += calls
             verdicts.prompt_tokens += calls * (JUDGE_PROMPT_OVERHEAD_TOKENS + judged_chars // 4 + answer_tokens)
             verdicts.completion_tokens += calls * JUDGE_OUTPUT_TOKENS
@@ -134,7 +137,7 @@ def plan_lines(plans: list[PlannedCalls]) -> list[str]:
         line = (f"{plan.role:6} {plan.model}: {plan.fresh} call(s) to make, {plan.cached} answered already; "
                 f"~{plan.prompt_tokens:,} tokens in, ~{plan.completion_tokens:,} out; "
                 f"estimated {spend_text(plan.cost)}")
-        if plan.cost is None and plan.priced and provider_unknown(plan.model):  # a misspelt name, not a free model
+        if plan.no_provider:  # a misspelt name, or a local server's model named without its provider
             line += (f" (litellm cannot tell which provider serves {plan.model!r}: every call would fail; name it "
                      "PROVIDER/MODEL, e.g. openai/gpt-4o)")
         lines.append(line)

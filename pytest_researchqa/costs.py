@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable, NamedTuple, Optional
+from typing import Any, Iterable, NamedTuple, Optional
 
 
 def add_cost(total: Optional[float], cost: Optional[float]) -> Optional[float]:
@@ -114,14 +114,16 @@ class SpendLedger:
         return spent
 
 
-def provider_unknown(model: str) -> bool:
-    """Whether litellm cannot tell from the name which provider serves ``model`` (``gpt4o``): every call would fail
-    with its 'LLM Provider NOT provided'."""
+def provider_unknown(model: str, params: Optional[dict[str, Any]] = None) -> bool:
+    """Whether litellm cannot tell which provider serves ``model`` (``gpt4o``) from its name and the call's
+    ``custom_llm_provider`` and ``api_base``: every call would fail with its 'LLM Provider NOT provided'."""
+    given = params or {}
     try:
         import litellm
 
         litellm.suppress_debug_info = True  # its provider list is printed otherwise
-        litellm.get_llm_provider(model=model)
+        litellm.get_llm_provider(model=model, custom_llm_provider=given.get("custom_llm_provider"),
+                                 api_base=given.get("api_base"))
     except Exception:  # noqa: BLE001 -- litellm's BadRequestError, or anything else it raises for the name
         return True
     return False

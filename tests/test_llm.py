@@ -518,6 +518,15 @@ def test_a_dry_run_says_a_model_name_no_provider_serves_rather_than_only_that_it
                              "name it PROVIDER/MODEL, e.g. openai/gpt-4o)"), lines
     assert "cannot tell" not in lines[1] and "gpt-4o: 2 call(s)" in lines[1], "a name litellm knows is priced"
     assert "Provider List" not in result.stdout.str(), "litellm's own help text stays out of the plan"
+    # tester65 MED: the provider the call's params name counts (no false alarm), and a local server's model named
+    # without one is said too (each of its calls fails the same way).
+    local = run_pytest(pytester, "--researchqa-model=good", "--researchqa-model=chosen", "-k", "edu-lookup",
+                       "--researchqa-model-param=good:api_base=http://127.0.0.1:9/v1",
+                       "--researchqa-model-param=chosen:custom_llm_provider=openai",
+                       "--researchqa-model-param=chosen:api_base=http://127.0.0.1:9/v1", "--researchqa-dry-run",
+                       cache=tmp_path)
+    said = {line.split(":")[1].split()[-1]: line for line in local.outlines if line.startswith("researchqa plan: answer")}
+    assert "cannot tell which provider serves 'good'" in said["good"] and "cannot tell" not in said["chosen"], said
 
 
 @pytest.mark.slow
