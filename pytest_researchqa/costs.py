@@ -134,6 +134,7 @@ def price_of(model: str, prompt_tokens: int, completion_tokens: int) -> Optional
     try:
         import litellm
 
+        litellm.suppress_debug_info = True  # its provider list is printed for a name it cannot place
         prompt_cost, completion_cost = litellm.cost_per_token(model=model, prompt_tokens=prompt_tokens,
                                                               completion_tokens=completion_tokens)
     except Exception:  # noqa: BLE001 -- litellm raises for any model it cannot price
