@@ -118,12 +118,13 @@ def provider_unknown(model: str, params: Optional[dict[str, Any]] = None) -> boo
     """Whether litellm cannot tell which provider serves ``model`` (``gpt4o``) from its name and the call's
     ``custom_llm_provider`` and ``api_base``: every call would fail with its 'LLM Provider NOT provided'."""
     given = params or {}
+    base = given.get("api_base")
     try:
         import litellm
 
         litellm.suppress_debug_info = True  # its provider list is printed otherwise
         litellm.get_llm_provider(model=model, custom_llm_provider=given.get("custom_llm_provider"),
-                                 api_base=given.get("api_base"))
+                                 api_base=base[0] if isinstance(base, list) and base else base)  # several: the first
     except Exception:  # noqa: BLE001 -- litellm's BadRequestError, or anything else it raises for the name
         return True
     return False

@@ -895,6 +895,26 @@ def test_one_model_on_two_servers_spreads_its_calls_and_loses_no_row_when_one_di
     assert max(first.max_in_flight, second.max_in_flight) == 1, "each server still gets one call at a time"
 
 
+def test_a_model_on_several_servers_takes_its_provider_from_its_params_and_without_one_errors_its_rows(
+        pytester, server, tmp_path):
+    """tester66 HIGH: `good` on a list of servers ended the run with an INTERNALERROR (litellm's router refused a
+    name without a provider), custom_llm_provider=openai too; the plan also said a provider-prefixed name on a
+    list of servers could not be called."""
+    servers = f'["{server.url}", "{server.url}"]'
+    named = run_pytest(pytester, "--researchqa-model=good", f"--researchqa-model-param=good:api_base={servers}",
+                       "--researchqa-model-param=good:custom_llm_provider=openai", "-k", "edu-lookup", cache=tmp_path)
+    assert named.ret == pytest.ExitCode.OK, named.stdout.str()[-2000:]
+    named.stdout.fnmatch_lines(["researchqa: 2/2 model rows, 0 errors*"])
+    unnamed = run_pytest(pytester, "--researchqa-model=plain", f"--researchqa-model-param=plain:api_base={servers}",
+                         "-k", "edu-lookup", cache=tmp_path)
+    assert unnamed.ret == pytest.ExitCode.TESTS_FAILED and "INTERNALERROR" not in unnamed.stdout.str()
+    unnamed.assert_outcomes(errors=2)
+    unnamed.stdout.fnmatch_lines(["*LLM Provider NOT provided*"])
+    planned = run_pytest(pytester, "--researchqa-model=openai/good", f"--researchqa-model-param=openai/good:api_base={servers}",
+                         "-k", "edu-lookup", "--researchqa-dry-run", cache=tmp_path)
+    assert "cannot tell which provider" not in planned.stdout.str()
+
+
 def test_endpoints_of_different_counts_are_a_clear_error():
     from pytest_researchqa.llm_params import parse_model_params
 

@@ -128,7 +128,11 @@ class ModelCaller:
         if self._ready:
             return
         _import_litellm()
-        _ = self.router, self.context_tokens
+        try:
+            _ = self.router
+        except Exception:  # noqa: BLE001 -- a router litellm refuses (no provider): each call raises it, as its row's
+            pass  # error, as a single endpoint's calls do (here it would end the whole run as an internal error)
+        _ = self.context_tokens
         self._ready = True
 
     def output_capped(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -483,6 +487,8 @@ def _router(spec: ModelSpec) -> Any:
     deployments = []
     for endpoint in found:
         params: dict[str, Any] = {"model": spec.name, **endpoint}
+        if spec.params.get("custom_llm_provider"):  # the provider the name does not say, for every endpoint
+            params["custom_llm_provider"] = spec.params["custom_llm_provider"]
         if "api_key" not in params and is_loopback_url(params.get("api_base")):
             params["api_key"] = "local"  # a server on this machine gets no provider key from the environment
         if per_endpoint:
