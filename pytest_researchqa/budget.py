@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
-from .costs import price_of, provider_unknown, spend_text
-from .costs import total_cost as calls_cost
+from .costs import Spend, price_of, provider_unknown, spend_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from .answers import Answer
@@ -123,11 +122,14 @@ def _verdicts_to_ask(judge: "ModelJudge", row: "FamilyRow", answer: "Optional[An
     return calls
 
 
-def total_cost(plans: Iterable[PlannedCalls]) -> Optional[float]:
-    """The estimated cost of every call (costs.total_cost's rule: None when any model with calls to make has no
-    price); 0 when no call is planned, nothing to pay."""
-    planned = list(plans)
-    return calls_cost(plan.cost for plan in planned) if planned else 0.0
+def planned_spend(plans: Iterable[PlannedCalls]) -> Spend:
+    """What the planned calls are estimated to cost: the priced ones' sum, and how many calls have no price (a
+    local server, a model litellm does not list): the sum is then what a budget can count, a floor."""
+    spend = Spend()
+    for plan in plans:
+        cost = plan.cost
+        spend = spend.plus(Spend(cost, 0) if cost is not None else Spend(0.0, plan.fresh))
+    return spend
 
 
 def plan_lines(plans: list[PlannedCalls]) -> list[str]:
@@ -142,6 +144,6 @@ def plan_lines(plans: list[PlannedCalls]) -> list[str]:
                      "PROVIDER/MODEL, e.g. openai/gpt-4o)")
         lines.append(line)
     calls = sum(p.fresh for p in plans)
-    lines.append(f"total: {calls} model call(s), estimated {spend_text(total_cost(plans))} "
+    lines.append(f"total: {calls} model call(s), estimated {planned_spend(plans).text()} "
                  "(tokens from characters and output caps; prices from litellm; '—': no price known)")
     return lines

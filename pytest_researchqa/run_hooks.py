@@ -19,6 +19,7 @@ from .stash import DRY_RUN, GENERATED, SETTINGS, WORKERS_SPEND, case_of, run_sta
 from .xdist_compat import RECORD_TEXT, Lookahead, is_worker
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .costs import Spend
     from .llm.judges import ModelJudge
     from .runs import RunWriter
     from .session import RunOutcome, Selection
@@ -150,8 +151,9 @@ class RunHooks:
         estimate = self._plan(cases)
         if is_worker(config):
             config.workeroutput[WORKER_PLAN] = self.estimated  # type: ignore[attr-defined]
-        if settings.max_cost is not None and estimate is not None and estimate > settings.max_cost:
-            self._refuse(items, f"researchqa: the run's estimated cost {spend_text(estimate)} is above "
+        # The priced calls' sum decides (a floor when some calls have no price: a local judge beside a priced model).
+        if settings.max_cost is not None and estimate is not None and estimate.usd > settings.max_cost:
+            self._refuse(items, f"researchqa: the run's estimated cost {estimate.text()} is above "
                                 f"--researchqa-max-cost={spend_text(settings.max_cost)}: select fewer rows "
                                 "(--researchqa-sample, -k) or raise the budget")
             return
@@ -161,17 +163,20 @@ class RunHooks:
             items[:] = [i for i in items if case_of(i) is None]
             config.stash[DRY_RUN] = True
 
-    def _plan(self, cases: list[Any]) -> Optional[float]:
+    def _plan(self, cases: list[Any]) -> "Optional[Spend]":
         """The call plan of these cases (or the family's own estimate), printed: its lines are ``self.estimated``.
-        Returns the estimated cost, when known."""
+        Returns the estimated cost (None: the family's estimate knows none)."""
+        from .costs import Spend
+
         if self.state.family.call_estimate:  # a family that counts its own calls (the rubric family's battles)
-            return self._print_estimate(cases)
-        from .budget import plan_calls, plan_lines, total_cost
+            cost = self._print_estimate(cases)
+            return Spend(cost) if cost is not None else None
+        from .budget import plan_calls, plan_lines, planned_spend
 
         plans = plan_calls(self.state, cases)
         self.estimated = ["", *(f"researchqa plan: {line}" for line in plan_lines(plans))]
         self._write_lines(self.estimated)
-        return total_cost(plans)
+        return planned_spend(plans)
 
     def _write_lines(self, lines: list[str]) -> None:
         """Lines for the terminal; a worker's have no terminal (its controller prints what it hands over)."""

@@ -529,6 +529,20 @@ def test_a_dry_run_says_a_model_name_no_provider_serves_rather_than_only_that_it
     assert "cannot tell which provider serves 'good'" in said["good"] and "cannot tell" not in said["chosen"], said
 
 
+def test_a_judge_without_a_price_leaves_the_priced_calls_estimate_to_refuse_a_budget_it_exceeds(pytester, server,
+                                                                                                  tmp_path):
+    """tester66 HIGH: a local judge beside a priced model made the plan's total '—', and a budget below the model's
+    own estimate no longer refused the run (it started and spent past the budget)."""
+    args = ("--researchqa-model=openai/gpt-4o", "--researchqa-model-param=openai/gpt-4o:profile=remote",
+            "--researchqa-judge=openai/judge-good", "-k", "edu", "--researchqa-max-cost=0.01")
+    refused = run_pytest(pytester, *args, cache=tmp_path, server=server)
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR and server.calls() == 0, refused.stdout.str()[-2000:]
+    refused.stdout.fnmatch_lines(["researchqa plan: total: 18 model call(s), estimated $0.0* + 9 calls without a "
+                                  "price (tokens from*"])
+    refused.stderr.fnmatch_lines(["*the run's estimated cost $0.0* + 9 calls without a price is above "
+                                  "--researchqa-max-cost=$0.0100*"])
+
+
 @pytest.mark.slow
 def test_a_budget_below_the_estimate_refuses_to_start_and_an_answered_run_costs_nothing(pytester, server, tmp_path,
                                                                                         monkeypatch):
