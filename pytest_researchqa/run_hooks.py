@@ -283,11 +283,13 @@ class RunHooks:
         if not is_worker(self.config):
             if self.estimated is None:  # not printed with the plan of --researchqa-max-cost
                 self._print_estimate([c for i in row_items if (c := case_of(i)) is not None])
-            # The calls set in flight first: the first fresh one imports litellm (seconds) before the progress clock
-            # starts, and a run whose every answer and verdict is on disk never imports it.
-            _prefetch(state, row_items)
+            # The answer calls set in flight first: the first fresh one imports litellm (seconds) before the progress
+            # clock starts, and a run whose every answer and verdict is on disk never imports it. The judges are
+            # readied (a local server asked its window: seconds more) and chained once the clock runs.
+            started = _prefetch_answers(state, row_items)
             self.progress = self._new_progress(
                 [case.system for i in row_items if (case := case_of(i)) is not None and case.kind == "row"])
+            _chain_judges(state, started)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Optional[pytest.Item]) -> Generator[None, Any, Any]:
@@ -296,7 +298,7 @@ class RunHooks:
         if is_worker(item.config) and case_of(item) is not None and self._pipelines():
             if self.lookahead is None:
                 self.lookahead = Lookahead(item.config)
-            _prefetch(self.state, self.lookahead.fresh(item, nextitem))
+            _chain_judges(self.state, _prefetch_answers(self.state, self.lookahead.fresh(item, nextitem)))
         try:
             return (yield)
         finally:
@@ -721,12 +723,15 @@ class RunHooks:
             return None
 
 
-def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:
-    """Submit the calls of pipelined systems (models, async systems) of these rows and, chained on their answers,
-    the judge calls."""
+_Started = tuple[Any, Any, Any, dict[str, int], str, bool]  # system, row, paper, repeat, system's name, to come
+
+
+def _prefetch_answers(state: "RunState", items: list[pytest.Item]) -> list[_Started]:
+    """Submit the calls of pipelined systems (models, async systems) of these rows; what :func:`_chain_judges`
+    chains the verdicts on."""
     from .papers import PaperUnavailable
 
-    started: list[tuple[Any, Any, Any, dict[str, int], str, bool]] = []  # system, row, paper, repeat, name, to come
+    started: list[_Started] = []
     for item in items:
         case = case_of(item)
         if case is None or case.kind != "row" or not state.services.pipelined(case.system):
@@ -740,6 +745,11 @@ def _prefetch(state: "RunState", items: list[pytest.Item]) -> None:
         system: Any = state.services.system(case.system)
         repeat = {"repeat": case.repeat} if case.repeat else {}  # only model systems are repeated
         started.append((system, row, paper, repeat, case.system, system.prefetch(row, paper, **repeat)))
+    return started
+
+
+def _chain_judges(state: "RunState", started: list[_Started]) -> None:
+    """The judge calls of these answers, each asked the moment its answer arrives."""
     premise = state.services.premise_judge()  # it judges only answers to false-premise questions (its subject)
     if not (state.settings.judges or premise is not None):
         return

@@ -282,6 +282,10 @@ def test_a_local_judges_window_is_asked_with_every_answer_call_in_flight_never_o
     assert asked_window, "the local judge's server was asked its window"
     # Nine answers, four at a time, 0.3 s each: about a second; waiting on the probe, five and more.
     assert received[-1] - received[0] < 3.0, received
+    # The progress clock runs from the answers' start, the judge's readiness included (tester66 MED: it started
+    # after it, and the last line read 'elapsed 0s' for a run of 7.5 s).
+    last = [line for line in result.stdout.lines if line.startswith("researchqa: ") and " elapsed " in line][-1]
+    assert int(re.search(r" elapsed (\d+)s", last).group(1)) >= 4, last
 
 
 def test_a_local_server_never_receives_the_provider_key_from_the_environment(server, tmp_path, sample, monkeypatch):
