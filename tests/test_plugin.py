@@ -1154,13 +1154,18 @@ def test_a_system_that_cannot_take_a_question_and_a_paper_is_one_usage_error_bef
     """tester64 LOW: each row errored with `wrongsig() takes 1 positional argument but 2 were given`."""
     pytester.makepyfile(shapes="def one_argument(question):\n    return 'x'\n\nANSWERS = 3\n\n"
                                "def with_row(question, paper, *, row):\n    return {'answer': 'x', 'citations': []}\n\n"
-                               "def flexible(*args, **kwargs):\n    return {'answer': 'x', 'citations': []}\n")
+                               "def flexible(*args, **kwargs):\n    return {'answer': 'x', 'citations': []}\n\n"
+                               "def plain(question, paper):\n    return {'answer': 'x', 'citations': []}\n\n"
+                               "def timed(f):\n    def wrapper(*args, **kwargs):\n        return f(*args, **kwargs)\n"
+                               "    return wrapper\n\nwrapped = timed(plain)\n")
     pytester.syspathinsert()
     result = run(f"--researchqa-system=shapes:{target}", "-k", "edu-lookup")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert result.stderr.lines[0] == f"ERROR: researchqa: {said}", result.stderr.lines
-    for accepted in ("with_row", "flexible"):  # row= when it takes it; a wrapper's *args, **kwargs takes anything
-        assert run(f"--researchqa-system=shapes:{accepted}", "-k", "edu-lookup").ret == pytest.ExitCode.OK
+    # row= when it takes it; a wrapper's *args, **kwargs takes anything, and is not sent row= (tester66 MED: a
+    # decorator without functools.wraps over f(question, paper) errored every row).
+    for accepted in ("with_row", "flexible", "wrapped"):
+        assert run(f"--researchqa-system=shapes:{accepted}", "-k", "edu-lookup").ret == pytest.ExitCode.OK, accepted
 
 
 def test_a_model_without_the_llm_extra_is_a_usage_error_naming_it(pytester, monkeypatch):

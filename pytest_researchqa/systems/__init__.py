@@ -222,7 +222,10 @@ def _user_adapter(function: Callable[..., Any]) -> Callable[..., Any]:
         parameters = inspect.signature(function).parameters
     except (TypeError, ValueError):
         parameters = {}
-    wants_row = "row" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+    # A generic wrapper's (*args, **kwargs) says nothing of what it passes on (a decorator without functools.wraps
+    # over f(question, paper)): row= goes to a parameter named row, or to **kwargs beside named parameters.
+    named = [p for p in parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    wants_row = "row" in parameters or (bool(named) and any(p.kind is p.VAR_KEYWORD for p in parameters.values()))
 
     def call(row: "FamilyRow", paper: "Optional[Paper]") -> Any:
         if wants_row:
