@@ -375,6 +375,19 @@ def test_an_ini_gate_on_coverage_leaves_a_plain_pytest_alone_and_stops_a_run_wit
                                    "the run has none*"])
 
 
+def test_a_rubric_plan_says_a_model_no_provider_serves_and_a_budget_counts_its_priced_calls(run, server):
+    """tester66: the rubric plan said only 'no price for gpt4o' (every call would fail), and a model without a price
+    made the estimate unknown, so a budget below the priced judge's own calls never refused the run."""
+    args = ("--researchqa-family=rubric", "--researchqa-model=gpt4o", "--researchqa-judge=openai/gpt-4o",
+            "--researchqa-model-param=openai/gpt-4o:profile=remote")
+    planned = run(*args, "--researchqa-dry-run")
+    planned.stdout.fnmatch_lines(["researchqa: litellm cannot tell which provider serves 'gpt4o': every call would "
+                                  "fail; name it PROVIDER/MODEL, e.g. openai/gpt-4o"])
+    refused = run(*args, "--researchqa-max-cost=0.01")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR and server.calls() == 0
+    refused.stderr.fnmatch_lines(["*the run's estimated cost $0.* is above --researchqa-max-cost=$0.0100*"])
+
+
 def test_the_audit_describes_the_rows_without_answering(run, server):
     result = run("--researchqa-family=rubric", "--researchqa-audit")
     result.stdout.fnmatch_lines(["*researchqa dataset audit*", "12 row(s) loaded; no system ran",

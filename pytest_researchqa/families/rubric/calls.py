@@ -63,6 +63,7 @@ class CallPlan:
     graded_answers: int = 0
     by_model: dict[str, ModelUse] = field(default_factory=dict)
     local: set[str] = field(default_factory=set)  # models on a local server: their calls have no price
+    no_provider: set[str] = field(default_factory=set)  # models litellm cannot place (costs.provider_unknown)
 
     @property
     def judge_calls(self) -> int:
@@ -226,6 +227,11 @@ def plan(answers: Sequence[tuple[str, Any]], services: Any, settings: Any) -> Ca
         prompt_tokens=size, answer_tokens=round(words * TOKENS_PER_WORD) + 30 * ASSUMED_REFERENCES, on_disk=on_disk)
     callers = [*judges.values(), *(services.system(name) for name in counted.by_model if services.is_model(name))]
     counted.local = {caller.spec.name for caller in callers if caller.spec.local}
+    if counted.calls:  # a model that will be called; litellm is imported for the prices anyway
+        from ...costs import provider_unknown
+
+        counted.no_provider = {caller.spec.name for caller in callers
+                               if provider_unknown(caller.spec.name, caller.spec.params)}
     return counted
 
 
@@ -254,11 +260,15 @@ def estimate_lines(answers: Sequence[tuple[str, Any]], services: Any, settings: 
     unknown = sorted(model for model, usd in prices.items() if usd is None)
     cost = total_cost(prices.values()) if prices else 0.0  # every call on disk: nothing to pay
     total = spend_text(cost)
-    if known and unknown:  # the total is unknown; what is known is still worth saying
-        total += f" ({spend_text(total_cost(known.values()))} for {', '.join(sorted(known))})"
+    if known and unknown:  # the total is unknown; what is known is still worth saying, and a budget counts it
+        cost = total_cost(known.values())
+        total += f" ({spend_text(cost)} for {', '.join(sorted(known))})"
     basis = (f"tokens estimated as prompt characters / {CHARS_PER_TOKEN}, answers of "
              f"~{settings.length_words or ASSUMED_ANSWER_WORDS} words, prices from litellm's cost map")
     lines.append(f"researchqa: estimated cost {total} ({basis}"
                  + (f"; no price for {', '.join(unknown)}: a local server or a model litellm does not list"
                     if unknown else "") + ")")
+    for model in sorted(calls.no_provider):  # a misspelt name, not a free model (as the citation family's plan says)
+        lines.append(f"researchqa: litellm cannot tell which provider serves {model!r}: every call would fail; name "
+                     "it PROVIDER/MODEL, e.g. openai/gpt-4o")
     return Estimate(lines, cost)
