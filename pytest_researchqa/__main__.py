@@ -284,6 +284,10 @@ def _print(session: "ResearchSession", title: str, *, markdown: bool) -> None:
                                outcome.family_results))
     if outcome.comparison is not None:
         print(terminal.comparison_text(outcome.comparison, session.family))
+    if outcome.guards:  # the judge guards, as the live run's terminal and the Markdown say them
+        print("judge guards:")
+        for guard in outcome.guards:
+            print(guard.message)
     print(outcome.coverage_line)  # as the run's own summary says it
     for check in outcome.checks:
         print(f"{check.mark} {check.message}")

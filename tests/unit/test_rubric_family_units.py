@@ -102,6 +102,14 @@ def test_a_row_with_several_bad_fields_names_each_of_them_in_its_one_problem(tmp
         "blank; field 'field': expected text, found list")
 
 
+def test_a_bad_date_cutoff_is_named_as_the_file_names_it(tmp_path):
+    """tester66 LOW: an error in `date_cutoff` was filed under `date`."""
+    rows = [BENCHMARK_ROW, {**{k: v for k, v in BENCHMARK_ROW.items() if k != "date"}, "id": "q-18",
+                            "date_cutoff": "notadate"}]
+    [problem] = load_queries(write(tmp_path, "valid.json", json.dumps(rows))).problems
+    assert problem.field == "date_cutoff" and "'notadate' is not a date" in problem.message
+
+
 def test_unknown_keys_are_named_once_and_duplicate_ids_are_problems(tmp_path):
     rows = [{**BENCHMARK_ROW, "difficulty": 3}, BENCHMARK_ROW]
     with pytest.warns(DatasetWarning, match="difficulty"):

@@ -115,6 +115,15 @@ def test_the_count_of_rows_left_unlisted_names_pytests_option_in_the_terminal_on
                                                                                   "... and 2 more")
 
 
+def test_a_row_answered_several_times_is_listed_with_which_answer_fell_short():
+    """tester66 LOW: under --researchqa-repeats=2 the same row was listed twice with nothing to tell them apart."""
+    below = [RowRecord(row_id="edu-adv-3", system="m", outcome="below_bar", diagnosis="premise not flagged", repeat=n)
+             for n in (1, 0)]
+    assert short_list(below) == ["m · edu-adv-3 (answer 1): premise not flagged",
+                                 "m · edu-adv-3 (answer 2): premise not flagged"]
+    assert short_list(below[1:]) == ["m · edu-adv-3: premise not flagged"], "a run without repeats: the row alone"
+
+
 def test_a_gate_on_a_question_type_its_metric_is_never_measured_on_is_refused_at_start():
     """adversarial.section_coverage was accepted, always undecidable, and exited 0 (a tester's CI typo)."""
     from pytest_researchqa.reporting.gates import GateSpecError, parse_gate, parse_regression_gate

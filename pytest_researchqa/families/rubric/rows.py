@@ -157,12 +157,13 @@ def _row(record: Any, unknown: set[str]) -> ResearchRow:
     for name in ("date", "date_cutoff"):  # YAML reads an unquoted 2020-10-02 as a date
         if isinstance(record.get(name), datetime.date):
             record = {**record, name: record[name].isoformat()[:10]}
-    date = read("date") or read("date_cutoff")
+    date_field, date = next(((name, given) for name in ("date", "date_cutoff") if (given := read(name)) is not None),
+                            ("date", None))
     if date is not None:
         try:
             date = _iso_date(date)
         except _Bad as bad:
-            found.append((bad.field_name, str(bad)))
+            found.append((date_field, str(bad)))  # the key the file used
     rubric = record.get("rubric") or []
     if not isinstance(rubric, list):
         found.append(("rubric", f"expected a list of items, found {type(rubric).__name__}"))
