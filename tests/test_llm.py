@@ -547,6 +547,17 @@ def test_a_judge_without_a_price_leaves_the_priced_calls_estimate_to_refuse_a_bu
                                   "--researchqa-max-cost=$0.0100*"])
 
 
+def test_a_spent_budget_leaves_a_local_judge_to_grade_the_answers_already_paid_for(pytester, server, tmp_path):
+    """tester67 MED: once a priced model's answer spent the budget, the free local judge's verdict on it was refused
+    too ('judge openai/judge-a: BudgetReached'), though its calls cost nothing the budget counts."""
+    server.usage = (20_000, 2_000)  # $0.07 an answer at gpt-4o's price, where the plan estimates under $0.01
+    result = run_pytest(pytester, "--researchqa-model=openai/gpt-4o", "--researchqa-model-param=openai/gpt-4o:profile=remote",
+                        "--researchqa-judge=openai/judge-a", "-k", "edu-lookup-1", "--researchqa-max-cost=0.02",
+                        cache=tmp_path, server=server)
+    assert server.calls("gpt-4o") == 1 and server.calls("judge-a") == 1, result.stdout.str()[-2000:]
+    assert leaderboard_table(result)["openai/gpt-4o"]["judge err"] == "0"
+
+
 @pytest.mark.slow
 def test_a_budget_below_the_estimate_refuses_to_start_and_an_answered_run_costs_nothing(pytester, server, tmp_path,
                                                                                         monkeypatch):
@@ -852,6 +863,9 @@ def test_a_spent_budget_stops_new_calls_and_no_gate_passes_on_the_run():
         runner.charge(CallResult(content="x", latency_s=0.1, cost_usd=0.007))
         with pytest.raises(BudgetReached, match=r"not run: the run's budget \(\$0.0100\) was spent"):
             asyncio.run(runner.pace("openai"))
+        # A local server's call costs nothing the budget counts: a free judge still grades answers already paid for
+        # (tester67 MED: every answered row lost its local judge's verdict once the budget was spent).
+        asyncio.run(runner.pace("http://127.0.0.1:8080/v1", priced=False))
     finally:
         runner.close()
 

@@ -341,12 +341,14 @@ class ModelRunner:
         async with slots:
             return await job()
 
-    async def pace(self, provider: str) -> None:
+    async def pace(self, provider: str, priced: bool = True) -> None:
         """Wait for this provider's next start slot; call right before each request is sent.
-        A spent budget, or a run that is stopping, stops every request from here on (calls already sent finish)."""
+        A run that is stopping stops every request from here on, a spent budget every priced one (a local server's
+        calls cost nothing the budget counts: its verdicts on answers already paid for still come); calls already
+        sent finish."""
         if self.stopping:
             raise RunStopping("the run is stopping: no new call starts")
-        if self.budget_usd is not None and (
+        if priced and self.budget_usd is not None and (
                 self.ledger.total(self.spent_usd) if self.ledger is not None else self.spent_usd) >= self.budget_usd:
             from ..costs import BUDGET_STOP, spend_text
 

@@ -326,7 +326,7 @@ class ModelJudge(ModelCaller):
             params.update(_structured_output(self.spec, schema, f"{self.kind}_verdict"))
 
         async def attempt() -> CallResult:
-            await self.runner.pace(self.spec.provider)
+            await self.runner.pace(self.spec.provider, priced=not self.spec.local)
             # Priced (unless served on this machine): --researchqa-max-cost counts a verdict's cost as an answer's.
             return await self.runner.send(_acompletion(self.spec.name, messages, self.timeout_s, params,
                                                        priced=not self.spec.local, router=self.router))

@@ -235,7 +235,7 @@ class ModelCaller:
         queued: list[float] = []
 
         async def attempt() -> CallResult:
-            await self.runner.pace(self.spec.provider)
+            await self.runner.pace(self.spec.provider, priced=not self.spec.local)
             if submitted is not None and not queued:
                 queued.append(time.perf_counter() - submitted)
             return await self.runner.send(_acompletion(self.spec.name, messages, self.timeout_s, params,
