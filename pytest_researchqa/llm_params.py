@@ -107,6 +107,9 @@ def endpoints(params: dict[str, Any]) -> list[dict[str, Any]]:
     bases, keys = params.get("api_base"), params.get("api_key")
     if not isinstance(bases, list) and not isinstance(keys, list):
         return []
+    for name, value in (("api_base", bases), ("api_key", keys)):
+        if isinstance(value, list) and not value:
+            raise ValueError(f"{name}: an empty list: give one value, or one per endpoint")
     count = max(len(v) for v in (bases, keys) if isinstance(v, list))
     for name, value in (("api_base", bases), ("api_key", keys)):
         if isinstance(value, list) and len(value) != count:

@@ -953,6 +953,9 @@ def test_endpoints_of_different_counts_are_a_clear_error():
     with pytest.raises(ValueError, match=r"openai/m: api_base: 2 value\(s\) for 3 endpoint\(s\)"):
         parse_model_params(['openai/m:api_base=["http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1"]',
                             'openai/m:api_key=["a", "b", "c"]'], ["openai/m"])
+    for name in ("api_base", "api_key"):  # tester67 LOW: accepted, then every row errored
+        with pytest.raises(ValueError, match=rf"openai/m: {name}: an empty list: give one value, or one per endpoint"):
+            parse_model_params([f"openai/m:{name}=[]"], ["openai/m"])
 
 
 def test_a_run_whose_only_calls_are_its_judges_says_its_progress_and_spend(pytester, server, tmp_path):

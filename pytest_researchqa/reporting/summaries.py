@@ -134,9 +134,10 @@ def listing_order(record: RowRecord) -> tuple[str, list[tuple[int, str]], int]:
     return (record.system or "", parts, record.repeat)
 
 
-def _row_name(record: RowRecord, repeated: bool) -> str:
-    """The row's id, and which answer of it when the run answered rows several times (--researchqa-repeats)."""
-    return (record.row_id or "?") + (f" (answer {record.repeat + 1})" if repeated else "")
+def _row_name(record: RowRecord, repeated: "set[Optional[str]]") -> str:
+    """The row's id, and which answer of it when its system answered rows several times (--researchqa-repeats:
+    model systems; ``repeated`` names them)."""
+    return (record.row_id or "?") + (f" (answer {record.repeat + 1})" if record.system in repeated else "")
 
 
 def error_list(records: Sequence[RowRecord], limit: int = 10, terminal: bool = True) -> list[str]:
@@ -144,7 +145,7 @@ def error_list(records: Sequence[RowRecord], limit: int = 10, terminal: bool = T
     ``limit`` and a count of the rest, in the same order as :func:`short_list` (``terminal``: the count names
     pytest's option that lists them; a PR comment's reader has no terminal)."""
     errored = sorted((r for r in records if r.error), key=listing_order)
-    repeated = any(r.repeat for r in records)
+    repeated = {r.system for r in records if r.repeat}
     lines = [" · ".join(p for p in (r.system, _row_name(r, repeated)) if p) + f": {r.error.splitlines()[0]}"
              for r in errored[:limit] if r.error]
     if len(errored) > limit:
@@ -158,7 +159,7 @@ def short_list(records: Sequence[RowRecord], limit: int = 10, saved: bool = True
     # Sorted, not in the order rows finished: under xdist that order changes from run to run, and a
     # PR comment must not change when nothing else did.
     below = sorted((r for r in records if r.outcome in ("below_bar", "failed") and r.diagnosis), key=listing_order)
-    repeated = any(r.repeat for r in records)
+    repeated = {r.system for r in records if r.repeat}
     lines = [f"{r.system} · {_row_name(r, repeated)}: {(r.diagnosis or '').splitlines()[0]}" for r in below[:limit]]
     if len(below) > limit:
         where = [*(["every diagnosis is in the saved run's rows.jsonl"] if saved else []),

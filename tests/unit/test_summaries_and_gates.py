@@ -122,6 +122,9 @@ def test_a_row_answered_several_times_is_listed_with_which_answer_fell_short():
     assert short_list(below) == ["m · edu-adv-3 (answer 1): premise not flagged",
                                  "m · edu-adv-3 (answer 2): premise not flagged"]
     assert short_list(below[1:]) == ["m · edu-adv-3: premise not flagged"], "a run without repeats: the row alone"
+    once = RowRecord(row_id="edu-adv-3", system="bm25", outcome="below_bar", diagnosis="premise not flagged")
+    assert short_list([*below, once])[0] == "bm25 · edu-adv-3: premise not flagged", \
+        "a system answered once in a run with repeats is named alone (tester67 LOW)"
 
 
 def test_a_gate_on_a_question_type_its_metric_is_never_measured_on_is_refused_at_start():
