@@ -373,6 +373,7 @@ def test_a_leaderboard_compared_with_a_baseline_fits_1280_px_and_marks_the_cell_
     assert "citation_accuracy REGRESSED" in message and delta.startswith("-"), (message, value, delta)
 
 
+@pytest.mark.slow
 def test_view_compares_with_the_map_the_run_was_made_with_unless_told_another(pytester, tmp_path, capsys):
     """tester64 MED: a run compared with --researchqa-compare-map bm25=oracle, then `view RUN --compare BASE`: the
     page said "bm25 (as oracle): 27 row(s) paired" and, below, that no row of a system in both runs changed."""

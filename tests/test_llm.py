@@ -336,6 +336,7 @@ def test_a_rerun_makes_zero_model_calls_and_regrades(pytester, server, tmp_path)
     again.stdout.fnmatch_lines(["researchqa: 9/9 model rows, 0 errors, 9 from cache*"])
 
 
+@pytest.mark.slow
 def test_a_rerun_whose_answers_and_verdicts_are_on_disk_never_imports_litellm(pytester, server, tmp_path):
     """Importing litellm costs seconds (and about a second more at exit): a run that calls nobody must not pay it.
     It did, to ready the models before the progress clock (a cached re-run took 4.6 s instead of 0.7)."""
@@ -927,6 +928,7 @@ def test_one_model_on_two_servers_spreads_its_calls_and_loses_no_row_when_one_di
     assert max(first.max_in_flight, second.max_in_flight) == 1, "each server still gets one call at a time"
 
 
+@pytest.mark.slow
 def test_a_model_on_several_servers_takes_its_provider_from_its_params_and_without_one_errors_its_rows(
         pytester, server, tmp_path):
     """tester66 HIGH: `good` on a list of servers ended the run with an INTERNALERROR (litellm's router refused a

@@ -600,6 +600,7 @@ START_UP_MODULES = ["pytest_researchqa", "pytest_researchqa.fixtures", "pytest_r
 REWRITTEN_AT_START_UP = ["pytest_researchqa", "pytest_researchqa.plugin"]
 
 
+@pytest.mark.slow
 def test_a_researchqa_run_exits_without_a_last_walk_over_its_objects_and_a_plain_run_is_left_alone(pytester):
     """Python's last garbage collections at exit walk every object left: about a second after litellm alone, and
     a run's rows, papers and records at full scale. A researchqa run freezes them at exit (after every later
@@ -1144,6 +1145,7 @@ def test_a_system_module_that_cannot_be_imported_suggests_the_path(run):
     result.stderr.fnmatch_lines(["*cannot import 'my_rag_pipeline'*PYTHONPATH=. pytest*"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("target", "said"), [
     ("one_argument", "system 'shapes:one_argument': 'one_argument' cannot be called as (question, paper): too many "
                      "positional arguments"),

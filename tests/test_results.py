@@ -604,6 +604,7 @@ def test_show_and_view_help_says_what_their_run_argument_is(command, capsys):
             "(default: last)") in shown
 
 
+@pytest.mark.slow
 def test_show_and_compare_read_no_rows_details_the_citation_familys_text_never_shows(pytester, tmp_path, capsys):
     """Issue 24 keeps `compare A B` / `show last` at 1.5 s / 0.8 s: with each row's citation views saved (most of a
     row's bytes) they read 56 MB into 288 MiB. The text they print is the same without them."""
