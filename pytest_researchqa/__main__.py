@@ -174,37 +174,32 @@ def _session(saved: SavedRun, family: "Optional[Family]" = None, **options: Any)
     return session
 
 
-def _for_text(spec: str, runs_dir: Path) -> SavedRun:
-    """A saved run for ``show`` and ``compare``: its rows' details (most of their bytes) read only when the run's
-    family's own board reads them."""
+def _for_text(spec: str, runs_dir: Path) -> tuple[SavedRun, bool]:
+    """A saved run for ``show`` and ``compare``, and whether its rows' details (most of their bytes) were read:
+    only when the run's family's own board reads them (its baseline's are read alike)."""
     from .runs import read_manifest, reads_details
 
     folder = resolve_run(spec, runs_dir)
-    return load_run(folder, details=reads_details(read_manifest(folder)))
+    details = reads_details(read_manifest(folder))
+    return load_run(folder, details=details), details
 
 
-def _pairing_with_own_baseline(saved: SavedRun, baseline: str) -> dict[str, str]:
-    """The run's --researchqa-compare-map when ``baseline`` is the run it was compared with (its summary.json
-    names it); else none: another run is paired by system name."""
-    import json
+def _pairing_with_own_baseline(saved: SavedRun, baseline: str, compared_with: Optional[str] = None) -> dict[str, str]:
+    """The run's --researchqa-compare-map when ``baseline`` is the run it was compared with (``compared_with``, else
+    as its summary.json names it); else none: another run is paired by system name."""
+    if compared_with is None:
+        import json
 
-    from .runs import SUMMARY_FILE
+        from .runs import SUMMARY_FILE
 
-    try:
-        compared_with = json.loads((saved.folder / SUMMARY_FILE).read_text(encoding="utf-8")).get("compared_with")
-    except (OSError, ValueError, AttributeError):
-        return {}
+        try:
+            compared_with = json.loads((saved.folder / SUMMARY_FILE).read_text(encoding="utf-8")).get("compared_with")
+        except (OSError, ValueError, AttributeError):
+            return {}
     made_with = saved.manifest.get("compare_map")
     if compared_with != baseline or not isinstance(made_with, dict):
         return {}
     return {str(new): str(old) for new, old in made_with.items()}
-
-
-def _has_details(saved: SavedRun) -> bool:
-    """Whether ``_for_text`` read the run's details (so its baseline's are read too)."""
-    from .runs import reads_details
-
-    return reads_details(saved.manifest)
 
 
 def _replayed(saved: SavedRun, runs_dir: Path, *, details: bool = True) -> "ResearchSession":
@@ -230,7 +225,7 @@ def _replayed(saved: SavedRun, runs_dir: Path, *, details: bool = True) -> "Rese
                 options["baseline"] = load_baseline(compared_with, runs_dir, details=details)
             except (RunNotFound, ValueError, OSError):
                 pass  # the baseline is gone: the verdict stands, the changes cannot be shown
-            options["compare_map"] = _pairing_with_own_baseline(saved, compared_with)
+            options["compare_map"] = _pairing_with_own_baseline(saved, compared_with, compared_with)
     dataset = saved.manifest.get("dataset")
     if isinstance(dataset, dict) and isinstance(dataset.get("sha256"), str):
         options["dataset_sha"] = dataset["sha256"]
@@ -297,7 +292,7 @@ def _print(session: "ResearchSession", title: str, *, markdown: bool) -> None:
 
 
 def _show(spec: str, runs_dir: Path, *, markdown: bool, as_json: bool = False) -> int:
-    saved = _for_text(spec, runs_dir)
+    saved, details = _for_text(spec, runs_dir)
     if as_json:
         import json
 
@@ -308,11 +303,11 @@ def _show(spec: str, runs_dir: Path, *, markdown: bool, as_json: bool = False) -
         if kept.is_file():
             data = json.loads(kept.read_text(encoding="utf-8"))
         else:
-            session = _replayed(saved, runs_dir, details=bool(saved.records) and _has_details(saved))
+            session = _replayed(saved, runs_dir, details=details)
             data = summary(session.outcome(), session.family, saved.manifest)
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return 0
-    session = _replayed(saved, runs_dir, details=_has_details(saved))
+    session = _replayed(saved, runs_dir, details=details)
     count = len(saved.records)
     _print(session, f"researchqa run {saved.name} ({count} row{'' if count == 1 else 's'})", markdown=markdown)
     return 0
@@ -448,8 +443,8 @@ def _compare(baseline_spec: str, spec: str, runs_dir: Path, *, mapping: Sequence
     from .reporting.compare import parse_mapping
     from .reporting.gates import parse_regression_gate
 
-    saved = _for_text(spec, runs_dir)
-    baseline = load_baseline(baseline_spec, runs_dir, details=_has_details(saved))
+    saved, details = _for_text(spec, runs_dir)
+    baseline = load_baseline(baseline_spec, runs_dir, details=details)
     if baseline.name == saved.name:
         raise ValueError(f"{saved.name} would be compared with itself: name two different runs")
     family = _family(saved)

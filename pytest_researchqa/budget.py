@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
-from .costs import Spend, price_of, provider_unknown, spend_text
+from .costs import Spend, no_provider_said, price_of, provider_unknown, spend_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from .answers import Answer
@@ -72,9 +72,11 @@ def plan_calls(state: "RunState", cases: Iterable["Case"]) -> list[PlannedCalls]
             cached = system.cached_answer(row, paper, case.repeat) if hasattr(system, "cached_answer") else None
             planned = (system.planned_call(row, paper, case.repeat)
                        if cached is None and hasattr(system, "planned_call") else None)
-            answer = plans.get((case.system, "answer")) or plans.setdefault((case.system, "answer"), PlannedCalls(
-                case.system, "answer", priced=not system.spec.local,
-                no_provider=provider_unknown(system.spec.name, system.spec.params)))
+            if (case.system, "answer") not in plans:  # litellm asked once a model, not once a row
+                plans[case.system, "answer"] = PlannedCalls(
+                    case.system, "answer", priced=not system.spec.local,
+                    no_provider=provider_unknown(system.spec.name, system.spec.params))
+            answer = plans[case.system, "answer"]
             if planned is None:
                 answer.cached += 1
                 answer_tokens = len(cached.text) // 4 + 1 if cached is not None else answer_tokens
@@ -96,9 +98,11 @@ def plan_calls(state: "RunState", cases: Iterable["Case"]) -> list[PlannedCalls]
             calls = _verdicts_to_ask(judge, row, cached, verdicts_of, asked)
             if not calls:
                 continue
-            verdicts = plans.get((judge.name, "judge")) or plans.setdefault((judge.name, "judge"), PlannedCalls(
-                judge.spec.name, "judge", priced=not judge.spec.local,
-                no_provider=provider_unknown(judge.spec.name, judge.spec.params)))
+            if (judge.name, "judge") not in plans:
+                plans[judge.name, "judge"] = PlannedCalls(
+                    judge.spec.name, "judge", priced=not judge.spec.local,
+                    no_provider=provider_unknown(judge.spec.name, judge.spec.params))
+            verdicts = plans[judge.name, "judge"]
             verdicts.fresh += calls
             verdicts.prompt_tokens += calls * (JUDGE_PROMPT_OVERHEAD_TOKENS + judged_chars // 4 + answer_tokens)
             verdicts.completion_tokens += calls * JUDGE_OUTPUT_TOKENS
@@ -140,8 +144,7 @@ def plan_lines(plans: list[PlannedCalls]) -> list[str]:
                 f"~{plan.prompt_tokens:,} tokens in, ~{plan.completion_tokens:,} out; "
                 f"estimated {spend_text(plan.cost)}")
         if plan.no_provider:  # a misspelt name, or a local server's model named without its provider
-            line += (f" (litellm cannot tell which provider serves {plan.model!r}: every call would fail; name it "
-                     "PROVIDER/MODEL, e.g. openai/gpt-4o)")
+            line += f" ({no_provider_said(plan.model)})"
         lines.append(line)
     calls = sum(p.fresh for p in plans)
     lines.append(f"total: {calls} model call(s), estimated {planned_spend(plans).text()} "

@@ -114,6 +114,12 @@ class SpendLedger:
         return spent
 
 
+def no_provider_said(model: str) -> str:
+    """What a plan says of a model :func:`provider_unknown` finds (a misspelt name, not a free model)."""
+    return (f"litellm cannot tell which provider serves {model!r}: every call would fail; name it PROVIDER/MODEL, "
+            "e.g. openai/gpt-4o")
+
+
 def provider_unknown(model: str, params: Optional[dict[str, Any]] = None) -> bool:
     """Whether litellm cannot tell which provider serves ``model`` (``gpt4o``) from its name and the call's
     ``custom_llm_provider`` and ``api_base``: every call would fail with its 'LLM Provider NOT provided'."""

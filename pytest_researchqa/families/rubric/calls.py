@@ -238,7 +238,7 @@ def plan(answers: Sequence[tuple[str, Any]], services: Any, settings: Any) -> Ca
 def estimate_lines(answers: Sequence[tuple[str, Any]], services: Any, settings: Any) -> Estimate:
     """What the plugin prints before the first call of a rubric run (nothing when no model is asked), and the
     estimated cost."""
-    from ...costs import spend_text, total_cost
+    from ...costs import no_provider_said, spend_text, total_cost
 
     calls = plan(answers, services, settings)
     if not calls.calls and not calls.cached:
@@ -268,7 +268,5 @@ def estimate_lines(answers: Sequence[tuple[str, Any]], services: Any, settings: 
     lines.append(f"researchqa: estimated cost {total} ({basis}"
                  + (f"; no price for {', '.join(unknown)}: a local server or a model litellm does not list"
                     if unknown else "") + ")")
-    for model in sorted(calls.no_provider):  # a misspelt name, not a free model (as the citation family's plan says)
-        lines.append(f"researchqa: litellm cannot tell which provider serves {model!r}: every call would fail; name "
-                     "it PROVIDER/MODEL, e.g. openai/gpt-4o")
+    lines += [f"researchqa: {no_provider_said(model)}" for model in sorted(calls.no_provider)]
     return Estimate(lines, cost)
